@@ -1,0 +1,33 @@
+# kmedic: `make demo` and `make test` are all a newcomer needs; both bootstrap what they need.
+PY := .venv/bin/python
+VENV_BIN := .venv/bin
+
+.PHONY: bootstrap test lint typecheck unit integration demo bench clean
+
+bootstrap:
+	@python3 scripts/bootstrap.py
+
+lint: bootstrap
+	$(VENV_BIN)/ruff check kmedic agent streaming manager tests bench scripts
+	$(VENV_BIN)/ruff format --check kmedic agent streaming manager tests bench scripts
+
+typecheck: bootstrap
+	$(VENV_BIN)/mypy
+
+unit: bootstrap
+	$(PY) -m pytest tests/unit -q
+
+integration: bootstrap
+	$(PY) -m pytest tests/integration tests/e2e -q
+
+test: lint typecheck
+	$(PY) -m pytest tests -q
+
+demo: bootstrap
+	$(VENV_BIN)/kmedic demo
+
+bench: bootstrap
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf .venv .cache

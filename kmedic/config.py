@@ -1,0 +1,84 @@
+"""Loading YAML configuration into typed pydantic models, with environment overrides.
+
+Every role (agent, stream, manager) has its own model; they share this loader so every bad
+config gets the same kind of message: the file, the field, and what is wrong with it.
+
+Environment overrides: ``KMEDIC_<ROLE>__<FIELD>[__<SUBFIELD>...]`` (double underscore between
+levels), e.g. ``KMEDIC_AGENT__INTERVAL_S=10``. Values are parsed as YAML scalars.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from kmedic.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _apply_env(data: dict[str, Any], prefix: str, env: Mapping[str, str]) -> dict[str, Any]:
+    marker = f"{prefix}__"
+    for key, raw in env.items():
+        if not key.startswith(marker):
+            continue
+        path = [p.lower() for p in key[len(marker) :].split("__") if p]
+        if not path:
+            continue
+        node = data
+        for part in path[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        node[path[-1]] = yaml.safe_load(raw) if raw != "" else ""
+    return data
+
+
+def describe_validation_error(exc: ValidationError, source: str) -> str:
+    """One line per problem, each naming the field path."""
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"{source}: {where}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def load_config(
+    model: type[M],
+    path: str | Path | None,
+    *,
+    env_prefix: str,
+    env: Mapping[str, str] | None = None,
+) -> M:
+    """Read ``path`` (YAML mapping; None means defaults only), apply overrides, validate."""
+    data: dict[str, Any] = {}
+    source = "defaults"
+    if path is not None:
+        source = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(
+                f"{path}: the top level must be a mapping, not {type(loaded).__name__}"
+            )
+        data = loaded
+    data = _apply_env(data, env_prefix, os.environ if env is None else env)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, source)) from exc

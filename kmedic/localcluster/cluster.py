@@ -1,0 +1,367 @@
+"""A real Kafka cluster on loopback: one ZooKeeper, one KRaft controller, N brokers.
+
+Used by the demo and by every integration test. Each node is a JVM started from the jars that
+`make bootstrap` fetched; each broker carries the Prometheus JMX exporter java agent on its own
+port. A state file in the work directory lets another process (``kmedic cluster status|down``)
+find and stop the nodes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kmedic.errors import KmedicError
+from kmedic.localcluster import configs, process
+from kmedic.localcluster.configs import CONTROLLER_ID, HOST, ClusterSpec
+from kmedic.logging import get_logger
+from kmedic.paths import config_file, jvm_jars
+
+log = get_logger("kmedic.localcluster")
+
+STATE_FILE = "state.json"
+START_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Node:
+    """One JVM of the cluster. ``kind`` is zookeeper, controller or broker."""
+
+    kind: str
+    node_id: int
+    port: int
+    directory: str
+    config: str
+    command: list[str]
+    pid: int | None = None
+    rack: str | None = None
+    exporter_port: int | None = None
+
+    @property
+    def log_file(self) -> Path:
+        return Path(self.directory) / (
+            "zookeeper.log" if self.kind == "zookeeper" else "server.log"
+        )
+
+    @property
+    def stdout_file(self) -> Path:
+        return Path(self.directory) / "stdout.log"
+
+    @property
+    def name(self) -> str:
+        return self.kind if self.kind != "broker" else f"broker {self.node_id}"
+
+    def running(self) -> bool:
+        # The config path is unique to this node of this cluster: a recycled pid never matches.
+        return process.is_running(self.pid, self.config)
+
+
+class LocalCluster:
+    """Handle on a running (or stopped) local cluster. Create with ``start`` or ``load``."""
+
+    def __init__(self, workdir: Path, cluster_id: str, nodes: list[Node], owned: bool) -> None:
+        self.workdir = workdir
+        self.cluster_id = cluster_id
+        self._nodes = nodes
+        self._owned = owned
+
+    # ---- construction -------------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        spec: ClusterSpec | None = None,
+        workdir: Path | None = None,
+        *,
+        stop_at_exit: bool = True,
+        timeout: float = START_TIMEOUT_S,
+    ) -> LocalCluster:
+        """Format and start a fresh cluster in ``workdir`` (wiped first) and wait until every
+        broker is registered. With ``stop_at_exit`` the nodes die with this process."""
+        spec = spec or ClusterSpec()
+        if workdir is None:
+            workdir = Path(tempfile.mkdtemp(prefix="kmedic-cluster-"))
+        workdir = workdir.resolve()
+        existing = cls._try_load(workdir)
+        if existing is not None and any(n.running() for n in existing._nodes):
+            raise KmedicError(f"a cluster is already running in {workdir}; stop it first")
+        if workdir.exists():
+            shutil.rmtree(workdir)
+        workdir.mkdir(parents=True)
+        cluster = cls(workdir, configs.new_cluster_id(), _plan_nodes(spec, workdir), stop_at_exit)
+        cluster._format()
+        cluster._save()
+        if stop_at_exit:
+            atexit.register(cluster.stop)
+        try:
+            for node in cluster._nodes:
+                cluster._launch(node)
+            cluster._wait_ready(cluster._nodes, timeout)
+        except BaseException:
+            cluster.stop()
+            raise
+        log.info(
+            "cluster_started",
+            workdir=str(workdir),
+            bootstrap=cluster.bootstrap_servers,
+            zookeeper=cluster.zk_connect,
+            brokers=cluster.broker_ids,
+        )
+        return cluster
+
+    @classmethod
+    def load(cls, workdir: Path) -> LocalCluster:
+        """The cluster described by ``workdir``'s state file (started by another process)."""
+        cluster = cls._try_load(workdir.resolve())
+        if cluster is None:
+            raise KmedicError(f"no local cluster in {workdir} (no {STATE_FILE}); run `cluster up`")
+        return cluster
+
+    @classmethod
+    def _try_load(cls, workdir: Path) -> LocalCluster | None:
+        path = workdir / STATE_FILE
+        if not path.exists():
+            return None
+        try:
+            state = json.loads(path.read_text())
+            nodes = [Node(**n) for n in state["nodes"]]
+            return cls(workdir, state["cluster_id"], nodes, owned=False)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise KmedicError(f"{path} is not a valid cluster state file: {exc}") from exc
+
+    # ---- addresses ----------------------------------------------------------------------
+
+    @property
+    def brokers(self) -> list[Node]:
+        return [n for n in self._nodes if n.kind == "broker"]
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [n.node_id for n in self.brokers]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{HOST}:{n.port}" for n in self.brokers)
+
+    @property
+    def zk_connect(self) -> str:
+        return f"{HOST}:{self._node('zookeeper', 0).port}"
+
+    def broker(self, broker_id: int) -> Node:
+        return self._node("broker", broker_id)
+
+    def rack(self, broker_id: int) -> str:
+        rack = self.broker(broker_id).rack
+        assert rack is not None
+        return rack
+
+    def exporter_url(self, broker_id: int) -> str:
+        return f"http://{HOST}:{self.broker(broker_id).exporter_port}/metrics"
+
+    def data_dir(self, broker_id: int) -> Path:
+        return Path(self.broker(broker_id).directory) / "data"
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def is_alive(self, broker_id: int) -> bool:
+        return self.broker(broker_id).running()
+
+    def kill(self, broker_id: int) -> None:
+        """SIGKILL one broker, as a crash would."""
+        node = self.broker(broker_id)
+        if node.pid is not None:
+            process.kill(node.pid, node.config, signal.SIGKILL)
+        log.info("broker_killed", broker=broker_id)
+
+    def restart(self, broker_id: int, *, timeout: float = START_TIMEOUT_S) -> None:
+        """Start a stopped broker again on its old port with its old data."""
+        node = self.broker(broker_id)
+        if node.running():
+            raise KmedicError(f"broker {broker_id} is already running (pid {node.pid})")
+        self._launch(node)
+        self._save()
+        self._wait_ready([node], timeout)
+        log.info("broker_restarted", broker=broker_id)
+
+    def stop(self) -> None:
+        """Stop every node (brokers first, ZooKeeper last); leaves no process behind."""
+        for node in reversed(self._nodes):
+            if node.pid is not None:
+                process.kill(
+                    node.pid,
+                    node.config,
+                    signal.SIGTERM if node.kind != "broker" else signal.SIGKILL,
+                )
+        if self._owned:
+            atexit.unregister(self.stop)
+
+    def status(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "node": n.name,
+                "id": n.node_id,
+                "port": n.port,
+                "rack": n.rack,
+                "exporter_port": n.exporter_port,
+                "pid": n.pid,
+                "running": n.running(),
+            }
+            for n in self._nodes
+        ]
+
+    # ---- internals ----------------------------------------------------------------------
+
+    def _node(self, kind: str, node_id: int) -> Node:
+        for n in self._nodes:
+            if n.kind == kind and (kind == "zookeeper" or n.node_id == node_id):
+                return n
+        raise KmedicError(f"this cluster has no {kind} {node_id}; brokers are {self.broker_ids}")
+
+    def _save(self) -> None:
+        state = {"cluster_id": self.cluster_id, "nodes": [asdict(n) for n in self._nodes]}
+        tmp = self.workdir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(self.workdir / STATE_FILE)
+
+    def _format(self) -> None:
+        classpath = jvm_jars("kafka")
+        for node in self._nodes:
+            if node.kind == "zookeeper":
+                continue
+            cmd = process.java_command(
+                classpath=classpath,
+                main_class="kafka.tools.StorageTool",
+                args=["format", "-t", self.cluster_id, "-c", node.config, "--ignore-formatted"],
+                heap_mb=128,
+                system_properties={"log4j2.configurationFile": str(_log4j_path(node))},
+            )
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise KmedicError(
+                    f"formatting the storage of {node.name} failed: "
+                    f"{(done.stderr or done.stdout).strip()[-800:]}"
+                )
+
+    def _launch(self, node: Node) -> None:
+        node.pid = process.spawn(node.command, log_path=node.stdout_file, tie_to_parent=self._owned)
+        self._save()
+
+    def _wait_ready(self, nodes: list[Node], timeout: float) -> None:
+        for node in nodes:
+
+            def ready(node: Node = node) -> bool:
+                if not node.running():
+                    raise KmedicError(
+                        f"{node.name} exited during start-up; see {node.stdout_file} "
+                        f"and {node.log_file}"
+                    )
+                if not process.port_open(node.port):
+                    return False
+                return node.exporter_port is None or process.port_open(node.exporter_port)
+
+            process.wait_until(ready, timeout=timeout, what=node.name, log_path=node.log_file)
+        brokers = [n for n in nodes if n.kind == "broker"]
+        if brokers:
+            wanted = {n.node_id for n in brokers}
+            process.wait_until(
+                lambda: wanted <= self._registered_brokers(),
+                timeout=timeout,
+                what=f"brokers {sorted(wanted)} to register with the controller",
+            )
+
+    def _registered_brokers(self) -> set[int]:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        try:
+            meta = admin.list_topics(timeout=2)
+        except Exception:  # any client error means "not ready yet"
+            return set()
+        return {int(b) for b in meta.brokers}
+
+
+def _log4j_path(node: Node) -> Path:
+    return Path(node.directory) / "log4j2.properties"
+
+
+def _plan_nodes(spec: ClusterSpec, workdir: Path) -> list[Node]:
+    """Lay out directories and config files and build each node's command line."""
+    ports = process.free_ports(2 + 2 * spec.brokers)
+    zk_port, controller_port = ports[0], ports[1]
+    broker_ports = ports[2 : 2 + spec.brokers]
+    exporter_ports = ports[2 + spec.brokers :]
+    kafka_cp = jvm_jars("kafka")
+    nodes: list[Node] = []
+
+    zk_dir = workdir / "zookeeper"
+    (zk_dir / "data").mkdir(parents=True)
+    zk_cfg = zk_dir / "zoo.cfg"
+    zk_cfg.write_text(configs.zookeeper_properties(zk_port, str(zk_dir / "data")))
+    (zk_dir / "logback.xml").write_text(configs.logback_xml(str(zk_dir / "zookeeper.log")))
+    zk_cmd = process.java_command(
+        classpath=jvm_jars("zookeeper"),
+        main_class="org.apache.zookeeper.server.ZooKeeperServerMain",
+        args=[str(zk_cfg)],
+        heap_mb=spec.zookeeper_heap_mb,
+        system_properties={
+            "logback.configurationFile": str(zk_dir / "logback.xml"),
+            "zookeeper.admin.enableServer": "false",
+        },
+    )
+    nodes.append(Node("zookeeper", 0, zk_port, str(zk_dir), str(zk_cfg), zk_cmd))
+
+    def kafka_node(
+        kind: str, node_id: int, port: int, props: str, exporter_port: int | None, rack: str | None
+    ) -> Node:
+        node_dir = workdir / (kind if kind == "controller" else f"broker-{node_id}")
+        node_dir.mkdir(parents=True)
+        cfg = node_dir / "server.properties"
+        cfg.write_text(props)
+        (node_dir / "log4j2.properties").write_text(
+            configs.log4j2_properties(str(node_dir / "server.log"))
+        )
+        agent = None
+        if exporter_port is not None:
+            exporter = jvm_jars("jmx-exporter")[0]
+            agent = f"{exporter}={HOST}:{exporter_port}:{config_file('jmx-exporter.yaml')}"
+        cmd = process.java_command(
+            classpath=kafka_cp,
+            main_class="kafka.Kafka",
+            args=[str(cfg)],
+            heap_mb=spec.controller_heap_mb if kind == "controller" else spec.broker_heap_mb,
+            system_properties={"log4j2.configurationFile": str(node_dir / "log4j2.properties")},
+            java_agent=agent,
+        )
+        return Node(kind, node_id, port, str(node_dir), str(cfg), cmd, None, rack, exporter_port)
+
+    nodes.append(
+        kafka_node(
+            "controller",
+            CONTROLLER_ID,
+            controller_port,
+            configs.controller_properties(controller_port, str(workdir / "controller" / "data")),
+            None,
+            None,
+        )
+    )
+    for broker_id, port, exporter_port in zip(
+        spec.broker_ids, broker_ports, exporter_ports, strict=True
+    ):
+        rack = spec.rack_of(broker_id)
+        props = configs.broker_properties(
+            broker_id,
+            port=port,
+            controller_port=controller_port,
+            rack=rack,
+            data_dir=str(workdir / f"broker-{broker_id}" / "data"),
+            broker_count=spec.brokers,
+        )
+        nodes.append(kafka_node("broker", broker_id, port, props, exporter_port, rack))
+    return nodes

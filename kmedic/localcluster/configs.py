@@ -1,0 +1,168 @@
+"""Configuration files of the local cluster's nodes: pure text rendering, no I/O.
+
+The settings favour a laptop-sized cluster that still behaves like production where kmedic
+looks: real KRaft quorum, racks, replication, ISR shrinking when a broker dies. Timeouts are
+shortened so a dead broker is fenced in seconds rather than the production defaults' tens.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass, field
+
+CONTROLLER_ID = 100
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What to start. Broker ids are 1..brokers; racks are assigned round-robin unless
+    ``rack_map`` names a rack per broker id."""
+
+    brokers: int = 4
+    racks: tuple[str, ...] = ("/r1", "/r2")
+    rack_map: dict[int, str] = field(default_factory=dict)
+    broker_heap_mb: int = 384
+    controller_heap_mb: int = 256
+    zookeeper_heap_mb: int = 128
+
+    def __post_init__(self) -> None:
+        if self.brokers < 1:
+            raise ValueError(f"brokers must be at least 1, got {self.brokers}")
+        if not self.racks and not self.rack_map:
+            raise ValueError("racks must name at least one rack")
+        unknown = set(self.rack_map) - set(self.broker_ids)
+        if unknown:
+            raise ValueError(f"rack_map names brokers that do not exist: {sorted(unknown)}")
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.brokers + 1))
+
+    def rack_of(self, broker_id: int) -> str:
+        if broker_id in self.rack_map:
+            return self.rack_map[broker_id]
+        return self.racks[(broker_id - 1) % len(self.racks)]
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64 without padding (22 chars)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _properties(values: dict[str, object]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+def _common(controller_port: int) -> dict[str, object]:
+    return {
+        "controller.quorum.voters": f"{CONTROLLER_ID}@{HOST}:{controller_port}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        # Small thread pools: four brokers share two cores with the rest of the stack.
+        "num.network.threads": 2,
+        "num.io.threads": 2,
+        "background.threads": 2,
+        "log.cleaner.threads": 1,
+        "num.recovery.threads.per.data.dir": 1,
+    }
+
+
+def controller_properties(controller_port: int, data_dir: str) -> str:
+    return _properties(
+        {
+            "process.roles": "controller",
+            "node.id": CONTROLLER_ID,
+            "listeners": f"CONTROLLER://{HOST}:{controller_port}",
+            "log.dirs": data_dir,
+            **_common(controller_port),
+        }
+    )
+
+
+def broker_properties(
+    broker_id: int,
+    *,
+    port: int,
+    controller_port: int,
+    rack: str,
+    data_dir: str,
+    broker_count: int,
+) -> str:
+    rf = min(3, broker_count)
+    return _properties(
+        {
+            "process.roles": "broker",
+            "node.id": broker_id,
+            "listeners": f"PLAINTEXT://{HOST}:{port}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": data_dir,
+            "broker.rack": rack,
+            **_common(controller_port),
+            "num.replica.fetchers": 1,
+            "offsets.topic.replication.factor": rf,
+            "offsets.topic.num.partitions": 4,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": 1,
+            "default.replication.factor": rf,
+            "num.partitions": 1,
+            "group.initial.rebalance.delay.ms": 0,
+            # Fence a dead broker and shrink ISRs in seconds, not the production tens.
+            "broker.heartbeat.interval.ms": 1000,
+            "broker.session.timeout.ms": 6000,
+            "replica.lag.time.max.ms": 10000,
+            "log.segment.bytes": 16 * 1024 * 1024,
+        }
+    )
+
+
+def zookeeper_properties(port: int, data_dir: str) -> str:
+    return _properties(
+        {
+            "tickTime": 2000,
+            "initLimit": 10,
+            "syncLimit": 5,
+            "dataDir": data_dir,
+            "clientPort": port,
+            "clientPortAddress": HOST,
+            "maxClientCnxns": 200,
+            "admin.enableServer": "false",
+            "4lw.commands.whitelist": "ruok,stat,srvr",
+            # Short sessions are allowed so tests can exercise session expiry quickly.
+            "minSessionTimeout": 2000,
+            "maxSessionTimeout": 60000,
+        }
+    )
+
+
+def log4j2_properties(log_file: str) -> str:
+    """Kafka's log4j2 config: one file per node, INFO, the noisy request loggers quiet."""
+    return (
+        "status = warn\n"
+        "appender.file.type = File\n"
+        "appender.file.name = FILE\n"
+        f"appender.file.fileName = {log_file}\n"
+        "appender.file.layout.type = PatternLayout\n"
+        "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+        "rootLogger.level = INFO\n"
+        "rootLogger.appenderRef.file.ref = FILE\n"
+        "logger.request.name = kafka.request.logger\n"
+        "logger.request.level = WARN\n"
+        "logger.state.name = state.change.logger\n"
+        "logger.state.level = WARN\n"
+    )
+
+
+def logback_xml(log_file: str) -> str:
+    """ZooKeeper's logback config: one file, INFO."""
+    return (
+        "<configuration>\n"
+        '  <appender name="FILE" class="ch.qos.logback.core.FileAppender">\n'
+        f"    <file>{log_file}</file>\n"
+        "    <encoder><pattern>%d %-5level [%thread] %logger{36} - %msg%n</pattern></encoder>\n"
+        "  </appender>\n"
+        '  <root level="INFO"><appender-ref ref="FILE"/></root>\n'
+        "</configuration>\n"
+    )

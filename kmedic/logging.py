@@ -1,0 +1,66 @@
+"""Logging, set up once for every component: structlog key-value events.
+
+JSON lines when stderr is not a terminal (production, CI, containers); readable key-value
+when it is. Standard-library loggers (kazoo, py4j, kafka-python) go through the same pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import structlog
+
+_configured = False
+
+
+def setup_logging(level: str = "INFO", *, json: bool | None = None) -> None:
+    """Configure structlog and the stdlib root logger. Safe to call more than once."""
+    global _configured
+    if json is None:
+        json = not sys.stderr.isatty()
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    structlog.configure(
+        processors=[
+            *shared,
+            structlog.processors.StackInfoRenderer(),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # Chatty libraries stay at WARNING unless asked for.
+    for noisy in ("kazoo.client", "kafka", "py4j", "urllib3"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    _configured = True
+
+
+def get_logger(name: str) -> structlog.stdlib.BoundLogger:
+    """A logger for one component; configures logging with defaults on first use."""
+    if not _configured:
+        setup_logging()
+    logger: structlog.stdlib.BoundLogger = structlog.get_logger(name)
+    return logger

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Bootstrap everything kmedic needs on this machine, idempotently.
+
+Runs with the system Python (stdlib only) before the virtualenv exists. Each step writes a stamp
+holding the hash of its inputs; a step whose stamp matches is skipped, so a second run takes
+seconds and touches no network.
+
+Steps:
+  1. check Java >= 17 and Maven are installed;
+  2. a virtualenv in .venv with the package installed (editable, with the dev extra);
+  3. every JVM artifact group of configs/jvm-artifacts.toml resolved through Maven into
+     .cache/jvm/<group>/lib (Maven's own repository under .cache/m2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import venv
+import zipfile
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache"
+VENV = ROOT / ".venv"
+ARTIFACTS = ROOT / "configs" / "jvm-artifacts.toml"
+
+
+class BootstrapError(Exception):
+    """A prerequisite is missing or a download failed; the message says which."""
+
+
+def say(msg: str) -> None:
+    print(f"bootstrap: {msg}", flush=True)
+
+
+def digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def stamp_matches(stamp: Path, value: str) -> bool:
+    return stamp.exists() and stamp.read_text().strip() == value
+
+
+def check_java() -> None:
+    java = shutil.which("java")
+    if java is None:
+        raise BootstrapError("Java is missing: install a JDK 17 or newer (java not on PATH)")
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)', out)
+    if match is None or int(match.group(1)) < 17:
+        raise BootstrapError(f"Java 17 or newer is required, found: {out.splitlines()[:1]}")
+
+
+def check_maven() -> str:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise BootstrapError("Maven is missing: install Maven 3 (mvn not on PATH)")
+    return mvn
+
+
+def ensure_venv() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_bytes()
+    stamp = CACHE / "stamps" / "venv"
+    value = digest(pyproject, sys.version.encode())
+    python = VENV / "bin" / "python"
+    if python.exists() and stamp_matches(stamp, value):
+        say("virtualenv up to date")
+        return
+    if not python.exists():
+        say(f"creating virtualenv in {VENV}")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    say("installing kafka-medic and its dependencies into the virtualenv")
+    run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], "pip upgrade")
+    run(
+        [str(python), "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]"],
+        "pip install of kafka-medic (is the Python package registry reachable?)",
+    )
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(value + "\n")
+
+
+def pom_for(group: str, spec: dict[str, object]) -> str:
+    deps = []
+    excluded = [str(e) for e in spec.get("exclude", [])]  # type: ignore[attr-defined]
+    for coord in spec["artifacts"]:  # type: ignore[attr-defined]
+        g, a, v = str(coord).split(":")
+        exclusions = "".join(
+            "<exclusion><groupId>{}</groupId><artifactId>{}</artifactId></exclusion>".format(
+                *map(escape, e.split(":"))
+            )
+            for e in excluded
+        )
+        deps.append(
+            f"<dependency><groupId>{escape(g)}</groupId><artifactId>{escape(a)}</artifactId>"
+            f"<version>{escape(v)}</version><exclusions>{exclusions}</exclusions></dependency>"
+        )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">'
+        "<modelVersion>4.0.0</modelVersion>"
+        f"<groupId>kmedic.bootstrap</groupId><artifactId>{escape(group)}</artifactId>"
+        "<version>0</version><packaging>pom</packaging>"
+        f"<dependencies>{''.join(deps)}</dependencies></project>\n"
+    )
+
+
+def central_url(mvn: str) -> str:
+    """Maven Central's address as this Maven installation's super POM spells it.
+
+    Some POMs (Spark's) declare extra repositories that are unreachable here; a mirror of every
+    repository but central onto central keeps resolution inside Maven Central.
+    """
+    lib = Path(mvn).resolve().parent.parent / "lib"
+    for jar in lib.glob("maven-model-builder*.jar"):
+        with zipfile.ZipFile(jar) as zf:
+            text = zf.read("org/apache/maven/model/pom-4.0.0.xml").decode()
+        match = re.search(r"<id>central</id>.*?<url>([^<]+)</url>", text, re.S)
+        if match:
+            return match.group(1).strip()
+    raise BootstrapError(f"cannot find Maven Central's address in {lib}/maven-model-builder*.jar")
+
+
+def maven_settings(mvn: str) -> Path:
+    settings = CACHE / "maven-settings.xml"
+    url = escape(central_url(mvn))
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(
+        '<settings xmlns="http://maven.apache.org/SETTINGS/1.0.0"><mirrors><mirror>'
+        "<id>central-only</id><mirrorOf>*,!central</mirrorOf>"
+        f"<url>{url}</url></mirror></mirrors></settings>\n"
+    )
+    return settings
+
+
+def ensure_jvm_group(mvn: str, group: str, spec: dict[str, object]) -> None:
+    pom = pom_for(group, spec)
+    transitive = bool(spec.get("transitive", True))
+    value = digest(pom.encode(), str(transitive).encode())
+    home = CACHE / "jvm" / group
+    lib = home / "lib"
+    stamp = home / "stamp"
+    if lib.is_dir() and stamp_matches(stamp, value):
+        say(f"{group}: up to date ({len(list(lib.glob('*.jar')))} jars)")
+        return
+    say(f"{group}: resolving {', '.join(map(str, spec['artifacts']))}")  # type: ignore[call-overload]
+    if lib.exists():
+        shutil.rmtree(lib)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "pom.xml").write_text(pom)
+    cmd = [
+        mvn,
+        "-B",
+        "-q",
+        "-s",
+        str(maven_settings(mvn)),
+        f"-Dmaven.repo.local={CACHE / 'm2'}",
+        "-f",
+        str(home / "pom.xml"),
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={lib}",
+        "-DincludeScope=runtime",
+    ]
+    if not transitive:
+        cmd.append("-DexcludeTransitive=true")
+    run(cmd, f"Maven could not fetch the {group} artifacts (is Maven Central reachable?)")
+    stamp.write_text(value + "\n")
+    say(f"{group}: {len(list(lib.glob('*.jar')))} jars in {lib}")
+
+
+def run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise BootstrapError(f"{what}\n--- last output ---\n{tail}")
+
+
+def main() -> int:
+    try:
+        check_java()
+        mvn = check_maven()
+        ensure_venv()
+        groups = tomllib.loads(ARTIFACTS.read_text())
+        for group, spec in groups.items():
+            ensure_jvm_group(mvn, group, spec)
+    except BootstrapError as exc:
+        print(f"bootstrap failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    sys.exit(main())
