@@ -11,6 +11,8 @@ import base64
 import uuid
 from dataclasses import dataclass, field
 
+from kmedic.errors import ConfigError
+
 CONTROLLER_ID = 100
 HOST = "127.0.0.1"
 
@@ -29,12 +31,12 @@ class ClusterSpec:
 
     def __post_init__(self) -> None:
         if self.brokers < 1:
-            raise ValueError(f"brokers must be at least 1, got {self.brokers}")
+            raise ConfigError(f"brokers must be at least 1, got {self.brokers}")
         if not self.racks and not self.rack_map:
-            raise ValueError("racks must name at least one rack")
+            raise ConfigError("racks must name at least one rack")
         unknown = set(self.rack_map) - set(self.broker_ids)
         if unknown:
-            raise ValueError(f"rack_map names brokers that do not exist: {sorted(unknown)}")
+            raise ConfigError(f"rack_map names brokers that do not exist: {sorted(unknown)}")
 
     @property
     def broker_ids(self) -> list[int]:

@@ -1,0 +1,123 @@
+"""`kmedic cluster up|down|status|kill|restart`: the local real cluster from a shell.
+
+The cluster outlives the command that started it; its state file in the work directory lets
+any later command find it. The directory is ``--dir``, else $KMEDIC_CLUSTER_DIR, else
+./var/cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from kmedic.errors import KmedicError
+from kmedic.localcluster import ClusterSpec, LocalCluster
+
+
+def default_dir() -> Path:
+    return Path(os.environ.get("KMEDIC_CLUSTER_DIR", "var/cluster"))
+
+
+def parse_racks(text: str) -> tuple[str, ...]:
+    racks = tuple(r.strip() for r in text.split(",") if r.strip())
+    if not racks:
+        raise argparse.ArgumentTypeError("--racks needs at least one rack name")
+    return racks
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("cluster", help="run a real local Kafka + ZooKeeper cluster")
+    parser.add_argument("--dir", type=Path, default=None, help="work directory (data, logs)")
+    actions = parser.add_subparsers(dest="cluster_action", metavar="ACTION")
+    actions.required = True
+
+    up = actions.add_parser("up", help="start ZooKeeper, a KRaft controller and N brokers")
+    up.add_argument("--brokers", type=int, default=4, help="number of brokers (default 4)")
+    up.add_argument(
+        "--racks",
+        type=parse_racks,
+        default=("/r1", "/r2"),
+        help="comma-separated rack names, assigned round-robin (default /r1,/r2)",
+    )
+    up.set_defaults(func=cmd_up)
+
+    actions.add_parser("down", help="stop every node; leaves no process").set_defaults(
+        func=cmd_down
+    )
+    status = actions.add_parser("status", help="show each node and whether it runs")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(func=cmd_status)
+
+    kill = actions.add_parser("kill", help="SIGKILL broker N, as a crash would")
+    kill.add_argument("broker", type=int)
+    kill.set_defaults(func=cmd_kill)
+
+    restart = actions.add_parser("restart", help="start broker N again with its data")
+    restart.add_argument("broker", type=int)
+    restart.set_defaults(func=cmd_restart)
+
+
+def _dir(args: argparse.Namespace) -> Path:
+    return args.dir if args.dir is not None else default_dir()
+
+
+def _check_broker(cluster: LocalCluster, broker_id: int) -> None:
+    if broker_id not in cluster.broker_ids:
+        raise KmedicError(f"no broker {broker_id}: this cluster's brokers are {cluster.broker_ids}")
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    if args.brokers < 1:
+        raise KmedicError(f"--brokers must be at least 1, got {args.brokers}")
+    cluster = LocalCluster.start(
+        ClusterSpec(brokers=args.brokers, racks=args.racks), _dir(args), stop_at_exit=False
+    )
+    print(f"cluster up in {cluster.workdir}")
+    print(f"  bootstrap servers: {cluster.bootstrap_servers}")
+    print(f"  zookeeper:         {cluster.zk_connect}")
+    for broker_id in cluster.broker_ids:
+        print(
+            f"  broker {broker_id}: rack {cluster.rack(broker_id)}, "
+            f"exporter {cluster.exporter_url(broker_id)}"
+        )
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    cluster = LocalCluster.load(_dir(args))
+    cluster.stop()
+    print(f"cluster in {cluster.workdir} stopped")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    cluster = LocalCluster.load(_dir(args))
+    rows = cluster.status()
+    if args.json:
+        print(json.dumps({"workdir": str(cluster.workdir), "nodes": rows}, indent=2))
+        return 0
+    print(f"cluster in {cluster.workdir} (bootstrap {cluster.bootstrap_servers})")
+    for row in rows:
+        state = "running" if row["running"] else "stopped"
+        rack = f" rack {row['rack']}" if row["rack"] else ""
+        print(f"  {row['node']:<10} port {row['port']:<6}{rack:<10} {state}")
+    return 0
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    cluster = LocalCluster.load(_dir(args))
+    _check_broker(cluster, args.broker)
+    cluster.kill(args.broker)
+    print(f"broker {args.broker} killed (SIGKILL)")
+    return 0
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    cluster = LocalCluster.load(_dir(args))
+    _check_broker(cluster, args.broker)
+    cluster.restart(args.broker)
+    print(f"broker {args.broker} running again")
+    return 0
