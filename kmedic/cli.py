@@ -17,7 +17,10 @@ from kmedic.errors import KmedicError
 from kmedic.logging import setup_logging
 
 # Modules that add subcommands, in the order they appear in --help.
-COMMAND_MODULES: tuple[str, ...] = ("kmedic.cluster_cli",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "kmedic.cluster_cli",
+    # (each role and tool adds its module here)
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
