@@ -1,0 +1,210 @@
+"""Leader election, fencing and session-expiry policy against a real ZooKeeper."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from helpers import wait_for
+from kazoo.client import KazooClient
+from zk_support import TcpProxy, expire_session, zk_connect_for
+
+from manager.coordination import (
+    CoordinationConfig,
+    Coordinator,
+    FencedError,
+    PlanConflictError,
+)
+
+pytestmark = pytest.mark.integration
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.acquired: list[int] = []
+        self.lost: list[str] = []
+        self.shutdown: list[str] = []
+
+
+@pytest.fixture
+def zk_hosts(request: pytest.FixtureRequest) -> str:
+    return zk_connect_for(request)
+
+
+@pytest.fixture
+def make(zk_hosts: str) -> Iterator[Callable[..., tuple[Coordinator, Recorder]]]:
+    """Builds coordinators for one fresh cluster name; stops them all afterwards."""
+    cluster = f"coord-{uuid.uuid4().hex[:8]}"
+    made: list[Coordinator] = []
+
+    def build(name: str, hosts: str | None = None, **cfg: Any) -> tuple[Coordinator, Recorder]:
+        rec = Recorder()
+        config = CoordinationConfig(
+            zk_connect=hosts or zk_hosts,
+            session_timeout_s=6.0,
+            reconnect_delay_s=0.2,
+            reconnect_max_delay_s=1.0,
+            **cfg,
+        )
+        coord = Coordinator(
+            config,
+            cluster,
+            name,
+            on_leadership_acquired=rec.acquired.append,
+            on_leadership_lost=rec.lost.append,
+            on_shutdown=rec.shutdown.append,
+            reconcile_interval_s=0.2,
+        )
+        coord.start()
+        made.append(coord)
+        return coord, rec
+
+    yield build
+    for coord in made:
+        coord.stop()
+
+
+@pytest.fixture
+def proxy(zk_hosts: str) -> Iterator[TcpProxy]:
+    relay = TcpProxy(zk_hosts).start()
+    yield relay
+    relay.stop()
+
+
+def session_of(coord: Coordinator) -> tuple[int, bytes]:
+    cid = coord._client.client_id
+    assert cid is not None
+    return (int(cid[0]), bytes(cid[1]))
+
+
+def test_two_instances_elect_exactly_one_leader(
+    make: Callable[..., tuple[Coordinator, Recorder]],
+) -> None:
+    a, _ = make("a")
+    b, _ = make("b")
+    wait_for(lambda: a.is_leader or b.is_leader, timeout=10, what="a leader")
+    leader, standby = (a, b) if a.is_leader else (b, a)
+    assert leader.may_act() and not standby.may_act()
+    assert leader.verify_leadership()
+    info = leader.current_leader()
+    assert info is not None and info["instance"] == leader.instance_id
+    assert info["epoch"] == leader.epoch == leader.current_epoch() >= 1
+
+    # The leader resigns: the standby takes over with a strictly higher epoch.
+    old_epoch = leader.epoch
+    leader.stop()
+    wait_for(lambda: standby.may_act(), timeout=10, what="the standby to take over")
+    assert standby.epoch == old_epoch + 1
+
+
+def test_expired_leader_is_replaced_and_fenced(
+    make: Callable[..., tuple[Coordinator, Recorder]], proxy: TcpProxy, zk_hosts: str
+) -> None:
+    a, rec_a = make("a", hosts=proxy.address)
+    wait_for(a.may_act, timeout=10, what="a to lead")
+    b, rec_b = make("b")
+    stored = a.write_plan({"moves": [{"topic": "t", "partition": 0, "to": [1, 2, 3]}]}, None)
+    assert stored.version == 0 and stored.epoch == a.epoch
+
+    # Cut a from ZooKeeper: it cannot act while unreachable, even though it still leads.
+    session = session_of(a)
+    proxy.block()
+    wait_for(lambda: not a.may_act(), timeout=5, what="a to stop acting while partitioned")
+    assert not b.is_leader
+
+    # Its session expires meanwhile; b takes over with a higher epoch and adopts the plan.
+    expire_session(zk_hosts, session)
+    wait_for(b.may_act, timeout=10, what="b to take over")
+    assert b.epoch == a.epoch + 1
+    adopted = b.read_plan()
+    assert adopted is not None and adopted.plan["moves"][0]["to"] == [1, 2, 3]
+
+    # The link heals: a learns its session expired, sees the newer epoch, stays a standby and
+    # is told to drop its in-flight decisions.
+    proxy.unblock()
+    wait_for(lambda: rec_a.lost, timeout=20, what="a to be told it lost leadership")
+    assert "another instance took leadership" in rec_a.lost[0]
+    assert a.connected and not a.may_act() and b.may_act()
+    assert rec_a.shutdown == []
+
+    # The stale leader's compare-and-set is rejected by ZooKeeper, even with the right version.
+    with pytest.raises(FencedError, match="newer leader"):
+        a.write_plan({"moves": []}, adopted.version)
+    with pytest.raises(FencedError):
+        a.clear_plan(adopted.version)
+    # The new leader writes with compare-and-set; a wrong version is a conflict.
+    newer = b.write_plan({"moves": []}, adopted.version)
+    assert newer.version == adopted.version + 1 and newer.epoch == b.epoch
+    with pytest.raises(PlanConflictError):
+        b.write_plan({"moves": []}, adopted.version)
+    stored_now = b.read_plan()
+    assert (
+        stored_now is not None and stored_now.epoch == b.epoch and stored_now.plan == {"moves": []}
+    )
+    assert rec_b.acquired == [b.epoch]
+
+
+def test_reconnect_reacquires_when_nobody_else_took_over(
+    make: Callable[..., tuple[Coordinator, Recorder]], proxy: TcpProxy, zk_hosts: str
+) -> None:
+    a, rec_a = make("a", hosts=proxy.address)
+    wait_for(a.may_act, timeout=10, what="a to lead")
+    first = a.epoch
+    session = session_of(a)
+    proxy.block()
+    expire_session(zk_hosts, session)
+    proxy.unblock()
+    wait_for(lambda: a.may_act() and a.epoch > first, timeout=20, what="a to lead again")
+    assert a.epoch == first + 1
+    assert rec_a.acquired == [first, first + 1]
+    assert rec_a.lost == [] and rec_a.shutdown == []
+    assert a.verify_leadership()
+
+
+def test_shutdown_policy_gives_up_on_session_expiry(
+    make: Callable[..., tuple[Coordinator, Recorder]], zk_hosts: str
+) -> None:
+    a, rec_a = make("a", session_expired_policy="shutdown")
+    wait_for(a.may_act, timeout=10, what="a to lead")
+    expire_session(zk_hosts, session_of(a))
+    wait_for(lambda: rec_a.shutdown, timeout=20, what="a to shut down")
+    assert "policy is `shutdown`" in rec_a.shutdown[0]
+    assert a.shutdown_reason is not None and not a.may_act()
+    assert rec_a.lost and "shutdown" in rec_a.lost[0]
+
+
+def test_gives_up_after_the_configured_reconnect_tries(
+    make: Callable[..., tuple[Coordinator, Recorder]], proxy: TcpProxy
+) -> None:
+    a, rec_a = make("a", hosts=proxy.address, max_reconnect_tries=3)
+    wait_for(a.may_act, timeout=10, what="a to lead")
+    proxy.block()
+    wait_for(lambda: not a.may_act(), timeout=5, what="a to stop acting")
+    wait_for(lambda: rec_a.shutdown, timeout=30, what="a to give up reconnecting")
+    assert "after 3 tries" in rec_a.shutdown[0]
+    assert not a.may_act()
+
+
+def test_leader_noticing_late_is_still_fenced(
+    make: Callable[..., tuple[Coordinator, Recorder]], zk_hosts: str
+) -> None:
+    """Even before a leader notices it was superseded, ZooKeeper rejects its plan writes."""
+    a, _ = make("a")
+    wait_for(a.may_act, timeout=10, what="a to lead")
+    stored = a.write_plan({"moves": []}, None)
+    # Another party acquires (the epoch moves) while a's local state still says it leads.
+    admin = KazooClient(hosts=zk_hosts)
+    admin.start(timeout=10)
+    try:
+        data, stat = admin.get(a.epoch_path)
+        admin.set(a.epoch_path, str(int(data) + 1).encode(), version=stat.version)
+    finally:
+        admin.stop()
+        admin.close()
+    with pytest.raises(FencedError, match=f"holds epoch {a.epoch}"):
+        a.write_plan({"moves": [1]}, stored.version)
+    assert not a.verify_leadership()
+    still = a.read_plan()
+    assert still is not None and still.plan == {"moves": []}
