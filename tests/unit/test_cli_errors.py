@@ -1,0 +1,37 @@
+"""The CLI turns bad input into one clear line, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kmedic.cli import main
+
+
+def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["no-such-command"])
+    assert exit_info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_status_of_a_missing_cluster_names_the_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["cluster", "--dir", str(tmp_path / "none"), "status"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "no local cluster in" in err
+    assert "Traceback" not in err
+
+
+def test_corrupt_state_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "state.json").write_text("{not json")
+    assert main(["cluster", "--dir", str(tmp_path), "down"]) == 1
+    assert "not a valid cluster state file" in capsys.readouterr().err
+
+
+def test_bad_broker_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cluster", "--dir", str(tmp_path), "up", "--brokers", "0"]) == 1
+    assert "--brokers must be at least 1" in capsys.readouterr().err

@@ -1,0 +1,54 @@
+"""Rendering of the local cluster's node configs (pure)."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from kmedic.errors import ConfigError
+from kmedic.localcluster import configs
+from kmedic.localcluster.configs import ClusterSpec
+
+
+def parse(props: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in props.splitlines() if line)
+
+
+def test_racks_round_robin_and_explicit_map() -> None:
+    spec = ClusterSpec(brokers=5, racks=("/a", "/b"), rack_map={5: "/c"})
+    assert [spec.rack_of(b) for b in spec.broker_ids] == ["/a", "/b", "/a", "/b", "/c"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"brokers": 0}, {"racks": ()}, {"brokers": 2, "rack_map": {3: "/x"}}],
+)
+def test_bad_spec_is_rejected(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        ClusterSpec(**kwargs)  # type: ignore[arg-type]
+
+
+def test_broker_properties_carry_rack_listener_and_capped_replication() -> None:
+    props = parse(
+        configs.broker_properties(
+            3, port=9093, controller_port=9000, rack="/r2", data_dir="/d", broker_count=2
+        )
+    )
+    assert props["node.id"] == "3"
+    assert props["broker.rack"] == "/r2"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:9093"
+    assert props["controller.quorum.voters"] == f"{configs.CONTROLLER_ID}@127.0.0.1:9000"
+    assert props["offsets.topic.replication.factor"] == "2"  # never more than the brokers
+
+
+def test_controller_properties_are_controller_only() -> None:
+    props = parse(configs.controller_properties(9000, "/d"))
+    assert props["process.roles"] == "controller"
+    assert "advertised.listeners" not in props
+
+
+def test_cluster_id_is_a_16_byte_urlsafe_uuid() -> None:
+    cid = configs.new_cluster_id()
+    assert len(cid) == 22
+    assert len(base64.urlsafe_b64decode(cid + "==")) == 16
