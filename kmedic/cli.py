@@ -19,6 +19,7 @@ from kmedic.logging import setup_logging
 # Modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
     "kmedic.cluster_cli",
+    "kmedic.demo",
     # (each role and tool adds its module here)
 )
 
