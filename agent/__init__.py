@@ -1,0 +1,1 @@
+"""The collector agent: samples one broker every interval and publishes BrokerStats records."""

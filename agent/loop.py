@@ -1,0 +1,134 @@
+"""The agent's run loop: sample every interval, publish, serve /metrics, stop cleanly.
+
+The loop keeps its interval grid whatever happens to the broker: a record (possibly a failure
+record) per interval. SIGTERM or SIGINT ends the current wait, then the producer is flushed
+(bounded by ``FLUSH_TIMEOUT_S``) before the process exits.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+
+from agent.config import AgentConfig
+from agent.metrics import AgentMetrics
+from agent.publisher import Publisher, ensure_topic
+from agent.record import split_record
+from agent.sampler import Backoff, Sampler
+from kmedic import brokerstats as bs
+from kmedic.logging import get_logger
+
+log = get_logger("kmedic.agent")
+
+FLUSH_TIMEOUT_S = 10.0
+
+
+class Agent:
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        sampler: Sampler | None = None,
+        metrics: AgentMetrics | None = None,
+        publisher: Publisher | None = None,
+        on_record: Callable[[bs.BrokerStats], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.metrics = metrics or AgentMetrics(config.broker_id)
+        self.sampler = sampler or Sampler(config)
+        self.publisher = publisher or Publisher(
+            config, lambda lat, err: self.metrics.delivered(lat, err, time.time())
+        )
+        self.on_record = on_record
+        self._topic_ready = not config.create_topic
+        self._topic_backoff = Backoff(initial_s=config.interval_s, max_s=config.max_backoff_s)
+
+    def _ensure_topic(self) -> None:
+        if self._topic_ready or not self._topic_backoff.ready():
+            return
+        if ensure_topic(self.config, timeout_s=min(self.config.request_timeout_s, 15.0)):
+            self._topic_ready = True
+        else:
+            self._topic_backoff.failed()
+
+    def run_once(self) -> list[bs.BrokerStats]:
+        """Take one sample and queue it (in chunks if large); returns what was queued."""
+        self._ensure_topic()
+        started = time.monotonic()
+        stats = self.sampler.sample()
+        chunks = split_record(stats, self.config.max_record_bytes)
+        size = 0
+        for chunk in chunks:
+            size += len(bs.to_json(chunk))
+            self.publisher.publish(chunk)
+        self.metrics.record_sample(stats, time.monotonic() - started, size)
+        if stats.failure is None:
+            log.info(
+                "sample_published",
+                broker=stats.broker_id,
+                leaders=stats.totals.leader_count,
+                followers=stats.totals.follower_count,
+                chunks=len(chunks),
+                bytes=size,
+            )
+        else:
+            log.warning(
+                "broker_sample_failed",
+                broker=stats.broker_id,
+                reason=stats.failure.reason,
+                message=stats.failure.message,
+            )
+        if self.on_record is not None:
+            self.on_record(stats)
+        return chunks
+
+    def run(self, stop: threading.Event) -> None:
+        """Sample on the interval grid until ``stop`` is set, then flush."""
+        next_at = time.monotonic()
+        try:
+            while not stop.is_set():
+                self.run_once()
+                next_at += self.config.interval_s
+                now = time.monotonic()
+                if next_at < now:  # a sample overran the interval: skip, don't burst
+                    next_at = now + self.config.interval_s
+                while not stop.is_set() and (left := next_at - time.monotonic()) > 0:
+                    self.publisher.poll(min(left, 0.25))
+        finally:
+            undelivered = self.publisher.flush(FLUSH_TIMEOUT_S)
+            self.sampler.close()
+            log.info("agent_stopped", broker=self.config.broker_id, undelivered=undelivered)
+
+
+def run_agent(config: AgentConfig) -> int:
+    """The `kmedic agent` process: signals, /metrics server, loop."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("agent_stopping", signal=signal.Signals(signum).name)
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    agent = Agent(config)
+    server = None
+    if config.metrics_port is not None:
+        server = agent.metrics.serve(config.metrics_host, config.metrics_port)
+    log.info(
+        "agent_started",
+        broker=config.broker_id,
+        exporter=config.exporter_url,
+        topic=config.topic,
+        interval_s=config.interval_s,
+        metrics_port=config.metrics_port,
+    )
+    try:
+        agent.run(stop)
+    finally:
+        if server is not None:
+            server.shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

@@ -1,0 +1,120 @@
+"""Publish records to the stats topic: compressed, acks=all, keyed by broker id, bounded queue.
+
+The producer's queue is capped (``max_queued_records``): while the stats topic is unavailable
+newer records are dropped and counted rather than held without limit, and librdkafka gives up
+on a queued record after ``message.timeout.ms``. Memory therefore stays bounded however long
+the outage lasts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agent.config import AgentConfig
+from kmedic import brokerstats as bs
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+
+log = get_logger("kmedic.agent")
+
+DeliveryHook = Callable[[float | None, str | None], None]
+"""Called per record: (latency in seconds or None, error or None)."""
+
+
+def producer_settings(config: AgentConfig) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": config.publish_bootstrap or config.bootstrap,
+        "client.id": f"kmedic-agent-{config.broker_id}",
+        "acks": "all",
+        "enable.idempotence": True,
+        "compression.type": config.compression,
+        "linger.ms": 20,
+        "message.max.bytes": config.max_record_bytes + 100_000,
+        "queue.buffering.max.messages": config.max_queued_records,
+        "queue.buffering.max.kbytes": max(1024, config.max_queued_records * 64),
+        "message.timeout.ms": int(max(60.0, config.interval_s * 10) * 1000),
+    }
+
+
+def ensure_topic(config: AgentConfig, timeout_s: float = 15.0) -> bool:
+    """Create the stats topic if it is missing. True when it exists afterwards."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    admin = AdminClient({"bootstrap.servers": config.publish_bootstrap or config.bootstrap})
+    try:
+        md = admin.list_topics(timeout=timeout_s)
+        if config.topic in md.topics and md.topics[config.topic].error is None:
+            return True
+        settings = config.topic_settings
+        rf = max(1, min(settings.replication_factor, len(md.brokers)))
+        topic = NewTopic(
+            config.topic,
+            num_partitions=settings.partitions,
+            replication_factor=rf,
+            config={
+                "cleanup.policy": "delete",
+                "retention.ms": str(settings.retention_ms),
+                "min.insync.replicas": str(min(2, rf)),
+                "max.message.bytes": str(config.max_record_bytes + 100_000),
+            },
+        )
+        future = admin.create_topics([topic], request_timeout=timeout_s)[config.topic]
+        try:
+            future.result(timeout=timeout_s)
+            log.info(
+                "stats_topic_created", topic=config.topic, partitions=settings.partitions, rf=rf
+            )
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+        return True
+    except KafkaException as exc:
+        log.warning("stats_topic_unavailable", topic=config.topic, error=str(exc))
+        return False
+
+
+class Publisher:
+    def __init__(self, config: AgentConfig, on_delivery: DeliveryHook | None = None) -> None:
+        from confluent_kafka import Producer
+
+        self.topic = config.topic
+        self._key = str(config.broker_id).encode()
+        self._on_delivery = on_delivery
+        try:
+            self._producer = Producer(producer_settings(config))
+        except Exception as exc:
+            raise KmedicError(f"cannot create the Kafka producer: {exc}") from exc
+
+    def publish(self, record: bs.BrokerStats) -> bool:
+        """Queue one record; False (and counted as an error) when the queue is full."""
+        sent_at = time.monotonic()
+
+        def delivered(err: Any, _msg: Any) -> None:
+            if self._on_delivery is None:
+                return
+            if err is not None:
+                self._on_delivery(None, str(err))
+            else:
+                self._on_delivery(time.monotonic() - sent_at, None)
+
+        try:
+            self._producer.produce(self.topic, bs.to_json(record), self._key, on_delivery=delivered)
+        except BufferError:
+            log.warning("record_dropped", reason="producer queue full", sample=record.sample_id)
+            if self._on_delivery is not None:
+                self._on_delivery(None, "queue full")
+            return False
+        self._producer.poll(0)
+        return True
+
+    def poll(self, timeout_s: float = 0.0) -> None:
+        self._producer.poll(timeout_s)
+
+    def flush(self, timeout_s: float) -> int:
+        """Deliver what is queued; returns how many records are still undelivered."""
+        remaining: int = self._producer.flush(timeout_s)
+        return remaining

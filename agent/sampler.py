@@ -1,0 +1,170 @@
+"""One sample of one broker: ask the sources in order, classify what failed, build the record.
+
+Order (cheapest first, and the order of failure precedence): the broker's registration and
+listener, its JMX exporter, the Admin API metadata, its log directories. While the broker is
+down only the cheap checks run, so a dead broker costs no timeouts; the Admin client itself is
+reconnected with exponential backoff after the cluster stops answering.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agent import disk
+from agent.admin import AdminApiError, AdminSource, AdminView, BrokerNode, tcp_reachable
+from agent.config import AgentConfig
+from agent.exporter import (
+    ExporterParseError,
+    ExporterSample,
+    ExporterUnreachable,
+    fetch_page,
+    parse_page,
+)
+from agent.record import Header, failure_record, full_record
+from kmedic import __version__
+from kmedic import brokerstats as bs
+from kmedic.logging import get_logger
+
+log = get_logger("kmedic.agent")
+
+
+@dataclass
+class Backoff:
+    """Exponential backoff: ``ready()`` is False until the current delay has passed."""
+
+    initial_s: float
+    max_s: float
+    clock: Callable[[], float] = time.monotonic
+    delay_s: float = 0.0
+    not_before: float = 0.0
+    failures: int = field(default=0)
+
+    def ready(self) -> bool:
+        return self.clock() >= self.not_before
+
+    def failed(self) -> float:
+        self.failures += 1
+        self.delay_s = min(self.max_s, self.initial_s * 2 ** (self.failures - 1))
+        self.not_before = self.clock() + self.delay_s
+        return self.delay_s
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.delay_s = 0.0
+        self.not_before = 0.0
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class Sampler:
+    """Keeps the previous scrape (the rate baseline) and the last known broker facts."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        admin: AdminSource | None = None,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self.config = config
+        self.admin = admin or AdminSource(
+            config.bootstrap, config.broker_id, config.request_timeout_s
+        )
+        self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self._prev: ExporterSample | None = None
+        self._node: BrokerNode | None = None
+        self._address: tuple[str, int] | None = (
+            _split_address(config.broker_address) if config.broker_address else None
+        )
+        self._log_dir_paths: list[str] = list(config.log_dirs)
+        self._kafka_version = config.kafka_version
+        self.admin_backoff = Backoff(initial_s=config.interval_s, max_s=config.max_backoff_s)
+
+    def _header(self, now_ms: int) -> Header:
+        node = self._node
+        return Header(
+            cluster=self.config.cluster,
+            broker_id=self.config.broker_id,
+            host=node.host if node else (self.config.host or socket.gethostname()),
+            rack=node.rack if node else None,
+            timestamp_ms=now_ms,
+            interval_s=self.config.interval_s,
+            agent_version=__version__,
+            kafka_version=self._kafka_version,
+        )
+
+    def _fail(self, now_ms: int, reason: bs.FailureReason, message: str) -> bs.BrokerStats:
+        self._prev = None  # the next good sample starts a new baseline
+        dirs = disk.log_dirs(None, self._log_dir_paths)
+        return failure_record(
+            self._header(now_ms), bs.Failure(reason=reason, message=message), dirs
+        )
+
+    def _admin_call(self, call: Callable[[], object]) -> object:
+        if not self.admin_backoff.ready():
+            wait = self.admin_backoff.not_before - self.admin_backoff.clock()
+            raise AdminApiError(f"Admin API unavailable; next attempt in {wait:.0f}s")
+        try:
+            result = call()
+        except AdminApiError as exc:
+            delay = self.admin_backoff.failed()
+            log.warning("admin_api_backoff", error=str(exc), retry_in_s=delay)
+            raise
+        self.admin_backoff.succeeded()
+        return result
+
+    def sample(self) -> bs.BrokerStats:
+        now_ms = self._clock_ms()
+        bid = self.config.broker_id
+        admin_error: str | None = None
+        try:
+            nodes = self._admin_call(self.admin.nodes)
+            assert isinstance(nodes, dict)
+            node = nodes.get(bid)
+            if node is None:
+                self._node = None
+                return self._fail(now_ms, "broker_unreachable", f"broker {bid} is not registered")
+            self._node = node
+            if self.config.broker_address is None:
+                self._address = (node.host, node.port)
+            if node.fenced:
+                return self._fail(now_ms, "broker_unreachable", f"broker {bid} is fenced")
+        except AdminApiError as exc:
+            admin_error = str(exc)
+        timeout = min(self.config.request_timeout_s, self.config.interval_s)
+        if self._address is not None and not tcp_reachable(*self._address, timeout):
+            host, port = self._address
+            return self._fail(
+                now_ms, "broker_unreachable", f"broker {bid} listener {host}:{port} unreachable"
+            )
+        try:
+            page = fetch_page(self.config.exporter_url, timeout)
+            scrape = parse_page(page, time.monotonic())
+        except ExporterUnreachable as exc:
+            return self._fail(now_ms, "exporter_unreachable", str(exc))
+        except ExporterParseError as exc:
+            return self._fail(now_ms, "exporter_parse_error", str(exc))
+        if admin_error is not None:
+            return self._fail(now_ms, "admin_api_error", admin_error)
+        try:
+            view = self._admin_call(lambda: self.admin.read(self._node))
+            assert isinstance(view, AdminView)
+        except AdminApiError as exc:
+            return self._fail(now_ms, "admin_api_error", str(exc))
+        if view.kafka_version and not self.config.kafka_version:
+            self._kafka_version = view.kafka_version
+        dirs = disk.log_dirs(view.log_dirs, self._log_dir_paths)
+        if view.log_dirs:
+            self._log_dir_paths = [d.path for d in view.log_dirs]
+        prev, self._prev = self._prev, scrape
+        return full_record(
+            self._header(now_ms), prev, scrape, view, dirs, failure=disk.disk_failure(dirs)
+        )
+
+    def close(self) -> None:
+        self.admin.close()
