@@ -20,6 +20,7 @@ from kmedic.logging import setup_logging
 COMMAND_MODULES: tuple[str, ...] = (
     "kmedic.cluster_cli",
     "kmedic.demo",
+    "manager.admin_cli",
     "agent.cli",
     # (each role and tool adds its module here)
 )
