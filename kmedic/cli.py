@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kmedic.demo",
     "manager.admin_cli",
     "agent.cli",
+    "manager.plan_cli",
     # (each role and tool adds its module here)
 )
 

@@ -1,0 +1,1 @@
+"""The manager: snapshot model, planner, confidence gates, executor and coordination."""

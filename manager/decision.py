@@ -1,0 +1,151 @@
+"""The planner's output: act, noop or refuse, with reasons, ordered actions and predicted loads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Outcome = Literal["act", "noop", "refuse"]
+PlanKind = Literal["heal", "balance"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """A machine-readable code and one sentence a person can read."""
+
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Reassign:
+    """KIP-455 reassignment of one partition to a new replica list (preferred leader first)."""
+
+    topic: str
+    partition: int
+    replicas_from: tuple[int, ...]
+    replicas_to: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "reassign",
+            "topic": self.topic,
+            "partition": self.partition,
+            "from": list(self.replicas_from),
+            "to": list(self.replicas_to),
+        }
+
+    def describe(self) -> str:
+        return (
+            f"reassign {self.topic}-{self.partition}: "
+            f"{list(self.replicas_from)} -> {list(self.replicas_to)}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ElectPreferredLeader:
+    topic: str
+    partition: int
+    leader: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "elect_preferred_leader",
+            "topic": self.topic,
+            "partition": self.partition,
+            "leader": self.leader,
+        }
+
+    def describe(self) -> str:
+        return f"elect preferred leader of {self.topic}-{self.partition}: broker {self.leader}"
+
+
+Action = Reassign | ElectPreferredLeader
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerLoad:
+    """Predicted load of one broker (bytes/s, bytes, counts) and its network utilisation."""
+
+    network_in: float
+    network_out: float
+    messages_in: float
+    disk_bytes: float
+    replicas: int
+    leaders: int
+    network_util: float
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {
+            "network_in_bytes_per_s": round(self.network_in, 3),
+            "network_out_bytes_per_s": round(self.network_out, 3),
+            "messages_in_per_s": round(self.messages_in, 3),
+            "disk_bytes": round(self.disk_bytes),
+            "replicas": self.replicas,
+            "leaders": self.leaders,
+            "network_util": round(self.network_util, 6),
+        }
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Outcome
+    kind: PlanKind | None
+    summary: str
+    reasons: tuple[Reason, ...]
+    actions: tuple[Action, ...] = ()
+    bytes_to_move: int = 0
+    loads_before: dict[int, BrokerLoad] = field(default_factory=dict)
+    loads_after: dict[int, BrokerLoad] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.outcome == "refuse" else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "kind": self.kind,
+            "summary": self.summary,
+            "reasons": [r.to_dict() for r in self.reasons],
+            "actions": [a.to_dict() for a in self.actions],
+            "bytes_to_move": self.bytes_to_move,
+            "loads": [
+                {
+                    "broker": b,
+                    "before": self.loads_before[b].to_dict(),
+                    "after": self.loads_after[b].to_dict(),
+                }
+                for b in sorted(self.loads_before)
+            ],
+        }
+
+    def render_text(self, max_actions: int = 100) -> str:
+        kind = f" ({self.kind})" if self.kind else ""
+        lines = [f"decision: {self.outcome}{kind}: {self.summary}"]
+        if self.reasons:
+            lines.append("reasons:")
+            lines += [f"  {r.code}: {r.message}" for r in self.reasons]
+        if self.actions:
+            lines.append(f"actions ({len(self.actions)}, {self.bytes_to_move} bytes to move):")
+            lines += [f"  {a.describe()}" for a in self.actions[:max_actions]]
+            if len(self.actions) > max_actions:
+                lines.append(f"  ... {len(self.actions) - max_actions} more (use --json)")
+        if self.loads_before:
+            lines.append(
+                "broker loads (network in / out MB/s, disk GB, replicas), before -> after:"
+            )
+            for b in sorted(self.loads_before):
+                x, y = self.loads_before[b], self.loads_after[b]
+                lines.append(f"  broker {b}: {_fmt(x)} -> {_fmt(y)}")
+        return "\n".join(lines)
+
+
+def _fmt(load: BrokerLoad) -> str:
+    return (
+        f"{load.network_in / 1e6:.2f} / {load.network_out / 1e6:.2f}, "
+        f"{load.disk_bytes / 1e9:.2f}, {load.replicas}"
+    )
