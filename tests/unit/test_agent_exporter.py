@@ -1,0 +1,79 @@
+"""Parsing exporter pages recorded from a real broker (Kafka 4.1, JMX exporter 1.0.1)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from agent.exporter import (
+    Counters,
+    ExporterParseError,
+    ExporterUnreachable,
+    PartitionLog,
+    fetch_page,
+    parse_page,
+)
+
+DATA = Path(__file__).parent / "data"
+
+
+def page(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def test_broker_and_topic_counters() -> None:
+    s = parse_page(page("exporter_broker1_t0.prom"), taken_at=5.0)
+    assert s.taken_at == 5.0
+    assert s.broker == Counters(bytes_in=133491.0, bytes_out=0.0, messages_in=350.0)
+    assert s.topics["orders"] == Counters(bytes_in=101994.0, bytes_out=0.0, messages_in=200.0)
+    assert s.topics["clicks"] == Counters(bytes_in=31497.0, bytes_out=0.0, messages_in=150.0)
+    assert set(s.topics) == {"orders", "clicks"}
+    assert s.under_replicated == 0
+
+
+def test_partition_logs_include_every_hosted_replica() -> None:
+    s = parse_page(page("exporter_broker1_t1.prom"), taken_at=0.0)
+    assert s.partitions[("orders", 0)] == PartitionLog(101994, 0, 200)  # a follower on broker 1
+    assert s.partitions[("orders", 1)] == PartitionLog(152994, 0, 300)
+    assert s.partitions[("orders", 2)] == PartitionLog(254994, 0, 500)
+    assert s.partitions[("clicks", 0)] == PartitionLog(31497, 0, 150)
+    assert ("clicks", 1) not in s.partitions  # hosted by broker 2 only
+
+
+def test_other_broker_page() -> None:
+    s = parse_page(page("exporter_broker2_t1.prom"), taken_at=0.0)
+    assert ("clicks", 1) in s.partitions
+    assert ("clicks", 0) not in s.partitions
+    assert s.broker.bytes_in > 0
+
+
+def test_counter_family_without_total_suffix_and_created_samples() -> None:
+    text = (
+        "# TYPE kafka_server_brokertopicmetrics_bytesinpersec counter\n"
+        "kafka_server_brokertopicmetrics_bytesinpersec_total 10.0\n"
+        "kafka_server_brokertopicmetrics_bytesinpersec_created 1700000000.0\n"
+        'kafka_server_brokertopicmetrics_bytesinpersec_total{topic="a"} 7.0\n'
+    )
+    s = parse_page(text, taken_at=0.0)
+    assert s.broker.bytes_in == 10.0
+    assert s.topics["a"].bytes_in == 7.0
+
+
+def test_garbage_is_a_parse_error() -> None:
+    with pytest.raises(ExporterParseError, match="not valid Prometheus text"):
+        parse_page("kafka_server_brokertopicmetrics_bytesinpersec_total{oops 1\n", 0.0)
+
+
+def test_page_without_kafka_metrics_is_a_parse_error() -> None:
+    with pytest.raises(ExporterParseError, match="lacks the broker-wide"):
+        parse_page("# TYPE up gauge\nup 1.0\n", 0.0)
+
+
+def test_unreachable_exporter() -> None:
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(ExporterUnreachable, match=f"127.0.0.1:{port}"):
+        fetch_page(f"http://127.0.0.1:{port}/metrics", timeout_s=2.0)

@@ -1,0 +1,179 @@
+"""Failure classification and baselines of one sample.
+
+The exporter is a real HTTP server on loopback serving recorded pages; the listener check is a
+real TCP connect. The Admin API is an in-memory stand-in returning fixed views: the real Admin
+path runs in tests/integration/test_agent_cluster.py.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from agent.admin import AdminApiError, AdminView, BrokerNode, PartitionInfo
+from agent.config import AgentConfig
+from agent.sampler import Backoff, Sampler
+
+DATA = Path(__file__).parent / "data"
+
+
+class PageServer:
+    def __init__(self) -> None:
+        self.page = (DATA / "exporter_broker1_t0.prom").read_bytes()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(server.page)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/metrics"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class StaticAdmin:
+    """Answers with fixed nodes and metadata, or fails like an unreachable cluster."""
+
+    def __init__(self, port: int) -> None:
+        self.nodes_answer: dict[int, BrokerNode] = {
+            1: BrokerNode("127.0.0.1", port, "/r1", fenced=False)
+        }
+        self.fail = False
+        self.calls = 0
+
+    def nodes(self) -> dict[int, BrokerNode]:
+        self.calls += 1
+        if self.fail:
+            raise AdminApiError("cannot reach the cluster")
+        return self.nodes_answer
+
+    def read(self, node: BrokerNode | None) -> AdminView:
+        parts = [PartitionInfo("orders", 1, 1, (1, 2), (1, 2))]
+        return AdminView(node, parts, {}, None, "4.1")
+
+    def close(self) -> None:
+        pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def server() -> Iterator[PageServer]:
+    s = PageServer()
+    yield s
+    s.stop()
+
+
+def _sampler(
+    server: PageServer, tmp_path: Path, **overrides: object
+) -> tuple[Sampler, StaticAdmin]:
+    settings: dict[str, object] = {
+        "broker_id": 1,
+        "bootstrap": "127.0.0.1:1",
+        "exporter_url": server.url,
+        "interval_s": 1.0,
+        "request_timeout_s": 2.0,
+        "log_dirs": [str(tmp_path)],
+        **overrides,
+    }
+    config = AgentConfig.model_validate(settings)
+    admin = StaticAdmin(server.port)
+    return Sampler(config, admin=admin), admin  # type: ignore[arg-type]
+
+
+def test_healthy_then_baseline(server: PageServer, tmp_path: Path) -> None:
+    sampler, _ = _sampler(server, tmp_path)
+    first = sampler.sample()
+    assert first.failure is None and first.rate_window_s is None
+    assert first.rack == "/r1" and first.kafka_version == "4.1"
+    assert first.log_dirs[0].path == str(tmp_path) and first.log_dirs[0].total_bytes
+    server.page = (DATA / "exporter_broker1_t1.prom").read_bytes()
+    second = sampler.sample()
+    assert second.failure is None and second.rate_window_s is not None
+    assert second.leaders[0].estimate == "size_delta"
+    assert second.leaders[0].bytes_in_per_s > 0
+
+
+def test_unregistered_and_fenced_broker(server: PageServer, tmp_path: Path) -> None:
+    sampler, admin = _sampler(server, tmp_path)
+    admin.nodes_answer = {}
+    rec = sampler.sample()
+    assert rec.failure is not None and rec.failure.reason == "broker_unreachable"
+    assert "not registered" in rec.failure.message
+    assert rec.log_dirs[0].path == str(tmp_path)  # disk is still reported
+    admin.nodes_answer = {1: BrokerNode("127.0.0.1", server.port, "/r1", fenced=True)}
+    rec = sampler.sample()
+    assert rec.failure is not None and "fenced" in rec.failure.message
+
+
+def test_closed_listener_is_broker_unreachable(server: PageServer, tmp_path: Path) -> None:
+    sampler, admin = _sampler(server, tmp_path)
+    admin.nodes_answer = {1: BrokerNode("127.0.0.1", _free_port(), "/r1", fenced=False)}
+    rec = sampler.sample()
+    assert rec.failure is not None and rec.failure.reason == "broker_unreachable"
+    assert rec.rack == "/r1"  # the last known metadata still names the broker
+
+
+def test_exporter_down_or_garbage(server: PageServer, tmp_path: Path) -> None:
+    sampler, _ = _sampler(server, tmp_path, exporter_url=f"http://127.0.0.1:{_free_port()}/m")
+    rec = sampler.sample()
+    assert rec.failure is not None and rec.failure.reason == "exporter_unreachable"
+    sampler, _ = _sampler(server, tmp_path)
+    server.page = b"<html>not metrics</html>"
+    rec = sampler.sample()
+    assert rec.failure is not None and rec.failure.reason == "exporter_parse_error"
+
+
+def test_admin_failure_backs_off_then_recovers(server: PageServer, tmp_path: Path) -> None:
+    sampler, admin = _sampler(server, tmp_path, interval_s=30.0)
+    now = [0.0]
+    sampler.admin_backoff.clock = lambda: now[0]
+    admin.fail = True
+    rec = sampler.sample()
+    assert rec.failure is not None and rec.failure.reason == "admin_api_error"
+    assert admin.calls == 1
+    now[0] = 10.0  # within the 30 s backoff: the cluster is not asked again
+    rec = sampler.sample()
+    assert rec.failure is not None and "next attempt" in rec.failure.message
+    assert admin.calls == 1
+    admin.fail = False
+    now[0] = 31.0
+    rec = sampler.sample()
+    assert rec.failure is None and admin.calls == 2
+    assert rec.rate_window_s is None  # a failure resets the baseline
+
+
+def test_backoff_doubles_up_to_the_cap() -> None:
+    now = [0.0]
+    b = Backoff(initial_s=2.0, max_s=10.0, clock=lambda: now[0])
+    assert b.ready()
+    assert [b.failed() for _ in range(5)] == [2.0, 4.0, 8.0, 10.0, 10.0]
+    assert not b.ready()
+    now[0] = 10.0
+    assert b.ready()
+    b.succeeded()
+    assert b.failed() == 2.0
