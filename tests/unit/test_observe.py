@@ -1,0 +1,188 @@
+"""The pure translation from a cycle's observations to the planner's snapshot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.admin import BrokerNode, PartitionInfo, Reassignment
+from kmedic.brokerstats import BrokerStats
+from manager.model import Leadership, Policy
+from manager.observe import (
+    UNKNOWN_DISK_BYTES,
+    AgentView,
+    CapacitySettings,
+    LoadView,
+    Observation,
+    build_snapshot,
+    death_evidence,
+)
+from manager.snapshot import find_problems
+from manager.zkconfig import Domain, PlacementConfig
+
+NOW = 1_800_000_000_000
+
+
+def stats(broker: int, *, ts: int, failed: bool = False, **extra: Any) -> BrokerStats:
+    body: dict[str, Any] = {
+        "schema_version": 1,
+        "sample_id": f"s{broker}-{ts}",
+        "chunk_index": 0,
+        "chunk_count": 1,
+        "cluster": "c",
+        "broker_id": broker,
+        "host": "h",
+        "rack": f"/r{broker % 2 + 1}",
+        "timestamp_ms": ts,
+        "interval_s": 10.0,
+        "rate_window_s": 10.0,
+        "agent_version": "0.1.0",
+        "kafka_version": "4.1",
+        "failure": {"reason": "broker_unreachable", "message": "down"} if failed else None,
+        "leaders": [],
+        "followers": [],
+        "reassigning": [],
+        "log_dirs": [],
+        "totals": {
+            "bytes_in_per_s": 0.0,
+            "bytes_out_per_s": 0.0,
+            "messages_in_per_s": 0.0,
+            "leader_count": 0,
+            "follower_count": 0,
+            "reassigning_count": 0,
+            "under_replicated_count": 0,
+            "log_size_bytes": 0,
+        },
+    }
+    body.update(extra)
+    return BrokerStats.model_validate(body)
+
+
+def view(s: BrokerStats, last_healthy: int | None) -> AgentView:
+    return AgentView(latest=s, last_healthy_ms=last_healthy, healthy=None if s.failure else s)
+
+
+def node(rack: str) -> BrokerNode:
+    return BrokerNode(host="h", port=1, rack=rack, fenced=False)
+
+
+def observation(**overrides: Any) -> Observation:
+    base: dict[str, Any] = {
+        "taken_at_ms": NOW,
+        "cluster": "c",
+        "live": {1: node("/r1"), 2: node("/r2"), 3: node("/r1")},
+        "partitions": [
+            PartitionInfo("t", 0, 1, (1, 2, 3), (1, 2, 3)),
+            PartitionInfo("t", 1, 2, (2, 3, 4), (2, 3)),
+        ],
+        "reassignments": {},
+        "agents": {},
+        "loads": {},
+        "placement": PlacementConfig(),
+        "leadership": Leadership(holder="m1", epoch=3, current_epoch=3, is_leader=True),
+        "own_moves": frozenset(),
+        "moves_last_hour": 0,
+    }
+    base.update(overrides)
+    return Observation(**base)
+
+
+def snapshot(obs: Observation, **settings: Any) -> Any:
+    return build_snapshot(obs, Policy(), CapacitySettings(**settings))
+
+
+def brokers(snap: Any) -> dict[int, Any]:
+    return {b.id: b for b in snap.brokers}
+
+
+def test_a_broker_only_in_replica_lists_is_dead_since_first_seen_absent() -> None:
+    obs = observation(first_absent_ms={4: NOW - 60_000}, known_racks={4: "/r2"})
+    b4 = brokers(snapshot(obs))[4]
+    assert not b4.alive
+    assert b4.dead_since_ms == NOW - 60_000
+    assert b4.rack == "/r2"
+
+
+def test_dead_since_is_the_later_of_absence_and_last_healthy_stats() -> None:
+    agents = {4: view(stats(4, ts=NOW - 5_000, failed=True), last_healthy=NOW - 20_000)}
+    obs = observation(agents=agents, first_absent_ms={4: NOW - 60_000})
+    b4 = brokers(snapshot(obs))[4]
+    assert not b4.alive
+    assert b4.dead_since_ms == NOW - 20_000
+    assert b4.rack == "/r1"  # from the agent's record: metadata no longer knows it
+
+
+def test_a_broker_in_metadata_is_alive_even_when_its_agent_reports_failure() -> None:
+    agents = {1: view(stats(1, ts=NOW, failed=True), last_healthy=None)}
+    b1 = brokers(snapshot(observation(agents=agents)))[1]
+    assert b1.alive
+    assert b1.dead_since_ms is None
+
+
+def test_evidence_sentence_names_both_signals() -> None:
+    agents = {4: view(stats(4, ts=NOW, failed=True), last_healthy=NOW - 30_000)}
+    ev = death_evidence(observation(agents=agents, first_absent_ms={4: NOW - 1}))[4]
+    text = ev.sentence(NOW)
+    assert "absent from cluster metadata" in text
+    assert "last healthy stats 30s ago" in text
+
+
+def test_sizes_come_from_the_leaders_agent_and_loads_from_the_load_topic() -> None:
+    leader = {
+        "topic": "t",
+        "partition": 0,
+        "bytes_in_per_s": 1.0,
+        "bytes_out_per_s": 1.0,
+        "messages_in_per_s": 1.0,
+        "log_size_bytes": 5000,
+        "log_start_offset": 0,
+        "log_end_offset": 10,
+        "estimate": "size_delta",
+    }
+    s1 = stats(1, ts=NOW, leaders=[leader])
+    loads = {
+        ("t", 0): LoadView(100.0, 50.0, 2.0, last_report_ms=NOW - 1000, samples=3),
+        ("t", 1): LoadView(10.0, 5.0, 1.0, last_report_ms=NOW - 10**9, samples=3),
+    }
+    snap = snapshot(observation(agents={1: view(s1, NOW)}, loads=loads))
+    parts = {p.partition: p for p in snap.topics[0].partitions}
+    assert parts[0].size_bytes == 5000
+    assert parts[0].load is not None and parts[0].load.window_valid
+    assert parts[0].load.bytes_in_per_s == 100.0
+    assert parts[1].load is not None and not parts[1].load.window_valid  # stale
+
+
+def test_reassignments_are_marked_kmedics_only_when_in_its_plan() -> None:
+    ra = {("t", 0): Reassignment((1, 2, 3, 4), (4,), (3,)), ("t", 1): Reassignment((2, 3), (), ())}
+    snap = snapshot(observation(reassignments=ra, own_moves=frozenset({("t", 0)})))
+    marks = {(r.topic, r.partition): r.started_by_kmedic for r in snap.reassignments}
+    assert marks == {("t", 0): True, ("t", 1): False}
+
+
+def test_zookeeper_config_reaches_the_snapshot_and_it_validates() -> None:
+    cfg = PlacementConfig(domains={"a": Domain(name="a", brokers=(1, 3))})
+    snap = snapshot(observation(placement=cfg, first_absent_ms={4: NOW}, known_racks={4: "/r2"}))
+    assert [(d.name, d.brokers) for d in snap.failure_domains] == [("a", (1, 3))]
+    assert find_problems(snap) == []
+
+
+def test_disk_capacity_is_discovered_or_unbounded() -> None:
+    log_dir = {
+        "path": "/d",
+        "total_bytes": 1000,
+        "free_bytes": 400,
+        "replica_bytes": 500,
+        "error": None,
+    }
+    s1 = stats(1, ts=NOW, log_dirs=[log_dir])
+    snap = snapshot(observation(agents={1: view(s1, NOW)}))
+    b1 = brokers(snap)[1]
+    assert b1.capacity is not None and b1.capacity.disk_bytes == 1000
+    assert b1.disk_used_bytes == 600
+    assert snap.default_capacity is not None and snap.default_capacity.disk_bytes == 1000
+    bare = snapshot(observation())
+    assert bare.default_capacity is not None
+    assert bare.default_capacity.disk_bytes == UNKNOWN_DISK_BYTES
+    configured = snapshot(observation(agents={1: view(s1, NOW)}), disk_bytes=5000)
+    assert brokers(configured)[1].capacity is None
+    assert configured.default_capacity is not None
+    assert configured.default_capacity.disk_bytes == 5000
