@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "manager.admin_cli",
     "agent.cli",
     "manager.plan_cli",
+    "streaming.cli",
     # (each role and tool adds its module here)
 )
 

@@ -1,0 +1,83 @@
+"""`kmedic stream --config FILE`: run the streaming job until interrupted (or, with
+``--available-now``, until the source topic is drained).
+
+The same code runs under ``spark-submit`` through streaming/submit.py (docs/streaming.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+from streaming.config import StreamConfig, load_stream_config
+
+log = get_logger("kmedic.stream")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "stream",
+        help="run the Spark job: broker stats -> windowed replica and broker loads",
+        description="Validate kmedic.brokerstats, write bad records to the DLQ and windowed "
+        "per-replica and per-broker loads to compacted topics.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run_from_args)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="YAML config (configs/stream.example.yaml)")
+    parser.add_argument(
+        "--available-now",
+        action="store_true",
+        default=None,
+        help="process what is in the topic now, then stop",
+    )
+    parser.add_argument("--master", help="Spark master (default from config: local[*])")
+
+
+def config_from_args(args: argparse.Namespace, *, under_submit: bool = False) -> StreamConfig:
+    cfg = load_stream_config(args.config)
+    updates: dict[str, Any] = {}
+    if args.available_now:
+        updates["available_now"] = True
+    spark = cfg.spark
+    if under_submit:
+        spark = spark.model_copy(update={"master": None})
+    elif args.master:
+        spark = spark.model_copy(update={"master": args.master})
+    updates["spark"] = spark
+    return cfg.model_copy(update=updates)
+
+
+def run(cfg: StreamConfig) -> int:
+    from streaming import job, topics
+    from streaming.session import build_session
+
+    if cfg.create_topics:
+        topics.ensure_output_topics(cfg)
+    spark = build_session(cfg.spark)
+    queries: list[Any] = []
+    try:
+        queries = job.start_queries(spark, cfg)
+        job.await_queries(queries)
+    except KeyboardInterrupt:
+        log.info("stream_stopping", why="interrupted")
+    except KmedicError:
+        raise
+    except Exception as exc:  # Spark and py4j errors: one line for the user, details logged
+        log.exception("stream_failed")
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise KmedicError(f"the streaming job failed: {first}") from exc
+    finally:
+        job.stop_queries(queries)
+        spark.stop()
+    log.info("stream_stopped")
+    return 0
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    return run(config_from_args(args))

@@ -1,0 +1,140 @@
+"""Configuration of the streaming job (`kmedic stream --config FILE`).
+
+YAML through :func:`kmedic.config.load_config` with the env prefix ``KMEDIC_STREAM``, e.g.
+``KMEDIC_STREAM__WINDOW=30s``. Durations are written like ``30s``, ``10m``, ``48h``, ``2d``.
+The defaults are the production ones (a 48 h window, max of per-interval rates); the example
+config and the tests use short windows.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kmedic.config import load_config
+
+ENV_PREFIX = "KMEDIC_STREAM"
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_STATISTIC = re.compile(r"^(max|p(\d{1,2}(?:\.\d+)?))$")
+
+
+def duration_seconds(text: str) -> float:
+    """``"30s"`` -> 30.0; raises ValueError naming the accepted forms."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a duration like 500ms, 30s, 10m, 48h or 2d")
+    return int(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+def spark_interval(text: str) -> str:
+    """A duration as Spark interval text (whole milliseconds), e.g. ``"30000 milliseconds"``."""
+    return f"{round(duration_seconds(text) * 1000)} milliseconds"
+
+
+def _check_duration(value: str) -> str:
+    if duration_seconds(value) <= 0:
+        raise ValueError(f"{value!r} must be longer than zero")
+    return value
+
+
+class TopicsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    brokerstats: str = "kmedic.brokerstats"
+    replica_loads: str = "kmedic.replica-loads"
+    broker_loads: str = "kmedic.broker-loads"
+    dlq: str = "kmedic.brokerstats.dlq"
+    # Used only when the job creates a missing output topic.
+    partitions: int = Field(default=6, ge=1)
+    replication_factor: int = Field(default=3, ge=1)
+    dlq_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=60_000)
+
+
+class ValidationConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    supported_schema_versions: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    # A record stamped later than now + this is refused (a broker clock gone wrong).
+    max_future_skew: str = "5m"
+    # Per array (leaders, followers, reassigning, log_dirs): more entries than this is refused.
+    max_array_entries: int = Field(default=50_000, ge=1)
+
+    @field_validator("max_future_skew")
+    @classmethod
+    def _check_durations(cls, value: str) -> str:
+        return _check_duration(value)
+
+
+class SparkConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # None under spark-submit: the master then comes from the command line.
+    master: str | None = "local[*]"
+    app_name: str = "kmedic-stream"
+    driver_memory: str = "1g"
+    shuffle_partitions: int = Field(default=4, ge=1)
+    # Extra Spark settings passed through unchanged (spark.* keys).
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class StreamConfig(BaseModel):
+    """Everything `kmedic stream` needs; see configs/stream.example.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    # Passed to the Kafka source and sink as kafka.<key> (security settings and the like).
+    kafka_options: dict[str, str] = Field(default_factory=dict)
+    topics: TopicsConfig = Field(default_factory=TopicsConfig)
+    window: str = "48h"
+    slide: str = "1h"
+    watermark: str = "10m"
+    statistic: str = "max"
+    trigger_interval: str = "1m"
+    # Process what is in the topic now, then stop (tests, benchmarks, back-fills).
+    available_now: bool = False
+    checkpoint_location: Path = Path("var/stream/checkpoint")
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    max_offsets_per_trigger: int | None = Field(default=None, ge=1)
+    create_topics: bool = True
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+
+    @field_validator("window", "slide", "watermark", "trigger_interval")
+    @classmethod
+    def _check_durations(cls, value: str) -> str:
+        return _check_duration(value)
+
+    @field_validator("statistic")
+    @classmethod
+    def _check_statistic(cls, value: str) -> str:
+        match = _STATISTIC.match(value)
+        if not match or (match.group(2) is not None and not 0 < float(match.group(2)) < 100):
+            raise ValueError(f"{value!r} is not a statistic: use max or pNN (0 < NN < 100)")
+        return value
+
+    @model_validator(mode="after")
+    def _check_window(self) -> StreamConfig:
+        window = duration_seconds(self.window)
+        slide = duration_seconds(self.slide)
+        if slide > window:
+            raise ValueError(f"slide {self.slide} is longer than window {self.window}")
+        if window / slide > 1000:
+            raise ValueError(
+                f"window {self.window} / slide {self.slide} is more than 1000 windows per record"
+            )
+        return self
+
+    @property
+    def percentile(self) -> float | None:
+        """None for max, else the fraction (p95 -> 0.95)."""
+        return None if self.statistic == "max" else float(self.statistic[1:]) / 100
+
+
+def load_stream_config(path: str | Path | None) -> StreamConfig:
+    return load_config(StreamConfig, path, env_prefix=ENV_PREFIX)

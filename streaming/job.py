@@ -1,0 +1,157 @@
+"""The job's wiring: Kafka source and sinks, triggers, checkpoints, output topics.
+
+Two streaming queries share the source topic, each with its own checkpoint directory:
+
+``dlq``    stateless: invalid records -> the DLQ topic (Kafka sink), original bytes intact.
+``loads``  stateful: valid records -> sliding-window loads, written each micro-batch (update
+           mode, ``foreachBatch``) to the two compacted topics.
+
+Restart safety: offsets and window state live in the checkpoint. The micro-batch that was
+running when the job died is replayed on restart and rewrites the same value per key, and the
+value per key is a function of the window state alone (streaming.loads.current_windows), so
+the compacted topics converge to what an uninterrupted run writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+from streaming import loads, validate
+from streaming.config import StreamConfig, spark_interval
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+log = get_logger("kmedic.stream")
+
+DLQ_QUERY = "kmedic-brokerstats-dlq"
+LOADS_QUERY = "kmedic-loads"
+
+
+def kafka_options(cfg: StreamConfig) -> dict[str, str]:
+    options = {"kafka.bootstrap.servers": cfg.bootstrap_servers}
+    options.update({f"kafka.{k}": v for k, v in cfg.kafka_options.items()})
+    return options
+
+
+def read_source(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
+    reader = (
+        spark.readStream.format("kafka")
+        .options(**kafka_options(cfg))
+        .option("subscribe", cfg.topics.brokerstats)
+        .option("startingOffsets", cfg.starting_offsets)
+        # Records deleted by retention before they were read are gone either way; the job
+        # logs the gap (Spark warns) and goes on rather than dying.
+        .option("failOnDataLoss", "false")
+    )
+    if cfg.max_offsets_per_trigger is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
+    return reader.load()
+
+
+def _with_trigger(writer: DataStreamWriter, cfg: StreamConfig) -> DataStreamWriter:
+    if cfg.available_now:
+        return writer.trigger(availableNow=True)
+    return writer.trigger(processingTime=spark_interval(cfg.trigger_interval))
+
+
+def write_to_kafka(df: DataFrame, topic: str, cfg: StreamConfig) -> None:
+    """Batch write of (key, value[, headers]) rows; keys are strings, values JSON text."""
+    from pyspark.sql import functions as F
+
+    out = df.withColumns(
+        {"key": F.col("key").cast("binary"), "value": F.col("value").cast("binary")}
+    )
+    out.write.format("kafka").options(**kafka_options(cfg)).option("topic", topic).save()
+
+
+def loads_batch_writer(cfg: StreamConfig) -> Callable[[DataFrame, int], None]:
+    """The foreachBatch function: current window per key -> the two compacted topics."""
+
+    def write(updated: DataFrame, batch_id: int) -> None:
+        current = loads.current_windows(updated).persist()
+        try:
+            replicas = loads.replica_load_records(current, cfg)
+            brokers = loads.broker_load_records(current, cfg)
+            write_to_kafka(replicas, cfg.topics.replica_loads, cfg)
+            write_to_kafka(brokers, cfg.topics.broker_loads, cfg)
+            log.info("loads_written", batch=batch_id, keys=current.count())
+        finally:
+            current.unpersist()
+
+    return write
+
+
+def start_queries(spark: SparkSession, cfg: StreamConfig) -> list[StreamingQuery]:
+    """Start the DLQ query and the loads query; returns both (running)."""
+    source = read_source(spark, cfg)
+    validated = validate.parse_and_validate(source, cfg.validation)
+    checkpoint = cfg.checkpoint_location
+
+    dlq_writer = (
+        validate.dlq_rows(validated)
+        .writeStream.queryName(DLQ_QUERY)
+        .format("kafka")
+        .options(**kafka_options(cfg))
+        .option("topic", cfg.topics.dlq)
+        .option("checkpointLocation", str(checkpoint / "dlq"))
+    )
+    dlq = _with_trigger(dlq_writer, cfg).start()
+
+    windows = loads.window_loads(loads.load_rows(validate.good_records(validated)), cfg)
+    loads_writer = (
+        windows.writeStream.queryName(LOADS_QUERY)
+        .outputMode("update")
+        .foreachBatch(loads_batch_writer(cfg))
+        .option("checkpointLocation", str(checkpoint / "loads"))
+    )
+    try:
+        loads_query = _with_trigger(loads_writer, cfg).start()
+    except Exception:
+        dlq.stop()
+        raise
+    log.info(
+        "stream_started",
+        source=cfg.topics.brokerstats,
+        window=cfg.window,
+        slide=cfg.slide,
+        statistic=cfg.statistic,
+        checkpoint=str(checkpoint),
+        available_now=cfg.available_now,
+    )
+    return [dlq, loads_query]
+
+
+def stop_queries(queries: list[StreamingQuery]) -> None:
+    for query in queries:
+        if query.isActive:
+            query.stop()
+
+
+def _failure(query: StreamingQuery) -> str | None:
+    exc: Any = query.exception()
+    if exc is None:
+        return None
+    text = str(exc).strip().splitlines()
+    return f"query {query.name} failed: {text[0] if text else type(exc).__name__}"
+
+
+def await_queries(queries: list[StreamingQuery], poll_s: float = 1.0) -> None:
+    """Block until every query ends (available-now) or one fails (then stop the others)."""
+    try:
+        while any(q.isActive for q in queries):
+            for query in queries:
+                if not query.isActive and (problem := _failure(query)):
+                    raise KmedicError(problem)
+            time.sleep(poll_s)
+        for query in queries:
+            if problem := _failure(query):
+                raise KmedicError(problem)
+    finally:
+        stop_queries(queries)

@@ -1,0 +1,82 @@
+"""Building the SparkSession: small, quiet, with the Kafka connector on the class path.
+
+The connector jars come from ``.cache/jvm/spark-kafka/lib`` (filled by ``make bootstrap``).
+Jars pyspark already ships (Scala, Hadoop client, codecs) are left out even when the cache
+holds them, so the driver never sees two versions of one library.
+Under ``spark-submit`` (``SparkConfig.master`` is None) the master and the jars come from the
+command line and this module adds neither.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kmedic.errors import KmedicError
+from streaming.config import SparkConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CONNECTOR_DIR_ENV = "KMEDIC_SPARK_KAFKA_LIB"
+_VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
+
+
+def _artifact(jar: Path) -> str:
+    match = _VERSIONED_JAR.match(jar.name)
+    return match.group("artifact") if match else jar.stem
+
+
+def connector_lib_dir() -> Path:
+    return Path(os.environ.get(CONNECTOR_DIR_ENV, REPO_ROOT / ".cache/jvm/spark-kafka/lib"))
+
+
+def connector_jars(lib_dir: Path | None = None) -> list[Path]:
+    """The Kafka connector jars that pyspark does not already ship, sorted by name."""
+    import pyspark
+
+    lib = lib_dir or connector_lib_dir()
+    jars = sorted(lib.glob("*.jar")) if lib.is_dir() else []
+    if not any(j.name.startswith("spark-sql-kafka") for j in jars):
+        raise KmedicError(
+            f"the Spark Kafka connector is missing from {lib}: run `make bootstrap` "
+            f"(or set {CONNECTOR_DIR_ENV} to a directory holding spark-sql-kafka-0-10 jars)"
+        )
+    shipped = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [j for j in jars if _artifact(j) not in shipped]
+
+
+def build_session(cfg: SparkConfig, *, with_kafka: bool = True) -> SparkSession:
+    """A SparkSession for the job; reuses the active one if there is one.
+
+    ``with_kafka=False`` leaves the connector out (pure transforms on static data need none).
+    """
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(cfg.app_name)
+    settings: dict[str, str] = {
+        "spark.sql.shuffle.partitions": str(cfg.shuffle_partitions),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        # Keeps the shuffle (and state store) partition count what the config says.
+        "spark.sql.adaptive.enabled": "false",
+    }
+    if cfg.master is not None:
+        builder = builder.master(cfg.master)
+        settings["spark.driver.memory"] = cfg.driver_memory
+        if with_kafka:
+            settings["spark.jars"] = ",".join(str(j) for j in connector_jars())
+        # Quiet JVM logging on a terminal; log4j2 reads this property at start.
+        settings["spark.driver.extraJavaOptions"] = (
+            f"-Dlog4j2.configurationFile={REPO_ROOT / 'configs' / 'spark-log4j2.properties'}"
+        )
+    settings.update(cfg.conf)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

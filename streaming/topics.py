@@ -1,0 +1,97 @@
+"""Creating the job's output topics when they are missing.
+
+The load topics are compacted (only the latest value per key matters and readers rebuild the
+whole picture from them); the DLQ keeps every bad record for a retention period. An existing
+load topic that is not compacted is reported, not changed: that is the operator's topic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+from streaming.config import StreamConfig
+
+log = get_logger("kmedic.stream")
+
+_TIMEOUT_S = 30.0
+
+
+def _admin(cfg: StreamConfig) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    conf: dict[str, Any] = {"bootstrap.servers": cfg.bootstrap_servers, "log_level": 0}
+    conf.update(cfg.kafka_options)
+    return AdminClient(conf)
+
+
+def wanted_topics(cfg: StreamConfig) -> dict[str, dict[str, str]]:
+    """Output topic -> the configs it is created with."""
+    compact = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
+    return {
+        cfg.topics.replica_loads: dict(compact),
+        cfg.topics.broker_loads: dict(compact),
+        cfg.topics.dlq: {
+            "cleanup.policy": "delete",
+            "retention.ms": str(cfg.topics.dlq_retention_ms),
+        },
+    }
+
+
+def ensure_output_topics(cfg: StreamConfig) -> list[str]:
+    """Create missing output topics; returns the names created."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka import admin as kafka_admin  # names not re-exported for mypy
+
+    admin = _admin(cfg)
+    try:
+        metadata = admin.list_topics(timeout=_TIMEOUT_S)
+    except KafkaException as exc:
+        raise KmedicError(
+            f"cannot reach Kafka at {cfg.bootstrap_servers} to check the output topics: {exc}"
+        ) from exc
+    brokers = max(1, len(metadata.brokers))
+    replication = min(cfg.topics.replication_factor, brokers)
+    wanted = wanted_topics(cfg)
+    missing = [
+        kafka_admin.NewTopic(  # type: ignore[attr-defined]
+            name, cfg.topics.partitions, replication, config=conf
+        )
+        for name, conf in wanted.items()
+        if name not in metadata.topics
+    ]
+    created: list[str] = []
+    for name, future in (admin.create_topics(missing) if missing else {}).items():
+        try:
+            future.result(timeout=_TIMEOUT_S)
+            created.append(name)
+            log.info("topic_created", topic=name, **wanted[name])
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise KmedicError(f"cannot create output topic {name}: {exc}") from exc
+    _warn_if_not_compacted(admin, cfg)
+    return created
+
+
+def _warn_if_not_compacted(admin: Any, cfg: StreamConfig) -> None:
+    from confluent_kafka import admin as kafka_admin  # names not re-exported for mypy
+
+    names = (cfg.topics.replica_loads, cfg.topics.broker_loads)
+    topic = kafka_admin.ResourceType.TOPIC  # type: ignore[attr-defined]
+    config_resource = kafka_admin.ConfigResource  # type: ignore[attr-defined]
+    resources = [config_resource(topic, n) for n in names]
+    for resource, future in admin.describe_configs(resources).items():
+        try:
+            entries = future.result(timeout=_TIMEOUT_S)
+        except Exception as exc:  # a describe failure must not stop the job
+            log.warning("topic_config_unreadable", topic=resource.name, error=str(exc))
+            continue
+        policy = entries.get("cleanup.policy")
+        if policy is not None and "compact" not in str(policy.value):
+            log.warning(
+                "topic_not_compacted",
+                topic=resource.name,
+                cleanup_policy=policy.value,
+                why="only the latest load per key is kept when the topic is compacted",
+            )

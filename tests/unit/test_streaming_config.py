@@ -1,0 +1,94 @@
+"""The stream config (YAML + KMEDIC_STREAM env), durations, and the connector jar selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kmedic.config import load_config
+from kmedic.errors import ConfigError, KmedicError
+from streaming.config import ENV_PREFIX, StreamConfig, duration_seconds, spark_interval
+from streaming.session import connector_jars
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "configs" / "stream.example.yaml"
+
+
+def test_the_example_config_loads_with_short_demo_windows() -> None:
+    cfg = load_config(StreamConfig, EXAMPLE, env_prefix=ENV_PREFIX, env={})
+    assert duration_seconds(cfg.window) <= 300
+    assert cfg.topics.replica_loads == "kmedic.replica-loads"
+
+
+def test_production_defaults_are_a_48h_max() -> None:
+    cfg = StreamConfig()
+    assert duration_seconds(cfg.window) == 48 * 3600
+    assert cfg.statistic == "max" and cfg.percentile is None
+    assert cfg.spark.master == "local[*]"
+
+
+def test_env_overrides_reach_nested_fields(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("window: 30s\nslide: 10s\n")
+    env = {
+        "KMEDIC_STREAM__STATISTIC": "p99",
+        "KMEDIC_STREAM__TOPICS__DLQ": "other.dlq",
+        "KMEDIC_STREAM__SPARK__SHUFFLE_PARTITIONS": "3",
+    }
+    cfg = load_config(StreamConfig, path, env_prefix=ENV_PREFIX, env=env)
+    assert cfg.percentile == pytest.approx(0.99)
+    assert cfg.topics.dlq == "other.dlq"
+    assert cfg.spark.shuffle_partitions == 3
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "fragment"),
+    [
+        ("window: forever\n", "window"),
+        ("slide: 0s\n", "slide"),
+        ("statistic: p0\n", "statistic"),
+        ("window: 10s\nslide: 20s\n", "longer than window"),
+        ("window: 48h\nslide: 1m\n", "more than 1000 windows"),
+        ("checkpoint: /tmp\n", "checkpoint"),
+        ("validation:\n  max_array_entries: 0\n", "validation.max_array_entries"),
+        ("starting_offsets: middle\n", "starting_offsets"),
+    ],
+)
+def test_bad_configs_name_the_field(tmp_path: Path, yaml_text: str, fragment: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml_text)
+    with pytest.raises(ConfigError, match=fragment) as info:
+        load_config(StreamConfig, path, env_prefix=ENV_PREFIX, env={})
+    assert str(path) in str(info.value)
+
+
+@given(st.integers(1, 10**6), st.sampled_from(["ms", "s", "m", "h", "d"]))
+def test_durations_round_trip_to_spark_intervals(n: int, unit: str) -> None:
+    seconds = duration_seconds(f"{n}{unit}")
+    assert seconds > 0
+    assert spark_interval(f"{n}{unit}") == f"{round(seconds * 1000)} milliseconds"
+
+
+def test_connector_jars_skip_what_pyspark_ships(tmp_path: Path) -> None:
+    for name in (
+        "spark-sql-kafka-0-10_2.13-4.0.0.jar",
+        "kafka-clients-3.9.0.jar",
+        "commons-pool2-2.12.0.jar",
+        "scala-library-2.13.15.jar",
+        "hadoop-client-runtime-3.4.1.jar",
+        "slf4j-api-1.7.36.jar",
+    ):
+        (tmp_path / name).write_bytes(b"")
+    names = [j.name for j in connector_jars(tmp_path)]
+    assert names == [
+        "commons-pool2-2.12.0.jar",
+        "kafka-clients-3.9.0.jar",
+        "spark-sql-kafka-0-10_2.13-4.0.0.jar",
+    ]
+
+
+def test_a_missing_connector_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(KmedicError, match="make bootstrap"):
+        connector_jars(tmp_path)
