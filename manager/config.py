@@ -1,0 +1,80 @@
+"""The manager's configuration: one YAML file, environment overrides KMEDIC_MANAGER__*.
+
+Safety settings (the policy: grace period, dead-broker caps, budgets, limits) are the planner's
+own model, so what the operator writes is exactly what the gates read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kmedic.config import load_config
+from manager.coordination import CoordinationConfig
+from manager.model import Policy
+from manager.observe import CapacitySettings
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TopicNames(_Settings):
+    brokerstats: str = "kmedic.brokerstats"
+    replica_loads: str = "kmedic.replica-loads"
+    broker_loads: str = "kmedic.broker-loads"
+    actions: str = "kmedic.actions"
+
+
+class AuditSettings(_Settings):
+    secondary_bootstrap: str | None = Field(
+        default=None,
+        description="a second cluster that takes audit records while the primary cannot",
+    )
+    spool_dir: Path = Field(default=Path("var/kmedic/spool"), description="local fsync'd spool")
+    write_timeout_s: float = Field(default=5.0, gt=0)
+    retry_interval_s: float = Field(default=5.0, gt=0)
+
+
+class ExecutorSettings(_Settings):
+    max_moves_per_broker: int = Field(
+        default=2, ge=1, description="concurrent moves touching one broker"
+    )
+    max_moves_in_flight: int = Field(
+        default=10, ge=1, description="concurrent moves in the cluster"
+    )
+    throttle_bytes_per_s: int = Field(
+        default=50_000_000, ge=1024, description="replication throttle"
+    )
+    move_timeout_s: float = Field(default=3600.0, gt=0)
+    cancel_on_timeout: bool = False
+
+
+class HttpSettings(_Settings):
+    host: str = "127.0.0.1"
+    port: int = Field(default=9309, ge=0, le=65535, description="0: pick a free port")
+
+
+class ManagerConfig(_Settings):
+    cluster: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
+    bootstrap: str = Field(min_length=1, description="the Kafka cluster kmedic looks after")
+    zookeeper: CoordinationConfig
+    instance_id: str | None = Field(default=None, description="default: host-pid")
+    interval_s: float = Field(default=30.0, gt=0, description="seconds between cycles")
+    stats_lookback_s: float = Field(
+        default=3600.0, gt=0, description="how far back the stats topic is read at start"
+    )
+    snapshot_path: Path | None = Field(
+        default=None, description="write each cycle's snapshot here (for `kmedic plan` replay)"
+    )
+    topics: TopicNames = TopicNames()
+    policy: Policy = Policy()
+    capacity: CapacitySettings = CapacitySettings()
+    audit: AuditSettings = AuditSettings()
+    executor: ExecutorSettings = ExecutorSettings()
+    http: HttpSettings = HttpSettings()
+
+
+def load_manager_config(path: str | Path | None) -> ManagerConfig:
+    return load_config(ManagerConfig, path, env_prefix="KMEDIC_MANAGER")
