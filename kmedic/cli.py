@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kmedic.cluster_cli",
     "kmedic.demo",
     "manager.admin_cli",
+    "manager.actions_cli",
     "agent.cli",
     "manager.plan_cli",
     "streaming.cli",
