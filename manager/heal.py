@@ -71,7 +71,7 @@ def _heal_partition(
         if gone not in dead:
             continue
         others = tuple(x for x in state.replicas[p] if x != gone and x not in dead)
-        target = choose_target(state, order, p, others, d_in, 0.0)
+        target = choose_target(state, order, state.topic[p], state.size[p], others, d_in, 0.0)
         if target is None:
             return diagnose(state, p, others, d_in, 0.0)
         state.move_replica(p, gone, target)

@@ -63,15 +63,15 @@ def required_units(state: ClusterState, replication: int) -> int:
 def choose_target(
     state: ClusterState,
     order: LoadOrder,
-    p: int,
+    topic: str,
+    size: int,
     others: tuple[int, ...],
     d_in: float,
     d_out: float,
 ) -> int | None:
-    """The best broker for a new replica of ``p`` next to ``others``; None if none fits."""
-    size = state.size[p]
-    sets = state.allowed_sets(p)
-    group = state.aa_group.get(state.topic[p])
+    """The best broker for a new replica of ``topic`` next to ``others``; None if none fits."""
+    sets = state.topic_sets(topic)
+    group = state.aa_group.get(topic)
     taken_tops = {state.loc[b].top for b in others}
     taken_racks = {state.loc[b].rack for b in others}
     for allowed in sets if sets is not None else (None,):
@@ -169,3 +169,31 @@ def move_keeps_affinity(state: ClusterState, p: int, old: int, new: int) -> bool
         return False
     brokers = state.aa_broker[group]
     return brokers[new] + 1 <= brokers[old] - 1
+
+
+def place_new_partition(
+    state: ClusterState,
+    order: LoadOrder,
+    topic: str,
+    replication: int,
+    size: int,
+    d_in: float,
+    d_out: float,
+) -> tuple[int, ...] | None:
+    """Replicas for a new partition (leader first), reserving its load; None if impossible.
+
+    This is how later placements honour anti-affinity groups: existing replicas never move
+    because a topic joined a group, but each new one goes where the group is thinnest.
+    """
+    chosen: tuple[int, ...] = ()
+    for i in range(replication):
+        lead = i == 0
+        target = choose_target(state, order, topic, size, chosen, d_in, d_out if lead else 0.0)
+        if target is None:
+            return None
+        state.reserve(topic, target, d_in, d_out if lead else 0.0, size)
+        order.update(target)
+        chosen = (*chosen, target)
+    if rack_shortfall(state, chosen) is not None:
+        return None
+    return chosen

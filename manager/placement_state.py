@@ -144,6 +144,9 @@ class ClusterState:
         """Broker sets the partition may live on, most preferred first; None: anywhere."""
         return self._isolation.get(self.topic[p])
 
+    def topic_sets(self, topic: str) -> tuple[frozenset[int], ...] | None:
+        return self._isolation.get(topic)
+
     def net_util(self, b: int) -> float:
         return (self.load_in[b] + self.load_out[b]) / (self.cap_in[b] + self.cap_out[b])
 
@@ -217,6 +220,16 @@ class ClusterState:
         if self._by_broker is not None:
             self._by_broker[old].remove(p)
             self._by_broker[new].append(p)
+
+    def reserve(self, topic: str, b: int, d_in: float, d_out: float, size: int) -> None:
+        """Account a new replica (of a partition not in the snapshot) on ``b``."""
+        self.load_in[b] += d_in
+        self.load_out[b] += d_out
+        self.load_disk[b] += size
+        self.count[b] += 1
+        g = self.aa_group.get(topic)
+        if g is not None:
+            self._aa_add(g, b, 1)
 
     def set_replicas(self, p: int, replicas: tuple[int, ...]) -> None:
         """Reorder replicas (no data movement)."""

@@ -47,14 +47,21 @@ def decide(snap: Snapshot) -> Decision:
     before = broker_loads(state)
     gates = failing_gates(snap, state)
     over = {b: o for b in state.broker_ids if state.usable(b) and (o := state.over_limits(b))}
-    if not state.dead and not over:
+    own_running = any(r.started_by_kmedic for r in snap.reassignments)
+    totals = BrokerTotals.of(state)
+    # A dead broker that held no replica needs no healing (plan_heal finds nothing to move).
+    heal = plan_heal(state) if state.dead and not own_running else None
+    must_heal = heal is not None and bool(heal.moves or heal.blocked)
+    if not must_heal and not over and not (own_running and state.dead):
         health = [r for r in gates if r.code not in AUTHORITY_CODES]
         if health:
             return _refuse(None, health, before, before)
-        return Decision(
-            "noop", None, "every broker is alive and within its limits", (), (), 0, before, before
-        )
-    if any(r.started_by_kmedic for r in snap.reassignments) and not gates:
+        summary = "every broker is alive and within its limits"
+        if state.dead:
+            dead = ", ".join(str(b) for b in state.dead)
+            summary = f"dead brokers {dead} hold no replicas; every live broker is within limits"
+        return Decision("noop", None, summary, (), (), 0, before, before)
+    if own_running and not gates:
         return Decision(
             "noop",
             None,
@@ -65,9 +72,8 @@ def decide(snap: Snapshot) -> Decision:
             before,
             before,
         )
-    totals = BrokerTotals.of(state)
-    if state.dead:
-        return _finish_heal(snap, state, plan_heal(state), gates, totals, before)
+    if heal is not None and must_heal:
+        return _finish_heal(snap, state, heal, gates, totals, before)
     budget = min(
         snap.policy.max_moves_per_cycle,
         snap.policy.max_moves_per_hour - snap.recent_actions.moves_last_hour,

@@ -32,7 +32,7 @@ def part(
     n: int,
     replicas: list[int],
     *,
-    leader: int | None | str = "first",
+    leader: int | str | None = "first",
     isr: list[int] | None = None,
     size: int = GB,
     bytes_in: float = 1 * MB,

@@ -1,0 +1,61 @@
+"""`kmedic plan`: exit codes 0 / 2 / 1, text and JSON output, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kmedic.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "configs" / "examples"
+
+
+@pytest.mark.parametrize(
+    ("example", "code", "outcome"),
+    [
+        ("healthy.json", 0, "noop"),
+        ("dead-broker.json", 0, "act"),
+        ("hot-broker.json", 0, "act"),
+        ("two-racks-lost.json", 2, "refuse"),
+    ],
+)
+def test_examples_exit_codes_and_json(
+    example: str, code: int, outcome: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", "--snapshot", str(EXAMPLES / example), "--json"]) == code
+    decision = json.loads(capsys.readouterr().out)
+    assert decision["outcome"] == outcome
+    assert {"reasons", "actions", "bytes_to_move", "loads", "summary", "kind"} <= set(decision)
+    if outcome == "refuse":
+        assert decision["reasons"] and all(r["code"] and r["message"] for r in decision["reasons"])
+    for load in decision["loads"]:
+        assert {"broker", "before", "after"} == set(load)
+
+
+def test_text_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--snapshot", str(EXAMPLES / "dead-broker.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("decision: act (heal)")
+    assert "reassign orders-" in out
+
+
+def test_bad_input_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads((EXAMPLES / "healthy.json").read_text())
+    data["brokers"][2]["rack"] = "no-slash"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    assert main(["plan", "--snapshot", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "brokers.2.rack" in err
+    assert "Traceback" not in err
+
+
+def test_unreadable_and_non_json_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--snapshot", str(tmp_path / "missing.json")]) == 1
+    assert "cannot read snapshot" in capsys.readouterr().err
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("[1, 2")
+    assert main(["plan", "--snapshot", str(garbage)]) == 1
+    assert "garbage.json" in capsys.readouterr().err

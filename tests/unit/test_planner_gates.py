@@ -1,0 +1,154 @@
+"""One example per confidence gate; failing gates are all reported together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from planner_fixtures import HOUR, NOW, broker, make, part
+
+from manager.gates import failing_gates, gate_budget
+from manager.placement_state import ClusterState
+from manager.planner import decide
+
+ALIVE = {1, 2, 3, 4, 5}
+
+
+def _snap(*, dead: bool = True, **kw: Any) -> Any:
+    alive = ALIVE if dead else ALIVE | {6}
+    brokers = kw.pop("brokers", None) or [
+        broker(i, f"/r{(i - 1) % 3 + 1}", alive=i in alive) for i in range(1, 7)
+    ]
+    topics = kw.pop("topics", None) or {
+        "t": [part(n, [6, 1 + n % 5, 1 + (n + 1) % 5], alive=alive) for n in range(4)]
+    }
+    return make(brokers, topics, **kw)
+
+
+def _codes(snap: Any) -> set[str]:
+    return {r.code for r in failing_gates(snap, ClusterState(snap))}
+
+
+def test_clean_snapshot_passes_every_gate() -> None:
+    assert _codes(_snap()) == set()
+    assert decide(_snap()).outcome == "act"
+
+
+def test_not_leader_and_stale_epoch() -> None:
+    lead = {"holder": "m2", "epoch": 2, "current_epoch": 3, "is_leader": False}
+    snap = _snap(leadership=lead)
+    assert _codes(snap) == {"not_leader", "stale_fencing_epoch"}
+    assert decide(snap).outcome == "refuse"
+
+
+def test_standby_with_nothing_to_do_is_a_noop() -> None:
+    lead = {"holder": "m2", "epoch": 2, "current_epoch": 3, "is_leader": False}
+    assert decide(_snap(dead=False, leadership=lead)).outcome == "noop"
+
+
+def test_too_many_dead_brokers_count_and_fraction() -> None:
+    assert "too_many_dead_brokers" in _codes(_snap(policy={"max_dead_brokers": 0}))
+    assert "too_many_dead_brokers" in _codes(_snap(policy={"max_dead_fraction": 0.1}))
+
+
+def test_dead_within_grace() -> None:
+    brokers = [broker(i, f"/r{(i - 1) % 3 + 1}", alive=i in ALIVE) for i in range(1, 7)]
+    brokers[5]["dead_since_ms"] = NOW - 60_000
+    snap = _snap(brokers=brokers)
+    assert _codes(snap) == {"dead_within_grace"}
+    decision = decide(snap)
+    assert decision.outcome == "refuse"
+    assert "60 s" in decision.reasons[0].message
+
+
+def test_dead_broker_in_maintenance_domain() -> None:
+    domains = [{"name": "blue", "brokers": [6]}]
+    snap = _snap(failure_domains=domains, maintenance_domains=["blue"])
+    assert _codes(snap) == {"domain_in_maintenance"}
+
+
+def test_unexplained_under_replication() -> None:
+    topics = {"t": [part(0, [1, 2, 3], isr=[1, 2])]}  # broker 3 alive but out of sync
+    snap = _snap(dead=False, topics=topics)
+    assert _codes(snap) == {"unexplained_under_replication"}
+    decision = decide(snap)
+    assert decision.outcome == "refuse"
+    assert "t-0" in decision.reasons[0].message
+
+
+def test_under_replication_explained_by_dead_broker_or_own_catch_up() -> None:
+    topics = {"t": [part(0, [1, 2, 6], isr=[1, 2], alive=ALIVE)]}
+    assert "unexplained_under_replication" not in _codes(_snap(topics=topics))
+    topics = {"t": [part(0, [1, 2, 3], isr=[1, 2])]}
+    reassign = [{"topic": "t", "partition": 0, "adding_replicas": [3], "started_by_kmedic": True}]
+    assert "unexplained_under_replication" not in _codes(
+        _snap(dead=False, topics=topics, reassignments=reassign)
+    )
+
+
+def test_offline_partition_with_live_replicas_is_unexplained() -> None:
+    topics = {"t": [part(0, [1, 2], isr=[], leader=None)]}
+    assert "unexplained_under_replication" in _codes(_snap(dead=False, topics=topics))
+
+
+def test_stale_load_data_window_and_silent_agent() -> None:
+    topics = {"t": [part(n, [6, 1, 2], valid=n == 0, alive=ALIVE) for n in range(4)]}
+    assert "stale_load_data" in _codes(_snap(topics=topics))
+    brokers = [broker(i, f"/r{(i - 1) % 3 + 1}", alive=i in ALIVE) for i in range(1, 7)]
+    brokers[0]["last_stats_ms"] = NOW - HOUR
+    assert _codes(_snap(brokers=brokers)) == {"stale_load_data"}
+
+
+def test_foreign_reassignment_in_progress() -> None:
+    reassign = [{"topic": "t", "partition": 0, "started_by_kmedic": False}]
+    assert _codes(_snap(reassignments=reassign)) == {"foreign_reassignment_in_progress"}
+
+
+def test_own_reassignment_in_progress_waits() -> None:
+    reassign = [{"topic": "t", "partition": 0, "started_by_kmedic": True}]
+    decision = decide(_snap(reassignments=reassign))
+    assert decision.outcome == "noop"
+    assert decision.reasons[0].code == "own_reassignment_in_progress"
+
+
+@pytest.mark.parametrize(
+    ("policy", "recent", "moves", "failing"),
+    [
+        ({"max_moves_per_cycle": 3}, 0, 4, 1),
+        ({"max_moves_per_hour": 10}, 8, 4, 1),
+        ({"max_moves_per_cycle": 3, "max_moves_per_hour": 10}, 8, 4, 2),
+        ({"max_moves_per_cycle": 4, "max_moves_per_hour": 12}, 8, 4, 0),
+    ],
+)
+def test_action_budget(policy: dict[str, int], recent: int, moves: int, failing: int) -> None:
+    snap = _snap(policy=policy, recent_actions={"moves_last_hour": recent})
+    reasons = gate_budget(snap, moves)
+    assert len(reasons) == failing
+    assert all(r.code == "action_budget_exceeded" for r in reasons)
+
+
+def test_heal_over_budget_refuses() -> None:
+    decision = decide(_snap(policy={"max_moves_per_cycle": 2}))
+    assert decision.outcome == "refuse"
+    assert decision.actions == ()
+    assert {r.code for r in decision.reasons} == {"action_budget_exceeded"}
+
+
+def test_every_failing_gate_is_reported() -> None:
+    lead = {"holder": "m2", "epoch": 1, "current_epoch": 3, "is_leader": False}
+    reassign = [{"topic": "t", "partition": 0, "started_by_kmedic": False}]
+    snap = _snap(
+        leadership=lead,
+        reassignments=reassign,
+        policy={"max_dead_brokers": 0, "dead_grace_ms": 10 * HOUR},
+    )
+    decision = decide(snap)
+    assert decision.outcome == "refuse"
+    assert {r.code for r in decision.reasons} >= {
+        "not_leader",
+        "stale_fencing_epoch",
+        "too_many_dead_brokers",
+        "dead_within_grace",
+        "foreign_reassignment_in_progress",
+    }
+    assert all(r.message for r in decision.reasons)
