@@ -8,6 +8,7 @@ the outage lasts.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,8 @@ def producer_settings(config: AgentConfig) -> dict[str, Any]:
         "queue.buffering.max.messages": config.max_queued_records,
         "queue.buffering.max.kbytes": max(1024, config.max_queued_records * 64),
         "message.timeout.ms": int(max(60.0, config.interval_s * 10) * 1000),
+        # librdkafka's own log lines go through the standard logging pipeline, not raw stderr.
+        "logger": logging.getLogger("kmedic.agent.producer"),
     }
 
 
@@ -44,20 +47,24 @@ def ensure_topic(config: AgentConfig, timeout_s: float = 15.0) -> bool:
     from confluent_kafka.admin import AdminClient
     from confluent_kafka.cimpl import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": config.publish_bootstrap or config.bootstrap})
+    settings: dict[str, Any] = {
+        "bootstrap.servers": config.publish_bootstrap or config.bootstrap,
+        "logger": logging.getLogger("kmedic.agent.producer"),
+    }
+    admin = AdminClient(settings)
     try:
         md = admin.list_topics(timeout=timeout_s)
         if config.topic in md.topics and md.topics[config.topic].error is None:
             return True
-        settings = config.topic_settings
-        rf = max(1, min(settings.replication_factor, len(md.brokers)))
+        wanted = config.topic_settings
+        rf = max(1, min(wanted.replication_factor, len(md.brokers)))
         topic = NewTopic(
             config.topic,
-            num_partitions=settings.partitions,
+            num_partitions=wanted.partitions,
             replication_factor=rf,
             config={
                 "cleanup.policy": "delete",
-                "retention.ms": str(settings.retention_ms),
+                "retention.ms": str(wanted.retention_ms),
                 "min.insync.replicas": str(min(2, rf)),
                 "max.message.bytes": str(config.max_record_bytes + 100_000),
             },
@@ -65,9 +72,7 @@ def ensure_topic(config: AgentConfig, timeout_s: float = 15.0) -> bool:
         future = admin.create_topics([topic], request_timeout=timeout_s)[config.topic]
         try:
             future.result(timeout=timeout_s)
-            log.info(
-                "stats_topic_created", topic=config.topic, partitions=settings.partitions, rf=rf
-            )
+            log.info("stats_topic_created", topic=config.topic, partitions=wanted.partitions, rf=rf)
         except KafkaException as exc:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise

@@ -1,0 +1,305 @@
+"""The agent against the real local cluster: accuracy of the traffic estimate, roles as the
+Admin API sees them, failure records while a broker is SIGKILLed, recovery after restart."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+from helpers import wait_for
+
+from agent.config import AgentConfig
+from agent.loop import Agent
+from agent.sampler import Sampler
+from kmedic import brokerstats as bs
+
+pytestmark = pytest.mark.integration
+
+INTERVAL_S = 2.0
+
+
+def agent_config(cluster: Any, broker_id: int, **overrides: Any) -> AgentConfig:
+    settings: dict[str, Any] = {
+        "broker_id": broker_id,
+        "bootstrap": cluster.bootstrap_servers,
+        "exporter_url": cluster.exporter_url(broker_id),
+        "cluster": "test",
+        "interval_s": INTERVAL_S,
+        "request_timeout_s": 3.0,
+        "max_backoff_s": 4.0,
+        "metrics_port": None,
+        "topic_settings": {"partitions": 4, "replication_factor": 3},
+        **overrides,
+    }
+    return AgentConfig.model_validate(settings)
+
+
+class RunningAgent:
+    """An Agent on its own thread, collecting every record it publishes."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.records: list[tuple[float, bs.BrokerStats]] = []
+        self._lock = threading.Lock()
+        self.agent = Agent(config, on_record=self._keep)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self.agent.run, args=(self._stop,), daemon=True)
+        self._thread.start()
+
+    def _keep(self, stats: bs.BrokerStats) -> None:
+        with self._lock:
+            self.records.append((time.monotonic(), stats))
+
+    def since(self, t: float) -> list[bs.BrokerStats]:
+        with self._lock:
+            return [r for at, r in self.records if at >= t]
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        assert not self._thread.is_alive(), "agent thread did not stop"
+
+
+@pytest.fixture
+def run_agent() -> Iterator[Any]:
+    started: list[RunningAgent] = []
+
+    def start(config: AgentConfig) -> RunningAgent:
+        agent = RunningAgent(config)
+        started.append(agent)
+        return agent
+
+    yield start
+    for agent in started:
+        agent.stop()
+
+
+def _create_topic(cluster: Any, name: str, assignment: list[list[int]]) -> None:
+    # kafka-python: confluent-kafka 2.16 rejects an explicit replica assignment locally.
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        topic = NewTopic(name, replica_assignments=dict(enumerate(assignment)))
+        admin.create_topics([topic])
+    finally:
+        admin.close()
+    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    wait_for(
+        lambda: name in metadata.list_topics(timeout=5).topics,
+        timeout=30,
+        what=f"topic {name} in metadata",
+    )
+
+
+class PacedProducer:
+    """Produces to each partition at its own steady byte rate (1 KB messages)."""
+
+    MESSAGE = 1000
+
+    def __init__(self, cluster: Any, topic: str, rates: dict[int, float]) -> None:
+        self.topic, self.rates = topic, rates
+        self._producer = Producer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5, "acks": 1}
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        sent = dict.fromkeys(self.rates, 0)
+        payload = b"x" * self.MESSAGE
+        while not self._stop.is_set():
+            elapsed = time.monotonic() - start
+            for p, rate in self.rates.items():
+                # Catch up to the schedule: the cumulative bytes follow the rate exactly.
+                while sent[p] + self.MESSAGE <= rate * elapsed:
+                    self._producer.produce(self.topic, payload, partition=p)
+                    sent[p] += self.MESSAGE
+            self._producer.poll(0)
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._producer.flush(10)
+
+
+def test_per_partition_bytes_in_within_20_percent(healthy_cluster: Any, run_agent: Any) -> None:
+    cluster = healthy_cluster
+    broker = cluster.broker_ids[0]
+    topic = f"accuracy-{uuid.uuid4().hex[:8]}"
+    _create_topic(cluster, topic, [[broker], [broker], [broker]])
+    truth = {0: 20_000.0, 1: 40_000.0, 2: 80_000.0}  # bytes/s of payload, 1:2:4
+    producer = PacedProducer(cluster, topic, truth)
+    try:
+        agent = run_agent(agent_config(cluster, broker))
+        warm = time.monotonic() + 2 * INTERVAL_S  # the first windows straddle the start
+        wait_for(
+            lambda: len([r for r in agent.since(warm) if r.rate_window_s]) >= 4,
+            timeout=60,
+            what="four samples with rates after warm-up",
+        )
+    finally:
+        producer.stop()
+    samples = [r for r in agent.since(warm) if r.rate_window_s][:4]
+    errors = []
+    for rec in samples:
+        assert rec.failure is None
+        mine = {r.partition: r for r in rec.leaders if r.topic == topic}
+        assert set(mine) == {0, 1, 2}
+        for p, rate in truth.items():
+            got = mine[p].bytes_in_per_s
+            errors.append((got - rate) / rate)
+            assert abs(got - rate) <= 0.2 * rate, (
+                f"partition {p}: reported {got:.0f} B/s, produced {rate:.0f} B/s "
+                f"(window {rec.rate_window_s:.2f}s, estimate {mine[p].estimate})"
+            )
+            msgs = mine[p].messages_in_per_s
+            assert abs(msgs - rate / PacedProducer.MESSAGE) <= 0.2 * rate / PacedProducer.MESSAGE
+            assert mine[p].estimate == "size_delta"
+    print(f"bytes-in error per partition and window: {[f'{e:+.1%}' for e in errors]}")
+
+
+def _admin_roles(cluster: Any, broker: int) -> tuple[set[Any], set[Any], int]:
+    """Leaders, followers (with leader and ISR membership) and under-replicated leaders, as
+    confluent-kafka's metadata (a different client from the agent's) reports them."""
+    md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(timeout=10)
+    leaders, followers, under = set(), set(), 0
+    for t in md.topics.values():
+        for p in t.partitions.values():
+            if p.leader == broker:
+                leaders.add((t.topic, p.id))
+                under += len(p.isrs) < len(p.replicas)
+            elif broker in p.replicas:
+                followers.add((t.topic, p.id, p.leader, broker in p.isrs))
+    return leaders, followers, under
+
+
+def test_roles_equal_the_admin_api(healthy_cluster: Any) -> None:
+    cluster = healthy_cluster
+    _create_topic(
+        cluster, f"roles-{uuid.uuid4().hex[:8]}", [[1, 2, 3], [2, 3, 4], [3, 4, 1], [4, 1, 2]]
+    )
+    for broker in cluster.broker_ids:
+        sampler = Sampler(agent_config(cluster, broker))
+        try:
+            for _attempt in range(3):  # metadata may move between the two reads
+                rec = sampler.sample()
+                assert rec.failure is None, rec.failure
+                expected = _admin_roles(cluster, broker)
+                got = (
+                    {(r.topic, r.partition) for r in rec.leaders},
+                    {(r.topic, r.partition, r.leader_id, r.in_isr) for r in rec.followers},
+                    rec.totals.under_replicated_count,
+                )
+                if got == expected:
+                    break
+            assert got == expected
+            assert expected[0] and expected[1], "the test topic gives every broker both roles"
+            assert rec.rack == cluster.rack(broker)
+            assert rec.totals.leader_count == len(expected[0])
+            assert rec.log_dirs and all(d.total_bytes and d.free_bytes for d in rec.log_dirs)
+        finally:
+            sampler.close()
+
+
+def _published(cluster: Any, topic: str, broker: int, since_ms: int) -> list[bs.BrokerStats]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": f"test-{uuid.uuid4().hex}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic])
+    out: list[bs.BrokerStats] = []
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                if out:
+                    break
+                continue
+            if msg.error() or msg.key() != str(broker).encode():
+                continue
+            rec = bs.from_json(msg.value())
+            if rec.timestamp_ms >= since_ms:
+                out.append(rec)
+    finally:
+        consumer.close()
+    return out
+
+
+def _metric(url: str, name: str) -> float:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        for line in resp.read().decode().splitlines():
+            if line.startswith(name):
+                return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in {url}")
+
+
+def test_sigkill_gives_failure_records_and_restart_recovers(
+    healthy_cluster: Any, run_agent: Any
+) -> None:
+    cluster = healthy_cluster
+    broker = cluster.broker_ids[-1]
+    topic = f"kmedic.brokerstats.test-{uuid.uuid4().hex[:6]}"
+    agent = run_agent(agent_config(cluster, broker, topic=topic))
+    server = agent.agent.metrics.serve("127.0.0.1", 0)
+    metrics_url = f"http://127.0.0.1:{server.server_port}/metrics"
+    try:
+        wait_for(
+            lambda: any(r.failure is None for r in agent.since(0)),
+            timeout=30,
+            what="a healthy record",
+        )
+        started_ms = int(time.time() * 1000)
+        killed_at = time.monotonic()
+        cluster.kill(broker)
+        failed = wait_for(
+            lambda: [r for r in agent.since(killed_at) if r.failure is not None],
+            timeout=30,
+            what="a failure record",
+        )
+        first = failed[0]
+        assert first.failure is not None
+        assert first.failure.reason == "broker_unreachable", first.failure
+        delay_s = first.timestamp_ms / 1000 - started_ms / 1000
+        assert delay_s <= 2 * INTERVAL_S, f"first failure record {delay_s:.1f}s after the kill"
+        print(f"first failure record {delay_s:.2f}s after the kill: {first.failure.message}")
+        assert first.rack == cluster.rack(broker)
+        time.sleep(2 * INTERVAL_S)  # it keeps reporting while the broker is down
+        assert len([r for r in agent.since(killed_at) if r.failure is not None]) >= 2
+        restarted_at = time.monotonic()
+        cluster.restart(broker)
+        wait_for(
+            lambda: [r for r in agent.since(restarted_at) if r.failure is None and r.rate_window_s],
+            timeout=90,
+            what="normal records with rates after the restart",
+        )
+        reasons = {
+            r.failure.reason for r in _published(cluster, topic, broker, started_ms) if r.failure
+        }
+        assert "broker_unreachable" in reasons, "failure records did not reach the topic"
+        assert (
+            _metric(
+                metrics_url,
+                f'kmedic_agent_failures_total{{broker="{broker}",reason="broker_unreachable"}}',
+            )
+            >= 2
+        )
+        assert (
+            _metric(metrics_url, "kmedic_agent_last_success_timestamp_seconds") * 1000 > started_ms
+        )
+    finally:
+        server.shutdown()
