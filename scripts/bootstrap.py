@@ -9,7 +9,9 @@ Steps:
   1. check Java >= 17 and Maven are installed;
   2. a virtualenv in .venv with the package installed (editable, with the dev extra);
   3. every JVM artifact group of configs/jvm-artifacts.toml resolved through Maven into
-     .cache/jvm/<group>/lib (Maven's own repository under .cache/m2).
+     .cache/jvm/<group>/lib (Maven's own repository under .cache/m2);
+  4. promtool (for the alert-rule tests): Debian's `prometheus` package, installed once when
+     promtool is not on PATH; a failed attempt is stamped too and only warned about.
 """
 
 from __future__ import annotations
@@ -178,6 +180,46 @@ def ensure_jvm_group(mvn: str, group: str, spec: dict[str, object]) -> None:
     say(f"{group}: {len(list(lib.glob('*.jar')))} jars in {lib}")
 
 
+def ensure_promtool() -> None:
+    stamp = CACHE / "stamps" / "promtool"
+    if shutil.which("promtool"):
+        say("promtool present")
+        return
+    if stamp.exists():
+        say(
+            f"promtool missing (install failed before; remove {stamp} to retry): "
+            "alert-rule tests will skip"
+        )
+        return
+    apt = shutil.which("apt-get")
+    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    if apt is None or (sudo and shutil.which("sudo") is None):
+        stamp.write_text("no apt-get or no root\n")
+        say(
+            "promtool missing and cannot be installed (needs apt-get as root): "
+            "install Debian's `prometheus` package; alert-rule tests will skip"
+        )
+        return
+    say("installing promtool (Debian package `prometheus`)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (
+        [*sudo, apt, "update", "-q"],
+        [*sudo, apt, "install", "-y", "-q", "--no-install-recommends", "prometheus"],
+    ):
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            stamp.write_text("install failed\n")
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+            say(
+                f"could not install promtool ({' '.join(cmd[-2:])} failed); alert-rule tests "
+                f"will skip. Install Debian's `prometheus` package by hand.\n{tail}"
+            )
+            return
+    stamp.write_text("installed\n")
+    say("promtool installed")
+
+
 def run(cmd: list[str], what: str) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -193,6 +235,7 @@ def main() -> int:
         groups = tomllib.loads(ARTIFACTS.read_text())
         for group, spec in groups.items():
             ensure_jvm_group(mvn, group, spec)
+        ensure_promtool()
     except BootstrapError as exc:
         print(f"bootstrap failed: {exc}", file=sys.stderr)
         return 1
