@@ -15,6 +15,7 @@ are left alone. Everything is deterministic: ties break on broker id and partiti
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -102,16 +103,26 @@ class _Balancer:
         score: Callable[[int], float],
         ceiling: Callable[[int], bool],
     ) -> None:
-        """Move replicas off ``b``, highest ``score`` first, until ``done()``."""
+        """Move replicas off ``b``, highest ``score`` first, until ``done()``.
+
+        Scores only fall as ``b`` sheds load (they are capped by what is still over), so a
+        lazy heap is exact: a popped entry whose fresh score lost its lead is pushed back.
+        """
         s = self.s
-        cands = [p for p in s.partitions_on(b) if self.movable(p)]
-        keyed = sorted((-score(p), s.topic[p], s.number[p], p) for p in cands)
-        for neg, _, _, p in keyed:
+        heap = [(-score(p), s.topic[p], s.number[p], p) for p in s.partitions_on(b)]
+        heap = [e for e in heap if e[0] < 0 and self.movable(e[3])]
+        heapq.heapify(heap)
+        while heap:
             if done() or not self.budget_left():
                 return
-            if neg >= 0:
-                return  # the rest do not help
-            if p in self.touched:
+            _, topic, number, p = heapq.heappop(heap)
+            if p in self.touched or s.leader[p] is None:
+                continue
+            fresh = score(p)
+            if fresh <= 0:
+                continue
+            if heap and -heap[0][0] > fresh * (1 + 1e-12):
+                heapq.heappush(heap, (-fresh, topic, number, p))
                 continue
             target = self._target(b, p, ceiling)
             if target is None:
@@ -179,7 +190,7 @@ def plan_balance(state: ClusterState, max_moves: int) -> BalancePlan:
             break
         done = _under(s, b, line)
         bal.shed_leadership(b, done, under_line)
-        bal.shed_replicas(b, done, _net_score(s, b), under_line)
+        bal.shed_replicas(b, done, _net_score(s, b, line), under_line)
 
     bal.plan.still_over = {b: o for b in usable if (o := s.over_limits(b))}
     busiest = max((s.net_util(b) for b in usable), default=0.0)
@@ -206,28 +217,34 @@ def _worst_excess(s: ClusterState, b: int) -> float:
 
 
 def _limit_score(s: ClusterState, b: int) -> Callable[[int], float]:
-    """Share of ``b``'s excess a move sheds, per byte moved (excess taken at the start)."""
-    ex_in = max(0.0, s.load_in[b] - s.lim_in[b])
-    ex_out = max(0.0, s.load_out[b] - s.lim_out[b])
-    ex_disk = max(0.0, s.load_disk[b] - s.lim_disk[b])
+    """Share of ``b``'s remaining excess a move sheds, per byte moved."""
 
     def score(p: int) -> float:
+        ex_in = s.load_in[b] - s.lim_in[b]
+        ex_out = s.load_out[b] - s.lim_out[b]
+        ex_disk = s.load_disk[b] - s.lim_disk[b]
         out = s.bout[p] if s.leader[p] == b else 0.0
-        benefit = (
-            min(s.bin[p], ex_in) / s.lim_in[b]
-            + min(out, ex_out) / s.lim_out[b]
-            + min(float(s.size[p]), ex_disk) / s.lim_disk[b]
-        )
-        return benefit / (s.size[p] + 1.0) if benefit > 0 else 0.0
+        benefit = 0.0
+        if ex_in > 0:
+            benefit += min(s.bin[p], ex_in) / s.lim_in[b]
+        if ex_out > 0:
+            benefit += min(out, ex_out) / s.lim_out[b]
+        if ex_disk > 0:
+            benefit += min(float(s.size[p]), ex_disk) / s.lim_disk[b]
+        return benefit / (s.size[p] + 1.0)
 
     return score
 
 
-def _net_score(s: ClusterState, b: int) -> Callable[[int], float]:
-    """Network load a move sheds per byte moved."""
+def _net_score(s: ClusterState, b: int, line: float) -> Callable[[int], float]:
+    """Network load a move sheds (capped at what is above the line) per byte moved."""
+    cap = s.cap_in[b] + s.cap_out[b]
 
     def score(p: int) -> float:
+        excess = s.load_in[b] + s.load_out[b] - line * cap
+        if excess <= 0:
+            return 0.0
         load = s.bin[p] + (s.bout[p] if s.leader[p] == b else 0.0)
-        return load / (s.size[p] + 1.0)
+        return min(load, excess) / (s.size[p] + 1.0)
 
     return score

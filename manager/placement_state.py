@@ -73,11 +73,15 @@ class ClusterState:
         self.load_disk = {
             b: float(u) if (u := disk_used[b]) is not None else sizes[b] for b in self.broker_ids
         }
-        self.index_of = {
-            (t, n): p for p, (t, n) in enumerate(zip(self.topic, self.number, strict=True))
-        }
-        self.reassigning: frozenset[int] = frozenset(
-            self.index_of[(r.topic, r.partition)] for r in snap.reassignments
+        moving = {(r.topic, r.partition) for r in snap.reassignments}
+        self.reassigning: frozenset[int] = (
+            frozenset(
+                p
+                for p, key in enumerate(zip(self.topic, self.number, strict=True))
+                if moving and key in moving
+            )
+            if moving
+            else frozenset()
         )
         self._isolation = _isolation_sets(snap)
         self.aa_group: dict[str, str] = {
@@ -85,16 +89,30 @@ class ClusterState:
         }
         self.aa_domain: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.aa_broker: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-        for p, t in enumerate(self.topic):
-            g = self.aa_group.get(t)
-            if g is not None:
-                for rb in self.replicas[p]:
-                    self._aa_add(g, rb, 1)
+        if self.aa_group:
+            for p, t in enumerate(self.topic):
+                g = self.aa_group.get(t)
+                if g is not None:
+                    for rb in self.replicas[p]:
+                        self._aa_add(g, rb, 1)
         self._by_broker: dict[int, list[int]] | None = None
 
     def _load_partitions(self, snap: Snapshot, sizes: dict[int, float]) -> None:
         load_in, load_out, load_msgs = self.load_in, self.load_out, self.load_msgs
         count, leaders = self.count, self.leaders
+        # Bound methods as locals: this loop runs once per partition (millions of replicas).
+        add_topic, add_number = self.topic.append, self.number.append
+        add_replicas, add_isr, add_leader = (
+            self.replicas.append,
+            self.isr.append,
+            self.leader.append,
+        )
+        add_size, add_in, add_out, add_msgs = (
+            self.size.append,
+            self.bin.append,
+            self.bout.append,
+            self.msgs.append,
+        )
         valid = 0
         for topic in snap.topics:
             name = topic.name
@@ -107,20 +125,20 @@ class ClusterState:
                     bi, bo, mi = load.bytes_in_per_s, load.bytes_out_per_s, load.messages_in_per_s
                     valid += load.window_valid
                 size = part.size_bytes
-                self.topic.append(name)
-                self.number.append(part.partition)
-                self.replicas.append(reps)
-                self.isr.append(part.isr)
-                self.leader.append(part.leader)
-                self.size.append(size)
-                self.bin.append(bi)
-                self.bout.append(bo)
-                self.msgs.append(mi)
+                lead = part.leader
+                add_topic(name)
+                add_number(part.partition)
+                add_replicas(reps)
+                add_isr(part.isr)
+                add_leader(lead)
+                add_size(size)
+                add_in(bi)
+                add_out(bo)
+                add_msgs(mi)
                 for b in reps:
                     load_in[b] += bi
                     sizes[b] += size
                     count[b] += 1
-                lead = part.leader
                 if lead is not None:
                     load_out[lead] += bo
                     load_msgs[lead] += mi
