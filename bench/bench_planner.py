@@ -34,6 +34,7 @@ from manager.gates import failing_gates  # noqa: E402
 from manager.heal import plan_heal  # noqa: E402
 from manager.placement_audit import BrokerTotals, audit_plan  # noqa: E402
 from manager.placement_state import ClusterState  # noqa: E402
+from manager.planner import decide  # noqa: E402
 from manager.snapshot import load_snapshot  # noqa: E402
 
 NOW = 1_700_000_000_000
@@ -193,14 +194,21 @@ def run_scenario(path: str, mode: str) -> dict[str, Any]:
     t5 = time.perf_counter()
     violations = audit_plan(state, totals, changes)
     t6 = time.perf_counter()
+    partitions = state.partition_count
+    del state
+    t7 = time.perf_counter()
+    decision = decide(snap)  # end to end: index, gates, plan, audit, predicted loads
+    t8 = time.perf_counter()
     out |= {
+        "decide_s": t8 - t7,
+        "outcome": decision.outcome,
         "load_s": t1 - t0,
         "index_s": t2 - t1,
         "gates_s": t3 - t2,
         "plan_s": t4 - t3b,
         "audit_s": t6 - t5,
         "violations": len(violations),
-        "partitions": state.partition_count,
+        "partitions": partitions,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     return out
@@ -247,8 +255,9 @@ def render(results: list[dict[str, Any]]) -> str:
         "min 3 racks enforced, limits 80% network / 85% disk, balance threshold 1.10).",
         "Each scenario runs in its own process; peak RSS is that process's maximum.",
         "",
-        "| cluster | scenario | load snapshot | index | gates | plan | audit | peak RSS |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| cluster | scenario | load snapshot | index | gates | plan | audit | decide() end to end "
+        "| outcome | peak RSS |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         for mode in ("heal", "balance"):
@@ -256,7 +265,7 @@ def render(results: list[dict[str, Any]]) -> str:
             lines.append(
                 f"| {r['name']} ({r['snapshot_mb']:.0f} MB JSON) | {mode} | {x['load_s']:.1f} s "
                 f"| {x['index_s']:.2f} s | {x['gates_s']:.2f} s | {x['plan_s']:.2f} s "
-                f"| {x['audit_s']:.2f} s "
+                f"| {x['audit_s']:.2f} s | {x['decide_s']:.2f} s | {x['outcome']} "
                 f"| {x['peak_rss_mb']:.0f} MB |"
             )
     lines += ["", "Heal (one dead broker):", ""]

@@ -134,13 +134,17 @@ class Decision:
             lines += [f"  {a.describe()}" for a in self.actions[:max_actions]]
             if len(self.actions) > max_actions:
                 lines.append(f"  ... {len(self.actions) - max_actions} more (use --json)")
-        if self.loads_before:
-            lines.append(
-                "broker loads (network in / out MB/s, disk GB, replicas), before -> after:"
-            )
-            for b in sorted(self.loads_before):
+        changed = [
+            b for b in sorted(self.loads_before) if self.loads_before[b] != self.loads_after[b]
+        ]
+        shown = sorted(self.loads_before) if len(self.loads_before) <= 20 else changed
+        if shown:
+            lines.append("broker loads (net in / out MB/s, disk GB, replicas), before -> after:")
+            for b in shown:
                 x, y = self.loads_before[b], self.loads_after[b]
                 lines.append(f"  broker {b}: {_fmt(x)} -> {_fmt(y)}")
+        if len(shown) < len(self.loads_before):
+            lines.append(f"  ({len(self.loads_before) - len(shown)} brokers unchanged)")
         return "\n".join(lines)
 
 

@@ -38,7 +38,7 @@ class ClusterState:
             assert isinstance(cap, Capacity)  # guaranteed by snapshot validation
             self.alive[b.id] = b.alive
             self.loc[b.id] = location_of(b.rack, self.kind)
-            self.domain[b.id] = explicit.get(b.id, b.rack or "")
+            self.domain[b.id] = explicit.get(b.id, self.loc[b.id].rack)
             self.cap_in[b.id] = cap.network_in_bytes_per_s
             self.cap_out[b.id] = cap.network_out_bytes_per_s
             self.cap_disk[b.id] = float(cap.disk_bytes)

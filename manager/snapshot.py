@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from kmedic.errors import KmedicError
 from manager.model import Snapshot
-from manager.placement_rules import rack_name_problem
+from manager.placement_rules import location_of, rack_name_problem
 
 MAX_PROBLEMS_SHOWN = 20
 
@@ -128,7 +128,8 @@ def _check_groups(snap: Snapshot, broker_ids: set[int]) -> list[str]:
                 )
             owner[b] = d.name
     # Brokers outside explicit domains are in the domain named after their rack.
-    domain_names |= {b.rack or "" for b in snap.brokers if b.id not in owner}
+    kind = snap.policy.placement
+    domain_names |= {location_of(b.rack, kind).rack for b in snap.brokers if b.id not in owner}
     for mi, name in enumerate(snap.maintenance_domains):
         if name not in domain_names:
             problems.append(f"maintenance_domains.{mi}: unknown failure domain {name!r}")

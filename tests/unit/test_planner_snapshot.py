@@ -176,3 +176,12 @@ def test_many_problems_are_listed_with_a_cap() -> None:
     data["brokers"] = [broker(1, "bad") for _ in range(30)]
     message = _error(data)
     assert "more problems" in message
+
+
+def test_brokers_without_rack_are_in_the_default_rack_domain() -> None:
+    data = _base()
+    for b in data["brokers"]:
+        b["rack"] = None
+    data["maintenance_domains"] = ["/default-rack"]
+    snap = parse_snapshot(json.dumps(data))
+    assert snap.maintenance_domains == ("/default-rack",)
