@@ -20,7 +20,7 @@ PlacementKind = Literal["rack", "region", "zone"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Capacity(_Frozen):

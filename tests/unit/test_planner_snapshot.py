@@ -185,3 +185,10 @@ def test_brokers_without_rack_are_in_the_default_rack_domain() -> None:
     data["maintenance_domains"] = ["/default-rack"]
     snap = parse_snapshot(json.dumps(data))
     assert snap.maintenance_domains == ("/default-rack",)
+
+
+def test_infinite_or_nan_load_is_rejected() -> None:
+    text = json.dumps(_base()).replace('"bytes_in_per_s": 1000000', '"bytes_in_per_s": Infinity')
+    assert "Infinity" in text
+    with pytest.raises(SnapshotError, match=r"topics\.0\.partitions\.0\.load\.bytes_in_per_s"):
+        parse_snapshot(text)
