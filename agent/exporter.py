@@ -1,8 +1,9 @@
 """The broker's Prometheus JMX exporter: scrape the page and turn it into typed counters.
 
 Metric names follow configs/jmx-exporter.yaml. Parsing goes through prometheus-client's text
-parser; lines of metrics the agent does not read are dropped before parsing, which keeps a scrape
-of a broker with many partitions cheap (each partition exports several log gauges).
+parser. Lines of metrics the agent does not read are dropped before parsing, and lines unchanged
+since the previous page are not parsed again (see ``PageParser``): each partition exports
+several log gauges, so this keeps a scrape of a broker with many partitions cheap.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ _WANTED_PREFIXES = (
     LOG_METRICS + "logendoffset",
     LOG_METRICS + "logstartoffset",
     URP_METRIC,
-    "# TYPE " + TOPIC_METRICS,
-    "# TYPE " + LOG_METRICS,
 )
 
 
@@ -89,49 +88,98 @@ def _keep(line: str) -> bool:
     return line.startswith(_WANTED_PREFIXES)
 
 
-_COUNTER_FIELDS = {"bytesinpersec": "bytes_in", "bytesoutpersec": "bytes_out"}
-_COUNTER_FIELDS["messagesinpersec"] = "messages_in"
+_COUNTER_FIELDS = {"bytesinpersec": 0, "bytesoutpersec": 1, "messagesinpersec": 2}
 _LOG_FIELDS = {"size": 0, "logstartoffset": 1, "logendoffset": 2}
+_BROKER, _TOPIC, _LOG, _URP, _IGNORED = range(5)
+
+# One parsed sample line: (kind, topic, partition, field index, value).
+_Item = tuple[int, str, int, int, float]
+_IGNORE: _Item = (_IGNORED, "", -1, -1, 0.0)
 
 
-def parse_page(text: str, taken_at: float) -> ExporterSample:
-    """Parse an exporter page (Prometheus text format) into an ExporterSample."""
-    filtered = "\n".join(line for line in text.splitlines() if _keep(line)) + "\n"
-    broker: dict[str, float] = {}
-    topics: dict[str, dict[str, float]] = {}
+def _classify(name: str, labels: dict[str, str], value: float) -> _Item:
+    if name.startswith(TOPIC_METRICS):
+        field = _COUNTER_FIELDS.get(name[len(TOPIC_METRICS) :].removesuffix("_total"))
+        if field is None or name.endswith("_created"):
+            return _IGNORE
+        topic = labels.get("topic")
+        if topic is None:
+            return (_BROKER, "", -1, field, value)
+        return (_TOPIC, topic, -1, field, value)
+    if name.startswith(LOG_METRICS):
+        index = _LOG_FIELDS.get(name[len(LOG_METRICS) :])
+        if index is None:
+            return _IGNORE
+        return (_LOG, labels["topic"], int(labels["partition"]), index, value)
+    if name == URP_METRIC:
+        return (_URP, "", -1, -1, value)
+    return _IGNORE
+
+
+class PageParser:
+    """Parses exporter pages with prometheus-client's parser, re-parsing only the sample lines
+    that changed since the previous page (idle partitions and start offsets rarely change).
+    The cache holds the previous page's lines only, so memory follows the page size."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, _Item] = {}
+
+    def parse(self, text: str, taken_at: float) -> ExporterSample:
+        lines = [line for line in text.splitlines() if _keep(line)]
+        fresh = [line for line in lines if line not in self._cache]
+        parsed: dict[str, _Item] = {}
+        if fresh:
+            try:
+                # Without TYPE lines every sample line is one untyped sample, in page order.
+                samples = [
+                    s
+                    for family in text_string_to_metric_families("\n".join(fresh) + "\n")
+                    for s in family.samples
+                ]
+                if len(samples) != len(fresh):
+                    raise ValueError(f"{len(fresh)} sample lines gave {len(samples)} samples")
+                for line, sample in zip(fresh, samples, strict=True):
+                    parsed[line] = _classify(sample.name, sample.labels, float(sample.value))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ExporterParseError(
+                    f"exporter page is not valid Prometheus text: {exc}"
+                ) from exc
+        cache = self._cache
+        items = [parsed[line] if line in parsed else cache[line] for line in lines]
+        self._cache = {line: item for line, item in zip(lines, items, strict=True)}
+        return _assemble(items, taken_at)
+
+
+def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:
+    broker = [0.0, 0.0, 0.0]
+    seen_broker_bytes_in = False
+    topics: dict[str, list[float]] = {}
     logs: dict[TopicPartition, list[int]] = {}
     under_replicated: int | None = None
-    try:
-        for family in text_string_to_metric_families(filtered):
-            for sample in family.samples:
-                name = sample.name
-                if name.startswith(TOPIC_METRICS):
-                    meter = name[len(TOPIC_METRICS) :].removesuffix("_total")
-                    field = _COUNTER_FIELDS.get(meter)
-                    if field is None or name.endswith("_created"):
-                        continue
-                    topic = sample.labels.get("topic")
-                    target = broker if topic is None else topics.setdefault(topic, {})
-                    target[field] = float(sample.value)
-                elif name.startswith(LOG_METRICS):
-                    index = _LOG_FIELDS.get(name[len(LOG_METRICS) :])
-                    if index is None:
-                        continue
-                    key = (sample.labels["topic"], int(sample.labels["partition"]))
-                    logs.setdefault(key, [0, 0, 0])[index] = int(sample.value)
-                elif name == URP_METRIC:
-                    under_replicated = int(sample.value)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ExporterParseError(f"exporter page is not valid Prometheus text: {exc}") from exc
-    if "bytes_in" not in broker:
+    for kind, topic, partition, field, value in items:
+        if kind == _LOG:
+            logs.setdefault((topic, partition), [0, 0, 0])[field] = int(value)
+        elif kind == _TOPIC:
+            topics.setdefault(topic, [0.0, 0.0, 0.0])[field] = value
+        elif kind == _BROKER:
+            broker[field] = value
+            seen_broker_bytes_in = seen_broker_bytes_in or field == 0
+        elif kind == _URP:
+            under_replicated = int(value)
+    if not seen_broker_bytes_in:
         raise ExporterParseError(
             "exporter page lacks the broker-wide kafka_server_brokertopicmetrics_bytesinpersec; "
             "is the broker running with configs/jmx-exporter.yaml?"
         )
     return ExporterSample(
         taken_at=taken_at,
-        broker=Counters(**broker),
-        topics={t: Counters(**c) for t, c in topics.items()},
+        broker=Counters(*broker),
+        topics={t: Counters(*c) for t, c in topics.items()},
         partitions={k: PartitionLog(v[0], v[1], v[2]) for k, v in logs.items()},
         under_replicated=under_replicated,
     )
+
+
+def parse_page(text: str, taken_at: float) -> ExporterSample:
+    """Parse one exporter page (Prometheus text format) without a cache."""
+    return PageParser().parse(text, taken_at)

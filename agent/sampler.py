@@ -20,8 +20,8 @@ from agent.exporter import (
     ExporterParseError,
     ExporterSample,
     ExporterUnreachable,
+    PageParser,
     fetch_page,
-    parse_page,
 )
 from agent.record import Header, failure_record, full_record
 from kmedic import __version__
@@ -77,6 +77,7 @@ class Sampler:
         )
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._prev: ExporterSample | None = None
+        self._parser = PageParser()
         self._node: BrokerNode | None = None
         self._address: tuple[str, int] | None = (
             _split_address(config.broker_address) if config.broker_address else None
@@ -144,7 +145,7 @@ class Sampler:
             )
         try:
             page = fetch_page(self.config.exporter_url, timeout)
-            scrape = parse_page(page, time.monotonic())
+            scrape = self._parser.parse(page, time.monotonic())
         except ExporterUnreachable as exc:
             return self._fail(now_ms, "exporter_unreachable", str(exc))
         except ExporterParseError as exc:

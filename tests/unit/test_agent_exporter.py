@@ -6,11 +6,14 @@ import socket
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent.exporter import (
     Counters,
     ExporterParseError,
     ExporterUnreachable,
+    PageParser,
     PartitionLog,
     fetch_page,
     parse_page,
@@ -77,3 +80,45 @@ def test_unreachable_exporter() -> None:
         port = sock.getsockname()[1]
     with pytest.raises(ExporterUnreachable, match=f"127.0.0.1:{port}"):
         fetch_page(f"http://127.0.0.1:{port}/metrics", timeout_s=2.0)
+
+
+def test_cached_parse_equals_fresh_parse() -> None:
+    t0, t1 = page("exporter_broker1_t0.prom"), page("exporter_broker1_t1.prom")
+    parser = PageParser()
+    assert parser.parse(t0, 1.0) == parse_page(t0, 1.0)
+    assert parser.parse(t1, 2.0) == parse_page(t1, 2.0)  # only changed lines re-parsed
+    assert parser.parse(t1, 3.0) == parse_page(t1, 3.0)
+    assert parser.parse(t0, 4.0) == parse_page(t0, 4.0)
+
+
+@given(
+    sizes=st.lists(st.integers(0, 10**12), min_size=1, max_size=20),
+    changes=st.lists(st.tuples(st.integers(0, 19), st.integers(0, 10**12)), max_size=10),
+    dropped=st.sets(st.integers(0, 19), max_size=5),
+)
+def test_cache_never_changes_the_result(
+    sizes: list[int], changes: list[tuple[int, int]], dropped: set[int]
+) -> None:
+    def render(values: dict[int, int]) -> str:
+        lines = ["kafka_server_brokertopicmetrics_bytesinpersec_total 1.0"]
+        lines += [
+            f'kafka_log_log_size{{partition="{p}",topic="t"}} {v}.0' for p, v in values.items()
+        ]
+        return "\n".join(lines) + "\n"
+
+    first = dict(enumerate(sizes))
+    second = {p: v for p, v in first.items() if p not in dropped}
+    for p, v in changes:
+        if p in second:
+            second[p] = v
+    parser = PageParser()
+    parser.parse(render(first), 0.0)
+    assert parser.parse(render(second), 1.0) == parse_page(render(second), 1.0)
+
+
+def test_a_bad_line_fails_even_after_a_good_page() -> None:
+    parser = PageParser()
+    good = page("exporter_broker1_t0.prom")
+    parser.parse(good, 0.0)
+    with pytest.raises(ExporterParseError):
+        parser.parse(good + 'kafka_log_log_size{partition="x",topic="t"} 1.0\n', 1.0)
