@@ -8,21 +8,27 @@ stopped before it exits, also on failure or Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kmedic.brokerstats import BrokerStats, from_json, summarize
 from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster
+from kmedic.pipeline import Pipeline
 from kmedic.traffic import PartitionRate, TrafficGenerator
+from manager.feeds import LatestByKey
 
 VICTIM = 3
+AGENT_INTERVAL_S = 2.0
 T = TypeVar("T")
 
 
@@ -76,18 +82,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"start a real cluster: ZooKeeper, a KRaft controller, 4 brokers on 2 racks ({workdir})"
     )
     cluster = LocalCluster.start(ClusterSpec(brokers=4, racks=("/r1", "/r2")), workdir / "cluster")
+    pipeline = Pipeline(cluster, workdir / "roles", cluster_name="demo")
     try:
         for broker_id in cluster.broker_ids:
             story.say(f"broker {broker_id} up on rack {cluster.rack(broker_id)}")
-        run_story(cluster, story)
+        run_story(cluster, story, pipeline)
     finally:
         story.step("stop everything")
+        pipeline.stop()
         cluster.stop()
         story.say("cluster stopped; no process left behind")
     return 0
 
 
-def run_story(cluster: LocalCluster, story: Story) -> None:
+def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     story.step("create topics and start steady traffic")
     create_topics(admin, TOPICS)
@@ -104,6 +112,8 @@ def run_story(cluster: LocalCluster, story: Story) -> None:
     with TrafficGenerator(cluster.bootstrap_servers, rates) as traffic:
         wait(lambda: traffic.sent_records > 200, 30, "traffic to flow")
         story.say(f"traffic flowing ({traffic.sent_records} records so far)")
+        show_agents(cluster, story, pipeline)
+        show_loads(cluster, story, pipeline)
 
         hosted = partitions_on(admin, VICTIM)
         story.step(f"SIGKILL broker {VICTIM} (it hosts {len(hosted)} replicas)")
@@ -163,3 +173,60 @@ def wait(check: Callable[[], T], timeout: float, what: str) -> T:
             return result
         time.sleep(0.5)
     raise KmedicError(f"demo: timed out after {timeout:.0f}s waiting for {what}")
+
+
+def show_agents(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
+    story.step("start one collector agent beside each broker (kmedic agent, every 2 s)")
+    pipeline.start_agents(interval_s=AGENT_INTERVAL_S)
+    with topic_view(cluster, "kmedic.brokerstats", from_json) as stats:
+
+        def warmed_up() -> dict[bytes, BrokerStats]:
+            pipeline.check_running()
+            latest = stats.values()
+            # The second sample of each broker carries rates (the first has no delta).
+            if len(latest) == len(cluster.broker_ids) and all(
+                s.totals.bytes_in_per_s > 0 for s in latest.values()
+            ):
+                return latest
+            return {}
+
+        latest = wait(warmed_up, 90, "a sample with rates from every agent")
+        story.say("what each agent publishes to kmedic.brokerstats:")
+        for key in sorted(latest, key=int):
+            story.say(f"  {summarize(latest[key])}")
+
+
+def show_loads(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
+    story.step("start the Spark Structured Streaming job (kmedic stream, local[2])")
+    pipeline.start_stream()
+    with topic_view(cluster, "kmedic.broker-loads", json.loads) as loads:
+
+        def every_broker() -> dict[bytes, Any]:
+            pipeline.check_running()
+            latest = loads.values()
+            return latest if len(latest) >= len(cluster.broker_ids) else {}
+
+        latest = wait(every_broker, 240, "per-broker loads from the Spark job")
+        story.say("per-broker loads computed by the job (kmedic.broker-loads, 30 s window, max):")
+        for key in sorted(latest, key=int):
+            doc = latest[key]
+            story.say(
+                f"  broker {doc['broker_id']}: in {mb(doc['bytes_in_per_s'])} MB/s, "
+                f"out {mb(doc['bytes_out_per_s'])} MB/s, "
+                f"{doc['replicas_covered']} replicas covered"
+            )
+
+
+def mb(value: float | None) -> str:
+    return "?" if value is None else f"{value / 1e6:.3f}"
+
+
+@contextmanager
+def topic_view(
+    cluster: LocalCluster, topic: str, decode: Callable[[bytes], T]
+) -> Iterator[LatestByKey[T]]:
+    view = LatestByKey(cluster.bootstrap_servers, topic, decode, client_id="kmedic-demo").start()
+    try:
+        yield view
+    finally:
+        view.stop()

@@ -8,6 +8,7 @@ the stats topic from a look-back window, since only recent records say anything 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -63,6 +64,8 @@ class LatestByKey(Generic[V]):
                 "client.id": client_id,
                 "enable.partition.eof": True,
                 "topic.metadata.refresh.interval.ms": 10000,
+                # librdkafka's own lines go through logging like everything else.
+                "logger": logging.getLogger(f"manager.feeds.rdkafka.{topic}"),
             }
         )
         self._lock = threading.Lock()
