@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from agent.admin import AdminView, PartitionInfo
 from agent.estimator import Estimate, estimate
@@ -41,7 +42,7 @@ _ZERO_TOTALS = bs.Totals(
 )
 
 
-def _base(header: Header) -> dict[str, object]:
+def _base(header: Header) -> dict[str, Any]:
     return {
         "schema_version": bs.SCHEMA_VERSION,
         "sample_id": header.sample_id,
@@ -63,7 +64,7 @@ def failure_record(
 ) -> bs.BrokerStats:
     """A record saying the broker could not be read: no replicas, zero totals."""
     return bs.BrokerStats(
-        **_base(header),  # type: ignore[arg-type]
+        **_base(header),
         rate_window_s=None,
         failure=failure,
         leaders=[],
@@ -146,7 +147,7 @@ def full_record(
         + sum(r.log_size_bytes for r in followers),
     )
     return bs.BrokerStats(
-        **_base(header),  # type: ignore[arg-type]
+        **_base(header),
         rate_window_s=est.window_s,
         failure=failure,
         leaders=leaders,

@@ -12,9 +12,10 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from agent import disk
-from agent.admin import AdminApiError, AdminSource, AdminView, BrokerNode, tcp_reachable
+from agent.admin import AdminApiError, AdminSource, BrokerNode, tcp_reachable
 from agent.config import AgentConfig
 from agent.exporter import (
     ExporterParseError,
@@ -29,6 +30,8 @@ from kmedic import brokerstats as bs
 from kmedic.logging import get_logger
 
 log = get_logger("kmedic.agent")
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -106,7 +109,7 @@ class Sampler:
             self._header(now_ms), bs.Failure(reason=reason, message=message), dirs
         )
 
-    def _admin_call(self, call: Callable[[], object]) -> object:
+    def _admin_call(self, call: Callable[[], T]) -> T:
         if not self.admin_backoff.ready():
             wait = self.admin_backoff.not_before - self.admin_backoff.clock()
             raise AdminApiError(f"Admin API unavailable; next attempt in {wait:.0f}s")
@@ -125,7 +128,6 @@ class Sampler:
         admin_error: str | None = None
         try:
             nodes = self._admin_call(self.admin.nodes)
-            assert isinstance(nodes, dict)
             node = nodes.get(bid)
             if node is None:
                 self._node = None
@@ -154,7 +156,6 @@ class Sampler:
             return self._fail(now_ms, "admin_api_error", admin_error)
         try:
             view = self._admin_call(lambda: self.admin.read(self._node))
-            assert isinstance(view, AdminView)
         except AdminApiError as exc:
             return self._fail(now_ms, "admin_api_error", str(exc))
         if view.kafka_version and not self.config.kafka_version:
