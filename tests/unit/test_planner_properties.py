@@ -164,11 +164,13 @@ def test_heal_moves_only_dead_broker_replicas(data: dict[str, Any]) -> None:
         return
     moved = 0
     sizes = {(t.name, p.partition): p.size_bytes for t in snap.topics for p in t.partitions}
+    leaders = {(t.name, p.partition): p.leader for t in snap.topics for p in t.partitions}
     for action in decision.actions:
         a = action.to_dict()
         assert a["type"] == "reassign"
         gone = set(a["from"]) - set(a["to"])
         assert gone and gone <= dead
+        assert a["to"][0] == leaders[(a["topic"], a["partition"])], "the leader stays first"
         moved += len(gone) * sizes[(a["topic"], a["partition"])]
     on_dead = sum(
         sizes[(t.name, p.partition)] * len(dead & set(p.replicas))
