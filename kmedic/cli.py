@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agent.cli",
     "manager.plan_cli",
     "streaming.cli",
+    "manager.daemon_cli",
     # (each role and tool adds its module here)
 )
 

@@ -1,0 +1,510 @@
+"""The manager daemon: observe, decide, act or refuse — one cycle at a time, audited.
+
+Each cycle builds one immutable snapshot, runs the pure planner over it, and then acts only
+when this instance leads with a current fencing epoch. Standbys observe and export metrics but
+neither decide nor write the audit log. The in-flight plan lives in ZooKeeper (compare-and-set
+on its version), so a new leader adopts it instead of starting over or leaving moves orphaned.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+from manager.audit import AuditLog, AuditRecord
+from manager.audit_kafka import KafkaAuditSink, ensure_audit_topic
+from manager.config import ManagerConfig
+from manager.coordination import Coordinator, default_instance_id
+from manager.decision import Decision, ElectPreferredLeader, Reason, Reassign
+from manager.executor import Executor, ExecutorConfig, MoveState
+from manager.executor_plan import Move
+from manager.health import alerts_for, heal_needed, health_facts
+from manager.metrics import ManagerMetrics, MetricsServer
+from manager.model import Leadership, Snapshot
+from manager.observe import build_snapshot
+from manager.planner import decide
+from manager.sources import AdminUnavailable, ClusterSources
+from manager.zkconfig import ZkConfigStore
+
+log = get_logger("manager.daemon")
+
+HOUR_S = 3600.0
+
+
+class Manager:
+    """One manager instance. ``start`` connects everything; ``cycle`` runs one cycle;
+    ``run`` loops until ``stop``."""
+
+    def __init__(self, cfg: ManagerConfig) -> None:
+        self.cfg = cfg
+        self.instance = cfg.instance_id or default_instance_id()
+        self.metrics = ManagerMetrics(cfg.cluster)
+        self._stop = threading.Event()
+        self._adopt = threading.Event()  # set when leadership is (re)acquired
+        self._moves_started: deque[tuple[float, int]] = deque()
+        self._alerts: dict[str, str] = {}
+        self._last_cycle_ok = 0.0
+        self._started_at = time.monotonic()
+        self.last_decision: Decision | None = None
+        self.last_snapshot: Snapshot | None = None
+        self.coordinator = Coordinator(
+            cfg.zookeeper,
+            cfg.cluster,
+            self.instance,
+            on_leadership_acquired=lambda epoch: self._adopt.set(),
+            on_leadership_lost=self._on_leadership_lost,
+            on_shutdown=lambda reason: self._stop.set(),
+        )
+        self._zk = KazooClient(
+            hosts=cfg.zookeeper.zk_connect, timeout=cfg.zookeeper.session_timeout_s
+        )
+        self.config_store = ZkConfigStore(self._zk, cfg.cluster, cfg.zookeeper.root)
+        self.sources = ClusterSources(
+            cluster=cfg.cluster,
+            bootstrap=cfg.bootstrap,
+            stats_topic=cfg.topics.brokerstats,
+            loads_topic=cfg.topics.replica_loads,
+            stats_lookback_ms=int(cfg.stats_lookback_s * 1000),
+        )
+        secondary = cfg.audit.secondary_bootstrap
+        self.audit = AuditLog(
+            KafkaAuditSink("primary", cfg.bootstrap, cfg.topics.actions),
+            cfg.audit.spool_dir,
+            secondary=KafkaAuditSink("secondary", secondary, cfg.topics.actions)
+            if secondary
+            else None,
+            primary_timeout_s=cfg.audit.write_timeout_s,
+            retry_interval_s=cfg.audit.retry_interval_s,
+        )
+        self._drop_moves = threading.Event()  # set when leadership is lost
+        self.executor = self._new_executor()
+        self.server = MetricsServer(
+            self.metrics.registry, self.health, cfg.http.host, cfg.http.port
+        )
+
+    def _new_executor(self) -> Executor:
+        cfg, ex = self.cfg, self.cfg.executor
+        return Executor(
+            cfg.bootstrap,
+            ExecutorConfig(
+                max_moves_per_broker=ex.max_moves_per_broker,
+                max_moves_per_cluster=ex.max_moves_in_flight,
+                throttle_bytes_per_s=ex.throttle_bytes_per_s,
+                move_timeout_s=ex.move_timeout_s,
+                cancel_on_timeout=ex.cancel_on_timeout,
+            ),
+            on_event=self._on_move_event,
+        )
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> Manager:
+        self.server.start()
+        try:
+            ensure_audit_topic(self.cfg.bootstrap, self.cfg.topics.actions)
+        except KmedicError as exc:  # the audit log fails over; the topic can come later
+            log.warning("audit_topic_unavailable", error=str(exc))
+        self.sources.start()
+        try:
+            self._zk.start(timeout=self.cfg.zookeeper.session_timeout_s)
+        except Exception as exc:
+            raise KmedicError(
+                f"cannot connect to ZooKeeper at {self.cfg.zookeeper.zk_connect}: {exc}"
+            ) from exc
+        self.coordinator.start()
+        log.info(
+            "manager_started",
+            instance=self.instance,
+            cluster=self.cfg.cluster,
+            metrics_port=self.server.port,
+        )
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for closer in (
+            self.coordinator.stop,
+            self._zk.stop,
+            self._zk.close,
+            self.sources.stop,
+            self.executor.close,
+            self.audit.close,
+            self.server.stop,
+        ):
+            try:
+                closer()
+            except Exception as exc:  # keep closing the rest
+                log.warning(
+                    "shutdown_step_failed",
+                    step=getattr(closer, "__qualname__", "?"),
+                    error=str(exc),
+                )
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.cycle()
+            except Exception as exc:  # one bad cycle must not end the daemon
+                log.exception("cycle_failed", error=str(exc))
+            self._stop.wait(max(0.0, self.cfg.interval_s - (time.monotonic() - started)))
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    # ---- one cycle ----------------------------------------------------------------------
+
+    def cycle(self) -> Decision | None:
+        t0 = time.monotonic()
+        coord = self.coordinator
+        self.metrics.observe_leadership(coord.is_leader, coord.epoch, coord.connected)
+        self.audit.replay()
+        self.metrics.observe_audit(self.audit.on_failover, self.audit.spool.pending())
+        if self._drop_moves.is_set():
+            self._drop_moves.clear()
+            self.executor.close()
+            self.executor = self._new_executor()
+        if not coord.connected:
+            log.warning("no_action", why="ZooKeeper is unreachable; leadership cannot be proven")
+            return None
+        snap = self._snapshot()
+        if snap is None:
+            return None
+        facts = health_facts(snap)
+        self.metrics.observe_cluster(facts.dead_brokers, facts.urp_explained, facts.urp_unexplained)
+        self.metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
+        if not coord.is_leader:
+            log.info("standby", leader=coord.current_leader(), dead_brokers=facts.dead_brokers)
+            return None
+        if self._adopt.is_set():
+            self._adopt_plan()
+        if self.executor.active():
+            self._step_executor()
+        t_plan = time.monotonic()
+        decision = self._degrade(decide(snap))
+        self.metrics.observe_plan(time.monotonic() - t_plan)
+        if decision.outcome == "act" and self.executor.active():
+            decision = self._wait_for_plan(decision)
+        self.metrics.record_decision(
+            decision.outcome, [r.code for r in decision.reasons], heal_needed=heal_needed(snap)
+        )
+        self._audit_decision(decision, snap)
+        self._update_alerts(alerts_for(decision, audit_on_failover=self.audit.on_failover))
+        if decision.outcome == "act":
+            self._execute(decision, snap)
+        self.last_decision = decision
+        self._observe_moves()
+        self._last_cycle_ok = time.monotonic()
+        self.metrics.observe_cycle(self._last_cycle_ok - t0, time.time())
+        return decision
+
+    def _snapshot(self) -> Snapshot | None:
+        now_ms = int(time.time() * 1000)
+        coord = self.coordinator
+        try:
+            placement = self.config_store.load()
+            stored = coord.read_plan()
+            current_epoch = coord.current_epoch()
+        except KmedicError as exc:
+            log.warning("no_action", why=f"ZooKeeper read failed: {exc}")
+            return None
+        own = frozenset(
+            (m["topic"], int(m["partition"]))
+            for m in (stored.plan.get("moves", []) if stored else [])
+        )
+        leadership = Leadership(
+            holder=self.instance,
+            epoch=coord.epoch,
+            current_epoch=current_epoch,
+            is_leader=coord.may_act(),
+        )
+        try:
+            obs = self.sources.observe(
+                now_ms,
+                placement=placement,
+                leadership=leadership,
+                own_moves=own | {s.move.tp for s in self.executor.active()},
+                moves_last_hour=self._moves_last_hour(),
+            )
+        except AdminUnavailable as exc:
+            log.warning("no_action", why=str(exc))
+            return None
+        snap = build_snapshot(obs, self.cfg.policy, self.cfg.capacity)
+        self.last_snapshot = snap
+        if self.cfg.snapshot_path is not None:
+            _write_atomically(self.cfg.snapshot_path, snap.model_dump_json(indent=1))
+        return snap
+
+    def _degrade(self, decision: Decision) -> Decision:
+        """Degraded mode: while the audit log is on failover, or ZooKeeper is unreliable,
+        heal but do not rebalance."""
+        if decision.outcome != "act" or decision.kind != "balance":
+            return decision
+        why = []
+        if self.audit.on_failover:
+            why.append("the audit log is on its failover sink")
+        if not self.coordinator.may_act():
+            why.append("coordination through ZooKeeper is unreliable")
+        if not why:
+            return decision
+        reason = Reason("degraded_mode", "degraded mode, heal only: " + " and ".join(why))
+        return Decision(
+            "refuse",
+            decision.kind,
+            "balancing is paused in degraded mode",
+            (reason,),
+            (),
+            0,
+            decision.loads_before,
+            decision.loads_before,
+        )
+
+    def _wait_for_plan(self, decision: Decision) -> Decision:
+        """One plan at a time: while moves of the current plan are pending or running, a new
+        plan waits (the next cycle replans from what the cluster then looks like)."""
+        active = self.executor.active()
+        running = sum(1 for s in active if s.status == "in_flight")
+        return Decision(
+            "noop",
+            decision.kind,
+            f"waiting for the current plan: {running} moves running, "
+            f"{len(active) - running} queued",
+            (),
+            (),
+            0,
+            decision.loads_before,
+            decision.loads_before,
+        )
+
+    # ---- acting -------------------------------------------------------------------------
+
+    def _execute(self, decision: Decision, snap: Snapshot) -> None:
+        coord = self.coordinator
+        if not coord.verify_leadership():
+            log.warning("no_action", why="leadership could not be verified just before acting")
+            return
+        sizes = {
+            (t.name, p.partition): (p.size_bytes, p.replicas)
+            for t in snap.topics
+            for p in t.partitions
+        }
+        moves: dict[tuple[str, int], Move] = {}
+        for action in decision.actions:
+            tp = (action.topic, action.partition)
+            if isinstance(action, Reassign):
+                moves[tp] = Move(
+                    action.topic, action.partition, action.replicas_to, sizes.get(tp, (0, ()))[0]
+                )
+            elif isinstance(action, ElectPreferredLeader) and tp not in moves:
+                # A leadership move alone: a reassignment to the same replicas moves no data,
+                # and the executor's preferred election follows it.
+                replicas = sizes.get(tp, (0, ()))[1]
+                moves[tp] = Move(action.topic, action.partition, tuple(replicas), 0)
+        stored = coord.read_plan()
+        plan = {
+            "decision": decision.summary,
+            "kind": decision.kind,
+            "epoch": coord.epoch,
+            "moves": [
+                {
+                    "topic": m.topic,
+                    "partition": m.partition,
+                    "target": list(m.target),
+                    "size_bytes": m.size_bytes,
+                }
+                for m in moves.values()
+            ],
+        }
+        try:
+            coord.write_plan(plan, stored.version if stored else None)
+        except KmedicError as exc:
+            log.warning("no_action", why=f"the in-flight plan could not be stored: {exc}")
+            return
+        self.executor.submit(moves.values())
+        self._moves_started.append((time.monotonic(), len(moves)))
+        self._step_executor()
+
+    def _step_executor(self) -> None:
+        try:
+            self.executor.step()
+        except KmedicError as exc:
+            log.warning("executor_step_failed", error=str(exc))
+            return
+        self._sync_plan()
+
+    def _sync_plan(self) -> None:
+        """Keep the stored plan equal to the moves still active; clear it when all are done."""
+        active = {s.move.tp: s.move for s in self.executor.active()}
+        try:
+            stored = self.coordinator.read_plan()
+            if stored is None:
+                return
+            if not active:
+                self.coordinator.clear_plan(stored.version)
+                return
+            kept = [
+                m
+                for m in stored.plan.get("moves", [])
+                if (m["topic"], int(m["partition"])) in active
+            ]
+            if len(kept) != len(stored.plan.get("moves", [])):
+                self.coordinator.write_plan({**stored.plan, "moves": kept}, stored.version)
+        except KmedicError as exc:
+            log.warning("plan_sync_failed", error=str(exc))
+
+    def _adopt_plan(self) -> None:
+        """After a restart or failover: continue the moves the stored plan still lists."""
+        self._adopt.clear()
+        try:
+            stored = self.coordinator.read_plan()
+        except KmedicError as exc:
+            log.warning("plan_adoption_failed", error=str(exc))
+            self._adopt.set()
+            return
+        if stored is None or not stored.plan.get("moves"):
+            return
+        known = {s.move.tp for s in self.executor.active()}
+        moves = [
+            Move(m["topic"], int(m["partition"]), tuple(m["target"]), int(m.get("size_bytes", 0)))
+            for m in stored.plan["moves"]
+            if (m["topic"], int(m["partition"])) not in known
+        ]
+        self.executor.submit(moves)
+        self._audit(
+            "decision",
+            f"adopted the in-flight plan of epoch {stored.epoch} by {stored.instance}: "
+            f"{len(moves)} moves to continue",
+            partitions=[f"{m.topic}:{m.partition}" for m in moves],
+            details={"adopted_from": stored.instance, "adopted_epoch": stored.epoch},
+        )
+
+    def _on_move_event(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
+        move = state.move
+        what = {
+            "action_started": "started",
+            "action_progress": "in progress",
+            "action_completed": "completed",
+            "action_failed": "failed",
+            "alert_raised": "is stuck",
+        }.get(kind, kind)
+        reason = details.get("reason")
+        summary = f"move of {move.key} {list(state.original)} -> {list(move.target)} {what}"
+        self._audit(
+            kind,
+            summary + (f": {reason}" if reason else ""),
+            partitions=[move.key],
+            before={"replicas": list(state.original)},
+            after={"replicas": list(move.target)},
+            details={k: v for k, v in {**details, **state.details}.items() if v is not None},
+            reasons=[str(reason)] if reason else [],
+        )
+        result = {
+            "action_completed": "completed",
+            "action_failed": "failed",
+            "action_started": "started",
+        }.get(kind)
+        if result:
+            self.metrics.record_action("reassign", result)
+        if kind == "action_completed":
+            self.metrics.add_bytes_moved(
+                move.size_bytes * len(set(move.target) - set(state.original))
+            )
+
+    def _observe_moves(self) -> None:
+        now = time.monotonic()
+        flight = self.executor.in_flight()
+        oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
+        self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.timed_out))
+
+    def _moves_last_hour(self) -> int:
+        now = time.monotonic()
+        while self._moves_started and now - self._moves_started[0][0] > HOUR_S:
+            self._moves_started.popleft()
+        return sum(n for _, n in self._moves_started)
+
+    # ---- audit and alerts ---------------------------------------------------------------
+
+    def _audit(self, kind: str, summary: str, **fields: Any) -> None:
+        record = AuditRecord(
+            cluster=self.cfg.cluster,
+            instance=self.instance,
+            epoch=self.coordinator.epoch,
+            kind=kind,  # type: ignore[arg-type]
+            summary=summary,
+            reasons=tuple(fields.pop("reasons", ())),
+            partitions=tuple(fields.pop("partitions", ())),
+            **fields,
+        )
+        stored = self.audit.write(record)
+        self.metrics.count_audit_record(stored.sink)
+
+    def _audit_decision(self, decision: Decision, snap: Snapshot) -> None:
+        log.info(
+            "decision",
+            outcome=decision.outcome,
+            kind=decision.kind,
+            summary=decision.summary,
+            reasons=[r.code for r in decision.reasons],
+            actions=len(decision.actions),
+        )
+        self._audit(
+            "decision",
+            f"{decision.outcome}: {decision.summary}",
+            reasons=[f"{r.code}: {r.message}" for r in decision.reasons],
+            partitions=sorted({f"{a.topic}:{a.partition}" for a in decision.actions}),
+            details={
+                "outcome": decision.outcome,
+                "kind": decision.kind,
+                "actions": [a.to_dict() for a in decision.actions],
+                "bytes_to_move": decision.bytes_to_move,
+                "dead_brokers": [b.id for b in snap.brokers if not b.alive],
+                "snapshot_taken_at": snap.taken_at,
+            },
+        )
+
+    def _update_alerts(self, active: dict[str, str]) -> None:
+        for name in sorted(set(active) - set(self._alerts)):
+            self._audit("alert_raised", f"alert {name}: {active[name]}", reasons=[name])
+        for name in sorted(set(self._alerts) - set(active)):
+            self._audit("alert_cleared", f"alert {name} cleared", reasons=[name])
+        self._alerts = active
+
+    def _on_leadership_lost(self, reason: str) -> None:
+        # Drop in-flight decisions: the next leader adopts the stored plan; Kafka keeps running
+        # the reassignments already issued.
+        log.warning("leadership_lost", reason=reason)
+        self._drop_moves.set()
+
+    # ---- health -------------------------------------------------------------------------
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        coord = self.coordinator
+        stale = (
+            time.monotonic() - max(self._last_cycle_ok, self._started_at)
+            > 5 * self.cfg.interval_s + 30
+        )
+        ok = (
+            coord.connected and coord.shutdown_reason is None and (not coord.is_leader or not stale)
+        )
+        return ok, {
+            "instance": self.instance,
+            "leader": coord.is_leader,
+            "epoch": coord.epoch,
+            "zookeeper_connected": coord.connected,
+            "audit_on_failover": self.audit.on_failover,
+            "last_decision": self.last_decision.outcome if self.last_decision else None,
+        }
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
