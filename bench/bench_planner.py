@@ -326,7 +326,8 @@ def write_section(text: str) -> None:
         current = current.rstrip("\n") + "\n\n" + text
     else:
         end = current.find("\n## ", start + 1)
-        current = current[:start] + text + (current[end + 1 :] if end != -1 else "")
+        rest = current[end + 1 :] if end != -1 else ""
+        current = current[:start] + text.rstrip("\n") + ("\n\n" + rest if rest else "\n")
     path.write_text(current.rstrip("\n") + "\n")
 
 
