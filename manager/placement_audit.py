@@ -75,3 +75,31 @@ def audit_plan(
         if cap is not None and state.count[b] > before.count[b] and state.count[b] > cap:
             problems.append(f"broker {b}: the plan gives it more than {cap} replicas")
     return problems
+
+
+def audit_existing(state: ClusterState) -> list[str]:
+    """Violations in the placement as it is (BookKeeper's auditor): reported, not repaired.
+
+    A partition breaks the policy when its replicas share a rack (zone) although the cluster
+    has enough racks for them to be apart, or when it spans fewer racks than an enforced
+    ``min_racks``, or when a replica sits outside the topic's isolation group.
+    """
+    kind = state.kind
+    unit = {b: (loc.top if kind == "zone" else loc.rack) for b, loc in state.loc.items()}
+    available = len(set(unit.values()))
+    problems: list[str] = []
+    for p, reps in enumerate(state.replicas):
+        units = len({unit[b] for b in reps})
+        if units < min(len(reps), available):
+            problems.append(f"{state.name(p)}: replicas {list(reps)} share a rack")
+        elif (short := rack_shortfall(state, reps)) is not None:
+            problems.append(f"{state.name(p)}: replicas {list(reps)} {short}")
+        sets = state.allowed_sets(p)
+        if sets is not None:
+            allowed = frozenset().union(*sets)
+            outside = [b for b in reps if b not in allowed]
+            if outside:
+                problems.append(
+                    f"{state.name(p)}: brokers {outside} are outside its isolation group"
+                )
+    return problems

@@ -21,10 +21,11 @@ from manager.decision import (
 from manager.gates import AUTHORITY_CODES, failing_gates, gate_budget, gate_plan_constraints
 from manager.heal import HealPlan, ReplicaMove, plan_heal
 from manager.model import Snapshot
-from manager.placement_audit import BrokerTotals, audit_plan
+from manager.placement_audit import BrokerTotals, audit_existing, audit_plan
 from manager.placement_state import ClusterState
 
 MAX_BLOCKERS_LISTED = 20
+MAX_EXAMPLES = 5
 
 
 def broker_loads(state: ClusterState) -> dict[int, BrokerLoad]:
@@ -60,7 +61,7 @@ def decide(snap: Snapshot) -> Decision:
         if state.dead:
             dead = ", ".join(str(b) for b in state.dead)
             summary = f"dead brokers {dead} hold no replicas; every live broker is within limits"
-        return Decision("noop", None, summary, (), (), 0, before, before)
+        return Decision("noop", None, summary, _audit_reasons(state), (), 0, before, before)
     if own_running and not gates:
         return Decision(
             "noop",
@@ -174,6 +175,7 @@ def _finish_balance(
         )
     if plan.budget_hit:
         info.append(Reason("budget_truncated", "the plan stops at the move budget"))
+    info += _audit_reasons(state)
     actions: list[Action] = []
     for lm in plan.leader_moves:
         topic, number = state.topic[lm.p], state.number[lm.p]
@@ -193,3 +195,18 @@ def _finish_balance(
 
 def _reassign(state: ClusterState, m: ReplicaMove) -> Reassign:
     return Reassign(state.topic[m.p], state.number[m.p], m.before, m.after)
+
+
+def _audit_reasons(state: ClusterState) -> tuple[Reason, ...]:
+    """Existing placement violations, reported every cycle (not repaired)."""
+    problems = audit_existing(state)
+    if not problems:
+        return ()
+    shown = "; ".join(problems[:MAX_EXAMPLES])
+    more = f"; and {len(problems) - MAX_EXAMPLES} more" if len(problems) > MAX_EXAMPLES else ""
+    return (
+        Reason(
+            "placement_violation",
+            f"{len(problems)} placement policy violations: {shown}{more}",
+        ),
+    )

@@ -9,6 +9,7 @@ import pytest
 from planner_fixtures import GB, MB, broker, make, part
 
 from manager.placement import LoadOrder, place_new_partition
+from manager.placement_audit import audit_existing
 from manager.placement_rules import location_of, rack_name_problem, spread
 from manager.placement_state import ClusterState
 from manager.planner import decide
@@ -285,3 +286,22 @@ def test_failure_domains_default_to_racks() -> None:
     assert state.domain[3] == "/r3"
     state = ClusterState(make(brokers, {}, failure_domains=[{"name": "d", "brokers": [3]}]))
     assert state.domain[3] == "d" and state.domain[4] == "/r4"
+
+
+def test_placement_audit_reports_existing_violations() -> None:
+    brokers = [broker(b, f"/r{(b - 1) % 3 + 1}") for b in range(1, 7)]
+    snap = make(
+        brokers,
+        {"t": [part(0, [1, 4, 2]), part(1, [1, 2, 3])], "iso": [part(0, [1, 2, 3])]},
+        broker_groups=[{"name": "g", "brokers": [1, 2]}],
+        isolation_groups=[{"name": "i", "topics": ["iso"], "primary": "g"}],
+    )
+    problems = audit_existing(ClusterState(snap))
+    assert problems == [
+        "t-0: replicas [1, 4, 2] share a rack",
+        "iso-0: brokers [3] are outside its isolation group",
+    ]
+    decision = decide(snap)
+    assert decision.outcome == "noop"
+    assert [r.code for r in decision.reasons] == ["placement_violation"]
+    assert "2 placement policy violations" in decision.reasons[0].message
