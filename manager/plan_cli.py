@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -32,9 +33,11 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     snapshot = load_snapshot(args.snapshot)
     decision = decide(snapshot)
-    if args.json:
-        json.dump(decision.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(decision.render_text())
+    text = json.dumps(decision.to_dict(), indent=2) if args.json else decision.render_text()
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: not an error of ours; keep Python quiet at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     return decision.exit_code
