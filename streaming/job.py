@@ -61,29 +61,28 @@ def _with_trigger(writer: DataStreamWriter, cfg: StreamConfig) -> DataStreamWrit
     return writer.trigger(processingTime=spark_interval(cfg.trigger_interval))
 
 
-def write_to_kafka(df: DataFrame, topic: str, cfg: StreamConfig) -> None:
-    """Batch write of (key, value[, headers]) rows; keys are strings, values JSON text."""
+def write_to_kafka(df: DataFrame, cfg: StreamConfig, topic: str | None = None) -> None:
+    """Batch write of (key, value[, topic, headers]) rows; without ``topic`` each row names
+    its own in a ``topic`` column."""
     from pyspark.sql import functions as F
 
     out = df.withColumns(
         {"key": F.col("key").cast("binary"), "value": F.col("value").cast("binary")}
     )
-    out.write.format("kafka").options(**kafka_options(cfg)).option("topic", topic).save()
+    writer = out.write.format("kafka").options(**kafka_options(cfg))
+    if topic is not None:
+        writer = writer.option("topic", topic)
+    writer.save()
 
 
 def loads_batch_writer(cfg: StreamConfig) -> Callable[[DataFrame, int], None]:
-    """The foreachBatch function: current window per key -> the two compacted topics."""
+    """The foreachBatch function: current window per key -> the two compacted topics, in one
+    Kafka write (one Spark job per micro-batch)."""
 
     def write(updated: DataFrame, batch_id: int) -> None:
-        current = loads.current_windows(updated).persist()
-        try:
-            replicas = loads.replica_load_records(current, cfg)
-            brokers = loads.broker_load_records(current, cfg)
-            write_to_kafka(replicas, cfg.topics.replica_loads, cfg)
-            write_to_kafka(brokers, cfg.topics.broker_loads, cfg)
-            log.info("loads_written", batch=batch_id, keys=current.count())
-        finally:
-            current.unpersist()
+        started = time.monotonic()
+        write_to_kafka(loads.output_records(loads.current_windows(updated, cfg), cfg), cfg)
+        log.info("loads_written", batch=batch_id, seconds=round(time.monotonic() - started, 2))
 
     return write
 

@@ -173,22 +173,29 @@ def window_loads(rows: DataFrame, cfg: StreamConfig) -> DataFrame:
     )
 
 
-def current_windows(updated: DataFrame) -> DataFrame:
-    """Per key, the one window to publish: the one holding the key's latest report, and among
-    those the earliest-ending, i.e. the one with the most history before that report.
+def current_windows(updated: DataFrame, cfg: StreamConfig) -> DataFrame:
+    """Per key, the one window to publish from a micro-batch's updated rows (a static
+    DataFrame): the window holding the key's latest report with the most history before it,
+    i.e. the one ending within one slide after that report.
 
-    Applied to each micro-batch's updated rows (a static DataFrame), so the value written for a
-    key is a function of the aggregation state alone, the same after a restart.
+    A key whose such window was not updated in this batch is not published in it: then every
+    value ever written for a key is "its canonical window as of some batch", and the last one
+    written is the same after a kill and restart as in an uninterrupted run (as long as a key's
+    reports arrive less than one window late).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    slide_ms = round(duration_seconds(cfg.slide) * 1000)
     by_key = Window.partitionBy("kind", "key").orderBy(
         F.col("last_event_time").desc(), F.col("window.end").asc()
     )
+    canonical = F.unix_millis(F.col("window.end")) - F.lit(slide_ms) <= F.unix_millis(
+        F.col("last_event_time")
+    )
     return (
         updated.withColumn("_rank", F.row_number().over(by_key))
-        .where(F.col("_rank") == 1)
+        .where((F.col("_rank") == 1) & canonical)
         .drop("_rank")
     )
 
@@ -214,8 +221,8 @@ def _json(*fields: Column) -> Column:
     return F.to_json(F.struct(*fields), {"ignoreNullFields": "false"})
 
 
-def replica_load_records(current: DataFrame, cfg: StreamConfig) -> DataFrame:
-    """(key, value) rows for ``kmedic.replica-loads``: key ``topic:partition``.
+def _replica_value(cfg: StreamConfig) -> Column:
+    """JSON value of a partition row (docs/streaming.md, kmedic.replica-loads).
 
     The leader replica carries the partition's measured rates; each follower carries the
     leader's bytes-in as its replication bytes-in (what it fetches to stay in sync).
@@ -247,19 +254,41 @@ def replica_load_records(current: DataFrame, cfg: StreamConfig) -> DataFrame:
             F.when(F.col("bytes_in_per_s").isNotNull(), F.lit(0.0)).alias("messages_in_per_s"),
         ),
     )
+    return _json(
+        F.lit(OUTPUT_SCHEMA_VERSION).alias("schema_version"),
+        F.col("topic"),
+        F.col("partition"),
+        *_window_fields(cfg),
+        F.col("leader_id"),
+        F.col("bytes_in_per_s"),
+        F.col("bytes_out_per_s"),
+        F.col("messages_in_per_s"),
+        F.concat(leader, followers).alias("replicas"),
+    )
+
+
+def _broker_value(cfg: StreamConfig) -> Column:
+    """JSON value of a broker row (docs/streaming.md, kmedic.broker-loads)."""
+    from pyspark.sql import functions as F
+
+    return _json(
+        F.lit(OUTPUT_SCHEMA_VERSION).alias("schema_version"),
+        F.col("key").cast("int").alias("broker_id"),
+        *_window_fields(cfg),
+        F.col("bytes_in_per_s"),
+        F.col("bytes_out_per_s"),
+        F.col("messages_in_per_s"),
+        F.col("replicas_covered"),
+        F.col("failure_reason"),
+    )
+
+
+def replica_load_records(current: DataFrame, cfg: StreamConfig) -> DataFrame:
+    """(key, value) rows for ``kmedic.replica-loads``: key ``topic:partition``."""
+    from pyspark.sql import functions as F
+
     return current.where(F.col("kind") == PARTITION).select(
-        F.col("key"),
-        _json(
-            F.lit(OUTPUT_SCHEMA_VERSION).alias("schema_version"),
-            F.col("topic"),
-            F.col("partition"),
-            *_window_fields(cfg),
-            F.col("leader_id"),
-            F.col("bytes_in_per_s"),
-            F.col("bytes_out_per_s"),
-            F.col("messages_in_per_s"),
-            F.concat(leader, followers).alias("replicas"),
-        ).alias("value"),
+        F.col("key"), _replica_value(cfg).alias("value")
     )
 
 
@@ -268,15 +297,19 @@ def broker_load_records(current: DataFrame, cfg: StreamConfig) -> DataFrame:
     from pyspark.sql import functions as F
 
     return current.where(F.col("kind") == BROKER).select(
+        F.col("key"), _broker_value(cfg).alias("value")
+    )
+
+
+def output_records(current: DataFrame, cfg: StreamConfig) -> DataFrame:
+    """(topic, key, value) rows for both output topics in one pass (one Kafka write)."""
+    from pyspark.sql import functions as F
+
+    is_partition = F.col("kind") == PARTITION
+    return current.select(
+        F.when(is_partition, F.lit(cfg.topics.replica_loads))
+        .otherwise(F.lit(cfg.topics.broker_loads))
+        .alias("topic"),
         F.col("key"),
-        _json(
-            F.lit(OUTPUT_SCHEMA_VERSION).alias("schema_version"),
-            F.col("key").cast("int").alias("broker_id"),
-            *_window_fields(cfg),
-            F.col("bytes_in_per_s"),
-            F.col("bytes_out_per_s"),
-            F.col("messages_in_per_s"),
-            F.col("replicas_covered"),
-            F.col("failure_reason"),
-        ).alias("value"),
+        F.when(is_partition, _replica_value(cfg)).otherwise(_broker_value(cfg)).alias("value"),
     )

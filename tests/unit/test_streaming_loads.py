@@ -110,7 +110,7 @@ def test_unmeasured_rates_are_null_not_zero(spark: Any) -> None:
 
 def _current(spark: Any, stats: list[bs.BrokerStats], cfg: StreamConfig) -> Any:
     rows = loads.load_rows(_records(spark, stats))
-    return loads.current_windows(loads.window_loads(rows, cfg))
+    return loads.current_windows(loads.window_loads(rows, cfg), cfg)
 
 
 def _values(df: Any) -> dict[str, dict[str, Any]]:
@@ -225,7 +225,7 @@ def test_current_windows_pick_one_window_per_key(spark: Any) -> None:
     windows = loads.window_loads(rows, cfg)
     # Six windows hold each report; only one per key is published.
     assert windows.count() > 3 * windows.select("kind", "key").distinct().count()
-    current = loads.current_windows(windows).collect()
+    current = loads.current_windows(windows, cfg).collect()
     assert len(current) == len({(r.kind, r.key) for r in current})
     assert {r.window.end.timestamp() * 1000 for r in current} == {T0 + 30_000}
 
@@ -239,3 +239,28 @@ def test_bad_window_settings_are_refused(field: str, value: str) -> None:
 
     with pytest.raises(ValidationError, match=field if field != "window" else "slide"):
         StreamConfig(**{"window": "30s", "slide": "20s", field: value})
+
+
+def test_a_batch_without_the_canonical_window_publishes_nothing_for_the_key(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    cfg = _cfg(window="60s", slide="10s")
+    windows = loads.window_loads(loads.load_rows(_records(spark, _ticks(3))), cfg)
+    # The canonical window of the latest report (T0+20s) ends at T0+30s; drop it, as if a
+    # late report had updated only the later windows in this micro-batch.
+    later_only = windows.where(F.unix_millis(F.col("window.end")) > T0 + 30_000)
+    assert later_only.count() > 0
+    assert loads.current_windows(later_only, cfg).count() == 0
+
+
+def test_output_records_route_each_kind_to_its_topic(spark: Any) -> None:
+    cfg = _cfg()
+    current = _current(spark, _ticks(2), cfg)
+    rows = loads.output_records(current, cfg).collect()
+    by_topic: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        by_topic.setdefault(row.topic, {})[row.key] = json.loads(row.value)
+    assert by_topic == {
+        cfg.topics.replica_loads: _values(loads.replica_load_records(current, cfg)),
+        cfg.topics.broker_loads: _values(loads.broker_load_records(current, cfg)),
+    }
