@@ -28,7 +28,10 @@ class AgentConfig(BaseModel):
 
     broker_id: int = Field(ge=0, description="node.id of the broker this agent watches")
     bootstrap: str = Field(min_length=1, description="bootstrap servers of the cluster")
-    exporter_url: str = Field(min_length=1, description="the broker's JMX exporter /metrics URL")
+    exporter_url: str = Field(
+        pattern=r"^https?://[^/\s]+",
+        description="the broker's JMX exporter /metrics URL (http:// or https://)",
+    )
     cluster: str = Field(default="default", min_length=1, description="cluster name in records")
     interval_s: float = Field(default=60.0, ge=0.5, description="sampling interval, seconds")
     topic: str = Field(default="kmedic.brokerstats", min_length=1)
@@ -37,6 +40,7 @@ class AgentConfig(BaseModel):
     )
     broker_address: str | None = Field(
         default=None,
+        pattern=r"^\[?[^\s\]]+\]?:\d{1,5}$",
         description="host:port of the broker's listener for the liveness check; "
         "default: from cluster metadata",
     )

@@ -90,7 +90,12 @@ class Agent:
         next_at = time.monotonic()
         try:
             while not stop.is_set():
-                self.run_once()
+                try:
+                    self.run_once()
+                except Exception:
+                    # A bug or an unforeseen client error must not end the agent: the broker
+                    # would look silent. Log it with its traceback and try again next interval.
+                    log.exception("sample_crashed", broker=self.config.broker_id)
                 next_at += self.config.interval_s
                 now = time.monotonic()
                 if next_at < now:  # a sample overran the interval: skip, don't burst

@@ -7,6 +7,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from kmedic import brokerstats as bs
+from kmedic.errors import KmedicError
 
 
 class AgentMetrics:
@@ -87,5 +88,8 @@ class AgentMetrics:
 
     def serve(self, host: str, port: int) -> Any:
         """Start the /metrics HTTP server; returns the server (call ``shutdown()`` to stop)."""
-        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        try:
+            server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            raise KmedicError(f"cannot serve /metrics on {host}:{port}: {exc.strerror}") from exc
         return server

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 
 from agent.cli import register
 from agent.config import AgentConfig, load_agent_config
+from agent.metrics import AgentMetrics
 from kmedic.cli import build_parser
 from kmedic.config import load_config
-from kmedic.errors import ConfigError
+from kmedic.errors import ConfigError, KmedicError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "configs" / "agent.example.yaml"
 
@@ -37,10 +39,21 @@ def test_defaults_and_env_overrides(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "field"),
     [
-        ("bootstrap: h:1\nexporter_url: u\n", "broker_id"),
-        ("broker_id: 1\nbootstrap: h:1\nexporter_url: u\ninterval_s: 0\n", "interval_s"),
-        ("broker_id: 1\nbootstrap: h:1\nexporter_url: u\ncompression: brotli\n", "compression"),
-        ("broker_id: 1\nbootstrap: h:1\nexporter_url: u\nintervall_s: 3\n", "intervall_s"),
+        ("bootstrap: h:1\nexporter_url: http://h:1/m\n", "broker_id"),
+        ("broker_id: 1\nbootstrap: h:1\nexporter_url: http://h:1/m\ninterval_s: 0\n", "interval_s"),
+        (
+            "broker_id: 1\nbootstrap: h:1\nexporter_url: http://h:1/m\ncompression: brotli\n",
+            "compression",
+        ),
+        (
+            "broker_id: 1\nbootstrap: h:1\nexporter_url: http://h:1/m\nintervall_s: 3\n",
+            "intervall_s",
+        ),
+        ("broker_id: 1\nbootstrap: h:1\nexporter_url: h:1/metrics\n", "exporter_url"),
+        (
+            "broker_id: 1\nbootstrap: h:1\nexporter_url: http://h:1/m\nbroker_address: h\n",
+            "broker_address",
+        ),
     ],
 )
 def test_bad_config_names_the_field(tmp_path: Path, text: str, field: str) -> None:
@@ -55,3 +68,12 @@ def test_cli_registers_the_agent_command() -> None:
     args = build_parser().parse_args(["agent", "--config", str(EXAMPLE)])
     assert args.command == "agent"
     assert args.config == EXAMPLE
+
+
+def test_metrics_port_in_use_is_a_clear_error() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(KmedicError, match=f"cannot serve /metrics on 127.0.0.1:{port}"):
+            AgentMetrics(1).serve("127.0.0.1", port)
