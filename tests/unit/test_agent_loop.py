@@ -1,0 +1,127 @@
+"""The run loop: one record per interval, chunking, survival of a crashing sample, flush on stop.
+
+Sources and producer are in-memory stand-ins here; tests/integration/test_agent_cli.py runs the
+real process against the real cluster.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from agent.config import AgentConfig
+from agent.loop import Agent
+from agent.record import Header, failure_record
+from kmedic import brokerstats as bs
+
+CONFIG = AgentConfig.model_validate(
+    {
+        "broker_id": 7,
+        "bootstrap": "127.0.0.1:1",
+        "exporter_url": "http://127.0.0.1:1/metrics",
+        "interval_s": 0.5,
+        "metrics_port": None,
+        "create_topic": False,
+    }
+)
+
+
+def _record(n: int) -> bs.BrokerStats:
+    header = Header("c", 7, "h", "/r", 1_700_000_000_000 + n, 0.5, "v", None)
+    failure = bs.Failure(reason="exporter_unreachable", message=f"sample {n}")
+    return failure_record(header, failure, [])
+
+
+class ScriptedSampler:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.closed = False
+
+    def sample(self) -> bs.BrokerStats:
+        self.calls += 1
+        if self.calls == 2:
+            raise RuntimeError("unexpected")
+        return _record(self.calls)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class MemoryPublisher:
+    def __init__(self) -> None:
+        self.published: list[bs.BrokerStats] = []
+        self.flushed = False
+
+    def publish(self, record: bs.BrokerStats) -> bool:
+        self.published.append(record)
+        return True
+
+    def poll(self, timeout_s: float = 0.0) -> None:
+        time.sleep(timeout_s)
+
+    def flush(self, timeout_s: float) -> int:
+        self.flushed = True
+        return 0
+
+
+def test_loop_keeps_its_grid_survives_a_crash_and_flushes_on_stop() -> None:
+    sampler, publisher = ScriptedSampler(), MemoryPublisher()
+    seen: list[bs.BrokerStats] = []
+    agent = Agent(CONFIG, sampler=sampler, publisher=publisher, on_record=seen.append)  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(target=agent.run, args=(stop,))
+    started = time.monotonic()
+    thread.start()
+    while sampler.calls < 4 and time.monotonic() - started < 10:
+        time.sleep(0.05)
+    stop.set()
+    thread.join(timeout=10)
+    elapsed = time.monotonic() - started
+    assert not thread.is_alive()
+    assert sampler.calls >= 4  # the crash in call 2 did not end the loop
+    assert elapsed >= 1.5  # four samples on a 0.5 s grid
+    assert [r.failure.message for r in publisher.published if r.failure][:2] == [
+        "sample 1",
+        "sample 3",
+    ]
+    assert seen == publisher.published
+    assert publisher.flushed and sampler.closed
+    samples = agent.metrics.samples.labels(broker="7", outcome="failed")._value.get()
+    assert samples == len(publisher.published)
+
+
+def test_large_sample_is_published_in_chunks() -> None:
+    record = _record(1)
+    leader = bs.LeaderReplica(
+        topic="t" * 100,
+        partition=0,
+        bytes_in_per_s=1.0,
+        bytes_out_per_s=1.0,
+        messages_in_per_s=1.0,
+        log_size_bytes=1,
+        log_start_offset=0,
+        log_end_offset=1,
+        estimate="size_delta",
+    )
+    big = record.model_copy(
+        update={
+            "failure": None,
+            "leaders": [leader.model_copy(update={"partition": i}) for i in range(500)],
+        }
+    )
+
+    class OneShot:
+        def sample(self) -> bs.BrokerStats:
+            return big
+
+        def close(self) -> None:
+            pass
+
+    publisher = MemoryPublisher()
+    config = CONFIG.model_copy(update={"max_record_bytes": 20_000})
+    agent: Any = Agent(config, sampler=OneShot(), publisher=publisher)  # type: ignore[arg-type]
+    chunks = agent.run_once()
+    assert len(chunks) > 1 and publisher.published == chunks
+    assert all(len(bs.to_json(c)) <= 20_000 for c in chunks)
+    assert sum(len(c.leaders) for c in chunks) == 500
