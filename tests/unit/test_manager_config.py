@@ -1,0 +1,46 @@
+"""The manager's config: the shipped example loads; mistakes name their field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kmedic.errors import ConfigError
+from manager.config import load_manager_config
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "configs" / "manager.example.yaml"
+
+
+def test_the_example_config_loads() -> None:
+    cfg = load_manager_config(EXAMPLE)
+    assert cfg.cluster == "prod-eu-1"
+    assert cfg.policy.dead_grace_ms == 600_000
+    assert cfg.zookeeper.session_expired_policy == "reconnect"
+    assert cfg.capacity.disk_bytes is None
+
+
+def test_environment_overrides_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KMEDIC_MANAGER__POLICY__DEAD_GRACE_MS", "1234")
+    assert load_manager_config(EXAMPLE).policy.dead_grace_ms == 1234
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("bootstrap: a\nzookeeper: {zk_connect: z}\n", "cluster"),
+        ("cluster: c\nbootstrap: a\n", "zookeeper"),
+        ("cluster: c/d\nbootstrap: a\nzookeeper: {zk_connect: z}\n", "cluster"),
+        (
+            "cluster: c\nbootstrap: a\nzookeeper: {zk_connect: z}\npolicy: {max_dead_fraction: 2}\n",
+            "policy.max_dead_fraction",
+        ),
+        ("cluster: c\nbootstrap: a\nzookeeper: {zk_connect: z}\nintervl_s: 3\n", "intervl_s"),
+    ],
+)
+def test_bad_config_names_the_field(tmp_path: Path, text: str, field: str) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_manager_config(path)
+    assert field in str(err.value)
