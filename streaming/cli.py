@@ -7,7 +7,10 @@ The same code runs under ``spark-submit`` through streaming/submit.py (docs/stre
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from kmedic.errors import KmedicError
@@ -53,10 +56,23 @@ def config_from_args(args: argparse.Namespace, *, under_submit: bool = False) ->
     return cfg.model_copy(update=updates)
 
 
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM (docker stop, the pipeline's stop) ends the job like Ctrl-C: queries stopped,
+    Spark stopped. Only possible from the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
 def run(cfg: StreamConfig) -> int:
     from streaming import job, topics
     from streaming.session import build_session
 
+    _interrupt_on_sigterm()
     if cfg.create_topics:
         topics.ensure_output_topics(cfg)
     spark = build_session(cfg.spark)

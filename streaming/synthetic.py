@@ -51,37 +51,41 @@ def broker_stats(
 ) -> BrokerStats:
     leaders: list[LeaderReplica] = []
     followers: list[FollowerReplica] = []
-    for t in range(layout.topics):
-        for p in range(layout.partitions):
-            replicas = layout.replicas(t, p)
-            if broker_id not in replicas:
-                continue
-            if replicas[0] == broker_id:
-                rate = partition_rate(t, p, tick)
-                leaders.append(
-                    LeaderReplica(
-                        topic=topic_name(t),
-                        partition=p,
-                        bytes_in_per_s=rate,
-                        bytes_out_per_s=2 * rate,
-                        messages_in_per_s=rate / 100,
-                        log_size_bytes=int(rate * 100 * (tick + 1)),
-                        log_start_offset=0,
-                        log_end_offset=tick * 10,
-                        estimate="size_delta",
-                    )
+    total = layout.topics * layout.partitions
+    # Partition g (over all topics) is led by broker g % brokers + 1 and followed by the next
+    # ones, so this broker holds g when g % brokers is its index minus the replica's position.
+    held: list[tuple[int, int]] = []  # (g, position in the replica list)
+    for position in range(min(layout.replication_factor, layout.brokers)):
+        first = (broker_id - 1 - position) % layout.brokers
+        held.extend((g, position) for g in range(first, total, layout.brokers))
+    for g, position in sorted(held):
+        t, p = divmod(g, layout.partitions)
+        if position == 0:
+            rate = partition_rate(t, p, tick)
+            leaders.append(
+                LeaderReplica(
+                    topic=topic_name(t),
+                    partition=p,
+                    bytes_in_per_s=rate,
+                    bytes_out_per_s=2 * rate,
+                    messages_in_per_s=rate / 100,
+                    log_size_bytes=int(rate * 100 * (tick + 1)),
+                    log_start_offset=0,
+                    log_end_offset=tick * 10,
+                    estimate="size_delta",
                 )
-            else:
-                followers.append(
-                    FollowerReplica(
-                        topic=topic_name(t),
-                        partition=p,
-                        leader_id=replicas[0],
-                        log_size_bytes=1000,
-                        log_end_offset=tick * 10,
-                        in_isr=True,
-                    )
+            )
+        else:
+            followers.append(
+                FollowerReplica(
+                    topic=topic_name(t),
+                    partition=p,
+                    leader_id=g % layout.brokers + 1,
+                    log_size_bytes=1000,
+                    log_end_offset=tick * 10,
+                    in_isr=True,
                 )
+            )
     return BrokerStats(
         schema_version=SCHEMA_VERSION,
         sample_id=f"{broker_id}-{timestamp_ms}",

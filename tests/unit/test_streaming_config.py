@@ -92,3 +92,17 @@ def test_connector_jars_skip_what_pyspark_ships(tmp_path: Path) -> None:
 def test_a_missing_connector_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(KmedicError, match="make bootstrap"):
         connector_jars(tmp_path)
+
+
+def test_kmedic_stream_with_a_bad_config_is_one_line_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kmedic.cli import main
+
+    path = tmp_path / "stream.yaml"
+    path.write_text("window: 30s\nslide: 1m\n")
+    assert main(["stream", "--config", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"kmedic: error: {path}: (top level): Value error, slide 1m is longer than window 30s"
+    ]
