@@ -87,18 +87,30 @@ def audit_existing(state: ClusterState) -> list[str]:
     kind = state.kind
     unit = {b: (loc.top if kind == "zone" else loc.rack) for b, loc in state.loc.items()}
     available = len(set(unit.values()))
+    min_racks = state.policy.min_racks if state.policy.enforce_min_racks else 0
+    word = "zones" if kind == "zone" else "racks"
     problems: list[str] = []
+    # One pass over every partition each cycle: kept to plain set sizes, no helper calls.
     for p, reps in enumerate(state.replicas):
+        n = len(reps)
         units = len({unit[b] for b in reps})
-        if units < min(len(reps), available):
+        if units < n and units < available:
             problems.append(f"{state.name(p)}: replicas {list(reps)} share a rack")
-        elif (short := rack_shortfall(state, reps)) is not None:
-            problems.append(f"{state.name(p)}: replicas {list(reps)} {short}")
-        sets = state.allowed_sets(p)
-        if sets is not None:
-            allowed = frozenset().union(*sets)
-            outside = [b for b in reps if b not in allowed]
-            if outside:
+        elif units < min_racks and units < n:
+            need = min(min_racks, n)
+            problems.append(
+                f"{state.name(p)}: replicas {list(reps)} span {units} {word}, "
+                f"min_racks requires {need}"
+            )
+    allowed = {
+        t: frozenset().union(*sets)
+        for t in set(state.topic)
+        if (sets := state.topic_sets(t)) is not None
+    }
+    if allowed:
+        for p, topic in enumerate(state.topic):
+            ok = allowed.get(topic)
+            if ok is not None and (outside := [b for b in state.replicas[p] if b not in ok]):
                 problems.append(
                     f"{state.name(p)}: brokers {outside} are outside its isolation group"
                 )

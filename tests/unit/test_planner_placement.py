@@ -305,3 +305,12 @@ def test_placement_audit_reports_existing_violations() -> None:
     assert decision.outcome == "noop"
     assert [r.code for r in decision.reasons] == ["placement_violation"]
     assert "2 placement policy violations" in decision.reasons[0].message
+
+
+def test_placement_audit_reports_enforced_min_racks_shortfall() -> None:
+    brokers = [broker(b, f"/r{(b - 1) % 2 + 1}") for b in range(1, 5)]
+    policy = {"enforce_min_racks": True, "min_racks": 3}
+    snap = make(brokers, {"t": [part(0, [1, 2, 3]), part(1, [1, 2])]}, policy=policy)
+    assert audit_existing(ClusterState(snap)) == [
+        "t-0: replicas [1, 2, 3] span 2 racks, min_racks requires 3"
+    ]
