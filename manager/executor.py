@@ -1,0 +1,422 @@
+"""The executor: partition moves through the Kafka Admin API, in bounded batches, throttled,
+tracked until done.
+
+Each ``step()`` reads the cluster once (metadata and ongoing reassignments), then:
+1. tracks the moves in flight: completed (replicas equal the target) → preferred leader
+   election; a destination broker no longer alive → the move is cancelled and reported failed
+   (the planner replans it); past ``move_timeout_s`` → an alert, and a cancel if configured;
+2. starts the next pending moves that fit the per-broker and per-cluster limits, setting the
+   replication throttles before issuing the reassignment;
+3. sets the throttles the remaining moves need and removes every other one it set.
+
+Events (``action_started``, ``action_progress``, ``action_completed``, ``action_failed``,
+``alert_raised``) go to ``on_event`` so the daemon can audit and count them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kafka import TopicPartition as KpTopicPartition
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.errors import KafkaError as KpKafkaError
+from pydantic import BaseModel, Field
+
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+from manager.executor_plan import Move, ThrottlePlan, TopicPartition, select_batch, throttle_plan
+
+log = get_logger("manager.executor")
+
+Status = Literal["pending", "in_flight", "completed", "failed", "cancelled"]
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+# How long broker metadata may lag the controller before a move is judged by it.
+METADATA_SETTLE_S = 15.0
+
+
+class ExecutorConfig(BaseModel):
+    max_moves_per_broker: int = Field(default=2, ge=1)
+    max_moves_per_cluster: int = Field(default=10, ge=1)
+    throttle_bytes_per_s: int | None = Field(default=50_000_000, ge=1)
+    move_timeout_s: float = Field(default=3600.0, gt=0)
+    cancel_on_timeout: bool = False
+    poll_interval_s: float = Field(default=2.0, gt=0)
+    progress_interval_s: float = Field(default=60.0, gt=0)
+    elect_preferred_leaders: bool = True
+    request_timeout_s: float = Field(default=30.0, gt=0)
+
+
+@dataclass
+class MoveState:
+    move: Move
+    status: Status = "pending"
+    original: tuple[int, ...] = ()
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: str | None = None
+    timed_out: bool = False
+    ended_at: float | None = None
+    last_progress: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+EventCallback = Callable[[str, MoveState, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    replicas: dict[TopicPartition, tuple[int, ...]]
+    leaders: dict[TopicPartition, int]
+    live_brokers: frozenset[int]
+    ongoing: dict[TopicPartition, dict[str, list[int]]]
+
+
+class Executor:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        config: ExecutorConfig | None = None,
+        *,
+        on_event: EventCallback | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config or ExecutorConfig()
+        self._on_event = on_event
+        self._clock = clock
+        self._bootstrap = bootstrap_servers
+        self._kp = self._connect()
+        self.states: dict[TopicPartition, MoveState] = {}
+        self._order: list[TopicPartition] = []
+        self._applied = ThrottlePlan({}, {}, frozenset())
+        self._live: frozenset[int] = frozenset()
+
+    def _connect(self) -> KafkaAdminClient:
+        try:
+            return KafkaAdminClient(
+                bootstrap_servers=self._bootstrap,
+                request_timeout_ms=int(self.config.request_timeout_s * 1000),
+            )
+        except KpKafkaError as exc:
+            raise KmedicError(f"cannot reach Kafka at {self._bootstrap}: {exc!r}") from exc
+
+    # -- public ----------------------------------------------------------------------------
+
+    def submit(self, moves: Iterable[Move]) -> None:
+        for move in moves:
+            known = self.states.get(move.tp)
+            if known is not None and known.status in ("pending", "in_flight"):
+                raise KmedicError(f"{move.key} already has a move {known.status}")
+            self.states[move.tp] = MoveState(move)
+            self._order.append(move.tp)
+
+    def active(self) -> list[MoveState]:
+        return [s for s in self.states.values() if s.status in ("pending", "in_flight")]
+
+    def in_flight(self) -> list[MoveState]:
+        return [s for s in self.states.values() if s.status == "in_flight"]
+
+    def done(self) -> bool:
+        return not self.active()
+
+    def step(self) -> None:
+        view = self.read_cluster()
+        self._live = view.live_brokers
+        self._track(view)
+        self._start_next(view)
+        self._apply_throttles()
+
+    def run(self, timeout_s: float) -> dict[TopicPartition, MoveState]:
+        """Step until every submitted move finished (completed, failed or cancelled)."""
+        deadline = self._clock() + timeout_s
+        while True:
+            self.step()
+            if self.done():
+                return dict(self.states)
+            if self._clock() > deadline:
+                raise KmedicError(
+                    f"moves still running after {timeout_s:.0f}s: "
+                    + ", ".join(s.move.key for s in self.active())
+                )
+            time.sleep(self.config.poll_interval_s)
+
+    def cancel(self, tp: TopicPartition, reason: str) -> None:
+        state = self.states[tp]
+        if state.status != "in_flight":
+            raise KmedicError(f"{state.move.key} is {state.status}, not in flight")
+        self._alter({tp: None}, f"cancel {state.move.key}")
+        self._finish(state, "cancelled", reason)
+
+    def read_cluster(self) -> ClusterView:
+        topics = self._retrying(lambda kp: kp.describe_topics(), "describe topics")
+        cluster = self._retrying(lambda kp: kp.describe_cluster(), "describe the cluster")
+        ongoing_raw = self._retrying(
+            lambda kp: kp.list_partition_reassignments(), "list partition reassignments"
+        )
+        replicas: dict[TopicPartition, tuple[int, ...]] = {}
+        leaders: dict[TopicPartition, int] = {}
+        for topic in topics:
+            for part in topic["partitions"]:
+                tp = (str(topic["name"]), int(part["partition_index"]))
+                replicas[tp] = tuple(part["replica_nodes"])
+                leaders[tp] = int(part["leader_id"])
+        live = frozenset(
+            int(b["broker_id"]) for b in cluster["brokers"] if not b.get("is_fenced", False)
+        )
+        ongoing = {(tp.topic, tp.partition): dict(info) for tp, info in ongoing_raw.items()}
+        return ClusterView(replicas, leaders, live, ongoing)
+
+    def clear_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
+        """Remove kmedic's throttle configs, e.g. after a crash left them behind."""
+        self._alter_configs(
+            [
+                _resource(
+                    ConfigResourceType.TOPIC, t, {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}
+                )
+                for t in topics
+            ]
+            + [
+                _resource(
+                    ConfigResourceType.BROKER, str(b), {LEADER_RATE: None, FOLLOWER_RATE: None}
+                )
+                for b in brokers
+            ]
+        )
+
+    def close(self) -> None:
+        self._kp.close()
+
+    # -- tracking --------------------------------------------------------------------------
+
+    def _track(self, view: ClusterView) -> None:
+        now = self._clock()
+        for state in self.in_flight():
+            move, tp = state.move, state.move.tp
+            if tp in view.ongoing:
+                dead = [b for b in move.target if b not in view.live_brokers]
+                if dead:
+                    self._alter({tp: None}, f"cancel {move.key}")
+                    self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
+                    continue
+                assert state.started_at is not None
+                if not state.timed_out and now - state.started_at > self.config.move_timeout_s:
+                    state.timed_out = True
+                    why = f"move of {move.key} exceeded {self.config.move_timeout_s:.0f}s"
+                    self._emit("alert_raised", state, {"reason": why})
+                    if self.config.cancel_on_timeout:
+                        self._alter({tp: None}, f"cancel {move.key}")
+                        self._finish(state, "cancelled", why)
+                        continue
+                if now - state.last_progress >= self.config.progress_interval_s:
+                    state.last_progress = now
+                    self._emit("action_progress", state, {"ongoing": view.ongoing[tp]})
+                continue
+            current = view.replicas.get(tp)
+            if current is not None and set(current) == set(move.target):
+                self._complete(state, view)
+                continue
+            # The controller says the reassignment ended; broker metadata may lag behind it.
+            if state.ended_at is None:
+                state.ended_at = now
+            if now - state.ended_at > METADATA_SETTLE_S:
+                self._finish(
+                    state, "failed", f"reassignment ended with replicas {list(current or ())}"
+                )
+
+    def _complete(self, state: MoveState, view: ClusterView) -> None:
+        move = state.move
+        details: dict[str, Any] = {}
+        if self.config.elect_preferred_leaders and view.leaders.get(move.tp) != move.target[0]:
+            details["preferred_leader_election"] = self._elect_preferred(move)
+        state.details.update(details)
+        self._finish(state, "completed", None)
+
+    def _elect_preferred(self, move: Move) -> str:
+        try:
+            self._kp.elect_leaders(
+                0,  # preferred
+                {move.topic: [move.partition]},
+                timeout_ms=int(self.config.request_timeout_s * 1000),
+            )
+        except KpKafkaError as exc:
+            log.warning("preferred_election_failed", partition=move.key, error=repr(exc))
+            return f"failed: {exc!r}"
+        return f"broker {move.target[0]} leads"
+
+    # -- starting --------------------------------------------------------------------------
+
+    def _start_next(self, view: ClusterView) -> None:
+        pending = [self.states[tp] for tp in self._order if self.states[tp].status == "pending"]
+        for state in pending:
+            current = view.replicas.get(state.move.tp)
+            if current is None:
+                self._finish(state, "failed", f"partition {state.move.key} does not exist")
+            elif [b for b in state.move.target if b not in view.live_brokers]:
+                dead = [b for b in state.move.target if b not in view.live_brokers]
+                self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
+            elif state.move.tp in view.ongoing:
+                self._finish(state, "failed", f"{state.move.key} is already being reassigned")
+        replicas_now = {**view.replicas, **{s.move.tp: s.original for s in self.in_flight()}}
+        batch = select_batch(
+            [s.move for s in pending if s.status == "pending"],
+            replicas_now,
+            [s.move for s in self.in_flight()],
+            max_per_broker=self.config.max_moves_per_broker,
+            max_per_cluster=self.config.max_moves_per_cluster,
+        )
+        if not batch:
+            return
+        for move in batch:
+            state = self.states[move.tp]
+            state.original = view.replicas[move.tp]
+            state.status = "in_flight"
+            state.started_at = state.last_progress = self._clock()
+        # Throttles first, so that no byte moves unthrottled.
+        self._apply_throttles()
+        errors = self._alter(
+            {m.tp: list(m.target) for m in batch}, f"reassign {len(batch)} partitions"
+        )
+        for move in batch:
+            state = self.states[move.tp]
+            err = errors.get(move.tp)
+            if err is not None:
+                self._finish(state, "failed", f"Kafka refused the reassignment: {err}")
+            else:
+                self._emit("action_started", state, {})
+
+    # -- throttles -------------------------------------------------------------------------
+
+    def _apply_throttles(self) -> None:
+        if self.config.throttle_bytes_per_s is None:
+            return
+        flight = self.in_flight()
+        plan = throttle_plan([s.move for s in flight], {s.move.tp: s.original for s in flight})
+        old = self._applied
+        topic_changes = []
+        for topic in sorted(set(old.leader_replicas) | set(plan.leader_replicas)):
+            leader = plan.leader_replicas.get(topic)
+            follower = plan.follower_replicas.get(topic)
+            if (old.leader_replicas.get(topic), old.follower_replicas.get(topic)) != (
+                leader,
+                follower,
+            ):
+                wanted = {
+                    LEADER_REPLICAS: ",".join(leader) if leader else None,
+                    FOLLOWER_REPLICAS: ",".join(follower) if follower else None,
+                }
+                topic_changes.append(_resource(ConfigResourceType.TOPIC, topic, wanted))
+        self._alter_configs(topic_changes)
+        rate = str(self.config.throttle_bytes_per_s)
+        throttled = set(old.brokers)
+        for broker in sorted(old.brokers ^ plan.brokers):
+            if broker not in self._live:
+                continue  # retried on a later step, once the broker is back
+            value = rate if broker in plan.brokers else None
+            change = {LEADER_RATE: value, FOLLOWER_RATE: value}
+            try:
+                # Broker configs go to that broker, one per request; a dead broker's rate
+                # cannot be removed until it is back, so it is retried on every step.
+                self._alter_configs([_resource(ConfigResourceType.BROKER, str(broker), change)])
+            except KmedicError as exc:
+                log.warning("broker_throttle_change_failed", broker=broker, error=str(exc))
+                continue
+            if value is None:
+                throttled.discard(broker)
+            else:
+                throttled.add(broker)
+        new = ThrottlePlan(plan.leader_replicas, plan.follower_replicas, frozenset(throttled))
+        if new != old:
+            log.info(
+                "throttles_applied", topics=sorted(new.leader_replicas), brokers=sorted(throttled)
+            )
+        self._applied = new
+
+    def throttled_brokers(self) -> set[int]:
+        """Brokers on which this executor set a throttle rate that is still in place."""
+        return set(self._applied.brokers)
+
+    def _alter_configs(self, resources: list[ConfigResource]) -> None:
+        if not resources:
+            return
+        # raise_on_unknown=False: the throttle rates are not listed among describable configs.
+        results = self._retrying(
+            lambda kp: kp.alter_configs(resources, incremental=True, raise_on_unknown=False),
+            "change throttle configs",
+        )
+        failed = {
+            f"{kind} {name}": outcome
+            for kind, by_name in results.items()
+            for name, outcome in by_name.items()
+            if outcome != "OK"
+        }
+        if failed:
+            raise KmedicError(f"cannot change throttle configs: {failed}")
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _alter(
+        self, targets: dict[TopicPartition, list[int] | None], what: str
+    ) -> dict[TopicPartition, str]:
+        request = {KpTopicPartition(t, p): v for (t, p), v in targets.items()}
+        result = self._retrying(
+            lambda kp: kp.alter_partition_reassignments(
+                request, timeout_ms=int(self.config.request_timeout_s * 1000)
+            ),
+            what,
+        )
+        return {
+            (tp.topic, tp.partition): getattr(err, "__name__", str(err))
+            for tp, err in result.items()
+            if err is not None
+        }
+
+    def _retrying(
+        self, call: Callable[[KafkaAdminClient], Any], what: str, attempts: int = 4
+    ) -> Any:
+        """Run one Admin API call. A dead broker (the one the client picked, or the one KRaft
+        reported as controller) costs a retry with a fresh client, whose new metadata no longer
+        points at it (kafka-python would otherwise keep its cached controller for minutes)."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return call(self._kp)
+            except KpKafkaError as exc:
+                if attempt == attempts:
+                    raise KmedicError(f"cannot {what}: {exc!r}") from exc
+                log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
+                time.sleep(float(attempt))
+                with contextlib.suppress(Exception):
+                    self._kp.close()
+                self._kp = self._connect()
+        raise AssertionError("unreachable")
+
+    def _finish(self, state: MoveState, status: Status, error: str | None) -> None:
+        state.status = status
+        state.error = error
+        state.finished_at = self._clock()
+        kind = "action_completed" if status == "completed" else "action_failed"
+        self._emit(kind, state, {"reason": error} if error else {})
+
+    def _emit(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
+        log.info(
+            "move_" + kind.removeprefix("action_"),
+            partition=state.move.key,
+            target=list(state.move.target),
+            original=list(state.original),
+            **details,
+        )
+        if self._on_event is not None:
+            self._on_event(kind, state, details)
+
+
+def _resource(kind: Any, name: str, values: dict[str, str | None]) -> ConfigResource:
+    configs = {
+        key: (AlterConfigOp.SET, value) if value is not None else (AlterConfigOp.DELETE, None)
+        for key, value in values.items()
+    }
+    return ConfigResource(kind, name, configs=configs)

@@ -1,0 +1,195 @@
+"""The executor on the real cluster: throttled reassignment to completion, preferred leader,
+throttles removed; timeout with cancel; a destination broker dying mid-move."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    ResourceType,
+)
+from helpers import wait_for
+from kafka.admin import KafkaAdminClient
+from kafka.admin import NewTopic as KpNewTopic
+
+from manager.executor import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    Executor,
+    ExecutorConfig,
+    MoveState,
+)
+from manager.executor_plan import Move
+
+pytestmark = pytest.mark.integration
+
+
+def make_topic(bootstrap: str, replicas: list[int], megabytes: float) -> str:
+    topic = f"exec-{uuid.uuid4().hex[:8]}"
+    # kafka-python here: confluent-kafka 2.16 rejects an explicit replica assignment locally.
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([KpNewTopic(topic, replica_assignments={0: replicas})])
+    finally:
+        admin.close()
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
+    payload = b"x" * 1024
+    for i in range(int(megabytes * 1024)):
+        producer.produce(topic, value=payload, key=str(i).encode())
+        if i % 1000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    return topic
+
+
+def dynamic_configs(bootstrap: str, kind: Any, name: str) -> dict[str, str]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    res = ConfigResource(kind, name)
+    entries = admin.describe_configs([res])[res].result(30)
+    return {k: e.value for k, e in entries.items() if not e.is_default and e.value}
+
+
+def throttle_keys(bootstrap: str, topic: str, brokers: list[int]) -> dict[str, dict[str, str]]:
+    found = {}
+    topic_cfg = dynamic_configs(bootstrap, ResourceType.TOPIC, topic)
+    found[topic] = {k: v for k, v in topic_cfg.items() if k in (LEADER_REPLICAS, FOLLOWER_REPLICAS)}
+    for b in brokers:
+        cfg = dynamic_configs(bootstrap, ResourceType.BROKER, str(b))
+        found[f"broker {b}"] = {k: v for k, v in cfg.items() if k in (LEADER_RATE, FOLLOWER_RATE)}
+    return {k: v for k, v in found.items() if v}
+
+
+def partition_state(ex: Executor, topic: str) -> tuple[tuple[int, ...], int, bool]:
+    view = ex.read_cluster()
+    tp = (topic, 0)
+    return view.replicas[tp], view.leaders[tp], tp in view.ongoing
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, dict[str, Any]]] = []
+
+    def __call__(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
+        self.seen.append((kind, state.move.key, details))
+
+    def kinds(self) -> list[str]:
+        return [k for k, _, _ in self.seen]
+
+
+@pytest.fixture
+def executor_factory(healthy_cluster: Any) -> Iterator[Any]:
+    made: list[Executor] = []
+
+    def build(config: ExecutorConfig, events: Events) -> Executor:
+        ex = Executor(healthy_cluster.bootstrap_servers, config, on_event=events)
+        made.append(ex)
+        return ex
+
+    yield build
+    for ex in made:
+        ex.close()
+
+
+def test_reassignment_is_throttled_tracked_and_cleaned_up(
+    healthy_cluster: Any, executor_factory: Any
+) -> None:
+    bootstrap = healthy_cluster.bootstrap_servers
+    topic = make_topic(bootstrap, [1, 2], megabytes=1)
+    events = Events()
+    ex = executor_factory(
+        ExecutorConfig(throttle_bytes_per_s=20_000_000, poll_interval_s=0.5), events
+    )
+    ex.submit([Move(topic, 0, (3, 1))])  # broker 2's replica moves to broker 3, 3 leads
+
+    ex.step()
+    assert events.kinds() == ["action_started"]
+    assert throttle_keys(bootstrap, topic, [1, 2, 3, 4]) == {
+        topic: {LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:3"},
+        "broker 1": {LEADER_RATE: "20000000", FOLLOWER_RATE: "20000000"},
+        "broker 2": {LEADER_RATE: "20000000", FOLLOWER_RATE: "20000000"},
+        "broker 3": {LEADER_RATE: "20000000", FOLLOWER_RATE: "20000000"},
+    }
+
+    states = ex.run(timeout_s=90)
+    state = states[(topic, 0)]
+    assert state.status == "completed", state.error
+    assert events.kinds()[-1] == "action_completed"
+    assert state.details["preferred_leader_election"] == "broker 3 leads"
+    wait_for(
+        lambda: partition_state(ex, topic) == ((3, 1), 3, False),
+        timeout=30,
+        what="replicas [3, 1] led by broker 3",
+    )
+    assert throttle_keys(bootstrap, topic, [1, 2, 3, 4]) == {}
+
+
+def test_timeout_raises_an_alert_and_cancels(healthy_cluster: Any, executor_factory: Any) -> None:
+    bootstrap = healthy_cluster.bootstrap_servers
+    topic = make_topic(bootstrap, [1, 2], megabytes=4)
+    events = Events()
+    ex = executor_factory(
+        ExecutorConfig(
+            throttle_bytes_per_s=20_000,
+            move_timeout_s=3,
+            cancel_on_timeout=True,
+            poll_interval_s=0.5,
+        ),
+        events,
+    )
+    ex.submit([Move(topic, 0, (1, 4))])
+    state = ex.run(timeout_s=60)[(topic, 0)]
+    assert state.status == "cancelled"
+    assert events.kinds() == ["action_started", "alert_raised", "action_failed"]
+    assert "exceeded 3s" in str(state.error)
+    wait_for(
+        lambda: partition_state(ex, topic)[0::2] == ((1, 2), False),
+        timeout=30,
+        what="the cancelled move to leave replicas [1, 2]",
+    )
+    assert throttle_keys(bootstrap, topic, [1, 2, 4]) == {}
+
+
+def test_destination_dying_mid_move_fails_the_move_for_replanning(
+    healthy_cluster: Any, executor_factory: Any
+) -> None:
+    bootstrap = healthy_cluster.bootstrap_servers
+    topic = make_topic(bootstrap, [1, 2], megabytes=4)
+    events = Events()
+    ex = executor_factory(ExecutorConfig(throttle_bytes_per_s=20_000, poll_interval_s=0.5), events)
+    ex.submit([Move(topic, 0, (1, 4))])
+    ex.step()
+    assert events.kinds() == ["action_started"]
+    healthy_cluster.kill(4)
+
+    def failed() -> bool:
+        ex.step()
+        return ex.done()
+
+    wait_for(failed, timeout=60, interval=0.5, what="the executor to notice broker 4 died")
+    state = ex.states[(topic, 0)]
+    assert state.status == "failed"
+    assert state.error == "destination broker 4 is not alive"
+    assert events.kinds() == ["action_started", "action_failed"]
+    wait_for(
+        lambda: partition_state(ex, topic)[0::2] == ((1, 2), False),
+        timeout=30,
+        what="the abandoned move to leave replicas [1, 2]",
+    )
+    assert throttle_keys(bootstrap, topic, [1, 2]) == {}
+    # Broker 4's throttle rate can only be removed once it is back; every step retries.
+    assert ex.throttled_brokers() == {4}
+    healthy_cluster.restart(4)
+    wait_for(
+        lambda: ex.step() is None and not ex.throttled_brokers(),
+        timeout=60,
+        what="the throttle on broker 4 to be removed after its restart",
+    )
+    assert throttle_keys(bootstrap, topic, [4]) == {}

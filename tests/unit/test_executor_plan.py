@@ -1,0 +1,105 @@
+"""Batching and throttle planning of the executor, without Kafka."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kmedic.errors import KmedicError
+from manager.executor_plan import Move, select_batch, throttle_plan
+
+BROKERS = st.integers(1, 6)
+
+
+@st.composite
+def moves(draw: st.DrawFn) -> tuple[Move, tuple[int, ...]]:
+    topic = draw(st.sampled_from(["a", "b"]))
+    partition = draw(st.integers(0, 5))
+    current = tuple(draw(st.lists(BROKERS, min_size=1, max_size=3, unique=True)))
+    target = tuple(draw(st.lists(BROKERS, min_size=1, max_size=3, unique=True)))
+    return Move(topic, partition, target), current
+
+
+def test_move_validation_names_the_problem() -> None:
+    with pytest.raises(KmedicError, match=r"move of t:0: target \[1, 1\] repeats a broker"):
+        Move("t", 0, (1, 1))
+    with pytest.raises(KmedicError, match="target replica list is empty"):
+        Move("t", 0, ())
+
+
+def test_brokers_involved_are_sources_and_destinations() -> None:
+    assert Move("t", 0, (1, 4, 3)).brokers_involved((1, 2, 3)) == {1, 2, 3, 4}
+    assert Move("t", 0, (1, 2)).brokers_involved((1, 2, 3)) == {3}  # removal only
+    assert Move("t", 0, (2, 1)).brokers_involved((1, 2)) == set()  # reorder only
+
+
+def test_a_busy_broker_does_not_stall_moves_elsewhere() -> None:
+    current = {("t", 0): (1, 2), ("t", 1): (1, 2), ("t", 2): (3, 4)}
+    pending = [Move("t", 0, (1, 5)), Move("t", 1, (1, 6)), Move("t", 2, (3, 6))]
+    chosen = select_batch(pending, current, [], max_per_broker=1, max_per_cluster=10)
+    assert [m.partition for m in chosen] == [0, 2]
+
+
+def test_cluster_limit_and_one_move_per_partition() -> None:
+    current = {("t", p): (1,) for p in range(5)}
+    pending = [Move("t", p, (p + 2,)) for p in range(5)]
+    in_flight = [Move("t", 0, (9,))]
+    chosen = select_batch(pending, current, in_flight, max_per_broker=99, max_per_cluster=3)
+    assert [m.partition for m in chosen] == [1, 2]
+
+
+@given(
+    st.lists(moves(), max_size=12),
+    st.lists(moves(), max_size=4),
+    st.integers(1, 3),
+    st.integers(1, 6),
+)
+def test_batches_respect_the_limits_and_are_greedy(
+    pending_raw: list[tuple[Move, tuple[int, ...]]],
+    flight_raw: list[tuple[Move, tuple[int, ...]]],
+    per_broker: int,
+    per_cluster: int,
+) -> None:
+    current = {m.tp: c for m, c in pending_raw + flight_raw}
+    flight: list[Move] = []
+    load: Counter[int] = Counter()
+    for m, _ in flight_raw:  # a valid in-flight set: within the limits, one per partition
+        inv = m.brokers_involved(current[m.tp])
+        if m.tp in {f.tp for f in flight} or len(flight) >= per_cluster:
+            continue
+        if any(load[b] >= per_broker for b in inv):
+            continue
+        load.update(inv)
+        flight.append(m)
+    pending = [m for m, _ in pending_raw]
+    chosen = select_batch(
+        pending, current, flight, max_per_broker=per_broker, max_per_cluster=per_cluster
+    )
+    it = iter(pending)
+    assert all(any(c is p for p in it) for c in chosen)  # an ordered subsequence
+    for m in chosen:
+        load.update(m.brokers_involved(current[m.tp]))
+    assert all(n <= per_broker for n in load.values())
+    assert len(flight) + len(chosen) <= per_cluster
+    tps = [m.tp for m in flight + chosen]
+    assert len(tps) == len(set(tps))
+    for m in pending:
+        if any(m is c for c in chosen):
+            continue
+        inv = m.brokers_involved(current[m.tp])
+        assert m.tp in tps or len(tps) >= per_cluster or any(load[b] >= per_broker for b in inv), (
+            f"{m} was left out although it fits"
+        )
+
+
+def test_throttles_cover_sources_and_new_replicas() -> None:
+    plan = throttle_plan(
+        [Move("t", 0, (1, 4)), Move("t", 3, (2, 5, 6)), Move("u", 1, (1, 2)), Move("v", 0, (8,))],
+        {("t", 0): (1, 2), ("t", 3): (2, 5), ("u", 1): (2, 1), ("v", 0): (7, 8)},
+    )
+    assert plan.leader_replicas == {"t": ("0:1", "0:2", "3:2", "3:5")}
+    assert plan.follower_replicas == {"t": ("0:4", "3:6")}
+    assert plan.brokers == frozenset({1, 2, 4, 5, 6})
