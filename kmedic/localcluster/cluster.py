@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -180,6 +181,20 @@ class LocalCluster:
             process.kill(node.pid, node.config, signal.SIGKILL)
         log.info("broker_killed", broker=broker_id)
 
+    def pause(self, broker_id: int) -> None:
+        """SIGSTOP one broker: a process that hangs (a long GC pause) without dying."""
+        node = self.broker(broker_id)
+        if not node.running() or node.pid is None:
+            raise KmedicError(f"broker {broker_id} is not running")
+        os.kill(node.pid, signal.SIGSTOP)
+        log.info("broker_paused", broker=broker_id)
+
+    def resume(self, broker_id: int) -> None:
+        node = self.broker(broker_id)
+        if node.pid is not None and node.running():
+            os.kill(node.pid, signal.SIGCONT)
+            log.info("broker_resumed", broker=broker_id)
+
     def restart(self, broker_id: int, *, timeout: float = START_TIMEOUT_S) -> None:
         """Start a stopped broker again on its old port with its old data."""
         node = self.broker(broker_id)
@@ -346,7 +361,9 @@ def _plan_nodes(spec: ClusterSpec, workdir: Path) -> list[Node]:
             "controller",
             CONTROLLER_ID,
             controller_port,
-            configs.controller_properties(controller_port, str(workdir / "controller" / "data")),
+            configs.controller_properties(
+                controller_port, str(workdir / "controller" / "data"), spec.controller_overrides
+            ),
             None,
             None,
         )
@@ -362,6 +379,7 @@ def _plan_nodes(spec: ClusterSpec, workdir: Path) -> list[Node]:
             rack=rack,
             data_dir=str(workdir / f"broker-{broker_id}" / "data"),
             broker_count=spec.brokers,
+            overrides=spec.broker_overrides,
         )
         nodes.append(kafka_node("broker", broker_id, port, props, exporter_port, rack))
     return nodes

@@ -25,6 +25,9 @@ class ClusterSpec:
     brokers: int = 4
     racks: tuple[str, ...] = ("/r1", "/r2")
     rack_map: dict[int, str] = field(default_factory=dict)
+    # Extra or changed server properties, e.g. {"broker.session.timeout.ms": "30000"}.
+    controller_overrides: dict[str, str] = field(default_factory=dict)
+    broker_overrides: dict[str, str] = field(default_factory=dict)
     broker_heap_mb: int = 384
     controller_heap_mb: int = 256
     zookeeper_heap_mb: int = 128
@@ -71,7 +74,9 @@ def _common(controller_port: int) -> dict[str, object]:
     }
 
 
-def controller_properties(controller_port: int, data_dir: str) -> str:
+def controller_properties(
+    controller_port: int, data_dir: str, overrides: dict[str, str] | None = None
+) -> str:
     return _properties(
         {
             "process.roles": "controller",
@@ -79,6 +84,9 @@ def controller_properties(controller_port: int, data_dir: str) -> str:
             "listeners": f"CONTROLLER://{HOST}:{controller_port}",
             "log.dirs": data_dir,
             **_common(controller_port),
+            # The controller fences a broker whose heartbeats stop for this long.
+            "broker.session.timeout.ms": 6000,
+            **(overrides or {}),
         }
     )
 
@@ -91,6 +99,7 @@ def broker_properties(
     rack: str,
     data_dir: str,
     broker_count: int,
+    overrides: dict[str, str] | None = None,
 ) -> str:
     rf = min(3, broker_count)
     return _properties(
@@ -111,11 +120,11 @@ def broker_properties(
             "default.replication.factor": rf,
             "num.partitions": 1,
             "group.initial.rebalance.delay.ms": 0,
-            # Fence a dead broker and shrink ISRs in seconds, not the production tens.
+            # Heartbeat often and shrink ISRs in seconds, not the production tens.
             "broker.heartbeat.interval.ms": 1000,
-            "broker.session.timeout.ms": 6000,
             "replica.lag.time.max.ms": 10000,
             "log.segment.bytes": 16 * 1024 * 1024,
+            **(overrides or {}),
         }
     )
 

@@ -52,3 +52,21 @@ def test_cluster_id_is_a_16_byte_urlsafe_uuid() -> None:
     cid = configs.new_cluster_id()
     assert len(cid) == 22
     assert len(base64.urlsafe_b64decode(cid + "==")) == 16
+
+
+def test_the_controller_fences_and_overrides_win() -> None:
+    props = parse(configs.controller_properties(9000, "/d", {"broker.session.timeout.ms": "30000"}))
+    assert props["broker.session.timeout.ms"] == "30000"
+    assert "broker.session.timeout.ms" in parse(configs.controller_properties(9000, "/d"))
+    broker = parse(
+        configs.broker_properties(
+            1,
+            port=1,
+            controller_port=2,
+            rack="/r",
+            data_dir="/d",
+            broker_count=4,
+            overrides={"num.partitions": "8"},
+        )
+    )
+    assert broker["num.partitions"] == "8"
