@@ -261,7 +261,9 @@ class Executor:
                 dead = [b for b in state.move.target if b not in view.live_brokers]
                 self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
             elif state.move.tp in view.ongoing:
-                self._finish(state, "failed", f"{state.move.key} is already being reassigned")
+                self._adopt_or_fail(state, view.ongoing[state.move.tp])
+            elif current == state.move.target:
+                self._finish(state, "completed", None)  # already done (e.g. before a failover)
         replicas_now = {**view.replicas, **{s.move.tp: s.original for s in self.in_flight()}}
         batch = select_batch(
             [s.move for s in pending if s.status == "pending"],
@@ -289,6 +291,24 @@ class Executor:
                 self._finish(state, "failed", f"Kafka refused the reassignment: {err}")
             else:
                 self._emit("action_started", state, {})
+
+    def _adopt_or_fail(self, state: MoveState, ongoing: dict[str, list[int]]) -> None:
+        """A reassignment of this partition already runs in Kafka: track it if it goes where
+        this move goes (a plan adopted after a failover), otherwise refuse to interfere."""
+        replicas = list(ongoing.get("replicas", []))
+        adding, removing = ongoing.get("adding_replicas", []), ongoing.get("removing_replicas", [])
+        heading_to = {b for b in replicas if b not in removing}
+        if heading_to != set(state.move.target):
+            self._finish(
+                state,
+                "failed",
+                f"{state.move.key} is already being reassigned to {sorted(heading_to)}",
+            )
+            return
+        state.status = "in_flight"
+        state.original = tuple(b for b in replicas if b not in adding)
+        state.started_at = state.last_progress = self._clock()
+        self._emit("action_progress", state, {"adopted": True, "ongoing": ongoing})
 
     # -- throttles -------------------------------------------------------------------------
 

@@ -193,3 +193,36 @@ def test_destination_dying_mid_move_fails_the_move_for_replanning(
         what="the throttle on broker 4 to be removed after its restart",
     )
     assert throttle_keys(bootstrap, topic, [4]) == {}
+
+
+def test_a_new_leader_adopts_a_running_move_and_its_throttles(
+    healthy_cluster: Any, executor_factory: Any
+) -> None:
+    bootstrap = healthy_cluster.bootstrap_servers
+    topic = make_topic(bootstrap, [1, 2], megabytes=4)
+    slow_events, new_events, late_events = Events(), Events(), Events()
+    slow = executor_factory(ExecutorConfig(throttle_bytes_per_s=20_000), slow_events)
+    slow.submit([Move(topic, 0, (1, 3))])
+    slow.step()
+    assert slow_events.kinds() == ["action_started"]
+    slow.close()  # the old leader is gone; its reassignment and throttles stay in Kafka
+
+    new = executor_factory(
+        ExecutorConfig(throttle_bytes_per_s=50_000_000, poll_interval_s=0.5), new_events
+    )
+    new.submit([Move(topic, 0, (1, 3))])
+    new.step()
+    assert new_events.kinds() == ["action_progress"]
+    assert new_events.seen[0][2]["adopted"] is True
+    assert new.states[(topic, 0)].original == (1, 2)
+    assert throttle_keys(bootstrap, topic, [3])["broker 3"][LEADER_RATE] == "50000000"
+    state = new.run(timeout_s=90)[(topic, 0)]
+    assert state.status == "completed", state.error
+    assert throttle_keys(bootstrap, topic, [1, 2, 3]) == {}
+
+    # A plan adopted after the move finished: recognised as done, nothing issued.
+    late = executor_factory(ExecutorConfig(poll_interval_s=0.5), late_events)
+    late.submit([Move(topic, 0, (1, 3))])
+    late.step()
+    assert late_events.kinds() == ["action_completed"]
+    assert late.done() and not late.throttled_brokers()
