@@ -47,22 +47,13 @@ def decide(snap: Snapshot) -> Decision:
     state = ClusterState(snap)
     before = broker_loads(state)
     gates = failing_gates(snap, state)
+    health = [r for r in gates if r.code not in AUTHORITY_CODES]
     over = {b: o for b in state.broker_ids if state.usable(b) and (o := state.over_limits(b))}
-    own_running = any(r.started_by_kmedic for r in snap.reassignments)
-    totals = BrokerTotals.of(state)
-    # A dead broker that held no replica needs no healing (plan_heal finds nothing to move).
-    heal = plan_heal(state) if state.dead and not own_running else None
-    must_heal = heal is not None and bool(heal.moves or heal.blocked)
-    if not must_heal and not over and not (own_running and state.dead):
-        health = [r for r in gates if r.code not in AUTHORITY_CODES]
-        if health:
-            return _refuse(None, health, before, before)
-        summary = "every broker is alive and within its limits"
-        if state.dead:
-            dead = ", ".join(str(b) for b in state.dead)
-            summary = f"dead brokers {dead} hold no replicas; every live broker is within limits"
-        return Decision("noop", None, summary, _audit_reasons(state), (), 0, before, before)
-    if own_running and not gates:
+    if any(r.started_by_kmedic for r in snap.reassignments):
+        # Our own moves are still running: plan nothing until they finish.
+        blocking = gates if (state.dead or over) else health
+        if blocking:
+            return _refuse(None, blocking, before, before)
         return Decision(
             "noop",
             None,
@@ -73,8 +64,19 @@ def decide(snap: Snapshot) -> Decision:
             before,
             before,
         )
-    if heal is not None and must_heal:
+    totals = BrokerTotals.of(state)
+    # A dead broker that held no replica needs no healing (plan_heal finds nothing to move).
+    heal = plan_heal(state) if state.dead else None
+    if heal is not None and (heal.moves or heal.blocked):
         return _finish_heal(snap, state, heal, gates, totals, before)
+    if not over:
+        if health:
+            return _refuse(None, health, before, before)
+        summary = "every broker is alive and within its limits"
+        if state.dead:
+            dead = ", ".join(str(b) for b in state.dead)
+            summary = f"dead brokers {dead} hold no replicas; every live broker is within limits"
+        return Decision("noop", None, summary, _audit_reasons(state), (), 0, before, before)
     budget = min(
         snap.policy.max_moves_per_cycle,
         snap.policy.max_moves_per_hour - snap.recent_actions.moves_last_hour,

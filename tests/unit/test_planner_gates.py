@@ -152,3 +152,12 @@ def test_every_failing_gate_is_reported() -> None:
         "foreign_reassignment_in_progress",
     }
     assert all(r.message for r in decision.reasons)
+
+
+def test_own_reassignment_with_a_failing_gate_refuses_without_planning() -> None:
+    reassign = [{"topic": "t", "partition": 0, "started_by_kmedic": True}]
+    lead = {"holder": "m2", "epoch": 3, "current_epoch": 3, "is_leader": False}
+    decision = decide(_snap(reassignments=reassign, leadership=lead))
+    assert decision.outcome == "refuse"
+    assert [r.code for r in decision.reasons] == ["not_leader"]
+    assert decision.actions == ()
