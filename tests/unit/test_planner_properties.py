@@ -189,3 +189,27 @@ def test_same_snapshot_same_plan_and_refusals_carry_reasons(data: dict[str, Any]
     if first["outcome"] == "refuse":
         assert first["reasons"]
         assert all(r["code"] and r["message"] for r in first["reasons"])
+
+
+@SETTINGS
+@given(clusters())
+def test_balance_leaves_no_broker_over_a_limit_unreported(data: dict[str, Any]) -> None:
+    snap = _parse(data)
+    decision = decide(snap)
+    if decision.kind != "balance" or decision.outcome != "act":
+        return
+    lim = snap.policy.limits
+    unresolved = " ".join(r.message for r in decision.reasons if r.code == "limits_unresolved")
+    now = _loads(snap, _final_assignment(snap, decision))
+    frozen = {b.id for b in snap.brokers if b.rack in snap.maintenance_domains}
+    for b in snap.brokers:
+        if not b.alive or b.id in frozen:
+            continue
+        load = now[b.id]
+        over = (
+            load[0] > lim.network_in_fraction * 100 * MB + 1e-3
+            or load[1] > lim.network_out_fraction * 100 * MB + 1e-3
+            or load[2] > lim.disk_fraction * 1000 * GB + 1e-3
+        )
+        if over:
+            assert f"broker {b.id} stays over" in unresolved
