@@ -32,7 +32,8 @@ def test_environment_overrides_policy(monkeypatch: pytest.MonkeyPatch) -> None:
         ("cluster: c\nbootstrap: a\n", "zookeeper"),
         ("cluster: c/d\nbootstrap: a\nzookeeper: {zk_connect: z}\n", "cluster"),
         (
-            "cluster: c\nbootstrap: a\nzookeeper: {zk_connect: z}\npolicy: {max_dead_fraction: 2}\n",
+            "cluster: c\nbootstrap: a\nzookeeper: {zk_connect: z}\n"
+            "policy: {max_dead_fraction: 2}\n",
             "policy.max_dead_fraction",
         ),
         ("cluster: c\nbootstrap: a\nzookeeper: {zk_connect: z}\nintervl_s: 3\n", "intervl_s"),
