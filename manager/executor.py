@@ -22,21 +22,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kafka import TopicPartition as KpTopicPartition
-from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError as KpKafkaError
 from pydantic import BaseModel, Field
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
-from manager.executor_plan import Move, ThrottlePlan, TopicPartition, select_batch, throttle_plan
+from manager.executor_plan import Move, TopicPartition, select_batch, throttle_plan
+from manager.executor_throttle import Throttles
 
 log = get_logger("manager.executor")
 
 Status = Literal["pending", "in_flight", "completed", "failed", "cancelled"]
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
 # How long broker metadata may lag the controller before a move is judged by it.
 METADATA_SETTLE_S = 15.0
 
@@ -51,6 +48,7 @@ class ExecutorConfig(BaseModel):
     progress_interval_s: float = Field(default=60.0, gt=0)
     elect_preferred_leaders: bool = True
     request_timeout_s: float = Field(default=30.0, gt=0)
+    admin_retry_s: float = Field(default=20.0, ge=0)
 
 
 @dataclass
@@ -94,7 +92,7 @@ class Executor:
         self._kp = self._connect()
         self.states: dict[TopicPartition, MoveState] = {}
         self._order: list[TopicPartition] = []
-        self._applied = ThrottlePlan({}, {}, frozenset())
+        self._throttles = Throttles(self.config.throttle_bytes_per_s, self._retrying)
         self._live: frozenset[int] = frozenset()
 
     def _connect(self) -> KafkaAdminClient:
@@ -174,20 +172,7 @@ class Executor:
 
     def clear_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
         """Remove kmedic's throttle configs, e.g. after a crash left them behind."""
-        self._alter_configs(
-            [
-                _resource(
-                    ConfigResourceType.TOPIC, t, {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}
-                )
-                for t in topics
-            ]
-            + [
-                _resource(
-                    ConfigResourceType.BROKER, str(b), {LEADER_RATE: None, FOLLOWER_RATE: None}
-                )
-                for b in brokers
-            ]
-        )
+        self._throttles.clear(topics, brokers)
 
     def close(self) -> None:
         self._kp.close()
@@ -313,70 +298,13 @@ class Executor:
     # -- throttles -------------------------------------------------------------------------
 
     def _apply_throttles(self) -> None:
-        if self.config.throttle_bytes_per_s is None:
-            return
         flight = self.in_flight()
-        plan = throttle_plan([s.move for s in flight], {s.move.tp: s.original for s in flight})
-        old = self._applied
-        topic_changes = []
-        for topic in sorted(set(old.leader_replicas) | set(plan.leader_replicas)):
-            leader = plan.leader_replicas.get(topic)
-            follower = plan.follower_replicas.get(topic)
-            if (old.leader_replicas.get(topic), old.follower_replicas.get(topic)) != (
-                leader,
-                follower,
-            ):
-                wanted = {
-                    LEADER_REPLICAS: ",".join(leader) if leader else None,
-                    FOLLOWER_REPLICAS: ",".join(follower) if follower else None,
-                }
-                topic_changes.append(_resource(ConfigResourceType.TOPIC, topic, wanted))
-        self._alter_configs(topic_changes)
-        rate = str(self.config.throttle_bytes_per_s)
-        throttled = set(old.brokers)
-        for broker in sorted(old.brokers ^ plan.brokers):
-            if broker not in self._live:
-                continue  # retried on a later step, once the broker is back
-            value = rate if broker in plan.brokers else None
-            change = {LEADER_RATE: value, FOLLOWER_RATE: value}
-            try:
-                # Broker configs go to that broker, one per request; a dead broker's rate
-                # cannot be removed until it is back, so it is retried on every step.
-                self._alter_configs([_resource(ConfigResourceType.BROKER, str(broker), change)])
-            except KmedicError as exc:
-                log.warning("broker_throttle_change_failed", broker=broker, error=str(exc))
-                continue
-            if value is None:
-                throttled.discard(broker)
-            else:
-                throttled.add(broker)
-        new = ThrottlePlan(plan.leader_replicas, plan.follower_replicas, frozenset(throttled))
-        if new != old:
-            log.info(
-                "throttles_applied", topics=sorted(new.leader_replicas), brokers=sorted(throttled)
-            )
-        self._applied = new
+        plan = throttle_plan([st.move for st in flight], {st.move.tp: st.original for st in flight})
+        self._throttles.apply(plan, self._live)
 
     def throttled_brokers(self) -> set[int]:
         """Brokers on which this executor set a throttle rate that is still in place."""
-        return set(self._applied.brokers)
-
-    def _alter_configs(self, resources: list[ConfigResource]) -> None:
-        if not resources:
-            return
-        # raise_on_unknown=False: the throttle rates are not listed among describable configs.
-        results = self._retrying(
-            lambda kp: kp.alter_configs(resources, incremental=True, raise_on_unknown=False),
-            "change throttle configs",
-        )
-        failed = {
-            f"{kind} {name}": outcome
-            for kind, by_name in results.items()
-            for name, outcome in by_name.items()
-            if outcome != "OK"
-        }
-        if failed:
-            raise KmedicError(f"cannot change throttle configs: {failed}")
+        return self._throttles.throttled_brokers()
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -396,24 +324,26 @@ class Executor:
             if err is not None
         }
 
-    def _retrying(
-        self, call: Callable[[KafkaAdminClient], Any], what: str, attempts: int = 4
-    ) -> Any:
+    def _retrying(self, call: Callable[[KafkaAdminClient], Any], what: str) -> Any:
         """Run one Admin API call. A dead broker (the one the client picked, or the one KRaft
-        reported as controller) costs a retry with a fresh client, whose new metadata no longer
-        points at it (kafka-python would otherwise keep its cached controller for minutes)."""
-        for attempt in range(1, attempts + 1):
+        reports as controller until it fences the broker) costs retries with a fresh client,
+        whose new metadata stops pointing at it (kafka-python would otherwise keep its cached
+        controller for minutes), for up to ``admin_retry_s``: longer than the broker session
+        timeout, after which the controller has fenced the dead broker."""
+        deadline = time.monotonic() + self.config.admin_retry_s
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 return call(self._kp)
             except KpKafkaError as exc:
-                if attempt == attempts:
+                if time.monotonic() >= deadline:
                     raise KmedicError(f"cannot {what}: {exc!r}") from exc
                 log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
-                time.sleep(float(attempt))
+                time.sleep(min(float(attempt), 3.0))
                 with contextlib.suppress(Exception):
                     self._kp.close()
                 self._kp = self._connect()
-        raise AssertionError("unreachable")
 
     def _finish(self, state: MoveState, status: Status, error: str | None) -> None:
         state.status = status
@@ -432,11 +362,3 @@ class Executor:
         )
         if self._on_event is not None:
             self._on_event(kind, state, details)
-
-
-def _resource(kind: Any, name: str, values: dict[str, str | None]) -> ConfigResource:
-    configs = {
-        key: (AlterConfigOp.SET, value) if value is not None else (AlterConfigOp.DELETE, None)
-        for key, value in values.items()
-    }
-    return ConfigResource(kind, name, configs=configs)

@@ -18,16 +18,14 @@ from helpers import wait_for
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 
-from manager.executor import (
+from manager.executor import Executor, ExecutorConfig, MoveState
+from manager.executor_plan import Move
+from manager.executor_throttle import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,
     LEADER_REPLICAS,
-    Executor,
-    ExecutorConfig,
-    MoveState,
 )
-from manager.executor_plan import Move
 
 pytestmark = pytest.mark.integration
 
