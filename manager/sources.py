@@ -11,7 +11,14 @@ import contextlib
 import json
 from typing import Any
 
-from agent.admin import parse_nodes, parse_reassignments, parse_topics
+from agent.admin import (
+    BrokerNode,
+    PartitionInfo,
+    Reassignment,
+    parse_nodes,
+    parse_reassignments,
+    parse_topics,
+)
 from kmedic.brokerstats import BrokerStats, from_json
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
@@ -21,6 +28,9 @@ from manager.observe import AgentView, LoadView, Observation, TopicPartition
 from manager.zkconfig import PlacementConfig
 
 log = get_logger("manager.sources")
+
+
+ADMIN_ATTEMPTS = 3
 
 
 class AdminUnavailable(KmedicError):
@@ -86,7 +96,7 @@ class ClusterSources:
         stats_topic: str,
         loads_topic: str,
         stats_lookback_ms: int,
-        request_timeout_s: float = 10.0,
+        request_timeout_s: float = 4.0,
     ) -> None:
         self.cluster = cluster
         self._bootstrap = bootstrap
@@ -145,16 +155,7 @@ class ClusterSources:
         own_moves: frozenset[TopicPartition],
         moves_last_hour: int,
     ) -> Observation:
-        client = self._client()
-        try:
-            live = {b: n for b, n in parse_nodes(client.describe_cluster()).items() if not n.fenced}
-            partitions = parse_topics(client.describe_topics())
-            reassignments = parse_reassignments(
-                client.list_partition_reassignments(timeout_ms=self._timeout_ms)
-            )
-        except Exception as exc:
-            self._close_admin()
-            raise AdminUnavailable(f"Admin API read failed: {exc}") from exc
+        live, partitions, reassignments = self._read_admin()
         agents = {int(k): v for k, v in self.agents.values().items() if k.isdigit()}
         loads = {tp: v for k, v in self.loads.values().items() if (tp := _tp(k)) is not None}
         replica_ids = {r for p in partitions for r in p.replicas}
@@ -174,6 +175,29 @@ class ClusterSources:
             first_absent_ms=dict(self.first_absent_ms),
             known_racks=dict(self.known_racks),
         )
+
+    def _read_admin(
+        self,
+    ) -> tuple[dict[int, BrokerNode], list[PartitionInfo], dict[TopicPartition, Reassignment]]:
+        """One consistent Admin API read. A hung broker (a long GC pause) still holds its
+        connections open and swallows requests until they time out; each retry uses a fresh
+        client, which picks its node at random, so one hung broker cannot blind the manager."""
+        errors = []
+        for _ in range(ADMIN_ATTEMPTS):
+            try:
+                client = self._client()
+                live = {
+                    b: n for b, n in parse_nodes(client.describe_cluster()).items() if not n.fenced
+                }
+                partitions = parse_topics(client.describe_topics())
+                reassignments = parse_reassignments(
+                    client.list_partition_reassignments(timeout_ms=self._timeout_ms)
+                )
+                return live, partitions, reassignments
+            except Exception as exc:  # kafka-python raises several unrelated types
+                errors.append(str(exc) or type(exc).__name__)
+                self._close_admin()
+        raise AdminUnavailable(f"Admin API read failed {ADMIN_ATTEMPTS} times: {errors[-1]}")
 
     def _remember(
         self,
