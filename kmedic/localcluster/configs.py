@@ -52,8 +52,14 @@ class ClusterSpec:
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: a random UUID in URL-safe base64 without padding (22 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: a random UUID in URL-safe base64 without padding (22 chars).
+
+    Never one starting with '-': the storage tool would read it as an option (Kafka's own
+    Uuid.randomUuid avoids those for the same reason)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _properties(values: dict[str, object]) -> str:

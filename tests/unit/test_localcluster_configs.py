@@ -48,10 +48,12 @@ def test_controller_properties_are_controller_only() -> None:
     assert "advertised.listeners" not in props
 
 
-def test_cluster_id_is_a_16_byte_urlsafe_uuid() -> None:
-    cid = configs.new_cluster_id()
-    assert len(cid) == 22
-    assert len(base64.urlsafe_b64decode(cid + "==")) == 16
+def test_cluster_id_is_a_16_byte_urlsafe_uuid_never_read_as_an_option() -> None:
+    for _ in range(2000):  # about 1 in 64 raw ids starts with '-'
+        cid = configs.new_cluster_id()
+        assert len(cid) == 22
+        assert not cid.startswith("-")
+        assert len(base64.urlsafe_b64decode(cid + "==")) == 16
 
 
 def test_the_controller_fences_and_overrides_win() -> None:
