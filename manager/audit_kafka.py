@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +19,8 @@ from manager.audit import AuditRecord
 log = get_logger("manager.audit_kafka")
 
 DEFAULT_TOPIC = "kmedic.actions"
+# Repeats are close together (a replay follows the outage), so a window of ids is enough.
+DEDUPE_WINDOW = 200_000
 
 
 class KafkaAuditSink:
@@ -182,7 +185,7 @@ def read_records(
             parts = [TopicPartition(topic, tp.partition, 0) for tp in parts]
         consumer.assign(parts)
         remaining = {tp.partition for tp in parts if tp.offset < ends[tp.partition]}
-        seen: set[str] = set()
+        seen: OrderedDict[str, None] = OrderedDict()
         deadline = time.monotonic() + timeout_s
         while follow or remaining:
             if should_stop():
@@ -211,7 +214,9 @@ def read_records(
                 continue
             if record.id in seen:
                 continue
-            seen.add(record.id)
+            seen[record.id] = None
+            if len(seen) > DEDUPE_WINDOW:  # --follow runs for days: remember recent ids only
+                seen.popitem(last=False)
             yield record
     finally:
         consumer.close()
