@@ -121,8 +121,14 @@ class KafkaAuditSink:
 def ensure_audit_topic(
     bootstrap_servers: str, topic: str = DEFAULT_TOPIC, replication_factor: int = 3
 ) -> None:
-    """Create the audit topic when missing (one partition: one order for everything)."""
+    """Create the audit topic when missing (one partition: one order for everything), with
+    at most as many replicas as the cluster has brokers."""
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    try:
+        brokers = len(admin.list_topics(timeout=15).brokers)
+    except KafkaException as exc:
+        raise KmedicError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from exc
+    replication_factor = max(1, min(replication_factor, brokers))
     futures = admin.create_topics(
         [
             NewTopic(

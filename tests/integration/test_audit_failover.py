@@ -117,3 +117,13 @@ def test_tail_since_skips_older_records(
     )
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and "step 1" in out[0]
+
+
+def test_tail_of_a_missing_topic_is_one_clear_error(
+    healthy_cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bootstrap = healthy_cluster.bootstrap_servers
+    code = main(["actions", "tail", "--bootstrap", bootstrap, "--topic", "no.such.audit.topic"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert err.startswith("kmedic: error: cannot read audit topic no.such.audit.topic at ")

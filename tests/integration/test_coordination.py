@@ -208,3 +208,19 @@ def test_leader_noticing_late_is_still_fenced(
     assert not a.verify_leadership()
     still = a.read_plan()
     assert still is not None and still.plan == {"moves": []}
+
+
+def test_a_short_partition_keeps_leadership_and_epoch(
+    make: Callable[..., tuple[Coordinator, Recorder]], proxy: TcpProxy
+) -> None:
+    """A network blip shorter than the session timeout: no action meanwhile, no new epoch."""
+    a, rec_a = make("a", hosts=proxy.address)
+    wait_for(a.may_act, timeout=10, what="a to lead")
+    epoch = a.epoch
+    proxy.block()
+    wait_for(lambda: not a.may_act(), timeout=5, what="a to stop acting")
+    proxy.unblock()
+    wait_for(a.may_act, timeout=10, what="a to act again")
+    assert a.epoch == epoch and a.current_epoch() == epoch
+    assert rec_a.acquired == [epoch] and rec_a.lost == [] and rec_a.shutdown == []
+    assert a.verify_leadership()
