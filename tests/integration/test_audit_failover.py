@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from helpers import wait_for
 
 from kmedic.cli import main
+from kmedic.localcluster import ClusterSpec, LocalCluster
 from manager.audit import AuditLog, AuditRecord
 from manager.audit_kafka import KafkaAuditSink, ensure_audit_topic, read_records
 
@@ -127,3 +129,53 @@ def test_tail_of_a_missing_topic_is_one_clear_error(
     err = capsys.readouterr().err.strip()
     assert code == 1
     assert err.startswith("kmedic: error: cannot read audit topic no.such.audit.topic at ")
+
+
+@pytest.fixture(scope="module")
+def secondary_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A second, one-broker Kafka cluster: the audit log's secondary bootstrap."""
+    cluster = LocalCluster.start(
+        ClusterSpec(brokers=1, racks=("/s1",)), tmp_path_factory.mktemp("secondary")
+    )
+    yield cluster
+    cluster.stop()
+
+
+def test_secondary_bootstrap_takes_records_during_the_outage(
+    healthy_cluster: Any, secondary_cluster: Any, tmp_path: Path
+) -> None:
+    primary_bootstrap = healthy_cluster.bootstrap_servers
+    secondary_bootstrap = secondary_cluster.bootstrap_servers
+    topic = f"kmedic.actions.test-{uuid.uuid4().hex[:8]}"
+    ensure_audit_topic(primary_bootstrap, topic)
+    ensure_audit_topic(secondary_bootstrap, topic)
+    log = AuditLog(
+        KafkaAuditSink("primary", primary_bootstrap, topic),
+        tmp_path / "spool",
+        secondary=KafkaAuditSink("secondary", secondary_bootstrap, topic),
+        primary_timeout_s=3.0,
+        retry_interval_s=1.0,
+    )
+    try:
+        first = log.write(rec(0, "decision"))
+        for broker_id in healthy_cluster.broker_ids:
+            healthy_cluster.kill(broker_id)
+        during = [log.write(rec(n)) for n in range(1, 4)]
+        assert [r.sink for r in during] == ["secondary"] * 3
+        assert log.spool.pending() == 3  # spooled as well, for the replay
+        on_secondary = list(read_records(secondary_bootstrap, topic, timeout_s=30))
+        assert [r.id for r in on_secondary] == [r.id for r in during]
+        for broker_id in healthy_cluster.broker_ids:
+            healthy_cluster.restart(broker_id)
+        wait_for(
+            lambda: log.replay(force=True) >= 0 and not log.on_failover,
+            timeout=120,
+            interval=1.0,
+            what="the spool to be replayed to the primary",
+        )
+        last = log.write(rec(4, "action_completed"))
+    finally:
+        log.close()
+    on_primary = list(read_records(primary_bootstrap, topic, timeout_s=30))
+    assert [r.id for r in on_primary] == [r.id for r in [first, *during, last]]
+    assert [r.sink for r in on_primary] == ["primary", *["secondary"] * 3, "primary"]
