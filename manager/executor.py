@@ -240,10 +240,13 @@ class Executor:
         pending = [self.states[tp] for tp in self._order if self.states[tp].status == "pending"]
         for state in pending:
             current = view.replicas.get(state.move.tp)
+            dead = [b for b in state.move.target if b not in view.live_brokers]
             if current is None:
                 self._finish(state, "failed", f"partition {state.move.key} does not exist")
-            elif [b for b in state.move.target if b not in view.live_brokers]:
-                dead = [b for b in state.move.target if b not in view.live_brokers]
+                continue
+            if state.move.tp not in view.ongoing:
+                state.original = current  # what the audit shows as "before"
+            if dead:
                 self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
             elif state.move.tp in view.ongoing:
                 self._adopt_or_fail(state, view.ongoing[state.move.tp])

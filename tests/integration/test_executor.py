@@ -223,4 +223,5 @@ def test_a_new_leader_adopts_a_running_move_and_its_throttles(
     late.submit([Move(topic, 0, (1, 3))])
     late.step()
     assert late_events.kinds() == ["action_completed"]
+    assert late.states[(topic, 0)].original == (1, 3)
     assert late.done() and not late.throttled_brokers()
