@@ -259,6 +259,7 @@ class Executor:
             [s.move for s in self.in_flight()],
             max_per_broker=self.config.max_moves_per_broker,
             max_per_cluster=self.config.max_moves_per_cluster,
+            dead=frozenset(b for reps in replicas_now.values() for b in reps) - view.live_brokers,
         )
         if not batch:
             return

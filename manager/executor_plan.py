@@ -52,18 +52,21 @@ def select_batch(
     *,
     max_per_broker: int,
     max_per_cluster: int,
+    dead: frozenset[int] = frozenset(),
 ) -> list[Move]:
     """The pending moves to start now, in order, so that no broker takes part in more than
     ``max_per_broker`` moves and no more than ``max_per_cluster`` run at once. A move that does
     not fit is skipped, not blocking the ones after it (a busy broker must not stall others).
-    At most one move per partition runs at a time."""
+    At most one move per partition runs at a time. Brokers in ``dead`` send and receive
+    nothing, so they do not count: healing a dead broker is limited by its partitions' live
+    replicas and destinations, not by the dead broker itself."""
     if max_per_broker < 1 or max_per_cluster < 1:
         raise KmedicError("executor limits must be at least 1 move per broker and per cluster")
     load: Counter[int] = Counter()
     running = 0
     busy: set[TopicPartition] = set()
     for move in in_flight:
-        load.update(move.brokers_involved(current.get(move.tp, ())))
+        load.update(move.brokers_involved(current.get(move.tp, ())) - dead)
         running += 1
         busy.add(move.tp)
     chosen: list[Move] = []
@@ -72,7 +75,7 @@ def select_batch(
             break
         if move.tp in busy:
             continue
-        involved = move.brokers_involved(current.get(move.tp, ()))
+        involved = move.brokers_involved(current.get(move.tp, ())) - dead
         if any(load[b] >= max_per_broker for b in involved):
             continue
         load.update(involved)

@@ -103,3 +103,15 @@ def test_throttles_cover_sources_and_new_replicas() -> None:
     assert plan.leader_replicas == {"t": ("0:1", "0:2", "3:2", "3:5")}
     assert plan.follower_replicas == {"t": ("0:4", "3:6")}
     assert plan.brokers == frozenset({1, 2, 4, 5, 6})
+
+
+def test_a_dead_broker_does_not_throttle_its_own_heal() -> None:
+    # Broker 3 is dead; each partition keeps one distinct live replica and gets a new one.
+    current = {("t", p): (10 + p, 3) for p in range(4)}
+    pending = [Move("t", p, (10 + p, 20 + p)) for p in range(4)]
+    counted = select_batch(pending, current, [], max_per_broker=2, max_per_cluster=10)
+    assert len(counted) == 2  # as if the dead broker were sending every copy
+    healed = select_batch(
+        pending, current, [], max_per_broker=2, max_per_cluster=10, dead=frozenset({3})
+    )
+    assert [m.partition for m in healed] == [0, 1, 2, 3]
