@@ -127,7 +127,7 @@ def python_baseline(bootstrap: str, records: int) -> tuple[float, int]:
     return elapsed, replicas
 
 
-def spark_job(bootstrap: str, workdir: Path) -> tuple[float, int]:
+def spark_job(bootstrap: str, workdir: Path, batch_records: int) -> tuple[float, int]:
     """Seconds for the job to drain the topic (both queries); returns (seconds, batches)."""
     cfg = StreamConfig(
         bootstrap_servers=bootstrap,
@@ -137,6 +137,7 @@ def spark_job(bootstrap: str, workdir: Path) -> tuple[float, int]:
         watermark="1m",
         statistic="max",
         available_now=True,
+        max_offsets_per_trigger=batch_records,
         checkpoint_location=workdir / "checkpoint",
         kafka_options={"fetch.max.bytes": "8000000", "max.partition.fetch.bytes": "4000000"},
         validation=ValidationConfig(max_future_skew="1h"),
@@ -156,7 +157,7 @@ def spark_job(bootstrap: str, workdir: Path) -> tuple[float, int]:
     return elapsed, batches
 
 
-def run(brokers: int, replicas: int) -> Result:
+def run(brokers: int, replicas: int, batch_records: int) -> Result:
     workdir = Path(tempfile.mkdtemp(prefix="kmedic-bench-stream-"))
     load_before = os.getloadavg()[0]
     cluster = LocalCluster.start(
@@ -169,7 +170,7 @@ def run(brokers: int, replicas: int) -> Result:
         python_s, counted = python_baseline(cluster.bootstrap_servers, records)
         assert counted == rows, f"baseline counted {counted} replicas, expected {rows}"
         print(f"python consume + json.loads: {python_s:.2f} s")
-        spark_s, batches = spark_job(cluster.bootstrap_servers, workdir)
+        spark_s, batches = spark_job(cluster.bootstrap_servers, workdir, batch_records)
         print(f"spark job (available-now): {spark_s:.2f} s in {batches} micro-batches")
     finally:
         cluster.stop()
@@ -188,7 +189,7 @@ def run(brokers: int, replicas: int) -> Result:
     )
 
 
-def render(r: Result) -> str:
+def render(r: Result, batch_records: int) -> str:
     return "\n".join(
         [
             "## streaming",
@@ -197,7 +198,8 @@ def render(r: Result) -> str:
             f"pre-filled with {r.records:,} synthetic records ({r.brokers:,} brokers x "
             f"{r.replicas_per_broker:,} replicas, half leaders, replication factor 2;",
             f"{r.topic_mb:.0f} MB of JSON before zstd). The job runs `available_now` on",
-            "`local[2]` (1 GB driver, 4 shuffle partitions, 30 s window / 10 s slide, max):",
+            "`local[2]` (1 GB driver, 4 shuffle partitions, 30 s window / 10 s slide, max,",
+            f"RocksDB state store, at most {batch_records} records per micro-batch):",
             "both queries (DLQ and loads) from start to drained, Spark session started",
             "before the clock. The baseline is one Python process consuming the same",
             "records with confluent-kafka and `json.loads`-ing each (nothing else).",
@@ -234,11 +236,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--brokers", type=int, default=500)
     parser.add_argument("--replicas", type=int, default=2000, help="replicas per broker")
+    parser.add_argument(
+        "--batch-records", type=int, default=100, help="maxOffsetsPerTrigger (records per batch)"
+    )
     parser.add_argument("--quick", action="store_true", help="20 x 200, docs untouched")
     args = parser.parse_args()
     setup_logging("WARNING")
     brokers, replicas = (20, 200) if args.quick else (args.brokers, args.replicas)
-    text = render(run(brokers, replicas))
+    text = render(run(brokers, replicas, args.batch_records), args.batch_records)
     print(text)
     if not args.quick:
         write_section(text)

@@ -100,6 +100,12 @@ def load_rows(records: DataFrame) -> DataFrame:
     def not_reassigning(e: Column) -> Column:
         return ~F.array_contains(reassigning, _replica_key(e))
 
+    def outside_reassignment(array: str) -> Column:
+        # Usually nothing is being moved: skip the per-replica pass then.
+        return F.when(F.size(F.col("reassigning")) == 0, F.col(array)).otherwise(
+            F.filter(F.col(array), not_reassigning)
+        )
+
     totals = F.col("totals")
     broker = _row(
         BROKER,
@@ -118,8 +124,8 @@ def load_rows(records: DataFrame) -> DataFrame:
         failure_reason=F.col("failure")["reason"],
     )
     rows = F.concat(
-        F.transform(F.filter(F.col("leaders"), not_reassigning), replica_row("leader")),
-        F.transform(F.filter(F.col("followers"), not_reassigning), replica_row("follower")),
+        F.transform(outside_reassignment("leaders"), replica_row("leader")),
+        F.transform(outside_reassignment("followers"), replica_row("follower")),
         # Only the first chunk of a sample speaks for the broker (concat with null is null,
         # hence a filtered one-element array rather than when/otherwise).
         F.filter(F.array(broker), lambda _: F.col("chunk_index") == 0),

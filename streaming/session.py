@@ -64,6 +64,12 @@ def build_session(cfg: SparkConfig, *, with_kafka: bool = True) -> SparkSession:
         "spark.sql.session.timeZone": "UTC",
         # Keeps the shuffle (and state store) partition count what the config says.
         "spark.sql.adaptive.enabled": "false",
+        # Window state off the JVM heap: one row per key and window adds up on large fleets
+        # (the in-memory default keeps two versions of all of it on the heap).
+        "spark.sql.streaming.stateStore.providerClass": (
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+        ),
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     }
     if cfg.master is not None:
         builder = builder.master(cfg.master)

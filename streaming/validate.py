@@ -65,6 +65,29 @@ class _Check:
     detail: Column
 
 
+@dataclass(frozen=True)
+class _ElementCheck:
+    """A test of every element of one array field. All tests of an array run first as one
+    combined pass (``_suspect`` column); the per-test passes that name the problem run only
+    for records that failed it. Higher-order functions are interpreted, so for a record with
+    thousands of replicas this is the difference between one pass and dozens."""
+
+    reason: str
+    array: str
+    test: Callable[[Column], Column]
+    detail: str
+
+    def as_check(self) -> _Check:
+        from pyspark.sql import functions as F
+
+        failed = F.col(_suspect(self.array)) & F.exists(F.col("record")[self.array], self.test)
+        return _Check(self.reason, failed, _lit(self.detail))
+
+
+def _suspect(array: str) -> str:
+    return f"_suspect_{array}"
+
+
 def _lit(text: str) -> Column:
     from pyspark.sql import functions as F
 
@@ -84,39 +107,32 @@ def _on_field(name: str, test: Callable[[Column], Column]) -> Callable[[Column],
 
 def _element_checks(
     array: str, element_fields: list[str], nullable: frozenset[str]
-) -> list[_Check]:
+) -> list[_ElementCheck]:
     """One check per required field of the elements of ``array``."""
-    from pyspark.sql import functions as F
-
-    rec = F.col("record")
     checks = [
-        _Check(
-            "schema_mismatch",
-            F.exists(rec[array], lambda e: e.isNull()),
-            _lit(f"{array}[]: null entry"),
-        )
+        _ElementCheck("schema_mismatch", array, lambda e: e.isNull(), f"{array}[]: null entry")
     ]
-    for name in element_fields:
-        if name in nullable:
-            continue
-        checks.append(
-            _Check(
-                "schema_mismatch",
-                F.exists(rec[array], _on_field(name, lambda v: v.isNull())),
-                _lit(f"{array}[].{name}: missing, null or of the wrong type"),
-            )
+    checks += [
+        _ElementCheck(
+            "schema_mismatch",
+            array,
+            _on_field(name, lambda v: v.isNull()),
+            f"{array}[].{name}: missing, null or of the wrong type",
         )
+        for name in element_fields
+        if name not in nullable
+    ]
     return checks
 
 
-def _checks(cfg: ValidationConfig) -> list[_Check]:
+def _checks(cfg: ValidationConfig) -> list[_Check | _ElementCheck]:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StructType
 
     rec = F.col("record")
     schema = brokerstats_schema()
     versions = [str(v) for v in cfg.supported_schema_versions]
-    checks: list[_Check] = [
+    checks: list[_Check | _ElementCheck] = [
         _Check(
             "invalid_json",
             F.col("json_map").isNull(),
@@ -202,11 +218,11 @@ def _checks(cfg: ValidationConfig) -> list[_Check]:
     return checks
 
 
-def _constraint_checks() -> list[_Check]:
+def _constraint_checks() -> list[_Check | _ElementCheck]:
     from pyspark.sql import functions as F
 
     rec = F.col("record")
-    checks = [
+    checks: list[_Check | _ElementCheck] = [
         _Check("schema_mismatch", rec[n] < 0, _lit(f"{n}: negative")) for n in _NON_NEGATIVE_TOP
     ]
     checks += [
@@ -214,18 +230,17 @@ def _constraint_checks() -> list[_Check]:
         for n in _NON_NEGATIVE_TOTALS
     ]
     checks += [
-        _Check(
-            "schema_mismatch",
-            F.exists(rec["leaders"], _on_field(n, lambda v: v < 0)),
-            _lit(f"leaders[].{n}: negative"),
+        _ElementCheck(
+            "schema_mismatch", "leaders", _on_field(n, lambda v: v < 0), f"leaders[].{n}: negative"
         )
         for n in _NON_NEGATIVE_LEADER
     ]
     checks += [
-        _Check(
+        _ElementCheck(
             "schema_mismatch",
-            F.exists(rec["followers"], _on_field(n, lambda v: v < 0)),
-            _lit(f"followers[].{n}: negative"),
+            "followers",
+            _on_field(n, lambda v: v < 0),
+            f"followers[].{n}: negative",
         )
         for n in _NON_NEGATIVE_FOLLOWER
     ]
@@ -242,10 +257,11 @@ def _constraint_checks() -> list[_Check]:
             (rec["interval_s"] <= 0) | F.isnan(rec["interval_s"]),
             _lit("interval_s: must be above zero"),
         ),
-        _Check(
+        _ElementCheck(
             "schema_mismatch",
-            F.exists(rec["leaders"], lambda e: ~e["estimate"].isin(estimates)),
-            _lit(f"leaders[].estimate: not one of {', '.join(estimates)}"),
+            "leaders",
+            lambda e: ~e["estimate"].isin(estimates),
+            f"leaders[].estimate: not one of {', '.join(estimates)}",
         ),
         _Check(
             "schema_mismatch",
@@ -256,15 +272,16 @@ def _constraint_checks() -> list[_Check]:
     return checks
 
 
-def _rate_checks() -> list[_Check]:
+def _rate_checks() -> list[_Check | _ElementCheck]:
     from pyspark.sql import functions as F
 
     rec = F.col("record")
-    checks = [
-        _Check(
+    checks: list[_Check | _ElementCheck] = [
+        _ElementCheck(
             "invalid_rate",
-            F.exists(rec["leaders"], _on_field(n, _bad_rate)),
-            _lit(f"leaders[].{n}: negative, NaN or infinite"),
+            "leaders",
+            _on_field(n, _bad_rate),
+            f"leaders[].{n}: negative, NaN or infinite",
         )
         for n in RATE_FIELDS
     ]
@@ -298,7 +315,8 @@ def parse_and_validate(raw: DataFrame, cfg: ValidationConfig) -> DataFrame:
     schema = brokerstats_schema()
     with_corrupt = StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
     text = F.col("value").cast("string")
-    parsed = raw.withColumns(
+    parsed = _materialize(
+        raw,
         {
             "json_map": F.from_json(text, "map<string,string>"),
             "parsed": F.from_json(
@@ -306,9 +324,8 @@ def parse_and_validate(raw: DataFrame, cfg: ValidationConfig) -> DataFrame:
                 with_corrupt,
                 {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT},
             ),
-            "now_ms": F.unix_millis(F.current_timestamp()),
-        }
-    )
+        },
+    ).withColumn("now_ms", F.unix_millis(F.current_timestamp()))
     parsed = parsed.withColumns(
         {
             "record": F.struct(*[F.col("parsed")[f.name].alias(f.name) for f in schema.fields]),
@@ -316,12 +333,62 @@ def parse_and_validate(raw: DataFrame, cfg: ValidationConfig) -> DataFrame:
         }
     )
     checks = _checks(cfg)
-    # The first failing check names the reason; `when` without otherwise yields null.
-    reason = F.coalesce(*[F.when(c.failed, F.lit(c.reason)) for c in checks])
-    detail = F.coalesce(*[F.when(c.failed, c.detail) for c in checks])
-    return parsed.withColumns({"reason": reason, "detail": detail}).drop(
-        "json_map", "parsed", _CORRUPT, "now_ms"
+    by_array: dict[str, list[Callable[[Column], Column]]] = {}
+    for check in checks:
+        if isinstance(check, _ElementCheck):
+            by_array.setdefault(check.array, []).append(check.test)
+    parsed = _materialize(
+        parsed,
+        {
+            _suspect(array): F.exists(F.col("record")[array], _any_of(tests))
+            for array, tests in by_array.items()
+        },
     )
+    plain = [c.as_check() if isinstance(c, _ElementCheck) else c for c in checks]
+    # The first failing check names the reason; `when` without otherwise yields null. Reason
+    # and detail come out of one expression so the checks run once per record.
+    verdict = F.coalesce(
+        *[
+            F.when(c.failed, F.struct(F.lit(c.reason).alias("r"), c.detail.alias("d")))
+            for c in plain
+        ]
+    )
+    return (
+        parsed.withColumn("_verdict", verdict)
+        .withColumns({"reason": F.col("_verdict.r"), "detail": F.col("_verdict.d")})
+        .drop(
+            "json_map",
+            "parsed",
+            _CORRUPT,
+            "now_ms",
+            "_barrier",
+            "_verdict",
+            *map(_suspect, by_array),
+        )
+    )
+
+
+def _materialize(df: DataFrame, columns: dict[str, Column]) -> DataFrame:
+    """Add columns computed once per row by a generator (inline of a one-element array).
+
+    A plain projection would do, except that Spark pushes a filter on the verdict below it by
+    copying each expression into every check that reads it: the parse, or a pass over
+    thousands of replicas, would then run dozens of times per record.
+    """
+    from pyspark.sql import functions as F
+
+    fields = [expr.alias(name) for name, expr in columns.items()]
+    return df.select("*", F.inline(F.array(F.struct(*fields))))
+
+
+def _any_of(tests: list[Callable[[Column], Column]]) -> Callable[[Column], Column]:
+    def combined(element: Column) -> Column:
+        result = tests[0](element)
+        for test in tests[1:]:
+            result = result | test(element)
+        return result
+
+    return combined
 
 
 def good_records(validated: DataFrame) -> DataFrame:
