@@ -184,7 +184,7 @@ class Manager:
             log.info("standby", leader=coord.current_leader(), dead_brokers=facts.dead_brokers)
             return None
         if self._adopt.is_set():
-            self._adopt_plan()
+            self._adopt_plan(snap)
         if self.executor.active():
             self._step_executor()
         t_plan = time.monotonic()
@@ -359,8 +359,10 @@ class Manager:
         except KmedicError as exc:
             log.warning("plan_sync_failed", error=str(exc))
 
-    def _adopt_plan(self) -> None:
-        """After a restart or failover: continue the moves the stored plan still lists."""
+    def _adopt_plan(self, snap: Snapshot) -> None:
+        """After a restart or failover: continue the moves the stored plan still lists; with
+        none left and no reassignment running anywhere, remove replication throttles a crashed
+        leader may have left behind (a throttle without a reassignment only slows recovery)."""
         self._adopt.clear()
         try:
             stored = self.coordinator.read_plan()
@@ -369,6 +371,8 @@ class Manager:
             self._adopt.set()
             return
         if stored is None or not stored.plan.get("moves"):
+            if not snap.reassignments:
+                self._clear_leftover_throttles(snap)
             return
         known = {s.move.tp for s in self.executor.active()}
         moves = [
@@ -384,6 +388,16 @@ class Manager:
             partitions=[f"{m.topic}:{m.partition}" for m in moves],
             details={"adopted_from": stored.instance, "adopted_epoch": stored.epoch},
         )
+
+    def _clear_leftover_throttles(self, snap: Snapshot) -> None:
+        topics = [t.name for t in snap.topics]
+        brokers = [b.id for b in snap.brokers if b.alive]
+        try:
+            self.executor.clear_throttles(topics, brokers)
+        except KmedicError as exc:
+            log.warning("throttle_cleanup_failed", error=str(exc))
+            return
+        log.info("throttles_cleared", topics=len(topics), brokers=len(brokers))
 
     def _on_move_event(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
         move = state.move
