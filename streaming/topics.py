@@ -70,14 +70,17 @@ def ensure_output_topics(cfg: StreamConfig) -> list[str]:
         except KafkaException as exc:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise KmedicError(f"cannot create output topic {name}: {exc}") from exc
-    _warn_if_not_compacted(admin, cfg)
+    _warn_if_not_compacted(admin, cfg, skip=set(created))
     return created
 
 
-def _warn_if_not_compacted(admin: Any, cfg: StreamConfig) -> None:
+def _warn_if_not_compacted(admin: Any, cfg: StreamConfig, skip: set[str]) -> None:
+    """Check the load topics that existed before (the ones just created are compacted)."""
     from confluent_kafka import admin as kafka_admin  # names not re-exported for mypy
 
-    names = (cfg.topics.replica_loads, cfg.topics.broker_loads)
+    names = [n for n in (cfg.topics.replica_loads, cfg.topics.broker_loads) if n not in skip]
+    if not names:
+        return
     topic = kafka_admin.ResourceType.TOPIC  # type: ignore[attr-defined]
     config_resource = kafka_admin.ConfigResource  # type: ignore[attr-defined]
     resources = [config_resource(topic, n) for n in names]
