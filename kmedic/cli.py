@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -64,6 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kmedic: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        # A failure nobody anticipated still gets one line; the traceback goes to the log
+        # at DEBUG (run with --log-level DEBUG to see it).
+        logging.getLogger("kmedic.cli").debug("unexpected failure", exc_info=True)
+        print(f"kmedic: error: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     return code
 
 

@@ -1,8 +1,10 @@
-"""`kmedic demo`: the story on the embedded default, told as it happens.
+"""`kmedic demo`: the whole story on the embedded default, told as it happens.
 
-A real local cluster comes up, traffic flows, a broker is SIGKILLed, the damage is visible
-through the Admin API, the broker comes back and the cluster recovers. Everything it starts is
-stopped before it exits, also on failure or Ctrl-C.
+A real local cluster comes up with traffic; an agent beside each broker publishes its stats;
+the Spark job turns them into loads; the manager watches. A broker is SIGKILLed; the manager
+waits out its grace period, heals onto the live brokers across racks, and every step lands in
+the audit log, printed at the end. Everything it started is stopped before it exits, also on
+failure or Ctrl-C.
 """
 
 from __future__ import annotations
@@ -12,24 +14,31 @@ import json
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from kmedic.brokerstats import BrokerStats, from_json, summarize
+from kmedic.demo_views import (
+    AuditFollower,
+    Story,
+    partitions_on,
+    placement,
+    topic_view,
+    under_replicated,
+    wait,
+)
 from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster
 from kmedic.pipeline import Pipeline
 from kmedic.traffic import PartitionRate, TrafficGenerator
-from manager.feeds import LatestByKey
 
 VICTIM = 3
 AGENT_INTERVAL_S = 2.0
-T = TypeVar("T")
+GRACE_S = 15
+CYCLE_S = 3
 
 
 @dataclass(frozen=True)
@@ -44,24 +53,7 @@ TOPICS = (
     DemoTopic("demo.orders", 6, 3, 60_000),
     DemoTopic("demo.clicks", 4, 2, 20_000),
 )
-
-
-class Story:
-    """Prints numbered steps and events with the seconds since the demo began."""
-
-    def __init__(self) -> None:
-        self._t0 = time.monotonic()
-        self._step = 0
-
-    def step(self, text: str) -> None:
-        self._step += 1
-        print(f"\n[{self._elapsed()}] Step {self._step}: {text}", flush=True)
-
-    def say(self, text: str) -> None:
-        print(f"[{self._elapsed()}]   {text}", flush=True)
-
-    def _elapsed(self) -> str:
-        return f"{time.monotonic() - self._t0:6.1f}s"
+TOPIC_NAMES = {t.name for t in TOPICS}
 
 
 def register(sub: Any) -> None:
@@ -91,7 +83,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         story.step("stop everything")
         pipeline.stop()
         cluster.stop()
-        story.say("cluster stopped; no process left behind")
+        story.say(f"all processes stopped; logs stay in {workdir}")
     return 0
 
 
@@ -114,65 +106,12 @@ def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
         story.say(f"traffic flowing ({traffic.sent_records} records so far)")
         show_agents(cluster, story, pipeline)
         show_loads(cluster, story, pipeline)
-
-        hosted = partitions_on(admin, VICTIM)
-        story.step(f"SIGKILL broker {VICTIM} (it hosts {len(hosted)} replicas)")
-        cluster.kill(VICTIM)
-        urps = wait(lambda: under_replicated(admin), 60, "under-replicated partitions")
-        story.say(f"the Admin API reports {len(urps)} under-replicated partitions:")
-        for line in urps:
-            story.say(f"  {line}")
-
-        story.step(f"restart broker {VICTIM} with its data")
-        cluster.restart(VICTIM)
-        wait(lambda: not under_replicated(admin), 120, "every ISR to be full again")
-        story.say("every partition is fully replicated again")
+        follower = start_manager(cluster, story, pipeline)
+        heal(cluster, story, pipeline, admin, follower)
         story.say(f"traffic: {traffic.sent_records} records sent, {traffic.failed_records} failed")
-
-
-def create_topics(admin: AdminClient, topics: tuple[DemoTopic, ...]) -> None:
-    futures = admin.create_topics([NewTopic(t.name, t.partitions, t.replication) for t in topics])
-    for name, future in futures.items():
-        try:
-            future.result(timeout=30)
-        except Exception as exc:
-            raise KmedicError(f"cannot create topic {name}: {exc}") from exc
-    names = {t.name for t in topics}
-    wait(lambda: names <= set(admin.list_topics(timeout=5).topics), 30, "topics in metadata")
-
-
-def partitions_on(admin: AdminClient, broker_id: int) -> list[str]:
-    meta = admin.list_topics(timeout=10)
-    return [
-        f"{t}:{p.id}"
-        for t, tm in meta.topics.items()
-        for p in tm.partitions.values()
-        if broker_id in p.replicas
-    ]
-
-
-def under_replicated(admin: AdminClient) -> list[str]:
-    """One readable line per partition whose ISR is smaller than its replica set."""
-    meta = admin.list_topics(timeout=10)
-    lines = []
-    for topic in sorted(meta.topics):
-        for p in sorted(meta.topics[topic].partitions.values(), key=lambda p: p.id):
-            if len(p.isrs) < len(p.replicas):
-                lines.append(
-                    f"{topic}:{p.id} replicas {list(p.replicas)} "
-                    f"isr {list(p.isrs)} leader {p.leader}"
-                )
-    return lines
-
-
-def wait(check: Callable[[], T], timeout: float, what: str) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.5)
-    raise KmedicError(f"demo: timed out after {timeout:.0f}s waiting for {what}")
+    story.step("the audit log (kmedic actions tail), decisions, actions and alerts in order")
+    for record in follower.records:
+        story.say(f"  {record.kind:<17} {record.summary}")
 
 
 def show_agents(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
@@ -206,7 +145,7 @@ def show_loads(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
             latest = loads.values()
             return latest if len(latest) >= len(cluster.broker_ids) else {}
 
-        latest = wait(every_broker, 240, "per-broker loads from the Spark job")
+        latest = wait(every_broker, 300, "per-broker loads from the Spark job")
         story.say("per-broker loads computed by the job (kmedic.broker-loads, 30 s window, max):")
         for key in sorted(latest, key=int):
             doc = latest[key]
@@ -217,16 +156,63 @@ def show_loads(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
             )
 
 
+def start_manager(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> AuditFollower:
+    story.step(f"start the manager (kmedic manager: a cycle every {CYCLE_S} s, grace {GRACE_S} s)")
+    follower = AuditFollower(cluster.bootstrap_servers, int(time.time() * 1000))
+    pipeline.start_manager(
+        interval_s=CYCLE_S, policy={"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1}
+    )
+
+    def confident() -> list[str]:
+        pipeline.check_running()
+        lines = follower.new_lines()
+        for line in lines:
+            story.say(f"  audit: {line}")
+        return [r.summary for r in follower.records if r.summary.startswith("noop")]
+
+    wait(confident, 180, "the manager to find the cluster healthy", interval=2)
+    return follower
+
+
+def heal(
+    cluster: LocalCluster,
+    story: Story,
+    pipeline: Pipeline,
+    admin: AdminClient,
+    follower: AuditFollower,
+) -> None:
+    hosted = partitions_on(admin, VICTIM, TOPIC_NAMES)
+    story.step(f"SIGKILL broker {VICTIM}; it holds {len(hosted)} replicas of the demo topics")
+    cluster.kill(VICTIM)
+    urps = wait(lambda: under_replicated(admin, TOPIC_NAMES), 60, "under-replicated partitions")
+    story.say(f"the Admin API reports {len(urps)} under-replicated demo partitions")
+
+    story.step("the manager waits out the grace period, then heals (following the audit log)")
+
+    def healed() -> bool:
+        pipeline.check_running()
+        for line in follower.new_lines():
+            story.say(f"  audit: {line}")
+        return not partitions_on(admin, VICTIM, TOPIC_NAMES) and not under_replicated(
+            admin, TOPIC_NAMES
+        )
+
+    wait(healed, 300, "the manager to heal every demo partition", interval=2)
+    story.say(f"every demo partition is fully replicated on live brokers, none on broker {VICTIM}:")
+    for line in placement(admin, TOPIC_NAMES):
+        story.say(f"  {line}")
+
+
+def create_topics(admin: AdminClient, topics: tuple[DemoTopic, ...]) -> None:
+    futures = admin.create_topics([NewTopic(t.name, t.partitions, t.replication) for t in topics])
+    for name, future in futures.items():
+        try:
+            future.result(timeout=30)
+        except Exception as exc:
+            raise KmedicError(f"cannot create topic {name}: {exc}") from exc
+    names = {t.name for t in topics}
+    wait(lambda: names <= set(admin.list_topics(timeout=5).topics), 30, "topics in metadata")
+
+
 def mb(value: float | None) -> str:
     return "?" if value is None else f"{value / 1e6:.3f}"
-
-
-@contextmanager
-def topic_view(
-    cluster: LocalCluster, topic: str, decode: Callable[[bytes], T]
-) -> Iterator[LatestByKey[T]]:
-    view = LatestByKey(cluster.bootstrap_servers, topic, decode, client_id="kmedic-demo").start()
-    try:
-        yield view
-    finally:
-        view.stop()

@@ -35,3 +35,18 @@ def test_corrupt_state_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFi
 def test_bad_broker_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cluster", "--dir", str(tmp_path), "up", "--brokers", "0"]) == 1
     assert "--brokers must be at least 1" in capsys.readouterr().err
+
+
+def test_an_unexpected_failure_is_one_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kmedic.cluster_cli
+
+    def boom(_: Path) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(kmedic.cluster_cli.LocalCluster, "load", staticmethod(boom))
+    assert main(["cluster", "--dir", str(tmp_path), "status"]) == 1
+    err = capsys.readouterr().err
+    assert "kmedic: error: unexpected RuntimeError: boom" in err
+    assert "Traceback" not in err
