@@ -23,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_docs import write_section  # noqa: E402
+
 from agent.admin import AdminView, BrokerNode, PartitionInfo  # noqa: E402
 from agent.exporter import PageParser  # noqa: E402
 from agent.record import Header, full_record, split_record  # noqa: E402
@@ -183,18 +185,6 @@ def render(results: list[dict[str, float]], repeats: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(text: str) -> None:
-    path = ROOT / "docs" / "bench.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    start = current.find("## agent\n")
-    if start == -1:
-        current = current.rstrip("\n") + "\n\n" + text
-    else:
-        end = current.find("\n## ", start + 1)
-        current = current[:start] + text + (current[end + 1 :] if end != -1 else "")
-    path.write_text(current.rstrip("\n") + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, docs untouched")
@@ -205,7 +195,7 @@ def main() -> None:
     text = render(results, repeats)
     print(text)
     if not args.quick:
-        write_section(text)
+        write_section("agent", text)
 
 
 if __name__ == "__main__":

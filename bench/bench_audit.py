@@ -13,6 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_docs import write_section
+
 from kmedic.localcluster import ClusterSpec, LocalCluster
 from manager.audit import AuditLog, AuditRecord
 from manager.audit_kafka import KafkaAuditSink, ensure_audit_topic, read_records
@@ -137,18 +139,6 @@ def render(rows: list[str], n: int) -> str:
     )
 
 
-def write_section(text: str) -> None:
-    path = ROOT / "docs" / "bench.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    start = current.find("## audit\n")
-    if start == -1:
-        current = current.rstrip("\n") + "\n\n" + text
-    else:
-        end = current.find("\n## ", start + 1)
-        current = current[:start] + text + (current[end + 1 :] if end != -1 else "")
-    path.write_text(current.rstrip("\n") + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer records, docs untouched")
@@ -160,7 +150,7 @@ def main() -> None:
     text = render(rows, n)
     print(text)
     if not args.quick:
-        write_section(text)
+        write_section("audit", text)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_docs import write_section  # noqa: E402
+
 from manager.balance import plan_balance  # noqa: E402
 from manager.gates import failing_gates  # noqa: E402
 from manager.heal import plan_heal  # noqa: E402
@@ -323,19 +325,6 @@ def render(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    path = ROOT / "docs" / "bench.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    start = current.find("## planner\n")
-    if start == -1:
-        current = current.rstrip("\n") + "\n\n" + text
-    else:
-        end = current.find("\n## ", start + 1)
-        rest = current[end + 1 :] if end != -1 else ""
-        current = current[:start] + text.rstrip("\n") + ("\n\n" + rest if rest else "\n")
-    path.write_text(current.rstrip("\n") + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -352,7 +341,7 @@ def main() -> None:
     text = render(results)
     print(text)
     if not args.quick:
-        write_section(text)
+        write_section("planner", text)
 
 
 if __name__ == "__main__":
