@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_docs import write_section  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
@@ -234,19 +235,6 @@ def render(r: Result, batch_records: int) -> str:
     )
 
 
-def write_section(text: str) -> None:
-    path = ROOT / "docs" / "bench.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    start = current.find("## streaming\n")
-    if start == -1:
-        current = current.rstrip("\n") + "\n\n" + text
-    else:
-        end = current.find("\n## ", start + 1)
-        rest = current[end + 1 :] if end != -1 else ""
-        current = current[:start] + text.rstrip("\n") + "\n\n" + rest
-    path.write_text(current.rstrip("\n") + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--brokers", type=int, default=500)
@@ -261,7 +249,7 @@ def main() -> None:
     text = render(run(brokers, replicas, args.batch_records), args.batch_records)
     print(text)
     if not args.quick:
-        write_section(text)
+        write_section("streaming", text)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,11 @@ def build_session(cfg: SparkConfig, *, with_kafka: bool = True) -> SparkSession:
         settings["spark.driver.memory"] = cfg.driver_memory
         if with_kafka:
             settings["spark.jars"] = ",".join(str(j) for j in connector_jars())
+        if cfg.master.startswith("local"):
+            # An embedded driver talks to itself only: keep it on loopback instead of the
+            # address the host name happens to resolve to.
+            settings["spark.driver.host"] = "127.0.0.1"
+            settings["spark.driver.bindAddress"] = "127.0.0.1"
         # Quiet JVM logging on a terminal; log4j2 reads this property at start.
         settings["spark.driver.extraJavaOptions"] = (
             f"-Dlog4j2.configurationFile={REPO_ROOT / 'configs' / 'spark-log4j2.properties'}"
