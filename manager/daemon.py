@@ -18,17 +18,19 @@ from kazoo.client import KazooClient
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
-from manager.audit import AuditLog, AuditRecord
+from manager.audit import AuditLog
 from manager.audit_kafka import KafkaAuditSink, ensure_audit_topic
+from manager.audit_trail import AuditTrail
 from manager.config import ManagerConfig
 from manager.coordination import Coordinator, default_instance_id
-from manager.decision import Decision, ElectPreferredLeader, Reason, Reassign
-from manager.executor import Executor, ExecutorConfig, MoveState
+from manager.cycle_rules import degrade, wait_for_plan
+from manager.decision import Decision, ElectPreferredLeader, Reassign
+from manager.executor import Executor, ExecutorConfig
 from manager.executor_plan import Move
 from manager.health import alerts_for, heal_needed, health_facts
 from manager.metrics import ManagerMetrics, MetricsServer
 from manager.model import Leadership, Snapshot
-from manager.observe import build_snapshot
+from manager.observe import DeathEvidence, build_snapshot, death_evidence
 from manager.planner import decide
 from manager.sources import AdminUnavailable, ClusterSources
 from manager.zkconfig import ZkConfigStore
@@ -49,11 +51,11 @@ class Manager:
         self._stop = threading.Event()
         self._adopt = threading.Event()  # set when leadership is (re)acquired
         self._moves_started: deque[tuple[float, int]] = deque()
-        self._alerts: dict[str, str] = {}
         self._last_cycle_ok = 0.0
         self._started_at = time.monotonic()
         self.last_decision: Decision | None = None
         self.last_snapshot: Snapshot | None = None
+        self._evidence: dict[int, DeathEvidence] = {}
         self.coordinator = Coordinator(
             cfg.zookeeper,
             cfg.cluster,
@@ -83,6 +85,13 @@ class Manager:
             primary_timeout_s=cfg.audit.write_timeout_s,
             retry_interval_s=cfg.audit.retry_interval_s,
         )
+        self.trail = AuditTrail(
+            self.audit,
+            self.metrics,
+            cluster=cfg.cluster,
+            instance=self.instance,
+            epoch=lambda: self.coordinator.epoch,
+        )
         self._drop_moves = threading.Event()  # set when leadership is lost
         self.executor = self._new_executor()
         self.server = MetricsServer(
@@ -100,7 +109,7 @@ class Manager:
                 move_timeout_s=ex.move_timeout_s,
                 cancel_on_timeout=ex.cancel_on_timeout,
             ),
-            on_event=self._on_move_event,
+            on_event=lambda kind, state, details: self.trail.move_event(kind, state, details),
         )
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -188,15 +197,20 @@ class Manager:
         if self.executor.active():
             self._step_executor()
         t_plan = time.monotonic()
-        decision = self._degrade(decide(snap))
+        decision = degrade(
+            decide(snap),
+            audit_on_failover=self.audit.on_failover,
+            coordination_reliable=coord.may_act(),
+        )
         self.metrics.observe_plan(time.monotonic() - t_plan)
-        if decision.outcome == "act" and self.executor.active():
-            decision = self._wait_for_plan(decision)
+        active = self.executor.active()
+        running = sum(1 for m in active if m.status == "in_flight")
+        decision = wait_for_plan(decision, running=running, queued=len(active) - running)
         self.metrics.record_decision(
             decision.outcome, [r.code for r in decision.reasons], heal_needed=heal_needed(snap)
         )
-        self._audit_decision(decision, snap)
-        self._update_alerts(alerts_for(decision, audit_on_failover=self.audit.on_failover))
+        self.trail.decision(decision, snap, self._evidence)
+        self.trail.alerts(alerts_for(decision, audit_on_failover=self.audit.on_failover))
         if decision.outcome == "act":
             self._execute(decision, snap)
         self.last_decision = decision
@@ -238,50 +252,10 @@ class Manager:
             return None
         snap = build_snapshot(obs, self.cfg.policy, self.cfg.capacity)
         self.last_snapshot = snap
+        self._evidence = death_evidence(obs)
         if self.cfg.snapshot_path is not None:
             _write_atomically(self.cfg.snapshot_path, snap.model_dump_json(indent=1))
         return snap
-
-    def _degrade(self, decision: Decision) -> Decision:
-        """Degraded mode: while the audit log is on failover, or ZooKeeper is unreliable,
-        heal but do not rebalance."""
-        if decision.outcome != "act" or decision.kind != "balance":
-            return decision
-        why = []
-        if self.audit.on_failover:
-            why.append("the audit log is on its failover sink")
-        if not self.coordinator.may_act():
-            why.append("coordination through ZooKeeper is unreliable")
-        if not why:
-            return decision
-        reason = Reason("degraded_mode", "degraded mode, heal only: " + " and ".join(why))
-        return Decision(
-            "refuse",
-            decision.kind,
-            "balancing is paused in degraded mode",
-            (reason,),
-            (),
-            0,
-            decision.loads_before,
-            decision.loads_before,
-        )
-
-    def _wait_for_plan(self, decision: Decision) -> Decision:
-        """One plan at a time: while moves of the current plan are pending or running, a new
-        plan waits (the next cycle replans from what the cluster then looks like)."""
-        active = self.executor.active()
-        running = sum(1 for s in active if s.status == "in_flight")
-        return Decision(
-            "noop",
-            decision.kind,
-            f"waiting for the current plan: {running} moves running, "
-            f"{len(active) - running} queued",
-            (),
-            (),
-            0,
-            decision.loads_before,
-            decision.loads_before,
-        )
 
     # ---- acting -------------------------------------------------------------------------
 
@@ -381,7 +355,7 @@ class Manager:
             if (m["topic"], int(m["partition"])) not in known
         ]
         self.executor.submit(moves)
-        self._audit(
+        self.trail.record(
             "decision",
             f"adopted the in-flight plan of epoch {stored.epoch} by {stored.instance}: "
             f"{len(moves)} moves to continue",
@@ -399,38 +373,6 @@ class Manager:
             return
         log.info("throttles_cleared", topics=len(topics), brokers=len(brokers))
 
-    def _on_move_event(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
-        move = state.move
-        what = {
-            "action_started": "started",
-            "action_progress": "in progress",
-            "action_completed": "completed",
-            "action_failed": "failed",
-            "alert_raised": "is stuck",
-        }.get(kind, kind)
-        reason = details.get("reason")
-        summary = f"move of {move.key} {list(state.original)} -> {list(move.target)} {what}"
-        self._audit(
-            kind,
-            summary + (f": {reason}" if reason else ""),
-            partitions=[move.key],
-            before={"replicas": list(state.original)},
-            after={"replicas": list(move.target)},
-            details={k: v for k, v in {**details, **state.details}.items() if v is not None},
-            reasons=[str(reason)] if reason else [],
-        )
-        result = {
-            "action_completed": "completed",
-            "action_failed": "failed",
-            "action_started": "started",
-        }.get(kind)
-        if result:
-            self.metrics.record_action("reassign", result)
-        if kind == "action_completed":
-            self.metrics.add_bytes_moved(
-                move.size_bytes * len(set(move.target) - set(state.original))
-            )
-
     def _observe_moves(self) -> None:
         now = time.monotonic()
         flight = self.executor.in_flight()
@@ -442,53 +384,6 @@ class Manager:
         while self._moves_started and now - self._moves_started[0][0] > HOUR_S:
             self._moves_started.popleft()
         return sum(n for _, n in self._moves_started)
-
-    # ---- audit and alerts ---------------------------------------------------------------
-
-    def _audit(self, kind: str, summary: str, **fields: Any) -> None:
-        record = AuditRecord(
-            cluster=self.cfg.cluster,
-            instance=self.instance,
-            epoch=self.coordinator.epoch,
-            kind=kind,  # type: ignore[arg-type]
-            summary=summary,
-            reasons=tuple(fields.pop("reasons", ())),
-            partitions=tuple(fields.pop("partitions", ())),
-            **fields,
-        )
-        stored = self.audit.write(record)
-        self.metrics.count_audit_record(stored.sink)
-
-    def _audit_decision(self, decision: Decision, snap: Snapshot) -> None:
-        log.info(
-            "decision",
-            outcome=decision.outcome,
-            kind=decision.kind,
-            summary=decision.summary,
-            reasons=[r.code for r in decision.reasons],
-            actions=len(decision.actions),
-        )
-        self._audit(
-            "decision",
-            f"{decision.outcome}: {decision.summary}",
-            reasons=[f"{r.code}: {r.message}" for r in decision.reasons],
-            partitions=sorted({f"{a.topic}:{a.partition}" for a in decision.actions}),
-            details={
-                "outcome": decision.outcome,
-                "kind": decision.kind,
-                "actions": [a.to_dict() for a in decision.actions],
-                "bytes_to_move": decision.bytes_to_move,
-                "dead_brokers": [b.id for b in snap.brokers if not b.alive],
-                "snapshot_taken_at": snap.taken_at,
-            },
-        )
-
-    def _update_alerts(self, active: dict[str, str]) -> None:
-        for name in sorted(set(active) - set(self._alerts)):
-            self._audit("alert_raised", f"alert {name}: {active[name]}", reasons=[name])
-        for name in sorted(set(self._alerts) - set(active)):
-            self._audit("alert_cleared", f"alert {name} cleared", reasons=[name])
-        self._alerts = active
 
     def _on_leadership_lost(self, reason: str) -> None:
         # Drop in-flight decisions: the next leader adopts the stored plan; Kafka keeps running

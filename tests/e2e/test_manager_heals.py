@@ -370,6 +370,10 @@ def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harn
         records = wait_for(completions_audited, timeout=30, what="every completion audited")
         decisions = [r for r in records if r.kind == "decision" and r.summary.startswith("act")]
         assert decisions and "heal" in decisions[0].summary
+        # Both signals of the death are in the record: metadata and the agent's stats.
+        evidence = [x for x in decisions[0].reasons if x.startswith("dead_broker_evidence")]
+        assert evidence and "broker 3: absent from cluster metadata" in evidence[0]
+        assert "stats" in evidence[0]
         assert h.metric("kmedic_decisions_total", outcome="act") >= 1
         assert h.metric("kmedic_actions_total", result="completed") >= len(hosted)
         assert h.metric("kmedic_dead_brokers") == 1

@@ -1,0 +1,85 @@
+"""The daemon's own rules over a decision (degraded mode, one plan at a time), and the audit
+trail's alert bookkeeping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from manager.audit import AuditLog, AuditRecord
+from manager.audit_trail import AuditTrail
+from manager.cycle_rules import degrade, wait_for_plan
+from manager.decision import Decision, Reason, Reassign
+from manager.metrics import ManagerMetrics
+
+MOVE = Reassign("t", 0, (1, 2), (2, 3))
+
+
+def act(kind: str) -> Decision:
+    return Decision("act", kind, f"{kind} plan", (Reason("x", "y"),), (MOVE,), 10)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("failover", "reliable", "expect"),
+    [
+        (False, True, "act"),
+        (True, True, "refuse"),
+        (False, False, "refuse"),
+        (True, False, "refuse"),
+    ],
+)
+def test_degraded_mode_pauses_balancing(failover: bool, reliable: bool, expect: str) -> None:
+    out = degrade(act("balance"), audit_on_failover=failover, coordination_reliable=reliable)
+    assert out.outcome == expect
+    if expect == "refuse":
+        assert [r.code for r in out.reasons] == ["degraded_mode"]
+        assert out.actions == ()
+
+
+def test_degraded_mode_still_heals() -> None:
+    heal = act("heal")
+    assert degrade(heal, audit_on_failover=True, coordination_reliable=False) is heal
+
+
+def test_a_new_plan_waits_for_the_running_one() -> None:
+    out = wait_for_plan(act("heal"), running=2, queued=5)
+    assert out.outcome == "noop"
+    assert out.actions == ()
+    assert "2 moves running, 5 queued" in out.summary
+    idle = act("heal")
+    assert wait_for_plan(idle, running=0, queued=0) is idle
+
+
+class MemorySink:
+    """An in-memory primary sink: the bookkeeping under test does not depend on Kafka (the
+    Kafka sink has its own integration tests)."""
+
+    def __init__(self) -> None:
+        self.records: list[AuditRecord] = []
+
+    def send(self, records: list[AuditRecord], timeout_s: float) -> int:
+        self.records.extend(records)
+        return len(records)
+
+    def close(self) -> None:
+        pass
+
+
+def test_alerts_are_recorded_when_raised_and_when_cleared(tmp_path: Path) -> None:
+    sink = MemorySink()
+    trail = AuditTrail(
+        AuditLog(sink, tmp_path), ManagerMetrics("c"), cluster="c", instance="i", epoch=lambda: 4
+    )
+    trail.alerts({"a": "A happened"})
+    trail.alerts({"a": "A happened", "b": "B happened"})
+    trail.alerts({"b": "B happened"})
+    trail.alerts({})
+    kinds = [(r.kind, r.reasons) for r in sink.records]
+    assert kinds == [
+        ("alert_raised", ("a",)),
+        ("alert_raised", ("b",)),
+        ("alert_cleared", ("a",)),
+        ("alert_cleared", ("b",)),
+    ]
+    assert {r.epoch for r in sink.records} == {4}
