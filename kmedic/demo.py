@@ -34,6 +34,7 @@ from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster
 from kmedic.pipeline import Pipeline
 from kmedic.traffic import PartitionRate, TrafficGenerator
+from manager.audit import AuditRecord
 
 VICTIM = 3
 AGENT_INTERVAL_S = 2.0
@@ -110,8 +111,9 @@ def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
         heal(cluster, story, pipeline, admin, follower)
         story.say(f"traffic: {traffic.sent_records} records sent, {traffic.failed_records} failed")
     story.step("the audit log (kmedic actions tail), decisions, actions and alerts in order")
-    for record in follower.records:
-        story.say(f"  {record.kind:<17} {record.summary}")
+    for kind, summary, repeats in collapse(follower.records):
+        times = f"  (x{repeats}, one per cycle)" if repeats > 1 else ""
+        story.say(f"  {kind:<17} {summary}{times}")
 
 
 def show_agents(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
@@ -212,6 +214,17 @@ def create_topics(admin: AdminClient, topics: tuple[DemoTopic, ...]) -> None:
             raise KmedicError(f"cannot create topic {name}: {exc}") from exc
     names = {t.name for t in topics}
     wait(lambda: names <= set(admin.list_topics(timeout=5).topics), 30, "topics in metadata")
+
+
+def collapse(records: list[AuditRecord]) -> list[tuple[str, str, int]]:
+    """Consecutive records with the same kind and summary as one line with a count."""
+    out: list[tuple[str, str, int]] = []
+    for r in records:
+        if out and out[-1][:2] == (r.kind, r.summary):
+            out[-1] = (r.kind, r.summary, out[-1][2] + 1)
+        else:
+            out.append((r.kind, r.summary, 1))
+    return out
 
 
 def mb(value: float | None) -> str:
