@@ -197,13 +197,18 @@ class LocalCluster:
 
     def restart(self, broker_id: int, *, timeout: float = START_TIMEOUT_S) -> None:
         """Start a stopped broker again on its old port with its old data."""
-        node = self.broker(broker_id)
-        if node.running():
-            raise KmedicError(f"broker {broker_id} is already running (pid {node.pid})")
-        self._launch(node)
-        self._save()
-        self._wait_ready([node], timeout)
-        log.info("broker_restarted", broker=broker_id)
+        self.restart_many([broker_id], timeout=timeout)
+
+    def restart_many(self, broker_ids: list[int], *, timeout: float = START_TIMEOUT_S) -> None:
+        """Start several stopped brokers at once, then wait for all of them."""
+        nodes = [self.broker(b) for b in broker_ids]
+        for node in nodes:
+            if node.running():
+                raise KmedicError(f"{node.name} is already running (pid {node.pid})")
+        for node in nodes:
+            self._launch(node)
+        self._wait_ready(nodes, timeout)
+        log.info("brokers_restarted", brokers=broker_ids)
 
     def stop(self) -> None:
         """Stop every node (brokers first, ZooKeeper last); leaves no process behind."""

@@ -46,7 +46,8 @@ def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
 
 def _die_with_parent() -> None:
     # Linux only: the JVM gets SIGKILL when the process that started it dies, so a crashed
-    # test run cannot leave brokers behind.
+    # test run cannot leave brokers behind. The signal follows the starting *thread*: start
+    # nodes from a thread that lives as long as they should (not from a worker pool).
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 

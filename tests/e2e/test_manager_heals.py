@@ -6,6 +6,9 @@ move nothing) to the heal, and each leaves every broker running for the next.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+import yaml
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
@@ -36,7 +40,7 @@ from manager.feeds import LatestByKey
 pytestmark = pytest.mark.e2e
 
 GRACE_S = 10
-SESSION_S = 30
+SESSION_S = 40
 CYCLE_S = 3
 T = TypeVar("T")
 TOPICS = {"e2e.rf3": 3, "e2e.rf2": 2}
@@ -100,16 +104,31 @@ class Harness:
         return total
 
     def restore(self) -> None:
+        """Every broker running again (restarted together: while only some are back, the
+        manager may rightly heal the others), every test partition fully replicated."""
+        dead = [b for b in self.cluster.broker_ids if not self.cluster.is_alive(b)]
         for b in self.cluster.broker_ids:
-            if not self.cluster.is_alive(b):
-                self.cluster.restart(b)
-            else:
+            if b not in dead:
                 self.cluster.resume(b)
+        if dead:
+            self.cluster.restart_many(dead)
         wait_for(
             lambda: all(len(isr) == len(r) for r, isr in self.partitions().values()),
             timeout=120,
             what="every test partition fully replicated",
         )
+
+    def quiesce(self) -> None:
+        """Wait until kmedic runs no move and Kafka no reassignment, for two cycles running."""
+
+        def quiet() -> bool:
+            return (
+                self.metric("kmedic_moves_in_flight") == 0 and reassignments_in_progress(self) == 0
+            )
+
+        for _ in range(2):
+            wait_for(quiet, timeout=180, interval=1, what="no move in flight")
+            time.sleep(CYCLE_S)
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +238,30 @@ def test_throttles_left_by_a_crashed_leader_are_removed(harness: Harness) -> Non
     assert harness._ask(throttle_configs) == {}
 
 
+def kmedic(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kmedic.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_snapshots_replay_through_plan(harness: Harness, tmp_path: Path) -> None:
+    """`kmedic snapshot` saves what the manager sees; `kmedic plan` replays it. The daemon's
+    own per-cycle snapshot replays the same way."""
+    config = tmp_path / "manager.yaml"
+    config.write_text(yaml.safe_dump(harness.pipeline.manager_config(http={"port": 0})))
+    saved = tmp_path / "snap.json"
+    done = kmedic("snapshot", "--config", str(config), "--out", str(saved), "--wait", "15")
+    assert done.returncode == 0, done.stderr
+    assert "4 brokers" in done.stdout
+    for path in (saved, harness.pipeline.workdir / "snapshot.json"):
+        plan = kmedic("plan", "--snapshot", str(path), "--json")
+        assert plan.returncode in (0, 2), plan.stderr
+        decision = json.loads(plan.stdout)
+        assert decision["outcome"] in ("noop", "refuse")
+        assert decision["actions"] == []
+        assert {b["broker"] for b in decision["loads"]} == {1, 2, 3, 4}
+
+
 def reassignments_in_progress(h: Harness) -> int:
     from kafka import KafkaAdminClient
 
@@ -259,7 +302,7 @@ def test_unexplained_under_replication_is_refused_and_alerted(harness: Harness) 
                 )
                 > 0
             ),
-            timeout=15,
+            timeout=SESSION_S,  # a cycle may wait out requests to the hung broker
             what="a refusal for unexplained under-replication",
         )
         assert h.metric("kmedic_under_replicated_partitions", explained="false") > 0
@@ -328,8 +371,9 @@ def test_two_dead_brokers_over_the_maximum_are_refused(harness: Harness) -> None
 
 def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harness) -> None:
     h = harness
-    start_ms = int(time.time() * 1000)
     victim = 3
+    h.quiesce()
+    start_ms = int(time.time() * 1000)
     hosted = [k for k, (r, _) in h.partitions().items() if victim in r]
     assert hosted, "the victim hosts replicas of the test topics"
     h.cluster.kill(victim)
@@ -338,7 +382,11 @@ def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harn
     try:
 
         def started() -> list[AuditRecord]:
-            return [r for r in h.records(start_ms) if r.kind == "action_started"]
+            return [
+                r
+                for r in h.records(start_ms)
+                if r.kind == "action_started" and victim in (r.before or {}).get("replicas", [])
+            ]
 
         wait_for(started, timeout=GRACE_S + 2 * CYCLE_S + 30, what="the heal to start")
         took = time.monotonic() - absent_at
