@@ -11,6 +11,7 @@ from typing import Any
 
 from agent.exporter import TopicPartition
 from kmedic.errors import KmedicError
+from kmedic.kafka_admin import connect_admin
 
 
 class AdminApiError(KmedicError):
@@ -148,18 +149,12 @@ class AdminSource:
 
     def _connect(self) -> Any:
         if self._client is None:
-            from kafka import KafkaAdminClient
-
-            try:
-                self._client = KafkaAdminClient(
-                    bootstrap_servers=self._bootstrap,
-                    client_id=f"kmedic-agent-{self._broker_id}",
-                    request_timeout_ms=self._timeout_ms,
-                )
-            except Exception as exc:  # kafka-python raises several unrelated types
-                raise AdminApiError(
-                    f"cannot reach the cluster at {self._bootstrap}: {exc}"
-                ) from exc
+            self._client = connect_admin(
+                self._bootstrap,
+                client_id=f"kmedic-agent-{self._broker_id}",
+                timeout_ms=self._timeout_ms,
+                error=AdminApiError,
+            )
         return self._client
 
     def close(self) -> None:

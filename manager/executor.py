@@ -27,6 +27,7 @@ from kafka.errors import KafkaError as KpKafkaError
 from pydantic import BaseModel, Field
 
 from kmedic.errors import KmedicError
+from kmedic.kafka_admin import connect_admin
 from kmedic.logging import get_logger
 from manager.executor_plan import Move, TopicPartition, select_batch, throttle_plan
 from manager.executor_throttle import Throttles
@@ -96,13 +97,12 @@ class Executor:
         self._live: frozenset[int] = frozenset()
 
     def _connect(self) -> KafkaAdminClient:
-        try:
-            return KafkaAdminClient(
-                bootstrap_servers=self._bootstrap,
-                request_timeout_ms=int(self.config.request_timeout_s * 1000),
-            )
-        except KpKafkaError as exc:
-            raise KmedicError(f"cannot reach Kafka at {self._bootstrap}: {exc!r}") from exc
+        client: KafkaAdminClient = connect_admin(
+            self._bootstrap,
+            client_id="kmedic-executor",
+            timeout_ms=int(self.config.request_timeout_s * 1000),
+        )
+        return client
 
     # -- public ----------------------------------------------------------------------------
 

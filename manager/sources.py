@@ -21,6 +21,7 @@ from agent.admin import (
 )
 from kmedic.brokerstats import BrokerStats, from_json
 from kmedic.errors import KmedicError
+from kmedic.kafka_admin import connect_admin
 from kmedic.logging import get_logger
 from manager.feeds import FeedStatus, LatestByKey
 from manager.model import Leadership
@@ -125,18 +126,12 @@ class ClusterSources:
 
     def _client(self) -> Any:
         if self._admin is None:
-            from kafka import KafkaAdminClient
-
-            try:
-                self._admin = KafkaAdminClient(
-                    bootstrap_servers=self._bootstrap,
-                    client_id="kmedic-manager",
-                    request_timeout_ms=self._timeout_ms,
-                )
-            except Exception as exc:  # kafka-python raises several unrelated types
-                raise AdminUnavailable(
-                    f"cannot reach the cluster at {self._bootstrap}: {exc}"
-                ) from exc
+            self._admin = connect_admin(
+                self._bootstrap,
+                client_id="kmedic-manager",
+                timeout_ms=self._timeout_ms,
+                error=AdminUnavailable,
+            )
         return self._admin
 
     def _close_admin(self) -> None:
