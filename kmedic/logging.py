@@ -8,11 +8,27 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 
 _configured = False
+
+
+class _StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to whatever ``sys.stderr`` is at the moment of each record, not the stream it
+    was when logging was set up: a replaced or closed stderr never loses a later record."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass  # the stream is always the current stderr
 
 
 def setup_logging(level: str = "INFO", *, json: bool | None = None) -> None:
@@ -47,7 +63,7 @@ def setup_logging(level: str = "INFO", *, json: bool | None = None) -> None:
             renderer,
         ],
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]

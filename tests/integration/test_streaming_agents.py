@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -86,16 +87,13 @@ def _progress(query: Any) -> list[dict[str, Any]]:
 def _batch_of(write_ms: int, progress: list[dict[str, Any]]) -> int:
     """The micro-batch that was running when a record was written (progress timestamps are
     the batch start times)."""
-    from datetime import datetime
+    return max(int(p["batchId"]) for p in progress if _start_ms(p) <= write_ms)
 
-    starts = [
-        (
-            int(datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() * 1000),
-            int(p["batchId"]),
-        )
-        for p in progress
-    ]
-    return max(batch for start, batch in starts if start <= write_ms)
+
+def _start_ms(progress: dict[str, Any]) -> int:
+    """When a micro-batch started, in epoch milliseconds."""
+    started = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00"))
+    return int(started.timestamp() * 1000)
 
 
 def test_agents_to_loads_on_the_real_cluster(
@@ -156,7 +154,17 @@ def _check_coverage(bootstrap: str, cfg: Any, loads_query: Any, traffic_topic: s
     for msg in read_all(bootstrap, cfg.topics.replica_loads):
         key = msg.key().decode()
         first_write[key] = min(first_write.get(key, msg.timestamp()[1]), msg.timestamp()[1])
-    progress = _progress(loads_query)
+    # A batch's progress is recorded after its sink wrote, so wait until a later batch has
+    # started: then every batch that wrote these records is in the progress list.
+    last_write = max(first_write.values())
+
+    def progress_after_writes() -> list[dict[str, Any]] | None:
+        progress = _progress(loads_query)
+        return progress if any(_start_ms(p) > last_write for p in progress) else None
+
+    progress = wait_for(
+        progress_after_writes, timeout=60, what="progress of the batches that wrote the loads"
+    )
     first_with_input = min(int(p["batchId"]) for p in progress if p["numInputRows"] > 0)
     needed = {key for key, _ in wanted}
     last_needed = max(_batch_of(first_write[k], progress) for k in needed)
