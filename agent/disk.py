@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from agent.admin import LogDirInfo
 from kmedic import brokerstats as bs
+from kmedic.metadata import LogDirInfo
 
 
 def statvfs_dir(path: str, replica_bytes: int | None = None) -> bs.LogDir:

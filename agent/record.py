@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent.admin import AdminView, PartitionInfo
+from agent.admin import AdminView
 from agent.estimator import Estimate, estimate
 from agent.exporter import ExporterSample, PartitionLog
 from kmedic import brokerstats as bs
+from kmedic.metadata import PartitionInfo
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from agent import disk
-from agent.admin import AdminApiError, AdminSource, BrokerNode, tcp_reachable
+from agent.admin import AdminApiError, AdminSource, tcp_reachable
 from agent.config import AgentConfig
 from agent.exporter import (
     ExporterParseError,
@@ -28,6 +28,7 @@ from agent.record import Header, failure_record, full_record
 from kmedic import __version__
 from kmedic import brokerstats as bs
 from kmedic.logging import get_logger
+from kmedic.metadata import BrokerNode
 
 log = get_logger("kmedic.agent")
 

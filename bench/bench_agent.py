@@ -25,10 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench_docs import write_section  # noqa: E402
 
-from agent.admin import AdminView, BrokerNode, PartitionInfo  # noqa: E402
+from agent.admin import AdminView  # noqa: E402
 from agent.exporter import PageParser  # noqa: E402
 from agent.record import Header, full_record, split_record  # noqa: E402
 from kmedic import brokerstats as bs  # noqa: E402
+from kmedic.metadata import BrokerNode, PartitionInfo  # noqa: E402
 
 BROKER = 1
 PARTITIONS_PER_TOPIC = 40

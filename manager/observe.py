@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.admin import BrokerNode, PartitionInfo, Reassignment
 from kmedic.brokerstats import BrokerStats
+from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 from manager.model import (
     AntiAffinityGroup,
     Broker,

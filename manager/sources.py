@@ -11,7 +11,11 @@ import contextlib
 import json
 from typing import Any
 
-from agent.admin import (
+from kmedic.brokerstats import BrokerStats, from_json
+from kmedic.errors import KmedicError
+from kmedic.kafka_admin import connect_admin
+from kmedic.logging import get_logger
+from kmedic.metadata import (
     BrokerNode,
     PartitionInfo,
     Reassignment,
@@ -19,10 +23,6 @@ from agent.admin import (
     parse_reassignments,
     parse_topics,
 )
-from kmedic.brokerstats import BrokerStats, from_json
-from kmedic.errors import KmedicError
-from kmedic.kafka_admin import connect_admin
-from kmedic.logging import get_logger
 from manager.feeds import FeedStatus, LatestByKey
 from manager.model import Leadership
 from manager.observe import AgentView, LoadView, Observation, TopicPartition

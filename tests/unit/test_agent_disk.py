@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.admin import LogDirInfo, parse_log_dirs
 from agent.disk import disk_failure, log_dirs, statvfs_dir
+from kmedic.metadata import LogDirInfo, parse_log_dirs
 
 
 def test_statvfs_of_a_real_directory(tmp_path: Path) -> None:

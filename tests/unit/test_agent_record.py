@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.admin import AdminView, BrokerNode, PartitionInfo, Reassignment
+from agent.admin import AdminView
 from agent.exporter import parse_page
 from agent.record import Header, failure_record, full_record, split_record
 from kmedic import brokerstats as bs
+from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 
 DATA = Path(__file__).parent / "data"
 HEADER = Header(

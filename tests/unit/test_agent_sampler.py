@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.admin import AdminApiError, AdminView, BrokerNode, PartitionInfo
+from agent.admin import AdminApiError, AdminView
 from agent.config import AgentConfig
 from agent.sampler import Backoff, Sampler
+from kmedic.metadata import BrokerNode, PartitionInfo
 
 DATA = Path(__file__).parent / "data"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.admin import BrokerNode, PartitionInfo, Reassignment
 from kmedic.brokerstats import BrokerStats
+from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 from manager.model import Leadership, Policy
 from manager.observe import (
     UNKNOWN_DISK_BYTES,
