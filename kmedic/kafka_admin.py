@@ -19,8 +19,12 @@ def connect_admin(
     from kafka import KafkaAdminClient
 
     try:
+        # The bootstrap bound matters when every broker is down: its default is 30 s.
         return KafkaAdminClient(
-            bootstrap_servers=bootstrap, client_id=client_id, request_timeout_ms=timeout_ms
+            bootstrap_servers=bootstrap,
+            client_id=client_id,
+            request_timeout_ms=timeout_ms,
+            bootstrap_timeout_ms=timeout_ms,
         )
     except Exception as exc:  # kafka-python raises several unrelated types
         raise error(f"cannot reach the cluster at {bootstrap}: {exc}") from exc

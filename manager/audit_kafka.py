@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections import OrderedDict
@@ -57,6 +58,8 @@ class KafkaAuditSink:
                 "socket.connection.setup.timeout.ms": max(1000, timeout_ms // 2),
                 "reconnect.backoff.max.ms": 1000,
                 "error_cb": self._on_error,
+                # librdkafka's own lines go through logging like everything else.
+                "logger": logging.getLogger(f"manager.audit.rdkafka.{self.name}"),
             }
         )
         return self._producer

@@ -64,9 +64,14 @@ class AuditTrail:
         stored = self.log.write(record)
         self._metrics.count_audit_record(stored.sink)
 
+    @property
+    def active_alerts(self) -> dict[str, str]:
+        return dict(self._alerts)
+
     def decision(
-        self, decision: Decision, snap: Snapshot, evidence: dict[int, DeathEvidence]
+        self, decision: Decision, snap: Snapshot | None, evidence: dict[int, DeathEvidence]
     ) -> None:
+        """One record per cycle; ``snap`` is None when the cycle could not observe the cluster."""
         log.info(
             "decision",
             outcome=decision.outcome,
@@ -76,11 +81,11 @@ class AuditTrail:
             actions=len(decision.actions),
         )
         # Why each dead broker counts as dead: both signals, in the record on-call reads.
-        dead = [b.id for b in snap.brokers if not b.alive]
+        dead = [b.id for b in snap.brokers if not b.alive] if snap else []
         why_dead = [
             f"dead_broker_evidence: {evidence[b].sentence(snap.taken_at)}"
             for b in dead
-            if b in evidence
+            if snap and b in evidence
         ]
         self.record(
             "decision",
@@ -93,7 +98,7 @@ class AuditTrail:
                 "actions": [a.to_dict() for a in decision.actions],
                 "bytes_to_move": decision.bytes_to_move,
                 "dead_brokers": dead,
-                "snapshot_taken_at": snap.taken_at,
+                "snapshot_taken_at": snap.taken_at if snap else None,
             },
         )
 

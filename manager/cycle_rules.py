@@ -49,3 +49,12 @@ def wait_for_plan(decision: Decision, *, running: int, queued: int) -> Decision:
         return decision
     summary = f"waiting for the current plan: {running} moves running, {queued} queued"
     return _replace(decision, "noop", summary, ())
+
+
+def blind(why: str) -> Decision:
+    """The decision of a cycle that could not observe the cluster: refuse, naming what failed.
+    Nothing is known, so nothing is planned; the refusal is audited and alerted like any other."""
+    reason = Reason("cluster_unobservable", f"the cluster cannot be observed: {why}")
+    return Decision(
+        "refuse", None, "nothing is decided while the cluster cannot be observed", (reason,)
+    )

@@ -23,7 +23,7 @@ from manager.audit_kafka import KafkaAuditSink, ensure_audit_topic
 from manager.audit_trail import AuditTrail
 from manager.config import ManagerConfig
 from manager.coordination import Coordinator, default_instance_id
-from manager.cycle_rules import degrade, wait_for_plan
+from manager.cycle_rules import blind, degrade, wait_for_plan
 from manager.decision import Decision, ElectPreferredLeader, Reassign
 from manager.executor import Executor, ExecutorConfig
 from manager.executor_plan import Move
@@ -38,6 +38,10 @@ from manager.zkconfig import ZkConfigStore
 log = get_logger("manager.daemon")
 
 HOUR_S = 3600.0
+
+
+class ClusterUnobservable(KmedicError):
+    """This cycle could not read the cluster (Admin API) or its placement config (ZooKeeper)."""
 
 
 class Manager:
@@ -183,9 +187,11 @@ class Manager:
         if not coord.connected:
             log.warning("no_action", why="ZooKeeper is unreachable; leadership cannot be proven")
             return None
-        snap = self._snapshot()
-        if snap is None:
-            return None
+        try:
+            snap = self._snapshot()
+        except ClusterUnobservable as exc:
+            return self._refuse_blind(str(exc))
+        self.metrics.observe_observable(True)
         facts = health_facts(snap)
         self.metrics.observe_cluster(facts.dead_brokers, facts.urp_explained, facts.urp_unexplained)
         self.metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
@@ -219,7 +225,25 @@ class Manager:
         self.metrics.observe_cycle(self._last_cycle_ok - t0, time.time())
         return decision
 
-    def _snapshot(self) -> Snapshot | None:
+    def _refuse_blind(self, why: str) -> Decision | None:
+        """A cycle that could not read the cluster: a standby says so in its log; the leader
+        also audits a refusal and raises an alert (keeping the alerts it had: nothing shows
+        they cleared)."""
+        log.warning("no_action", why=why)
+        self.metrics.observe_observable(False)
+        if not self.coordinator.is_leader:
+            return None
+        decision = blind(why)
+        self.metrics.record_decision(
+            decision.outcome, [r.code for r in decision.reasons], heal_needed=None
+        )
+        self.trail.decision(decision, None, {})
+        active = alerts_for(decision, audit_on_failover=self.audit.on_failover)
+        self.trail.alerts({**self.trail.active_alerts, **active})
+        self.last_decision = decision
+        return decision
+
+    def _snapshot(self) -> Snapshot:
         now_ms = int(time.time() * 1000)
         coord = self.coordinator
         try:
@@ -227,8 +251,7 @@ class Manager:
             stored = coord.read_plan()
             current_epoch = coord.current_epoch()
         except KmedicError as exc:
-            log.warning("no_action", why=f"ZooKeeper read failed: {exc}")
-            return None
+            raise ClusterUnobservable(f"ZooKeeper read failed: {exc}") from exc
         own = frozenset(
             (m["topic"], int(m["partition"]))
             for m in (stored.plan.get("moves", []) if stored else [])
@@ -248,8 +271,7 @@ class Manager:
                 moves_last_hour=self._moves_last_hour(),
             )
         except AdminUnavailable as exc:
-            log.warning("no_action", why=str(exc))
-            return None
+            raise ClusterUnobservable(str(exc)) from exc
         snap = build_snapshot(obs, self.cfg.policy, self.cfg.capacity)
         self.last_snapshot = snap
         self._evidence = death_evidence(obs)

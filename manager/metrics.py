@@ -39,6 +39,12 @@ class ManagerMetrics:
         self.cluster = cluster
         self.registry = registry or CollectorRegistry()
         r, c = self.registry, ["cluster"]
+        self.cluster_observable = Gauge(
+            "kmedic_cluster_observable",
+            "1 when the last cycle could read the cluster (Admin API and ZooKeeper config)",
+            c,
+            registry=r,
+        )
         self.dead_brokers = Gauge(
             "kmedic_dead_brokers", "Brokers considered dead (past the grace period)", c, registry=r
         )
@@ -147,14 +153,19 @@ class ManagerMetrics:
 
     # -- updates, one per fact the daemon learns ------------------------------------------
 
+    def observe_observable(self, observable: bool) -> None:
+        self.cluster_observable.labels(self.cluster).set(1 if observable else 0)
+
     def observe_cluster(self, dead_brokers: int, urp_explained: int, urp_unexplained: int) -> None:
         self.dead_brokers.labels(self.cluster).set(dead_brokers)
         self.under_replicated.labels(self.cluster, "true").set(urp_explained)
         self.under_replicated.labels(self.cluster, "false").set(urp_unexplained)
 
     def record_decision(
-        self, outcome: Outcome, reasons: Iterable[str], *, heal_needed: bool = False
+        self, outcome: Outcome, reasons: Iterable[str], *, heal_needed: bool | None = False
     ) -> None:
+        """Count a decision; ``heal_needed=None`` (not known: the cluster could not be observed)
+        leaves the refusing-to-heal gauge as the last observed cycle set it."""
         if outcome not in OUTCOMES:
             raise KmedicError(f"unknown decision outcome {outcome!r}; expected one of {OUTCOMES}")
         self.decisions.labels(self.cluster, outcome).inc()
@@ -162,9 +173,10 @@ class ManagerMetrics:
             self.decision_reasons.labels(self.cluster, outcome, reason).inc()
         for other in OUTCOMES:
             self.last_outcome.labels(self.cluster, other).set(1 if other == outcome else 0)
-        self.refusing_to_heal.labels(self.cluster).set(
-            1 if heal_needed and outcome == "refuse" else 0
-        )
+        if heal_needed is not None:
+            self.refusing_to_heal.labels(self.cluster).set(
+                1 if heal_needed and outcome == "refuse" else 0
+            )
 
     def record_action(self, action_type: str, result: str, count: int = 1) -> None:
         self.actions.labels(self.cluster, action_type, result).inc(count)

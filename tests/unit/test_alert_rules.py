@@ -25,6 +25,8 @@ REQUIRED_ALERTS = {
     "KmedicNoLeader",
     "KmedicStuckMove",
     "KmedicAuditOnFailover",
+    "KmedicClusterUnobservable",
+    "KmedicCyclesStalled",
 }
 
 
@@ -77,6 +79,8 @@ def test_rules_only_use_metrics_the_manager_exports() -> None:
     metrics.observe_moves(in_flight=0, oldest_age_s=0, stuck=0)
     metrics.observe_leadership(leading=False, epoch=0, zk_connected=False)
     metrics.observe_audit(on_failover=False, spool_pending=0)
+    metrics.observe_observable(True)
+    metrics.observe_cycle(seconds=0.5, finished_at_s=1.0)
     families = list(metrics.registry.collect())
     exported = {f.name for f in families} | {s.name for f in families for s in f.samples}
     for rule in rules():

@@ -9,8 +9,9 @@ import pytest
 
 from manager.audit import AuditLog, AuditRecord
 from manager.audit_trail import AuditTrail
-from manager.cycle_rules import degrade, wait_for_plan
+from manager.cycle_rules import blind, degrade, wait_for_plan
 from manager.decision import Decision, Reason, Reassign
+from manager.health import alerts_for
 from manager.metrics import ManagerMetrics
 
 MOVE = Reassign("t", 0, (1, 2), (2, 3))
@@ -83,3 +84,38 @@ def test_alerts_are_recorded_when_raised_and_when_cleared(tmp_path: Path) -> Non
         ("alert_cleared", ("b",)),
     ]
     assert {r.epoch for r in sink.records} == {4}
+
+
+def test_a_blind_cycle_refuses_names_the_failure_and_alerts(tmp_path: Path) -> None:
+    decision = blind("DescribeCluster timed out 3 times")
+    assert decision.outcome == "refuse" and decision.actions == ()
+    assert [r.code for r in decision.reasons] == ["cluster_unobservable"]
+    assert "DescribeCluster timed out 3 times" in decision.reasons[0].message
+    assert set(alerts_for(decision, audit_on_failover=True)) == {
+        "refused:cluster_unobservable",
+        "audit_on_failover",
+    }
+    sink = MemorySink()
+    trail = AuditTrail(
+        AuditLog(sink, tmp_path), ManagerMetrics("c"), cluster="c", instance="i", epoch=lambda: 2
+    )
+    trail.decision(decision, None, {})
+    (record,) = sink.records
+    assert record.kind == "decision"
+    assert record.summary.startswith("refuse: nothing is decided")
+    assert record.reasons[0].startswith("cluster_unobservable: the cluster cannot be observed")
+    assert record.details["dead_brokers"] == [] and record.details["snapshot_taken_at"] is None
+
+
+def test_an_unknown_heal_need_keeps_the_refusing_to_heal_gauge() -> None:
+    metrics = ManagerMetrics("c")
+
+    def refusing() -> float | None:
+        return metrics.registry.get_sample_value("kmedic_refusing_to_heal", {"cluster": "c"})
+
+    metrics.record_decision("refuse", ["too_many_dead_brokers"], heal_needed=True)
+    assert refusing() == 1
+    metrics.record_decision("refuse", ["cluster_unobservable"], heal_needed=None)
+    assert refusing() == 1
+    metrics.record_decision("noop", [], heal_needed=False)
+    assert refusing() == 0

@@ -1,0 +1,142 @@
+"""The manager through a full broker outage: every broker is killed while the manager cycles
+and started again. Each cycle of the outage refuses as blind; those records wait in the spool
+and reach the audit topic in order once the brokers are back, and the manager goes on."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaException
+from helpers import wait_for
+from prometheus_client.parser import text_string_to_metric_families
+
+from kmedic.localcluster import process
+from kmedic.pipeline import Pipeline
+from manager.audit import AuditRecord
+from manager.audit_kafka import read_records
+
+pytestmark = pytest.mark.integration
+
+CYCLE_S = 2
+
+
+def metric(port: int, name: str) -> float | None:
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    except OSError:
+        return None  # the manager is still starting
+    for family in text_string_to_metric_families(text.decode()):
+        for sample in family.samples:
+            if sample.name == name:
+                return sample.value
+    return None
+
+
+def audit(bootstrap: str, topic: str) -> list[AuditRecord]:
+    def read() -> list[AuditRecord] | None:
+        try:
+            return list(read_records(bootstrap, topic, timeout_s=10))
+        except KafkaException:
+            return None  # leaders are still being elected after the restart
+
+    return wait_for(read, timeout=60, interval=2, what=f"{topic} to be readable")
+
+
+def spooled_ids(manager_log: Path) -> list[str]:
+    """Ids of the records the manager says it wrote to its spool, in its own order."""
+    ids = []
+    for line in manager_log.read_text().splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("event") == "audit_failover":
+            ids.append(event["record"])
+    return ids
+
+
+def test_every_broker_killed_while_the_manager_cycles(healthy_cluster: Any, tmp_path: Path) -> None:
+    cluster = healthy_cluster
+    bootstrap = cluster.bootstrap_servers
+    name = f"outage-{uuid.uuid4().hex[:6]}"
+    topic = f"kmedic.actions.{name}"
+    port = process.free_ports(1)[0]
+    pipeline = Pipeline(cluster, tmp_path, cluster_name=name)
+    try:
+        pipeline.start_manager(
+            interval_s=CYCLE_S,
+            topics={"actions": topic},
+            audit={"write_timeout_s": 2.0, "retry_interval_s": 2.0},
+            http={"port": port},
+        )
+        wait_for(
+            lambda: pipeline.check_running() or metric(port, "kmedic_is_leader") == 1,
+            timeout=60,
+            what="the manager to lead",
+        )
+        wait_for(
+            lambda: [r for r in audit(bootstrap, topic) if r.kind == "decision"],
+            timeout=60,
+            what="a first decision in the audit topic",
+        )
+        for broker_id in cluster.broker_ids:
+            cluster.kill(broker_id)
+        wait_for(
+            lambda: (metric(port, "kmedic_audit_spool_pending") or 0) >= 4,
+            timeout=90,
+            what="two blind cycles' records in the spool",
+        )
+        assert metric(port, "kmedic_cluster_observable") == 0
+        assert metric(port, "kmedic_audit_on_failover") == 1
+        cluster.restart_many(list(cluster.broker_ids))
+        wait_for(
+            lambda: (
+                metric(port, "kmedic_audit_spool_pending") == 0
+                and metric(port, "kmedic_cluster_observable") == 1
+            ),
+            timeout=120,
+            interval=1,
+            what="the spool replayed and the cluster observed again",
+        )
+        pipeline.check_running()
+
+        def cleared() -> list[AuditRecord]:
+            records = audit(bootstrap, topic)
+            done = any(
+                r.kind == "alert_cleared" and r.reasons == ("refused:cluster_unobservable",)
+                for r in records
+            )
+            return records if done else []
+
+        records = wait_for(cleared, timeout=60, interval=2, what="the blind alert cleared")
+    finally:
+        pipeline.stop()
+
+    # Nothing the manager spooled is missing, and the topic keeps the manager's order.
+    spooled = spooled_ids(tmp_path / "manager.log")
+    assert len(spooled) >= 4
+    ids = [r.id for r in records]
+    assert [i for i in ids if i in set(spooled)] == spooled
+    times = [r.time_ms for r in records]
+    assert times == sorted(times), "the audit topic is out of the manager's order"
+    via_spool = [r for r in records if r.sink == "spool"]
+    assert [r.id for r in via_spool] == spooled
+    blind = [
+        r
+        for r in via_spool
+        if r.kind == "decision" and r.reasons[0].startswith("cluster_unobservable:")
+    ]
+    assert len(blind) >= 2, [r.summary for r in via_spool]
+    assert all(r.summary.startswith("refuse:") for r in blind)
+    raised = [r for r in via_spool if r.kind == "alert_raised"]
+    assert "refused:cluster_unobservable" in {x for r in raised for x in r.reasons}
+    assert len({r.epoch for r in records}) == 1, "one leader, one fencing epoch"
+    after = records[ids.index(spooled[-1]) + 1 :]
+    assert any(r.kind == "decision" and r.sink == "primary" for r in after), (
+        "the manager went on deciding after the outage"
+    )
