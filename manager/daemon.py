@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from manager.audit import AuditLog
 from manager.audit_kafka import KafkaAuditSink, ensure_audit_topic
 from manager.audit_trail import AuditTrail
 from manager.config import ManagerConfig
-from manager.coordination import Coordinator, default_instance_id
+from manager.coordination import Coordinator, StoredPlan, default_instance_id
 from manager.cycle_rules import blind, degrade, wait_for_plan
 from manager.decision import Decision, ElectPreferredLeader, Reassign
 from manager.executor import Executor, ExecutorConfig
@@ -30,14 +29,14 @@ from manager.executor_plan import Move
 from manager.health import alerts_for, heal_needed, health_facts
 from manager.metrics import ManagerMetrics, MetricsServer
 from manager.model import Leadership, Snapshot
+from manager.move_budget import FIELD as HISTORY_FIELD
+from manager.move_budget import from_plan, moves_in_window, to_field, with_started
 from manager.observe import DeathEvidence, build_snapshot, death_evidence
 from manager.planner import decide
 from manager.sources import AdminUnavailable, ClusterSources
 from manager.zkconfig import ZkConfigStore
 
 log = get_logger("manager.daemon")
-
-HOUR_S = 3600.0
 
 
 class ClusterUnobservable(KmedicError):
@@ -54,7 +53,8 @@ class Manager:
         self.metrics = ManagerMetrics(cfg.cluster)
         self._stop = threading.Event()
         self._adopt = threading.Event()  # set when leadership is (re)acquired
-        self._moves_started: deque[tuple[float, int]] = deque()
+        # When moves started (wall clock), as stored with the plan: the hourly budget.
+        self._moves_started: list[tuple[float, int]] = []
         self._last_cycle_ok = 0.0
         self._started_at = time.monotonic()
         self.last_decision: Decision | None = None
@@ -268,7 +268,7 @@ class Manager:
                 placement=placement,
                 leadership=leadership,
                 own_moves=own | {s.move.tp for s in self.executor.active()},
-                moves_last_hour=self._moves_last_hour(),
+                moves_last_hour=self._moves_last_hour(stored),
             )
         except AdminUnavailable as exc:
             raise ClusterUnobservable(str(exc)) from exc
@@ -283,6 +283,10 @@ class Manager:
 
     def _execute(self, decision: Decision, snap: Snapshot) -> None:
         coord = self.coordinator
+        if self._adopt.is_set():
+            # Not yet seen: the predecessor's plan and its move history (the hourly budget).
+            log.warning("no_action", why="the stored plan has not been adopted yet")
+            return
         if not coord.verify_leadership():
             log.warning("no_action", why="leadership could not be verified just before acting")
             return
@@ -304,6 +308,9 @@ class Manager:
                 replicas = sizes.get(tp, (0, ()))[1]
                 moves[tp] = Move(action.topic, action.partition, tuple(replicas), 0)
         stored = coord.read_plan()
+        started = with_started(
+            from_plan(stored.plan) if stored else self._moves_started, time.time(), len(moves)
+        )
         plan = {
             "decision": decision.summary,
             "kind": decision.kind,
@@ -317,14 +324,15 @@ class Manager:
                 }
                 for m in moves.values()
             ],
+            HISTORY_FIELD: to_field(started),
         }
         try:
             coord.write_plan(plan, stored.version if stored else None)
         except KmedicError as exc:
             log.warning("no_action", why=f"the in-flight plan could not be stored: {exc}")
             return
+        self._moves_started = started
         self.executor.submit(moves.values())
-        self._moves_started.append((time.monotonic(), len(moves)))
         self._step_executor()
 
     def _step_executor(self) -> None:
@@ -336,14 +344,12 @@ class Manager:
         self._sync_plan()
 
     def _sync_plan(self) -> None:
-        """Keep the stored plan equal to the moves still active; clear it when all are done."""
+        """Keep the stored plan equal to the moves still active; when all are done it is
+        emptied, not deleted, so that the move history it carries outlives it."""
         active = {s.move.tp: s.move for s in self.executor.active()}
         try:
             stored = self.coordinator.read_plan()
             if stored is None:
-                return
-            if not active:
-                self.coordinator.clear_plan(stored.version)
                 return
             kept = [
                 m
@@ -366,6 +372,8 @@ class Manager:
             log.warning("plan_adoption_failed", error=str(exc))
             self._adopt.set()
             return
+        if stored is not None:
+            self._moves_started = from_plan(stored.plan)
         if stored is None or not stored.plan.get("moves"):
             if not snap.reassignments:
                 self._clear_leftover_throttles(snap)
@@ -401,11 +409,11 @@ class Manager:
         oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
         self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.timed_out))
 
-    def _moves_last_hour(self) -> int:
-        now = time.monotonic()
-        while self._moves_started and now - self._moves_started[0][0] > HOUR_S:
-            self._moves_started.popleft()
-        return sum(n for _, n in self._moves_started)
+    def _moves_last_hour(self, stored: StoredPlan | None) -> int:
+        """Counted from the stored plan's history when there is one: it is what every
+        instance, this one after a restart included, agrees on."""
+        history = from_plan(stored.plan) if stored else self._moves_started
+        return moves_in_window(history, time.time())
 
     def _on_leadership_lost(self, reason: str) -> None:
         # Drop in-flight decisions: the next leader adopts the stored plan; Kafka keeps running

@@ -53,6 +53,7 @@ def cmd_manager(args: argparse.Namespace) -> int:
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from manager.coordination import Coordinator
     from manager.model import Leadership
+    from manager.move_budget import from_plan, moves_in_window
     from manager.observe import build_snapshot
     from manager.sources import ClusterSources
     from manager.zkconfig import ZkConfigStore
@@ -92,7 +93,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             placement=placement,
             leadership=leadership,
             own_moves=own,
-            moves_last_hour=0,
+            moves_last_hour=moves_in_window(from_plan(stored.plan), time.time()) if stored else 0,
         )
     finally:
         sources.stop()

@@ -7,6 +7,7 @@ move nothing) to the heal, and each leaves every broker running for the next.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 import yaml
@@ -167,11 +168,7 @@ def harness(
     try:
         pipeline.start_agents(interval_s=2)
         pipeline.start_stream()
-        pipeline.start_manager(
-            interval_s=CYCLE_S,
-            policy={"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1},
-            http={"port": metrics_port},
-        )
+        pipeline.start_manager(**manager_settings(metrics_port))
         wanted = {f"{t}:{p}".encode() for t in TOPICS for p in range(PARTITIONS)}
 
         def loads_ready() -> bool:
@@ -184,6 +181,14 @@ def harness(
         loads.stop()
         traffic.stop()
         pipeline.stop()
+
+
+def manager_settings(metrics_port: int) -> dict[str, Any]:
+    return {
+        "interval_s": CYCLE_S,
+        "policy": {"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1},
+        "http": {"port": metrics_port},
+    }
 
 
 THROTTLE_TOPIC = "e2e.rf2"
@@ -427,3 +432,29 @@ def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harn
         assert h.metric("kmedic_dead_brokers") == 1
     finally:
         h.restore()
+
+
+def test_a_restarted_manager_keeps_the_hourly_move_budget(harness: Harness) -> None:
+    """The moves of the heal count against the hourly budget after the manager is SIGKILLed
+    and started again: the history is stored with the plan in ZooKeeper, not in memory."""
+    h = harness
+    snapshot = h.pipeline.workdir / "snapshot.json"
+
+    def moves_last_hour(after: float) -> int | None:
+        if not snapshot.exists() or snapshot.stat().st_mtime <= after:
+            return None
+        doc = json.loads(snapshot.read_text())
+        return int(doc["recent_actions"]["moves_last_hour"])
+
+    before = wait_for(lambda: moves_last_hour(0), timeout=30, what="the manager's snapshot")
+    assert before >= 1, "the heal's moves are counted"
+    h.pipeline.stop_role("manager", signal.SIGKILL)
+    wait_for(lambda: not h.pipeline.roles["manager"].running(), timeout=10, what="manager killed")
+    restarted = time.time()
+    h.pipeline.start_manager(**manager_settings(h.metrics_port))
+    # The new instance leads once the killed one's ZooKeeper session expires.
+    after = wait_for(
+        lambda: moves_last_hour(restarted), timeout=60, what="a snapshot of the new manager"
+    )
+    assert after >= before, f"the budget was reset: {before} moves before, {after} after"
+    h.pipeline.check_running()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,6 +18,7 @@ from manager.coordination import (
     FencedError,
     PlanConflictError,
 )
+from manager.move_budget import from_plan, moves_in_window, to_field
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +107,14 @@ def test_expired_leader_is_replaced_and_fenced(
     a, rec_a = make("a", hosts=proxy.address)
     wait_for(a.may_act, timeout=10, what="a to lead")
     b, rec_b = make("b")
-    stored = a.write_plan({"moves": [{"topic": "t", "partition": 0, "to": [1, 2, 3]}]}, None)
+    started_at = time.time()
+    stored = a.write_plan(
+        {
+            "moves": [{"topic": "t", "partition": 0, "to": [1, 2, 3]}],
+            "moves_started": to_field([(started_at, 7)]),
+        },
+        None,
+    )
     assert stored.version == 0 and stored.epoch == a.epoch
 
     # Cut a from ZooKeeper: it cannot act while unreachable, even though it still leads.
@@ -120,6 +129,8 @@ def test_expired_leader_is_replaced_and_fenced(
     assert b.epoch == a.epoch + 1
     adopted = b.read_plan()
     assert adopted is not None and adopted.plan["moves"][0]["to"] == [1, 2, 3]
+    # The hourly move budget travels with the plan: b counts a's moves.
+    assert moves_in_window(from_plan(adopted.plan), time.time()) == 7
 
     # The link heals: a learns its session expired, sees the newer epoch, stays a standby and
     # is told to drop its in-flight decisions.
