@@ -23,15 +23,14 @@ from manager.audit_trail import AuditTrail
 from manager.config import ManagerConfig
 from manager.coordination import Coordinator, StoredPlan, default_instance_id
 from manager.cycle_rules import blind, degrade, wait_for_plan
-from manager.decision import Decision, ElectPreferredLeader, Reassign
+from manager.decision import Decision
 from manager.executor import Executor, ExecutorConfig
-from manager.executor_plan import Move
 from manager.health import alerts_for, heal_needed, health_facts
 from manager.metrics import ManagerMetrics, MetricsServer
 from manager.model import Leadership, Snapshot
-from manager.move_budget import FIELD as HISTORY_FIELD
-from manager.move_budget import from_plan, moves_in_window, to_field, with_started
+from manager.move_budget import from_plan, moves_in_window, with_started
 from manager.observe import DeathEvidence, build_snapshot, death_evidence
+from manager.plan_document import moves_for, moves_to_adopt, own_partitions, plan_document, trimmed
 from manager.planner import decide
 from manager.sources import AdminUnavailable, ClusterSources
 from manager.zkconfig import ZkConfigStore
@@ -252,10 +251,7 @@ class Manager:
             current_epoch = coord.current_epoch()
         except KmedicError as exc:
             raise ClusterUnobservable(f"ZooKeeper read failed: {exc}") from exc
-        own = frozenset(
-            (m["topic"], int(m["partition"]))
-            for m in (stored.plan.get("moves", []) if stored else [])
-        )
+        own = own_partitions(stored.plan if stored else None)
         leadership = Leadership(
             holder=self.instance,
             epoch=coord.epoch,
@@ -290,49 +286,19 @@ class Manager:
         if not coord.verify_leadership():
             log.warning("no_action", why="leadership could not be verified just before acting")
             return
-        sizes = {
-            (t.name, p.partition): (p.size_bytes, p.replicas)
-            for t in snap.topics
-            for p in t.partitions
-        }
-        moves: dict[tuple[str, int], Move] = {}
-        for action in decision.actions:
-            tp = (action.topic, action.partition)
-            if isinstance(action, Reassign):
-                moves[tp] = Move(
-                    action.topic, action.partition, action.replicas_to, sizes.get(tp, (0, ()))[0]
-                )
-            elif isinstance(action, ElectPreferredLeader) and tp not in moves:
-                # A leadership move alone: a reassignment to the same replicas moves no data,
-                # and the executor's preferred election follows it.
-                replicas = sizes.get(tp, (0, ()))[1]
-                moves[tp] = Move(action.topic, action.partition, tuple(replicas), 0)
+        moves = moves_for(decision, snap)
         stored = coord.read_plan()
         started = with_started(
             from_plan(stored.plan) if stored else self._moves_started, time.time(), len(moves)
         )
-        plan = {
-            "decision": decision.summary,
-            "kind": decision.kind,
-            "epoch": coord.epoch,
-            "moves": [
-                {
-                    "topic": m.topic,
-                    "partition": m.partition,
-                    "target": list(m.target),
-                    "size_bytes": m.size_bytes,
-                }
-                for m in moves.values()
-            ],
-            HISTORY_FIELD: to_field(started),
-        }
+        plan = plan_document(decision, moves, coord.epoch, started)
         try:
             coord.write_plan(plan, stored.version if stored else None)
         except KmedicError as exc:
             log.warning("no_action", why=f"the in-flight plan could not be stored: {exc}")
             return
         self._moves_started = started
-        self.executor.submit(moves.values())
+        self.executor.submit(moves)
         self._step_executor()
 
     def _step_executor(self) -> None:
@@ -346,18 +312,12 @@ class Manager:
     def _sync_plan(self) -> None:
         """Keep the stored plan equal to the moves still active; when all are done it is
         emptied, not deleted, so that the move history it carries outlives it."""
-        active = {s.move.tp: s.move for s in self.executor.active()}
+        active = {s.move.tp for s in self.executor.active()}
         try:
             stored = self.coordinator.read_plan()
-            if stored is None:
-                return
-            kept = [
-                m
-                for m in stored.plan.get("moves", [])
-                if (m["topic"], int(m["partition"])) in active
-            ]
-            if len(kept) != len(stored.plan.get("moves", [])):
-                self.coordinator.write_plan({**stored.plan, "moves": kept}, stored.version)
+            changed = trimmed(stored.plan, active) if stored else None
+            if stored is not None and changed is not None:
+                self.coordinator.write_plan(changed, stored.version)
         except KmedicError as exc:
             log.warning("plan_sync_failed", error=str(exc))
 
@@ -378,12 +338,7 @@ class Manager:
             if not snap.reassignments:
                 self._clear_leftover_throttles(snap)
             return
-        known = {s.move.tp for s in self.executor.active()}
-        moves = [
-            Move(m["topic"], int(m["partition"]), tuple(m["target"]), int(m.get("size_bytes", 0)))
-            for m in stored.plan["moves"]
-            if (m["topic"], int(m["partition"])) not in known
-        ]
+        moves = moves_to_adopt(stored.plan, {s.move.tp for s in self.executor.active()})
         self.executor.submit(moves)
         self.trail.record(
             "decision",

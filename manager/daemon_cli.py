@@ -55,6 +55,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     from manager.model import Leadership
     from manager.move_budget import from_plan, moves_in_window
     from manager.observe import build_snapshot
+    from manager.plan_document import own_partitions
     from manager.sources import ClusterSources
     from manager.zkconfig import ZkConfigStore
 
@@ -81,9 +82,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
                 stored = coord.read_plan()
             finally:
                 coord.stop()
-        own = frozenset(
-            (m["topic"], int(m["partition"])) for m in (stored.plan["moves"] if stored else [])
-        )
+        own = own_partitions(stored.plan if stored else None)
         # A saved snapshot is for replay: it holds no leadership of its own.
         leadership = Leadership(
             holder="kmedic-snapshot", epoch=epoch, current_epoch=epoch, is_leader=True
