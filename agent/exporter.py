@@ -1,10 +1,9 @@
 """The broker's Prometheus JMX exporter: scrape the page and turn it into typed counters.
 
-Metric names follow configs/jmx-exporter.yaml. Lines of metrics the agent does not read are
-dropped before parsing, and lines unchanged since the previous page are not parsed again (see
-``PageParser``): each partition exports several log gauges, so this keeps a scrape of a broker
-with many partitions cheap. Plain sample lines are parsed by ``agent.promtext``; any other line
-goes through prometheus-client's text parser.
+Metric names follow configs/jmx-exporter.yaml. Parsing goes through prometheus-client's text
+parser. Lines of metrics the agent does not read are dropped before parsing, and lines unchanged
+since the previous page are not parsed again (see ``PageParser``): each partition exports
+several log gauges, so this keeps a scrape of a broker with many partitions cheap.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.promtext import parse_plain_line
 from kmedic.errors import KmedicError
 
 TOPIC_METRICS = "kafka_server_brokertopicmetrics_"
@@ -128,30 +126,24 @@ class PageParser:
 
     def parse(self, text: str, taken_at: float) -> ExporterSample:
         lines = [line for line in text.splitlines() if _keep(line)]
+        fresh = [line for line in lines if line not in self._cache]
         parsed: dict[str, _Item] = {}
-        unusual: list[str] = []
-        try:
-            for line in lines:
-                if line in self._cache or line in parsed:
-                    continue
-                plain = parse_plain_line(line)
-                if plain is None:
-                    unusual.append(line)
-                else:
-                    parsed[line] = _classify(*plain)
-            if unusual:
+        if fresh:
+            try:
                 # Without TYPE lines every sample line is one untyped sample, in page order.
                 samples = [
                     s
-                    for family in text_string_to_metric_families("\n".join(unusual) + "\n")
+                    for family in text_string_to_metric_families("\n".join(fresh) + "\n")
                     for s in family.samples
                 ]
-                if len(samples) != len(unusual):
-                    raise ValueError(f"{len(unusual)} sample lines gave {len(samples)} samples")
-                for line, sample in zip(unusual, samples, strict=True):
+                if len(samples) != len(fresh):
+                    raise ValueError(f"{len(fresh)} sample lines gave {len(samples)} samples")
+                for line, sample in zip(fresh, samples, strict=True):
                     parsed[line] = _classify(sample.name, sample.labels, float(sample.value))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ExporterParseError(f"exporter page is not valid Prometheus text: {exc}") from exc
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ExporterParseError(
+                    f"exporter page is not valid Prometheus text: {exc}"
+                ) from exc
         cache = self._cache
         items = [parsed[line] if line in parsed else cache[line] for line in lines]
         self._cache = {line: item for line, item in zip(lines, items, strict=True)}
