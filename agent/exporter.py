@@ -125,15 +125,25 @@ class PageParser:
         self._cache: dict[str, _Item] = {}
 
     def parse(self, text: str, taken_at: float) -> ExporterSample:
-        lines = [line for line in text.splitlines() if _keep(line)]
-        fresh = [line for line in lines if line not in self._cache]
+        lines: list[str] = []
+        fresh: list[str] = []
+        # The TYPE lines of the wanted families go to the parser with the fresh samples: a
+        # typed family is built once, an untyped line is a family of its own (slower).
+        to_parse: list[str] = []
+        for line in text.splitlines():
+            if _keep(line):
+                lines.append(line)
+                if line not in self._cache:
+                    fresh.append(line)
+                    to_parse.append(line)
+            elif line.startswith("# TYPE ") and line[7:].startswith(_WANTED_PREFIXES):
+                to_parse.append(line)
         parsed: dict[str, _Item] = {}
         if fresh:
             try:
-                # Without TYPE lines every sample line is one untyped sample, in page order.
                 samples = [
                     s
-                    for family in text_string_to_metric_families("\n".join(fresh) + "\n")
+                    for family in text_string_to_metric_families("\n".join(to_parse) + "\n")
                     for s in family.samples
                 ]
                 if len(samples) != len(fresh):
