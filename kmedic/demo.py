@@ -89,7 +89,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    conf: dict[str, Any] = {
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "logger": logging.getLogger("kmedic.demo"),
+    }
+    admin = AdminClient(conf)
     story.step("create topics and start steady traffic")
     create_topics(admin, TOPICS)
     rates = [

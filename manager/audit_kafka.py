@@ -126,7 +126,11 @@ def ensure_audit_topic(
 ) -> None:
     """Create the audit topic when missing (one partition: one order for everything), with
     at most as many replicas as the cluster has brokers."""
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap_servers,
+        "logger": logging.getLogger("manager.audit.admin"),
+    }
+    admin = AdminClient(conf)
     try:
         brokers = len(admin.list_topics(timeout=15).brokers)
     except KafkaException as exc:
@@ -169,6 +173,7 @@ def read_records(
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "enable.partition.eof": False,
+            "logger": logging.getLogger("manager.audit.reader"),
         }
     )
     try:
