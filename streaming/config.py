@@ -61,6 +61,10 @@ class ValidationConfig(BaseModel):
     supported_schema_versions: list[int] = Field(default_factory=lambda: [1], min_length=1)
     # A record stamped later than now + this is refused (a broker clock gone wrong).
     max_future_skew: str = "5m"
+    # A record stamped earlier than its Kafka append time by more than this falls behind the
+    # watermark, and the windowed aggregation would drop it without a word: it goes to the DLQ
+    # as late_record instead. None: the job's watermark (filled in by StreamConfig).
+    max_lateness: str | None = None
     # Per array (leaders, followers, reassigning, log_dirs): more entries than this is refused.
     max_array_entries: int = Field(default=50_000, ge=1)
 
@@ -68,6 +72,11 @@ class ValidationConfig(BaseModel):
     @classmethod
     def _check_durations(cls, value: str) -> str:
         return _check_duration(value)
+
+    @field_validator("max_lateness")
+    @classmethod
+    def _check_lateness(cls, value: str | None) -> str | None:
+        return None if value is None else _check_duration(value)
 
 
 class SparkConfig(BaseModel):
@@ -127,6 +136,14 @@ class StreamConfig(BaseModel):
         if window / slide > 1000:
             raise ValueError(
                 f"window {self.window} / slide {self.slide} is more than 1000 windows per record"
+            )
+        lateness = self.validation.max_lateness
+        if lateness is None:
+            self.validation.max_lateness = self.watermark
+        elif duration_seconds(lateness) > duration_seconds(self.watermark):
+            raise ValueError(
+                f"validation.max_lateness {lateness} is longer than the watermark "
+                f"{self.watermark}: records between the two would be dropped silently"
             )
         return self
 

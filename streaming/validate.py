@@ -14,6 +14,9 @@ Reasons, checked in this order (the first that applies wins):
                                a constraint of the model (negative id, unknown enum value, ...)
 ``invalid_rate``               a rate is negative, NaN or infinite
 ``future_timestamp``           ``timestamp_ms`` is later than now + ``max_future_skew``
+``late_record``                ``timestamp_ms`` is earlier than the record's Kafka append time by
+                               more than ``max_lateness`` (the watermark): the windowed
+                               aggregation would drop it silently
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ REASONS = (
     "schema_mismatch",
     "invalid_rate",
     "future_timestamp",
+    "late_record",
 )
 
 _CORRUPT = "_corrupt_record"
@@ -215,6 +219,22 @@ def _checks(cfg: ValidationConfig) -> list[_Check | _ElementCheck]:
             ),
         )
     )
+    if cfg.max_lateness is not None:
+        late_ms = int(duration_seconds(cfg.max_lateness) * 1000)
+        appended_ms = F.unix_millis(F.col("timestamp"))
+        checks.append(
+            _Check(
+                "late_record",
+                appended_ms - rec["timestamp_ms"] > F.lit(late_ms),
+                F.concat(
+                    _lit("timestamp_ms "),
+                    rec["timestamp_ms"].cast("string"),
+                    _lit(f" is more than {cfg.max_lateness} before its Kafka append time "),
+                    appended_ms.cast("string"),
+                    _lit(": past the watermark"),
+                ),
+            )
+        )
     return checks
 
 

@@ -29,6 +29,12 @@ def test_production_defaults_are_a_48h_max() -> None:
     assert cfg.spark.master == "local[*]"
 
 
+def test_lateness_defaults_to_the_watermark() -> None:
+    assert StreamConfig(watermark="7m").validation.max_lateness == "7m"
+    cfg = StreamConfig(watermark="7m", validation={"max_lateness": "2m"})  # type: ignore[arg-type]
+    assert cfg.validation.max_lateness == "2m"
+
+
 def test_env_overrides_reach_nested_fields(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text("window: 30s\nslide: 10s\n")
@@ -54,6 +60,8 @@ def test_env_overrides_reach_nested_fields(tmp_path: Path) -> None:
         ("checkpoint: /tmp\n", "checkpoint"),
         ("validation:\n  max_array_entries: 0\n", "validation.max_array_entries"),
         ("starting_offsets: middle\n", "starting_offsets"),
+        ("watermark: 10m\nvalidation:\n  max_lateness: 1h\n", "longer than the watermark"),
+        ("validation:\n  max_lateness: soon\n", "validation.max_lateness"),
     ],
 )
 def test_bad_configs_name_the_field(tmp_path: Path, yaml_text: str, fragment: str) -> None:

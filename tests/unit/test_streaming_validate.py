@@ -120,11 +120,15 @@ BAD_RECORDS: list[tuple[str, bytes | None, str, str]] = [
     ("negative total", _with("totals.bytes_in_per_s", -1.0), "invalid_rate", "totals."),
     ("NaN window", _with("rate_window_s", float("nan")), "invalid_rate", "rate_window_s"),
     ("future", _with("timestamp_ms", NOW_MS + 3_600_000), "future_timestamp", "ahead of"),
+    ("late", _with("timestamp_ms", NOW_MS - 3 * 3_600_000), "late_record", "past the watermark"),
 ]
+# Lateness is counted from the Kafka append time (now, in these tests); an hour leaves room for
+# the time between collecting the tests (NOW_MS) and running them.
+LATENESS = ValidationConfig(max_lateness="1h")
 
 
 def test_every_bad_record_class_gets_its_reason(spark: Any) -> None:
-    got = _reasons(spark, [value for _, value, _, _ in BAD_RECORDS])
+    got = _reasons(spark, [value for _, value, _, _ in BAD_RECORDS], LATENESS)
     for (case, _, reason, fragment), (got_reason, detail) in zip(BAD_RECORDS, got, strict=True):
         assert got_reason == reason, f"{case}: {got_reason} ({detail})"
         assert fragment in detail, f"{case}: {detail!r} lacks {fragment!r}"
@@ -153,6 +157,12 @@ def test_a_future_timestamp_within_the_allowed_skew_passes(spark: Any) -> None:
     cfg = ValidationConfig(max_future_skew="1h")
     got = _reasons(spark, [_with("timestamp_ms", NOW_MS + 600_000)], cfg)
     assert got == [(None, None)]
+
+
+def test_lateness_within_the_bound_passes_and_no_bound_checks_none(spark: Any) -> None:
+    values = [_with("timestamp_ms", NOW_MS - 30 * 60_000), _with("timestamp_ms", 0)]
+    assert [reason for reason, _ in _reasons(spark, values, LATENESS)] == [None, "late_record"]
+    assert _reasons(spark, values, ValidationConfig()) == [(None, None), (None, None)]
 
 
 def test_nullable_fields_may_be_null(spark: Any) -> None:
