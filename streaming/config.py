@@ -61,9 +61,10 @@ class ValidationConfig(BaseModel):
     supported_schema_versions: list[int] = Field(default_factory=lambda: [1], min_length=1)
     # A record stamped later than now + this is refused (a broker clock gone wrong).
     max_future_skew: str = "5m"
-    # A record stamped earlier than its Kafka append time by more than this falls behind the
-    # watermark, and the windowed aggregation would drop it without a word: it goes to the DLQ
-    # as late_record instead. None: the job's watermark (filled in by StreamConfig).
+    # Off by default. Set (at most the watermark), a record stamped earlier than its Kafka
+    # append time by more than this goes to the DLQ as late_record, where the windowed
+    # aggregation could drop it without a word; but a backfill replayed in event-time order,
+    # which the watermark would accept, is flagged too (docs/streaming.md).
     max_lateness: str | None = None
     # Per array (leaders, followers, reassigning, log_dirs): more entries than this is refused.
     max_array_entries: int = Field(default=50_000, ge=1)
@@ -138,9 +139,7 @@ class StreamConfig(BaseModel):
                 f"window {self.window} / slide {self.slide} is more than 1000 windows per record"
             )
         lateness = self.validation.max_lateness
-        if lateness is None:
-            self.validation.max_lateness = self.watermark
-        elif duration_seconds(lateness) > duration_seconds(self.watermark):
+        if lateness is not None and duration_seconds(lateness) > duration_seconds(self.watermark):
             raise ValueError(
                 f"validation.max_lateness {lateness} is longer than the watermark "
                 f"{self.watermark}: records between the two would be dropped silently"

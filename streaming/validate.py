@@ -15,8 +15,7 @@ Reasons, checked in this order (the first that applies wins):
 ``invalid_rate``               a rate is negative, NaN or infinite
 ``future_timestamp``           ``timestamp_ms`` is later than now + ``max_future_skew``
 ``late_record``                ``timestamp_ms`` is earlier than the record's Kafka append time by
-                               more than ``max_lateness`` (the watermark): the windowed
-                               aggregation would drop it silently
+                               more than ``max_lateness`` (only when set; docs/streaming.md)
 """
 
 from __future__ import annotations

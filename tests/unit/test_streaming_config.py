@@ -29,8 +29,8 @@ def test_production_defaults_are_a_48h_max() -> None:
     assert cfg.spark.master == "local[*]"
 
 
-def test_lateness_defaults_to_the_watermark() -> None:
-    assert StreamConfig(watermark="7m").validation.max_lateness == "7m"
+def test_the_lateness_check_is_off_unless_set() -> None:
+    assert StreamConfig(watermark="7m").validation.max_lateness is None
     cfg = StreamConfig(watermark="7m", validation={"max_lateness": "2m"})  # type: ignore[arg-type]
     assert cfg.validation.max_lateness == "2m"
 
