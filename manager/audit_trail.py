@@ -6,6 +6,7 @@ Every record carries the cluster, the instance and its fencing epoch; where the 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,8 @@ from manager.model import Snapshot
 from manager.observe import DeathEvidence
 
 log = get_logger("manager.audit_trail")
+
+RECENT_RECORDS = 50
 
 _MOVE_VERBS = {
     "action_started": "started",
@@ -49,6 +52,8 @@ class AuditTrail:
         self._instance = instance
         self._epoch = epoch
         self._alerts: dict[str, str] = {}
+        # The newest records as stored, for the status page.
+        self.recent: deque[AuditRecord] = deque(maxlen=RECENT_RECORDS)
 
     def record(self, kind: str, summary: str, **fields: Any) -> None:
         record = AuditRecord(
@@ -62,7 +67,17 @@ class AuditTrail:
             **fields,
         )
         stored = self.log.write(record)
+        self.recent.append(stored)
         self._metrics.count_audit_record(stored.sink)
+
+    def recent_records(self) -> list[AuditRecord]:
+        """A copy of the newest records, safe to take from another thread."""
+        for _ in range(5):
+            try:
+                return list(self.recent)
+            except RuntimeError:  # appended to while copying: copy again
+                continue
+        return []
 
     @property
     def active_alerts(self) -> dict[str, str]:

@@ -24,7 +24,7 @@ from manager.config import ManagerConfig
 from manager.coordination import Coordinator, StoredPlan, default_instance_id
 from manager.cycle_rules import blind, degrade, wait_for_plan
 from manager.decision import Decision
-from manager.executor import Executor, ExecutorConfig
+from manager.executor import Executor, ExecutorConfig, MoveState
 from manager.health import alerts_for, heal_needed, health_facts
 from manager.metrics import ManagerMetrics, MetricsServer
 from manager.model import Leadership, Snapshot
@@ -33,6 +33,7 @@ from manager.observe import DeathEvidence, build_snapshot, death_evidence
 from manager.plan_document import moves_for, moves_to_adopt, own_partitions, plan_document, trimmed
 from manager.planner import decide
 from manager.sources import AdminUnavailable, ClusterSources
+from manager.status_page import status_document
 from manager.zkconfig import ZkConfigStore
 
 log = get_logger("manager.daemon")
@@ -58,6 +59,7 @@ class Manager:
         self._started_at = time.monotonic()
         self.last_decision: Decision | None = None
         self.last_snapshot: Snapshot | None = None
+        self._moves_view: tuple[MoveState, ...] = ()
         self._evidence: dict[int, DeathEvidence] = {}
         self.coordinator = Coordinator(
             cfg.zookeeper,
@@ -98,7 +100,7 @@ class Manager:
         self._drop_moves = threading.Event()  # set when leadership is lost
         self.executor = self._new_executor()
         self.server = MetricsServer(
-            self.metrics.registry, self.health, cfg.http.host, cfg.http.port
+            self.metrics.registry, self.health, cfg.http.host, cfg.http.port, status=self.status
         )
 
     def _new_executor(self) -> Executor:
@@ -359,6 +361,7 @@ class Manager:
         log.info("throttles_cleared", topics=len(topics), brokers=len(brokers))
 
     def _observe_moves(self) -> None:
+        self._moves_view = tuple(self.executor.active())  # for the status page's thread
         now = time.monotonic()
         flight = self.executor.in_flight()
         oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
@@ -377,6 +380,21 @@ class Manager:
         self._drop_moves.set()
 
     # ---- health -------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The status page's content (served on the HTTP thread: reads, never blocks)."""
+        coord = self.coordinator
+        return status_document(
+            cluster=self.cfg.cluster,
+            instance=self.instance,
+            leader=coord.is_leader,
+            epoch=coord.epoch,
+            snapshot=self.last_snapshot,
+            decision=self.last_decision,
+            alerts=self.trail.active_alerts,
+            moves=self._moves_view,
+            recent=self.trail.recent_records(),
+        )
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         coord = self.coordinator

@@ -24,6 +24,7 @@ from prometheus_client import (
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
+from manager.status_page import render_html
 
 log = get_logger("manager.metrics")
 
@@ -219,14 +220,25 @@ class ManagerMetrics:
 HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
 
 
+StatusPage = Callable[[], dict[str, Any]]
+
+
 class MetricsServer:
-    """Serves ``/metrics`` (Prometheus text format) and ``/healthz`` (200 or 503 with JSON)."""
+    """Serves ``/metrics`` (Prometheus text format), ``/healthz`` (200 or 503 with JSON) and,
+    given a status callback, ``/status`` (HTML) and ``/status.json``."""
 
     def __init__(
-        self, registry: CollectorRegistry, health: HealthCheck, host: str = "0.0.0.0", port: int = 0
+        self,
+        registry: CollectorRegistry,
+        health: HealthCheck,
+        host: str = "0.0.0.0",
+        port: int = 0,
+        *,
+        status: StatusPage | None = None,
     ) -> None:
         self.registry = registry
         self.health = health
+        self.status = status
         try:
             self._server = ThreadingHTTPServer((host, port), self._handler())
         except OSError as exc:
@@ -267,8 +279,21 @@ class MetricsServer:
                         ok, details = False, {"error": repr(exc)}
                     body = json.dumps({"healthy": ok, **details}, sort_keys=True).encode()
                     self._reply(200 if ok else 503, "application/json", body)
+                elif path in ("/status", "/status.json") and server.status is not None:
+                    try:
+                        doc = server.status()
+                    except Exception as exc:  # the page must not take the server down
+                        body = f"status unavailable: {exc!r}\n".encode()
+                        self._reply(500, "text/plain", body)
+                        return
+                    if path == "/status.json":
+                        body = json.dumps(doc, sort_keys=True).encode()
+                        self._reply(200, "application/json", body)
+                    else:
+                        self._reply(200, "text/html; charset=utf-8", render_html(doc).encode())
                 else:
-                    self._reply(404, "text/plain", b"not found: try /metrics or /healthz\n")
+                    known = "/metrics, /healthz" + (", /status" if server.status else "")
+                    self._reply(404, "text/plain", f"not found: try {known}\n".encode())
 
             def _reply(self, code: int, ctype: str, body: bytes) -> None:
                 self.send_response(code)

@@ -430,6 +430,14 @@ def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harn
         assert h.metric("kmedic_decisions_total", outcome="act") >= 1
         assert h.metric("kmedic_actions_total", result="completed") >= len(hosted)
         assert h.metric("kmedic_dead_brokers") == 1
+        # The status page tells the same story: the dead broker and the completed moves.
+        base = f"http://127.0.0.1:{h.metrics_port}"
+        status = json.loads(urllib.request.urlopen(base + "/status.json", timeout=10).read())
+        assert status["leader"] is True
+        assert [b["alive"] for b in status["brokers"] if b["id"] == victim] == [False]
+        assert any(r["kind"] == "action_completed" for r in status["recent_audit"])
+        page = urllib.request.urlopen(base + "/status", timeout=10).read().decode()
+        assert "DEAD since" in page and "action_completed" in page
     finally:
         h.restore()
 
