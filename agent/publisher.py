@@ -8,10 +8,13 @@ the outage lasts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
+
+from confluent_kafka import KafkaException
 
 from agent.config import AgentConfig
 from kmedic import brokerstats as bs
@@ -82,17 +85,58 @@ def ensure_topic(config: AgentConfig, timeout_s: float = 15.0) -> bool:
         return False
 
 
-class Publisher:
-    def __init__(self, config: AgentConfig, on_delivery: DeliveryHook | None = None) -> None:
-        from confluent_kafka import Producer
+ProducerFactory = Callable[[dict[str, Any]], Any]
 
+
+def _confluent_producer(settings: dict[str, Any]) -> Any:
+    from confluent_kafka import Producer
+
+    return Producer(settings)
+
+
+class Publisher:
+    """The agent's producer. A fatal producer error (the idempotent producer can no longer
+    guarantee order, say after brokers died mid-batch) does not end the agent: the producer is
+    replaced, what it still held is counted as lost, and publishing goes on."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        on_delivery: DeliveryHook | None = None,
+        *,
+        producer_factory: ProducerFactory = _confluent_producer,
+    ) -> None:
         self.topic = config.topic
         self._key = str(config.broker_id).encode()
         self._on_delivery = on_delivery
+        self._settings = {**producer_settings(config), "error_cb": self._on_error}
+        self._factory = producer_factory
+        self._fatal: str | None = None
+        self.replaced = 0
+        self._producer = self._new_producer()
+
+    def _new_producer(self) -> Any:
         try:
-            self._producer = Producer(producer_settings(config))
+            return self._factory(self._settings)
         except Exception as exc:
             raise KmedicError(f"cannot create the Kafka producer: {exc}") from exc
+
+    def _on_error(self, err: Any) -> None:
+        if err.fatal():
+            self._fatal = str(err)
+
+    def _replace_producer(self, why: str) -> None:
+        lost = len(self._producer)
+        with contextlib.suppress(Exception):
+            self._producer.purge()
+            self._producer.flush(0)
+        self._producer = self._new_producer()
+        self._fatal = None
+        self.replaced += 1
+        log.warning("producer_replaced", reason=why, records_lost=lost)
+        if self._on_delivery is not None:
+            for _ in range(lost):
+                self._on_delivery(None, f"lost with a failed producer: {why}")
 
     def publish(self, record: bs.BrokerStats) -> bool:
         """Queue one record; False (and counted as an error) when the queue is full."""
@@ -106,20 +150,38 @@ class Publisher:
             else:
                 self._on_delivery(time.monotonic() - sent_at, None)
 
-        try:
-            self._producer.produce(self.topic, bs.to_json(record), self._key, on_delivery=delivered)
-        except BufferError:
-            log.warning("record_dropped", reason="producer queue full", sample=record.sample_id)
-            if self._on_delivery is not None:
-                self._on_delivery(None, "queue full")
-            return False
+        if self._fatal is not None:
+            self._replace_producer(self._fatal)
+        value = bs.to_json(record)
+        for attempt in (1, 2):
+            try:
+                self._producer.produce(self.topic, value, self._key, on_delivery=delivered)
+                break
+            except BufferError:
+                return self._dropped(record, "producer queue full")
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                if attempt == 1 and error is not None and error.fatal():
+                    self._replace_producer(str(error))
+                    continue
+                return self._dropped(record, f"the producer refused it: {exc}")
         self._producer.poll(0)
         return True
+
+    def _dropped(self, record: bs.BrokerStats, why: str) -> bool:
+        log.warning("record_dropped", reason=why, sample=record.sample_id)
+        if self._on_delivery is not None:
+            self._on_delivery(None, why)
+        return False
 
     def poll(self, timeout_s: float = 0.0) -> None:
         self._producer.poll(timeout_s)
 
     def flush(self, timeout_s: float) -> int:
         """Deliver what is queued; returns how many records are still undelivered."""
-        remaining: int = self._producer.flush(timeout_s)
+        try:
+            remaining: int = self._producer.flush(timeout_s)
+        except KafkaException as exc:  # a failed producer delivers nothing more
+            log.warning("producer_flush_failed", error=str(exc))
+            return len(self._producer)
         return remaining
