@@ -165,7 +165,7 @@ class Publisher:
                     self._replace_producer(str(error))
                     continue
                 return self._dropped(record, f"the producer refused it: {exc}")
-        self._producer.poll(0)
+        self.poll(0)
         return True
 
     def _dropped(self, record: bs.BrokerStats, why: str) -> bool:
@@ -175,7 +175,16 @@ class Publisher:
         return False
 
     def poll(self, timeout_s: float = 0.0) -> None:
-        self._producer.poll(timeout_s)
+        """Serve delivery reports and logs. A fatal error raised here replaces the producer
+        at once: a failed producer would raise it again on every call."""
+        try:
+            self._producer.poll(timeout_s)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if error is not None and error.fatal():
+                self._replace_producer(str(error))
+            else:
+                log.warning("producer_poll_failed", error=str(exc))
 
     def flush(self, timeout_s: float) -> int:
         """Deliver what is queued; returns how many records are still undelivered."""

@@ -29,6 +29,7 @@ class ScriptedProducer:
         self.errors = errors
         self.queued: list[bytes] = []
         self.purged = False
+        self.poll_errors: list[BaseException] = []
         ScriptedProducer.made.append(self)
 
     def produce(self, topic: str, value: bytes, key: bytes, on_delivery: Any) -> None:
@@ -37,6 +38,8 @@ class ScriptedProducer:
         self.queued.append(value)
 
     def poll(self, timeout: float) -> int:
+        if self.poll_errors:
+            raise self.poll_errors.pop(0)
         return 0
 
     def flush(self, timeout: float) -> int:
@@ -103,4 +106,15 @@ def test_a_producer_that_fails_again_right_after_replacement_drops_only_that_rec
     pub, errors = publisher([fatal()], [fatal()], [])
     assert not pub.publish(RECORD)
     assert errors and "refused" in (errors[-1] or "")
+    assert pub.publish(RECORD)
+
+
+def test_a_fatal_error_raised_by_poll_replaces_the_producer_at_once() -> None:
+    pub, _ = publisher([], [])
+    first = ScriptedProducer.made[0]
+    first.poll_errors.append(fatal())
+    pub.poll(0.25)  # raised inside: the agent's loop never sees it
+    assert pub.replaced == 1 and len(ScriptedProducer.made) == 2
+    first.poll_errors.append(KafkaException(KafkaError(KafkaError._TRANSPORT, "blip")))
+    pub.poll(0)  # the old producer is gone; the new one serves
     assert pub.publish(RECORD)
