@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -23,3 +25,12 @@ def wait_for(
             return last
         time.sleep(interval)
     pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last value: {last!r})")
+
+
+def http_get(url: str) -> tuple[int, str, str]:
+    """(status, content type, body) of a GET, error statuses included."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.headers["Content-Type"], resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers["Content-Type"], err.read().decode()

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import http_get
 from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.errors import KmedicError
@@ -84,20 +83,12 @@ def served() -> Iterator[tuple[ManagerMetrics, Health, str]]:
     server.stop()
 
 
-def get(url: str) -> tuple[int, str, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status, resp.headers["Content-Type"], resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.headers["Content-Type"], err.read().decode()
-
-
 def test_metrics_endpoint_serves_prometheus_text(
     served: tuple[ManagerMetrics, Health, str],
 ) -> None:
     metrics, _, base = served
     metrics.observe_leadership(leading=True, epoch=4, zk_connected=True)
-    code, ctype, body = get(base + "/metrics")
+    code, ctype, body = http_get(base + "/metrics")
     assert code == 200 and ctype.startswith("text/plain")
     families = {f.name: f for f in text_string_to_metric_families(body)}
     epoch = families["kmedic_fencing_epoch"].samples[0]
@@ -106,13 +97,13 @@ def test_metrics_endpoint_serves_prometheus_text(
 
 def test_healthz_reports_200_then_503(served: tuple[ManagerMetrics, Health, str]) -> None:
     _, health, base = served
-    code, ctype, body = get(base + "/healthz")
+    code, ctype, body = http_get(base + "/healthz")
     assert code == 200 and ctype == "application/json"
     assert json.loads(body) == {"healthy": True, "leader": True, "last_cycle_age_s": 3}
     health.ok = False
-    code, _, body = get(base + "/healthz")
+    code, _, body = http_get(base + "/healthz")
     assert code == 503 and json.loads(body)["healthy"] is False
-    assert get(base + "/nope")[0] == 404
+    assert http_get(base + "/nope")[0] == 404
 
 
 def test_a_taken_port_is_named() -> None:

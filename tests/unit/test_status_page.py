@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from typing import Any
 
+from helpers import http_get
 from planner_fixtures import NOW, broker, make, part
 
 from manager.audit import AuditRecord
@@ -80,14 +79,6 @@ def test_a_standby_without_snapshot_renders_too() -> None:
     assert "standby" in page and "no snapshot yet" in page and "no decision yet" in page
 
 
-def get(url: str) -> tuple[int, str, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status, resp.headers["Content-Type"], resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.headers["Content-Type"], err.read().decode()
-
-
 def test_the_server_serves_status_and_a_broken_status_is_a_500() -> None:
     state: dict[str, Any] = {"broken": False}
 
@@ -104,15 +95,15 @@ def test_the_server_serves_status_and_a_broken_status_is_a_500() -> None:
     ).start()
     base = f"http://127.0.0.1:{server.port}"
     try:
-        code, ctype, body = get(base + "/status.json")
+        code, ctype, body = http_get(base + "/status.json")
         assert code == 200 and ctype == "application/json"
         assert json.loads(body)["cluster"] == "c1"
-        code, ctype, body = get(base + "/status")
+        code, ctype, body = http_get(base + "/status")
         assert code == 200 and ctype.startswith("text/html") and "orders:0" in body
-        assert "/status" in get(base + "/nope")[2]
+        assert "/status" in http_get(base + "/nope")[2]
         state["broken"] = True
-        code, _, body = get(base + "/status.json")
+        code, _, body = http_get(base + "/status.json")
         assert code == 500 and "no snapshot lock" in body
-        assert get(base + "/metrics")[0] == 200, "the server survives a broken status"
+        assert http_get(base + "/metrics")[0] == 200, "the server survives a broken status"
     finally:
         server.stop()
