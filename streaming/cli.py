@@ -71,15 +71,20 @@ def _interrupt_on_sigterm() -> None:
 def run(cfg: StreamConfig) -> int:
     from streaming import job, topics
     from streaming.session import build_session
+    from streaming.supervise import supervise
 
     _interrupt_on_sigterm()
     if cfg.create_topics:
         topics.ensure_output_topics(cfg)
     spark = build_session(cfg.spark)
     queries: list[Any] = []
+
+    def start() -> list[Any]:
+        queries[:] = job.start_queries(spark, cfg)
+        return queries
+
     try:
-        queries = job.start_queries(spark, cfg)
-        job.await_queries(queries)
+        supervise(start, job.await_queries, cfg.restart.policy())
     except KeyboardInterrupt:
         log.info("stream_stopping", why="interrupted")
     except KmedicError:

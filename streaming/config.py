@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kmedic.config import load_config
+from streaming.supervise import RestartPolicy
 
 ENV_PREFIX = "KMEDIC_STREAM"
 
@@ -80,6 +81,43 @@ class ValidationConfig(BaseModel):
         return None if value is None else _check_duration(value)
 
 
+class RestartConfig(BaseModel):
+    """What the job does when a query fails (streaming.supervise): start again from the
+    checkpoint after a backoff that doubles from ``initial_backoff`` up to ``max_backoff``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    initial_backoff: str = "5s"
+    max_backoff: str = "2m"
+    # Failures in a row before `kmedic stream` exits with an error; null: never give up (the
+    # manager's stale-loads alert tells on-call that no loads arrive). A run that lasted
+    # longer than max_backoff resets the count.
+    max_failures: int | None = Field(default=None, ge=1)
+
+    @field_validator("initial_backoff", "max_backoff")
+    @classmethod
+    def _check_durations(cls, value: str) -> str:
+        return _check_duration(value)
+
+    @model_validator(mode="after")
+    def _check_order(self) -> RestartConfig:
+        if duration_seconds(self.initial_backoff) > duration_seconds(self.max_backoff):
+            raise ValueError(
+                f"initial_backoff {self.initial_backoff} is longer than "
+                f"max_backoff {self.max_backoff}"
+            )
+        return self
+
+    def policy(self) -> RestartPolicy:
+        cap = duration_seconds(self.max_backoff)
+        return RestartPolicy(
+            initial_backoff_s=duration_seconds(self.initial_backoff),
+            max_backoff_s=cap,
+            max_failures=self.max_failures,
+            healthy_after_s=cap,
+        )
+
+
 class SparkConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -98,8 +136,12 @@ class StreamConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     bootstrap_servers: str = "127.0.0.1:9092"
-    # Passed to the Kafka source and sink as kafka.<key> (security settings and the like).
+    # Passed to Spark's Kafka source and sink as kafka.<key>: Java client settings (security,
+    # timeouts and the like).
     kafka_options: dict[str, str] = Field(default_factory=dict)
+    # The same for the admin client that creates missing output topics, which is librdkafka
+    # (confluent-kafka): its names differ, e.g. sasl.username instead of sasl.jaas.config.
+    admin_options: dict[str, str] = Field(default_factory=dict)
     topics: TopicsConfig = Field(default_factory=TopicsConfig)
     window: str = "48h"
     slide: str = "1h"
@@ -113,6 +155,7 @@ class StreamConfig(BaseModel):
     max_offsets_per_trigger: int | None = Field(default=None, ge=1)
     create_topics: bool = True
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    restart: RestartConfig = Field(default_factory=RestartConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
 
     @field_validator("window", "slide", "watermark", "trigger_interval")

@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from streaming import loads, validate
 from streaming.config import StreamConfig, spark_interval
+from streaming.supervise import QueryFailed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -142,15 +142,16 @@ def _failure(query: StreamingQuery) -> str | None:
 
 
 def await_queries(queries: list[StreamingQuery], poll_s: float = 1.0) -> None:
-    """Block until every query ends (available-now) or one fails (then stop the others)."""
+    """Block until every query ends (available-now) or one fails: then stop the others and
+    raise QueryFailed (streaming.supervise decides whether to start again)."""
     try:
         while any(q.isActive for q in queries):
             for query in queries:
                 if not query.isActive and (problem := _failure(query)):
-                    raise KmedicError(problem)
+                    raise QueryFailed(problem)
             time.sleep(poll_s)
         for query in queries:
             if problem := _failure(query):
-                raise KmedicError(problem)
+                raise QueryFailed(problem)
     finally:
         stop_queries(queries)

@@ -18,12 +18,19 @@ log = get_logger("kmedic.stream")
 _TIMEOUT_S = 30.0
 
 
-def _admin(cfg: StreamConfig) -> Any:
+def admin_client(cfg: StreamConfig) -> Any:
+    """The librdkafka admin client that creates topics. It takes ``admin_options``, not
+    ``kafka_options``: those are Java client settings for Spark, and many of their names
+    (``default.api.timeout.ms``, ``sasl.jaas.config``) mean nothing to librdkafka."""
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     conf: dict[str, Any] = {"bootstrap.servers": cfg.bootstrap_servers, "log_level": 0}
-    conf.update(cfg.kafka_options)
-    return AdminClient(conf)
+    conf.update(cfg.admin_options)
+    try:
+        return AdminClient(conf)
+    except KafkaException as exc:
+        raise KmedicError(f"admin_options: {exc.args[0].str()}") from exc
 
 
 def wanted_topics(cfg: StreamConfig) -> dict[str, dict[str, str]]:
@@ -44,7 +51,7 @@ def ensure_output_topics(cfg: StreamConfig) -> list[str]:
     from confluent_kafka import KafkaException
     from confluent_kafka import admin as kafka_admin  # names not re-exported for mypy
 
-    admin = _admin(cfg)
+    admin = admin_client(cfg)
     try:
         metadata = admin.list_topics(timeout=_TIMEOUT_S)
     except KafkaException as exc:

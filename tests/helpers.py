@@ -34,3 +34,24 @@ def http_get(url: str) -> tuple[int, str, str]:
             return resp.status, resp.headers["Content-Type"], resp.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.headers["Content-Type"], err.read().decode()
+
+
+def create_placed_topic(bootstrap: str, name: str, assignment: list[list[int]]) -> None:
+    """A topic whose partition i lives on the brokers ``assignment[i]``; returns once it is in
+    the metadata."""
+    # kafka-python: confluent-kafka 2.16 rejects an explicit replica assignment locally.
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, replica_assignments=dict(enumerate(assignment)))])
+    finally:
+        admin.close()
+    metadata = AdminClient({"bootstrap.servers": bootstrap})
+    wait_for(
+        lambda: name in metadata.list_topics(timeout=5).topics,
+        timeout=30,
+        what=f"topic {name} in metadata",
+    )

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
-from helpers import wait_for
+from helpers import create_placed_topic, wait_for
 
 from agent.config import AgentConfig
 from agent.loop import Agent
@@ -80,25 +80,6 @@ def run_agent() -> Iterator[Any]:
         agent.stop()
 
 
-def _create_topic(cluster: Any, name: str, assignment: list[list[int]]) -> None:
-    # kafka-python: confluent-kafka 2.16 rejects an explicit replica assignment locally.
-    from kafka import KafkaAdminClient
-    from kafka.admin import NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-    try:
-        topic = NewTopic(name, replica_assignments=dict(enumerate(assignment)))
-        admin.create_topics([topic])
-    finally:
-        admin.close()
-    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    wait_for(
-        lambda: name in metadata.list_topics(timeout=5).topics,
-        timeout=30,
-        what=f"topic {name} in metadata",
-    )
-
-
 class PacedProducer:
     """Produces to each partition at its own steady byte rate (1 KB messages)."""
 
@@ -137,7 +118,7 @@ def test_per_partition_bytes_in_within_20_percent(healthy_cluster: Any, run_agen
     cluster = healthy_cluster
     broker = cluster.broker_ids[0]
     topic = f"accuracy-{uuid.uuid4().hex[:8]}"
-    _create_topic(cluster, topic, [[broker], [broker], [broker]])
+    create_placed_topic(cluster.bootstrap_servers, topic, [[broker], [broker], [broker]])
     truth = {0: 20_000.0, 1: 40_000.0, 2: 80_000.0}  # bytes/s of payload, 1:2:4
     producer = PacedProducer(cluster, topic, truth)
     try:
@@ -186,8 +167,10 @@ def _admin_roles(cluster: Any, broker: int) -> tuple[set[Any], set[Any], int]:
 
 def test_roles_equal_the_admin_api(healthy_cluster: Any) -> None:
     cluster = healthy_cluster
-    _create_topic(
-        cluster, f"roles-{uuid.uuid4().hex[:8]}", [[1, 2, 3], [2, 3, 4], [3, 4, 1], [4, 1, 2]]
+    create_placed_topic(
+        cluster.bootstrap_servers,
+        f"roles-{uuid.uuid4().hex[:8]}",
+        [[1, 2, 3], [2, 3, 4], [3, 4, 1], [4, 1, 2]],
     )
     for broker in cluster.broker_ids:
         sampler = Sampler(agent_config(cluster, broker))

@@ -7,6 +7,7 @@ drained in many small micro-batches, then the job stops), which makes the compar
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import wait_for
+from helpers import create_placed_topic, wait_for
 from streaming_support import (
     create_topic,
     latest_per_key,
@@ -30,7 +31,7 @@ from streaming_support import (
 )
 
 from streaming import job, synthetic, topics
-from streaming.config import StreamConfig
+from streaming.config import RestartConfig, StreamConfig
 
 pytestmark = pytest.mark.integration
 __all__ = ["spark"]  # the fixture, imported for pytest
@@ -46,11 +47,13 @@ def _run_in_process(spark_session: Any, cfg: StreamConfig) -> None:
     job.await_queries(job.start_queries(spark_session, cfg))
 
 
-def _cli(cfg_path: Path) -> subprocess.Popen[bytes]:
+def _cli(cfg_path: Path, log_file: Path | None = None) -> subprocess.Popen[bytes]:
+    """`kmedic stream` as a process; its stderr piped, or appended to ``log_file``."""
+    stderr: Any = subprocess.PIPE if log_file is None else log_file.open("ab")
     return subprocess.Popen(
         [sys.executable, "-m", "kmedic.cli", "--log-json", "stream", "--config", str(cfg_path)],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         start_new_session=True,  # its own process group: the kill takes the JVM with it
     )
 
@@ -142,3 +145,82 @@ def test_kill_and_restart_converges_to_an_uninterrupted_run(
         assert {m.value() for m in dlq} == set(BAD_RECORDS)
         reasons = {dict(m.headers())["kmedic.reason"] for m in dlq}
         assert reasons == {b"invalid_json", b"unsupported_schema_version", b"schema_mismatch"}
+
+
+def _events(log_file: Path, event: str) -> list[dict[str, Any]]:
+    found = []
+    for line in log_file.read_text(errors="replace").splitlines():
+        if line.startswith("{") and f'"{event}"' in line:
+            record = json.loads(line)
+            if record.get("event") == event:
+                found.append(record)
+    return found
+
+
+def test_the_job_outlives_a_source_partition_without_a_leader(
+    local_cluster: Any, tmp_path: Path
+) -> None:
+    """The source's only partition lives on one broker; SIGKILL it and the Kafka reads fail
+    (CI once saw `kmedic stream` exit on exactly that). The job restarts its queries from the
+    checkpoint with a backoff until the broker is back, then processes what came meanwhile."""
+    bootstrap = local_cluster.bootstrap_servers
+    victim = local_cluster.broker_ids[-1]
+    source = unique("it.brokerstats")
+    create_placed_topic(bootstrap, source, [[victim]])
+    start_ms = (int(time.time() * 1000) // 10_000) * 10_000 - TICKS * 10_000
+    produce(bootstrap, source, synthetic.records(LAYOUT, start_ms, TICKS))
+    cfg = stream_config(
+        bootstrap,
+        source,
+        tmp_path / "cp",
+        trigger_interval="2s",
+        # Fail fast instead of after the client's default 60 s.
+        kafka_options={"default.api.timeout.ms": "5000", "request.timeout.ms": "4000"},
+        restart=RestartConfig(initial_backoff="1s", max_backoff="4s"),
+    )
+    cfg_path = _write_config(cfg, tmp_path / "stream.yaml")
+    log_file = tmp_path / "stream.log"
+    proc = _cli(cfg_path, log_file)
+    try:
+        wait_for(
+            lambda: _committed_batches(cfg.checkpoint_location) >= 1 or proc.poll() is not None,
+            timeout=180,
+            what="a committed micro-batch",
+        )
+        assert proc.poll() is None, log_file.read_text()[-3000:]
+        local_cluster.kill(victim)
+        try:
+            restarts = wait_for(
+                lambda: _events(log_file, "stream_restarting") or proc.poll() is not None,
+                timeout=120,
+                what="the stream to restart its failed queries",
+            )
+            assert proc.poll() is None, log_file.read_text()[-3000:]
+            assert isinstance(restarts, list)
+            assert "failed" in restarts[0]["reason"] and restarts[0]["failures_in_a_row"] == 1
+        finally:
+            local_cluster.restart(victim)
+        # What arrives after the outage is processed by the same process: a bad record reaches
+        # the DLQ and a new topic's partitions reach the replica loads.
+        later = synthetic.Layout(brokers=4, topics=3, partitions=3, replication_factor=2)
+        now_ms = (int(time.time() * 1000) // 10_000) * 10_000
+        produce(bootstrap, source, [(b"9", b"not json")])
+        produce(bootstrap, source, synthetic.records(later, now_ms - 20_000, 3))
+        new_keys = {f"{synthetic.topic_name(2)}:{p}" for p in range(3)}
+        wait_for(
+            lambda: (
+                new_keys <= set(latest_per_key(bootstrap, cfg.topics.replica_loads))
+                or proc.poll() is not None
+            ),
+            timeout=180,
+            interval=3,
+            what="loads of the records produced after the outage",
+        )
+        assert proc.poll() is None, log_file.read_text()[-3000:]
+        assert [m.value() for m in read_all(bootstrap, cfg.topics.dlq)] == [b"not json"]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, log_file.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)

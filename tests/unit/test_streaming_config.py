@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from kmedic.config import load_config
 from kmedic.errors import ConfigError, KmedicError
+from streaming import topics
 from streaming.config import ENV_PREFIX, StreamConfig, duration_seconds, spark_interval
 from streaming.session import connector_jars
 
@@ -114,3 +115,19 @@ def test_kmedic_stream_with_a_bad_config_is_one_line_and_exit_1(
     assert err == [
         f"kmedic: error: {path}: (top level): Value error, slide 1m is longer than window 30s"
     ]
+
+
+def test_java_client_settings_do_not_reach_the_librdkafka_admin() -> None:
+    # default.api.timeout.ms is a Java client setting: librdkafka refuses the name.
+    cfg = StreamConfig(
+        bootstrap_servers="127.0.0.1:1",
+        kafka_options={"default.api.timeout.ms": "5000"},
+        admin_options={"socket.timeout.ms": "5000"},
+    )
+    assert topics.admin_client(cfg) is not None
+
+
+def test_a_bad_admin_option_is_named() -> None:
+    cfg = StreamConfig(bootstrap_servers="127.0.0.1:1", admin_options={"no.such.key": "1"})
+    with pytest.raises(KmedicError, match=r'admin_options: .*"no\.such\.key"'):
+        topics.admin_client(cfg)
