@@ -1,0 +1,57 @@
+"""The configs the pipeline (demo and e2e) writes for each role load through the role's own
+model, so a renamed or mistyped key fails here rather than as a role that exits at start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+from agent.config import AgentConfig
+from kmedic.localcluster import LocalCluster
+from kmedic.pipeline import Pipeline
+from manager.config import ManagerConfig
+from streaming.config import StreamConfig
+
+
+class _Broker:
+    port = 19092
+
+
+class _FakeCluster:
+    """The attributes of LocalCluster the pipeline reads to write configs."""
+
+    bootstrap_servers = "127.0.0.1:19092"
+    zk_connect = "127.0.0.1:12181"
+    broker_ids = (1, 2)
+
+    def exporter_url(self, broker_id: int) -> str:
+        return f"http://127.0.0.1:{17000 + broker_id}/metrics"
+
+    def broker(self, broker_id: int) -> _Broker:
+        return _Broker()
+
+    def data_dir(self, broker_id: int) -> Path:
+        return Path(f"/tmp/broker-{broker_id}")
+
+
+def _pipeline(tmp_path: Path) -> Pipeline:
+    return Pipeline(cast(LocalCluster, _FakeCluster()), tmp_path)
+
+
+def test_the_agent_config_loads(tmp_path: Path) -> None:
+    cfg = AgentConfig(**_pipeline(tmp_path).agent_config(2, 2.0))
+    assert cfg.broker_id == 2 and cfg.interval_s == 2.0
+
+
+def test_the_stream_config_loads_with_demo_scale_restarts(tmp_path: Path) -> None:
+    cfg = StreamConfig(**_pipeline(tmp_path).stream_config())
+    policy = cfg.restart.policy()
+    assert policy.initial_backoff_s == 1 and policy.max_backoff_s == 10
+
+
+def test_the_manager_config_loads_with_overrides_merged(tmp_path: Path) -> None:
+    overrides: dict[str, Any] = {"policy": {"max_dead_brokers": 1}}
+    doc = _pipeline(tmp_path).manager_config(**overrides)
+    cfg = ManagerConfig(**doc)
+    assert cfg.policy.max_dead_brokers == 1
+    assert cfg.snapshot_path == tmp_path / "snapshot.json"
