@@ -30,6 +30,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from helpers import wait_for
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_support import PrometheusServer
 
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from kmedic.pipeline import Pipeline
@@ -183,6 +184,25 @@ def harness(
         pipeline.stop()
 
 
+@pytest.fixture(scope="module")
+def prometheus(
+    harness: Harness, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PrometheusServer]:
+    """A real Prometheus scraping the manager every second with the shipped alert rules."""
+    targets = [f"127.0.0.1:{harness.metrics_port}"]
+    server = PrometheusServer(tmp_path_factory.mktemp("prometheus"), targets).start()
+    try:
+        wait_for(lambda: server.query("kmedic_is_leader == 1"), timeout=30, what="a scraped leader")
+        yield server
+    finally:
+        server.stop()
+
+
+def alert_states(server: PrometheusServer, name: str, cluster: str) -> set[str]:
+    """The states (pending, firing) of one alert for one cluster, as Prometheus evaluates it."""
+    return {a["state"] for a in server.active(name, cluster=cluster)}
+
+
 def manager_settings(metrics_port: int) -> dict[str, Any]:
     return {
         "interval_s": CYCLE_S,
@@ -277,7 +297,9 @@ def reassignments_in_progress(h: Harness) -> int:
         client.close()
 
 
-def test_unexplained_under_replication_is_refused_and_alerted(harness: Harness) -> None:
+def test_unexplained_under_replication_is_refused_and_alerted(
+    harness: Harness, prometheus: PrometheusServer
+) -> None:
     """A broker that hangs (SIGSTOP, like a long GC pause) drops out of the ISRs while it is
     still registered: not a dead broker, so the manager must refuse and alert, and move
     nothing."""
@@ -311,6 +333,14 @@ def test_unexplained_under_replication_is_refused_and_alerted(harness: Harness) 
             what="a refusal for unexplained under-replication",
         )
         assert h.metric("kmedic_under_replicated_partitions", explained="false") > 0
+        # The shipped rule sees it in the scraped series (pending: it fires after 5 min).
+        wait_for(
+            lambda: alert_states(
+                prometheus, "KmedicUnexplainedUnderReplication", h.pipeline.cluster_name
+            ),
+            timeout=15,
+            what="Prometheus to evaluate KmedicUnexplainedUnderReplication as active",
+        )
     finally:
         h.cluster.resume(victim)
     h.restore()
@@ -337,7 +367,9 @@ def test_unexplained_under_replication_is_refused_and_alerted(harness: Harness) 
     assert {k: r for k, (r, _) in h.partitions().items()} == placement_before
 
 
-def test_two_dead_brokers_over_the_maximum_are_refused(harness: Harness) -> None:
+def test_two_dead_brokers_over_the_maximum_are_refused(
+    harness: Harness, prometheus: PrometheusServer
+) -> None:
     h = harness
     start_ms = int(time.time() * 1000)
     placement_before = {k: r for k, (r, _) in h.partitions().items()}
@@ -370,8 +402,25 @@ def test_two_dead_brokers_over_the_maximum_are_refused(harness: Harness) -> None
         assert reassignments_in_progress(h) == 0
         assert {k: r for k, (r, _) in h.partitions().items()} == placement_before
         assert h.metric("kmedic_dead_brokers") == 2
+        # A real Prometheus, scraping the manager, evaluates the shipped rules the same way:
+        # the refusal is an alert (pending for its first 2 minutes), and nothing says the
+        # manager is missing or leaderless.
+        cluster = h.pipeline.cluster_name
+        wait_for(
+            lambda: alert_states(prometheus, "KmedicRefusingToHeal", cluster),
+            timeout=15,
+            what="Prometheus to evaluate KmedicRefusingToHeal as active",
+        )
+        assert not alert_states(prometheus, "KmedicNoLeader", cluster)
+        assert not prometheus.active("KmedicManagerMissing")
+        assert prometheus.query(f'kmedic_dead_brokers{{cluster="{cluster}"}} == 2')
     finally:
         h.restore()
+    wait_for(
+        lambda: not alert_states(prometheus, "KmedicRefusingToHeal", h.pipeline.cluster_name),
+        timeout=60,
+        what="KmedicRefusingToHeal to clear once the brokers are back",
+    )
 
 
 def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harness) -> None:
