@@ -86,6 +86,7 @@ class Pipeline:
             "checkpoint_location": str(self.workdir / "stream-checkpoint"),
             # Demo scale: back within seconds after the brokers the story kills return.
             "restart": {"initial_backoff": "1s", "max_backoff": "10s"},
+            "metrics_port": None,
             "spark": {"master": "local[2]", "driver_memory": "768m", "shuffle_partitions": 2},
             **overrides,
         }

@@ -70,12 +70,18 @@ def _interrupt_on_sigterm() -> None:
 
 def run(cfg: StreamConfig) -> int:
     from streaming import job, topics
+    from streaming.metrics import StreamMetrics
     from streaming.session import build_session
     from streaming.supervise import supervise
 
     _interrupt_on_sigterm()
     if cfg.create_topics:
         topics.ensure_output_topics(cfg)
+    metrics = StreamMetrics()
+    server = None
+    if cfg.metrics_port is not None:
+        server = metrics.serve(cfg.metrics_host, cfg.metrics_port)
+        log.info("stream_metrics_serving", host=cfg.metrics_host, port=server.server_port)
     spark = build_session(cfg.spark)
     queries: list[Any] = []
 
@@ -83,8 +89,11 @@ def run(cfg: StreamConfig) -> int:
         queries[:] = job.start_queries(spark, cfg)
         return queries
 
+    def wait(running: list[Any]) -> None:
+        job.await_queries(running, on_poll=metrics.observe)
+
     try:
-        supervise(start, job.await_queries, cfg.restart.policy())
+        supervise(start, wait, cfg.restart.policy(), on_restart=metrics.restarts.inc)
     except KeyboardInterrupt:
         log.info("stream_stopping", why="interrupted")
     except KmedicError:
@@ -96,6 +105,8 @@ def run(cfg: StreamConfig) -> int:
     finally:
         job.stop_queries(queries)
         spark.stop()
+        if server is not None:
+            server.shutdown()
     log.info("stream_stopped")
     return 0
 

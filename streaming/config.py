@@ -156,6 +156,9 @@ class StreamConfig(BaseModel):
     create_topics: bool = True
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     restart: RestartConfig = Field(default_factory=RestartConfig)
+    # The job's own /metrics (streaming/metrics.py); null: off.
+    metrics_port: int | None = Field(default=9465, ge=0, le=65535)
+    metrics_host: str = "0.0.0.0"
     spark: SparkConfig = Field(default_factory=SparkConfig)
 
     @field_validator("window", "slide", "watermark", "trigger_interval")

@@ -141,11 +141,18 @@ def _failure(query: StreamingQuery) -> str | None:
     return f"query {query.name} failed: {text[0] if text else type(exc).__name__}"
 
 
-def await_queries(queries: list[StreamingQuery], poll_s: float = 1.0) -> None:
+def await_queries(
+    queries: list[StreamingQuery],
+    poll_s: float = 1.0,
+    on_poll: Callable[[list[StreamingQuery]], None] | None = None,
+) -> None:
     """Block until every query ends (available-now) or one fails: then stop the others and
-    raise QueryFailed (streaming.supervise decides whether to start again)."""
+    raise QueryFailed (streaming.supervise decides whether to start again). ``on_poll``
+    sees the queries at every poll and once more at the end (the metrics read progress)."""
     try:
         while any(q.isActive for q in queries):
+            if on_poll is not None:
+                on_poll(queries)
             for query in queries:
                 if not query.isActive and (problem := _failure(query)):
                     raise QueryFailed(problem)
@@ -155,3 +162,5 @@ def await_queries(queries: list[StreamingQuery], poll_s: float = 1.0) -> None:
                 raise QueryFailed(problem)
     finally:
         stop_queries(queries)
+        if on_poll is not None:
+            on_poll(queries)

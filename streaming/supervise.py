@@ -60,6 +60,7 @@ def supervise(
     *,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    on_restart: Callable[[], None] | None = None,
 ) -> int:
     """Run ``start`` then ``wait`` until ``wait`` returns (an available-now job drained its
     topic); restart after each :class:`QueryFailed`. Returns the number of restarts.
@@ -92,3 +93,5 @@ def supervise(
             )
             sleep(delay)
             restarts += 1
+            if on_restart is not None:
+                on_restart()

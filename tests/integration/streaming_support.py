@@ -50,6 +50,7 @@ def stream_config(bootstrap: str, source: str, checkpoint: Path, **overrides: An
         "checkpoint_location": checkpoint,
         "validation": ValidationConfig(max_future_skew="10m"),
         "spark": SparkConfig(master="local[2]", shuffle_partitions=2, driver_memory="1g"),
+        "metrics_port": None,
     }
     settings.update(overrides)
     return StreamConfig(**settings)

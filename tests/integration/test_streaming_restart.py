@@ -13,12 +13,14 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from helpers import create_placed_topic, wait_for
+from prometheus_client.parser import text_string_to_metric_families
 from streaming_support import (
     create_topic,
     latest_per_key,
@@ -30,6 +32,7 @@ from streaming_support import (
     unique,
 )
 
+from kmedic.localcluster.process import free_ports
 from streaming import job, synthetic, topics
 from streaming.config import RestartConfig, StreamConfig
 
@@ -157,6 +160,16 @@ def _events(log_file: Path, event: str) -> list[dict[str, Any]]:
     return found
 
 
+def _scrape(url: str) -> dict[tuple[str, str], float]:
+    """(sample name, query label) -> value."""
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    return {
+        (s.name, s.labels.get("query", "")): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
 def test_the_job_outlives_a_source_partition_without_a_leader(
     local_cluster: Any, tmp_path: Path
 ) -> None:
@@ -177,6 +190,7 @@ def test_the_job_outlives_a_source_partition_without_a_leader(
         # Fail fast instead of after the client's default 60 s.
         kafka_options={"default.api.timeout.ms": "5000", "request.timeout.ms": "4000"},
         restart=RestartConfig(initial_backoff="1s", max_backoff="4s"),
+        metrics_port=free_ports(1)[0],
     )
     cfg_path = _write_config(cfg, tmp_path / "stream.yaml")
     log_file = tmp_path / "stream.log"
@@ -218,6 +232,14 @@ def test_the_job_outlives_a_source_partition_without_a_leader(
         )
         assert proc.poll() is None, log_file.read_text()[-3000:]
         assert [m.value() for m in read_all(bootstrap, cfg.topics.dlq)] == [b"not json"]
+        # The job's /metrics tell the story: a restart, and batches before and after it.
+        metrics = _scrape(f"http://127.0.0.1:{cfg.metrics_port}/metrics")
+        assert metrics[("kmedic_stream_restarts_total", "")] >= 1
+        assert metrics[("kmedic_stream_queries_active", "")] == 2
+        assert metrics[("kmedic_stream_batches_total", job.LOADS_QUERY)] >= 2
+        assert metrics[("kmedic_stream_input_rows_total", job.DLQ_QUERY)] > 0
+        last = metrics[("kmedic_stream_last_batch_timestamp_seconds", job.LOADS_QUERY)]
+        assert time.time() - last < 120
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log_file.read_text()[-3000:]
     finally:

@@ -62,6 +62,20 @@ def test_failed_queries_start_again_with_a_doubling_capped_backoff() -> None:
     assert job.sleeps == [5, 10, 20, 40, 80, 120, 120]
 
 
+def test_each_restart_is_reported() -> None:
+    job = Script(["fail", "fail", "done"])
+    seen: list[int] = []
+    supervise(
+        job.start,
+        job.wait,
+        POLICY,
+        sleep=job.sleep,
+        clock=lambda: job.now,
+        on_restart=lambda: seen.append(job.starts),
+    )
+    assert seen == [1, 2]
+
+
 def test_a_healthy_run_resets_the_backoff() -> None:
     # Two quick failures, then a run longer than healthy_after_s fails: back to 5 s.
     job = Script(["fail", "fail", "fail", "done"])

@@ -1,0 +1,121 @@
+"""The streaming job's own Prometheus metrics, on a registry of its own (served at /metrics
+when ``metrics_port`` is set).
+
+They come from Spark's progress reports, read by the loop that waits on the queries, and from
+the restart loop. Spark's UI says the same per run; these survive a restart of the queries
+and can be scraped and alerted on next to the manager's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+from kmedic.errors import KmedicError
+
+# Progress reports read per query and poll: Spark keeps the last 100; a poll each second
+# sees every batch unless more than this many finish in between.
+_RECENT = 20
+
+
+class StreamMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.restarts = Counter(
+            "kmedic_stream_restarts",
+            "Times the queries were started again after one failed.",
+            registry=self.registry,
+        )
+        self.queries_active = Gauge(
+            "kmedic_stream_queries_active",
+            "Streaming queries running now (2 when healthy: DLQ and loads).",
+            registry=self.registry,
+        )
+        self.batches = Counter(
+            "kmedic_stream_batches",
+            "Micro-batches completed, by query.",
+            ["query"],
+            registry=self.registry,
+        )
+        self.input_rows = Counter(
+            "kmedic_stream_input_rows",
+            "Source records read by completed micro-batches, by query.",
+            ["query"],
+            registry=self.registry,
+        )
+        self.last_batch = Gauge(
+            "kmedic_stream_last_batch_timestamp_seconds",
+            "Unix time the last micro-batch of a query completed.",
+            ["query"],
+            registry=self.registry,
+        )
+        self.batch_seconds = Gauge(
+            "kmedic_stream_batch_duration_seconds",
+            "Wall time of the last micro-batch of a query.",
+            ["query"],
+            registry=self.registry,
+        )
+        # query name -> (run id, highest batch id counted in that run)
+        self._counted: dict[str, tuple[str, int]] = {}
+
+    def record_progress(self, progress: Mapping[str, Any]) -> bool:
+        """Count one progress report (Spark's JSON as a dict). Reports of a batch already
+        counted, and Spark's idle reports that repeat a batch id, are ignored: returns
+        whether this one counted."""
+        name = str(progress.get("name") or "unnamed")
+        run = str(progress.get("runId"))
+        batch = progress.get("batchId")
+        if not isinstance(batch, int):
+            return False
+        seen = self._counted.get(name)
+        if seen is not None and seen[0] == run and batch <= seen[1]:
+            return False
+        self._counted[name] = (run, batch)
+        self.batches.labels(name).inc()
+        self.input_rows.labels(name).inc(max(0, int(progress.get("numInputRows") or 0)))
+        took_ms = float((progress.get("durationMs") or {}).get("triggerExecution", 0))
+        self.batch_seconds.labels(name).set(took_ms / 1000)
+        started = _epoch_seconds(progress.get("timestamp"))
+        if started is not None:
+            self.last_batch.labels(name).set(started + took_ms / 1000)
+        return True
+
+    def observe(self, queries: Iterable[Any]) -> None:
+        """Read the newest progress reports of running queries (StreamingQuery objects)."""
+        active = 0
+        for query in queries:
+            if query.isActive:
+                active += 1
+            for progress in list(query.recentProgress)[-_RECENT:]:
+                self.record_progress(_as_dict(progress))
+        self.queries_active.set(active)
+
+    def serve(self, host: str, port: int) -> Any:
+        """Start the /metrics HTTP server; returns the server (call ``shutdown()`` to stop)."""
+        try:
+            server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            raise KmedicError(f"cannot serve /metrics on {host}:{port}: {exc.strerror}") from exc
+        return server
+
+
+def _as_dict(progress: Any) -> Mapping[str, Any]:
+    # PySpark 4 returns StreamingQueryProgress objects (with .json); older ones dicts.
+    if isinstance(progress, Mapping):
+        return progress
+    parsed: dict[str, Any] = json.loads(progress.json)
+    return parsed
+
+
+def _epoch_seconds(stamp: object) -> float | None:
+    """Spark's ISO-8601 UTC stamp (``2026-11-22T15:51:04.477Z``) as Unix seconds."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
