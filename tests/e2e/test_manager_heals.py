@@ -28,7 +28,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewTopic,
     ResourceType,
 )
-from helpers import wait_for
+from helpers import kafka_conf, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_support import PrometheusServer
 
@@ -76,7 +76,7 @@ class Harness:
         connections open and swallows whatever request reaches it."""
         for _ in range(6):
             try:
-                return question(AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers}))
+                return question(AdminClient(kafka_conf(self.cluster.bootstrap_servers)))
             except (KafkaException, TimeoutError):
                 time.sleep(1)
         raise AssertionError("the Admin API did not answer in 6 tries")
@@ -153,7 +153,7 @@ def harness(
 ) -> Iterator[Harness]:
     cluster = e2e_cluster
     workdir: Path = tmp_path_factory.mktemp("e2e")
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin = AdminClient(kafka_conf(cluster.bootstrap_servers))
     futures = admin.create_topics([NewTopic(t, PARTITIONS, rf) for t, rf in TOPICS.items()])
     for f in futures.values():
         f.result(timeout=30)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from helpers import kafka_conf
 from spark_helpers import connector_missing, shared_spark
 
 from streaming.config import SparkConfig, StreamConfig, TopicsConfig, ValidationConfig
@@ -59,13 +60,13 @@ def stream_config(bootstrap: str, source: str, checkpoint: Path, **overrides: An
 def create_topic(bootstrap: str, topic: str, partitions: int = 3, replication: int = 2) -> None:
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(kafka_conf(bootstrap))
     futures = admin.create_topics([NewTopic(topic, partitions, replication)])
     futures[topic].result(timeout=30)
 
 
 def produce(bootstrap: str, topic: str, pairs: Iterable[tuple[bytes | None, bytes | None]]) -> int:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    producer = Producer(kafka_conf(bootstrap, {"acks": "all", "linger.ms": 5}))
     count = 0
     for key, value in pairs:
         producer.produce(topic, key=key, value=value)
@@ -77,11 +78,13 @@ def produce(bootstrap: str, topic: str, pairs: Iterable[tuple[bytes | None, byte
 def read_all(bootstrap: str, topic: str) -> list[Any]:
     """Every record of a topic, from the beginning up to its current end."""
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": unique("it-reader"),
-            "enable.auto.commit": False,
-        }
+        kafka_conf(
+            bootstrap,
+            {
+                "group.id": unique("it-reader"),
+                "enable.auto.commit": False,
+            },
+        )
     )
     try:
         meta = consumer.list_topics(topic, timeout=15).topics[topic]
@@ -121,7 +124,7 @@ def latest_per_key(bootstrap: str, topic: str) -> dict[str, dict[str, Any]]:
 def topic_config(bootstrap: str, topic: str, name: str) -> str:
     from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(kafka_conf(bootstrap))
     resource = ConfigResource(ResourceType.TOPIC, topic)
     entries = admin.describe_configs([resource])[resource].result(timeout=15)
     return str(entries[name].value)

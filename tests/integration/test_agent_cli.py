@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer
-from helpers import wait_for
+from helpers import kafka_conf, wait_for
 
 from kmedic import brokerstats as bs
 
@@ -89,11 +89,13 @@ def test_agent_process_publishes_and_stops_cleanly(healthy_cluster: Any, tmp_pat
     assert stopped and stopped[0]["undelivered"] == 0, events[-5:]
 
     consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": f"test-{uuid.uuid4().hex}",
-            "auto.offset.reset": "earliest",
-        }
+        kafka_conf(
+            cluster.bootstrap_servers,
+            {
+                "group.id": f"test-{uuid.uuid4().hex}",
+                "auto.offset.reset": "earliest",
+            },
+        )
     )
     consumer.subscribe([topic])
     records: list[bs.BrokerStats] = []

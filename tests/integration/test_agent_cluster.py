@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
-from helpers import create_placed_topic, wait_for
+from helpers import create_placed_topic, kafka_conf, wait_for
 
 from agent.config import AgentConfig
 from agent.loop import Agent
@@ -153,7 +153,7 @@ def test_per_partition_bytes_in_within_20_percent(healthy_cluster: Any, run_agen
 def _admin_roles(cluster: Any, broker: int) -> tuple[set[Any], set[Any], int]:
     """Leaders, followers (with leader and ISR membership) and under-replicated leaders, as
     confluent-kafka's metadata (a different client from the agent's) reports them."""
-    md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(timeout=10)
+    md = AdminClient(kafka_conf(cluster.bootstrap_servers)).list_topics(timeout=10)
     leaders, followers, under = set(), set(), 0
     for t in md.topics.values():
         for p in t.partitions.values():
@@ -197,11 +197,13 @@ def test_roles_equal_the_admin_api(healthy_cluster: Any) -> None:
 
 def _published(cluster: Any, topic: str, broker: int, since_ms: int) -> list[bs.BrokerStats]:
     consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": f"test-{uuid.uuid4().hex}",
-            "auto.offset.reset": "earliest",
-        }
+        kafka_conf(
+            cluster.bootstrap_servers,
+            {
+                "group.id": f"test-{uuid.uuid4().hex}",
+                "auto.offset.reset": "earliest",
+            },
+        )
     )
     consumer.subscribe([topic])
     out: list[bs.BrokerStats] = []

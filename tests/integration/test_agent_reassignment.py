@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-from helpers import wait_for
+from helpers import kafka_conf, wait_for
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import NewTopic
 
@@ -72,14 +72,14 @@ def test_reassigning_replicas_are_reported(healthy_cluster: Any) -> None:
     leader, target, bystander = cluster.broker_ids[0], cluster.broker_ids[2], cluster.broker_ids[1]
     topic = f"reassign-{uuid.uuid4().hex[:8]}"
     kadmin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-    cadmin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    cadmin = AdminClient(kafka_conf(cluster.bootstrap_servers))
     tp = TopicPartition(topic, 0)
     try:
         kadmin.create_topics([NewTopic(topic, replica_assignments={0: [leader]})])
         wait_for(
             lambda: topic in cadmin.list_topics(timeout=5).topics, timeout=30, what="the topic"
         )
-        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 20})
+        producer = Producer(kafka_conf(cluster.bootstrap_servers, {"linger.ms": 20}))
         for _ in range(3000):
             producer.produce(topic, b"r" * 1000, partition=0)
             producer.poll(0)

@@ -14,7 +14,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ConfigResource,
     ResourceType,
 )
-from helpers import wait_for
+from helpers import kafka_conf, wait_for
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 
@@ -38,7 +38,7 @@ def make_topic(bootstrap: str, replicas: list[int], megabytes: float) -> str:
         admin.create_topics([KpNewTopic(topic, replica_assignments={0: replicas})])
     finally:
         admin.close()
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
+    producer = Producer(kafka_conf(bootstrap, {"acks": "all", "linger.ms": 20}))
     payload = b"x" * 1024
     for i in range(int(megabytes * 1024)):
         producer.produce(topic, value=payload, key=str(i).encode())
@@ -49,7 +49,7 @@ def make_topic(bootstrap: str, replicas: list[int], megabytes: float) -> str:
 
 
 def dynamic_configs(bootstrap: str, kind: Any, name: str) -> dict[str, str]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(kafka_conf(bootstrap))
     res = ConfigResource(kind, name)
     entries = admin.describe_configs([res])[res].result(30)
     return {k: e.value for k, e in entries.items() if not e.is_default and e.value}

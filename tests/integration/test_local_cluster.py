@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from helpers import wait_for
+from helpers import kafka_conf, wait_for
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, rf: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(kafka_conf(bootstrap))
     futures = admin.create_topics([NewTopic(name, partitions, rf)])
     futures[name].result(timeout=30)
     wait_for(
@@ -33,7 +33,7 @@ def create_topic(bootstrap: str, name: str, partitions: int, rf: int) -> None:
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int = 1000) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    producer = Producer(kafka_conf(bootstrap, {"acks": "all", "linger.ms": 5}))
     for i in range(count):
         producer.produce(topic, key=str(i).encode(), value=os.urandom(size))
         producer.poll(0)
@@ -42,7 +42,7 @@ def produce(bootstrap: str, topic: str, count: int, size: int = 1000) -> None:
 
 def partitions_of(bootstrap: str, topic: str) -> dict[int, tuple[list[int], list[int]]]:
     """partition -> (replicas, isr) from the Admin API's metadata."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(kafka_conf(bootstrap))
     meta = admin.list_topics(topic, timeout=10).topics[topic]
     return {p.id: (list(p.replicas), list(p.isrs)) for p in meta.partitions.values()}
 
@@ -65,11 +65,13 @@ def test_produce_and_consume_on_rf3_topic(healthy_cluster: Any) -> None:
     create_topic(bootstrap, topic, partitions=3, rf=3)
     produce(bootstrap, topic, 300)
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"g-{topic}",
-            "auto.offset.reset": "earliest",
-        }
+        kafka_conf(
+            bootstrap,
+            {
+                "group.id": f"g-{topic}",
+                "auto.offset.reset": "earliest",
+            },
+        )
     )
     consumer.subscribe([topic])
     seen: set[bytes] = set()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from helpers import wait_for
+from helpers import kafka_conf, wait_for
 from streaming_support import (
     create_topic,
     latest_per_key,
@@ -69,7 +69,7 @@ def agents(local_cluster: Any) -> Iterator[Any]:
 
 def _live_replicas(bootstrap: str, names: set[str]) -> set[tuple[str, int]]:
     """(topic:partition, broker id) for every replica of ``names`` on a live broker."""
-    meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15)
+    meta = AdminClient(kafka_conf(bootstrap)).list_topics(timeout=15)
     live = set(meta.brokers)
     return {
         (f"{name}:{pid}", broker)
