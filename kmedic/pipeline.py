@@ -45,6 +45,8 @@ class Pipeline:
     workdir: Path
     cluster_name: str = "local"
     roles: dict[str, RoleProcess] = field(default_factory=dict)
+    # Where the Spark job serves its /metrics (a free port when the pipeline is made).
+    stream_metrics_port: int = field(default_factory=lambda: process.free_ports(1)[0])
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -77,6 +79,7 @@ class Pipeline:
 
     def stream_config(self, **overrides: Any) -> dict[str, Any]:
         return {
+            "cluster": self.cluster_name,
             "bootstrap_servers": self.cluster.bootstrap_servers,
             "window": "30s",
             "slide": "10s",
@@ -86,7 +89,8 @@ class Pipeline:
             "checkpoint_location": str(self.workdir / "stream-checkpoint"),
             # Demo scale: back within seconds after the brokers the story kills return.
             "restart": {"initial_backoff": "1s", "max_backoff": "10s"},
-            "metrics_port": None,
+            "metrics_port": self.stream_metrics_port,
+            "metrics_host": "127.0.0.1",
             "spark": {"master": "local[2]", "driver_memory": "768m", "shuffle_partitions": 2},
             **overrides,
         }

@@ -77,7 +77,7 @@ def run(cfg: StreamConfig) -> int:
     _interrupt_on_sigterm()
     if cfg.create_topics:
         topics.ensure_output_topics(cfg)
-    metrics = StreamMetrics()
+    metrics = StreamMetrics(cfg.cluster)
     server = None
     if cfg.metrics_port is not None:
         server = metrics.serve(cfg.metrics_host, cfg.metrics_port)

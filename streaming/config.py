@@ -135,6 +135,8 @@ class StreamConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # The cluster's name in the job's metric labels (the agents' and the manager's name).
+    cluster: str = Field(default="default", min_length=1)
     bootstrap_servers: str = "127.0.0.1:9092"
     # Passed to Spark's Kafka source and sink as kafka.<key>: Java client settings (security,
     # timeouts and the like).

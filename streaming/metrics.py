@@ -23,40 +23,46 @@ _RECENT = 20
 
 
 class StreamMetrics:
-    def __init__(self) -> None:
+    """Every metric carries the ``cluster`` label, as the manager's do, so the alert rules
+    can name the cluster."""
+
+    def __init__(self, cluster: str = "default") -> None:
         self.registry = CollectorRegistry()
+        self.cluster = cluster
         self.restarts = Counter(
             "kmedic_stream_restarts",
             "Times the queries were started again after one failed.",
+            ["cluster"],
             registry=self.registry,
-        )
+        ).labels(cluster)
         self.queries_active = Gauge(
             "kmedic_stream_queries_active",
             "Streaming queries running now (2 when healthy: DLQ and loads).",
+            ["cluster"],
             registry=self.registry,
-        )
+        ).labels(cluster)
         self.batches = Counter(
             "kmedic_stream_batches",
             "Micro-batches completed, by query.",
-            ["query"],
+            ["cluster", "query"],
             registry=self.registry,
         )
         self.input_rows = Counter(
             "kmedic_stream_input_rows",
             "Source records read by completed micro-batches, by query.",
-            ["query"],
+            ["cluster", "query"],
             registry=self.registry,
         )
         self.last_batch = Gauge(
             "kmedic_stream_last_batch_timestamp_seconds",
             "Unix time the last micro-batch of a query completed.",
-            ["query"],
+            ["cluster", "query"],
             registry=self.registry,
         )
         self.batch_seconds = Gauge(
             "kmedic_stream_batch_duration_seconds",
             "Wall time of the last micro-batch of a query.",
-            ["query"],
+            ["cluster", "query"],
             registry=self.registry,
         )
         # query name -> (run id, highest batch id counted in that run)
@@ -75,13 +81,15 @@ class StreamMetrics:
         if seen is not None and seen[0] == run and batch <= seen[1]:
             return False
         self._counted[name] = (run, batch)
-        self.batches.labels(name).inc()
-        self.input_rows.labels(name).inc(max(0, int(progress.get("numInputRows") or 0)))
+        self.batches.labels(self.cluster, name).inc()
+        self.input_rows.labels(self.cluster, name).inc(
+            max(0, int(progress.get("numInputRows") or 0))
+        )
         took_ms = float((progress.get("durationMs") or {}).get("triggerExecution", 0))
-        self.batch_seconds.labels(name).set(took_ms / 1000)
+        self.batch_seconds.labels(self.cluster, name).set(took_ms / 1000)
         started = _epoch_seconds(progress.get("timestamp"))
         if started is not None:
-            self.last_batch.labels(name).set(started + took_ms / 1000)
+            self.last_batch.labels(self.cluster, name).set(started + took_ms / 1000)
         return True
 
     def observe(self, queries: Iterable[Any]) -> None:

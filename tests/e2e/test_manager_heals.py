@@ -188,11 +188,21 @@ def harness(
 def prometheus(
     harness: Harness, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[PrometheusServer]:
-    """A real Prometheus scraping the manager every second with the shipped alert rules."""
-    targets = [f"127.0.0.1:{harness.metrics_port}"]
+    """A real Prometheus scraping the manager and the Spark job every second, with the
+    shipped alert rules."""
+    pipeline = harness.pipeline
+    targets = [f"127.0.0.1:{harness.metrics_port}", f"127.0.0.1:{pipeline.stream_metrics_port}"]
     server = PrometheusServer(tmp_path_factory.mktemp("prometheus"), targets).start()
     try:
         wait_for(lambda: server.query("kmedic_is_leader == 1"), timeout=30, what="a scraped leader")
+        # The Spark job is scraped too, both its queries running, under the cluster's name.
+        cluster = pipeline.cluster_name
+        wait_for(
+            lambda: server.query(f'kmedic_stream_queries_active{{cluster="{cluster}"}} == 2'),
+            timeout=30,
+            what="the stream's metrics scraped",
+        )
+        assert not alert_states(server, "KmedicStreamStalled", cluster)
         yield server
     finally:
         server.stop()

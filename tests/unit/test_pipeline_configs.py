@@ -41,12 +41,16 @@ def _pipeline(tmp_path: Path) -> Pipeline:
 def test_the_agent_config_loads(tmp_path: Path) -> None:
     cfg = AgentConfig(**_pipeline(tmp_path).agent_config(2, 2.0))
     assert cfg.broker_id == 2 and cfg.interval_s == 2.0
+    # Four agents on one machine: a fixed port would collide; the e2e does not scrape them.
+    assert cfg.metrics_port is None
 
 
 def test_the_stream_config_loads_with_demo_scale_restarts(tmp_path: Path) -> None:
     cfg = StreamConfig(**_pipeline(tmp_path).stream_config())
     policy = cfg.restart.policy()
     assert policy.initial_backoff_s == 1 and policy.max_backoff_s == 10
+    assert cfg.cluster == "local"
+    assert cfg.metrics_port is not None and cfg.metrics_port > 0
 
 
 def test_the_manager_config_loads_with_overrides_merged(tmp_path: Path) -> None:

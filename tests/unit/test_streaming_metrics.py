@@ -29,7 +29,7 @@ def progress(
 
 
 def value(metrics: StreamMetrics, name: str, **labels: str) -> float | None:
-    return metrics.registry.get_sample_value(name, labels)
+    return metrics.registry.get_sample_value(name, {"cluster": metrics.cluster, **labels})
 
 
 def test_each_batch_counts_once_however_often_it_is_read() -> None:
@@ -97,10 +97,10 @@ class _Report:
 
 
 def test_observe_reads_progress_objects_and_counts_active_queries() -> None:
-    m = StreamMetrics()
+    m = StreamMetrics("c1")
     m.observe([_Query(True, [_Report(progress(0, 3)), _Report(progress(1, 4))]), _Query(False, [])])
     assert value(m, "kmedic_stream_queries_active") == 1
     assert value(m, "kmedic_stream_input_rows_total", query="kmedic-loads") == 7
     m.restarts.inc()
     text = generate_latest(m.registry).decode()
-    assert "kmedic_stream_restarts_total 1.0" in text
+    assert 'kmedic_stream_restarts_total{cluster="c1"} 1.0' in text
