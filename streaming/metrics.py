@@ -16,6 +16,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+
+log = get_logger("kmedic.stream")
 
 # Progress reports read per query and poll: Spark keeps the last 100; a poll each second
 # sees every batch unless more than this many finish in between.
@@ -93,13 +96,17 @@ class StreamMetrics:
         return True
 
     def observe(self, queries: Iterable[Any]) -> None:
-        """Read the newest progress reports of running queries (StreamingQuery objects)."""
+        """Read the newest progress reports of the queries (StreamingQuery objects). Never
+        raises: metrics must not end the job, nor hide the failure being raised."""
         active = 0
         for query in queries:
-            if query.isActive:
-                active += 1
-            for progress in list(query.recentProgress)[-_RECENT:]:
-                self.record_progress(_as_dict(progress))
+            try:
+                if query.isActive:
+                    active += 1
+                for progress in list(query.recentProgress)[-_RECENT:]:
+                    self.record_progress(_as_dict(progress))
+            except Exception as exc:  # a py4j error from a query that is going away
+                log.warning("stream_progress_unreadable", error=f"{type(exc).__name__}: {exc}")
         self.queries_active.set(active)
 
     def serve(self, host: str, port: int) -> Any:

@@ -104,3 +104,18 @@ def test_observe_reads_progress_objects_and_counts_active_queries() -> None:
     m.restarts.inc()
     text = generate_latest(m.registry).decode()
     assert 'kmedic_stream_restarts_total{cluster="c1"} 1.0' in text
+
+
+class _Broken:
+    isActive = True
+
+    @property
+    def recentProgress(self) -> list[Any]:
+        raise RuntimeError("py4j: the JVM is shutting down")
+
+
+def test_an_unreadable_query_does_not_raise_and_the_others_still_count() -> None:
+    m = StreamMetrics()
+    m.observe([_Broken(), _Query(True, [progress(0, 2)])])
+    assert value(m, "kmedic_stream_queries_active") == 2
+    assert value(m, "kmedic_stream_batches_total", query="kmedic-loads") == 1
