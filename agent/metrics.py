@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kmedic import brokerstats as bs
-from kmedic.errors import KmedicError
+from kmedic.metrics_http import serve_metrics
 
 
 class AgentMetrics:
@@ -88,8 +88,4 @@ class AgentMetrics:
 
     def serve(self, host: str, port: int) -> Any:
         """Start the /metrics HTTP server; returns the server (call ``shutdown()`` to stop)."""
-        try:
-            server, _thread = start_http_server(port, addr=host, registry=self.registry)
-        except OSError as exc:
-            raise KmedicError(f"cannot serve /metrics on {host}:{port}: {exc.strerror}") from exc
-        return server
+        return serve_metrics(self.registry, host, port)

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
+from kmedic.metrics_http import serve_metrics
 
 log = get_logger("kmedic.stream")
 
@@ -111,11 +111,7 @@ class StreamMetrics:
 
     def serve(self, host: str, port: int) -> Any:
         """Start the /metrics HTTP server; returns the server (call ``shutdown()`` to stop)."""
-        try:
-            server, _thread = start_http_server(port, addr=host, registry=self.registry)
-        except OSError as exc:
-            raise KmedicError(f"cannot serve /metrics on {host}:{port}: {exc.strerror}") from exc
-        return server
+        return serve_metrics(self.registry, host, port)
 
 
 def _as_dict(progress: Any) -> Mapping[str, Any]:
