@@ -56,16 +56,21 @@ def config_from_args(args: argparse.Namespace, *, under_submit: bool = False) ->
     return cfg.model_copy(update=updates)
 
 
-def _interrupt_on_sigterm() -> None:
-    """SIGTERM (docker stop, the pipeline's stop) ends the job like Ctrl-C: queries stopped,
-    Spark stopped. Only possible from the main thread."""
+def _stop_on_signals(stop: threading.Event) -> None:
+    """SIGTERM (docker stop, the pipeline's stop) and Ctrl-C set ``stop``: the loop then stops
+    the queries and Spark. The handler raises nothing the first time (streaming.job,
+    await_queries, says why); a second signal interrupts whatever is running, for an operator
+    who will not wait. Only possible from the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return
 
-    def on_term(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()  # logged by the loop: writing a log line here could re-enter the stream
 
-    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
 
 
 def run(cfg: StreamConfig) -> int:
@@ -74,7 +79,8 @@ def run(cfg: StreamConfig) -> int:
     from streaming.session import build_session
     from streaming.supervise import supervise
 
-    _interrupt_on_sigterm()
+    stop = threading.Event()
+    _stop_on_signals(stop)
     if cfg.create_topics:
         topics.ensure_output_topics(cfg)
     metrics = StreamMetrics(cfg.cluster)
@@ -90,10 +96,12 @@ def run(cfg: StreamConfig) -> int:
         return queries
 
     def wait(running: list[Any]) -> None:
-        job.await_queries(running, on_poll=metrics.observe)
+        job.await_queries(running, on_poll=metrics.observe, stop=stop)
 
     try:
-        supervise(start, wait, cfg.restart.policy(), on_restart=metrics.restarts.inc)
+        supervise(start, wait, cfg.restart.policy(), stop=stop, on_restart=metrics.restarts.inc)
+        if stop.is_set():
+            log.info("stream_stopping", why="signal")
     except KeyboardInterrupt:
         log.info("stream_stopping", why="interrupted")
     except KmedicError:
@@ -104,6 +112,7 @@ def run(cfg: StreamConfig) -> int:
         raise KmedicError(f"the streaming job failed: {first}") from exc
     finally:
         job.stop_queries(queries)
+        log.info("stream_queries_stopped")
         spark.stop()
         if server is not None:
             server.shutdown()

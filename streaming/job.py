@@ -14,6 +14,7 @@ the compacted topics converge to what an uninterrupted run writes.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -128,35 +129,67 @@ def start_queries(spark: SparkSession, cfg: StreamConfig) -> list[StreamingQuery
 
 
 def stop_queries(queries: list[StreamingQuery]) -> None:
+    """Stop each query; one that fails to stop (``spark.sql.streaming.stopTimeout``) is logged
+    and the others are still stopped."""
     for query in queries:
-        if query.isActive:
-            query.stop()
+        try:
+            if query.isActive:
+                query.stop()
+        except Exception as exc:  # py4j: the stop timed out, or the query is already gone
+            log.warning("stream_query_not_stopped", query=_name(query), error=_first_line(exc))
+
+
+def _name(query: StreamingQuery) -> str:
+    try:
+        return str(query.name)
+    except Exception:  # the JVM side is gone
+        return "?"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def _failure(query: StreamingQuery) -> str | None:
     exc: Any = query.exception()
     if exc is None:
         return None
-    text = str(exc).strip().splitlines()
-    return f"query {query.name} failed: {text[0] if text else type(exc).__name__}"
+    return f"query {query.name} failed: {_first_line(exc)}"
 
 
 def await_queries(
     queries: list[StreamingQuery],
     poll_s: float = 1.0,
     on_poll: Callable[[list[StreamingQuery]], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
-    """Block until every query ends (available-now) or one fails: then stop the others and
-    raise QueryFailed (streaming.supervise decides whether to start again). ``on_poll``
-    sees the queries at every poll and once more at the end (the metrics read progress)."""
+    """Block until every query ends (available-now), ``stop`` is set, or one query fails: then
+    stop the others and raise QueryFailed (streaming.supervise decides whether to start
+    again). ``on_poll`` sees the queries at every poll and once more at the end (the metrics
+    read progress).
+
+    ``stop`` is how a signal ends the job. The handler only sets it: an exception raised by a
+    handler lands in whatever py4j call the main thread is in, which leaves that connection
+    waiting for an answer that was never read, and the stop that follows can hang.
+    """
+
+    def stopping() -> bool:
+        return stop is not None and stop.is_set()
+
     try:
-        while any(q.isActive for q in queries):
+        while not stopping() and any(q.isActive for q in queries):
             if on_poll is not None:
                 on_poll(queries)
             for query in queries:
                 if not query.isActive and (problem := _failure(query)):
                     raise QueryFailed(problem)
-            time.sleep(poll_s)
+            if stop is None:
+                time.sleep(poll_s)
+            else:
+                stop.wait(poll_s)
+        if stopping():
+            return
         for query in queries:
             if problem := _failure(query):
                 raise QueryFailed(problem)

@@ -9,7 +9,7 @@ and can be scraped and alerted on next to the manager's.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -20,8 +20,8 @@ from kmedic.metrics_http import serve_metrics
 
 log = get_logger("kmedic.stream")
 
-# Progress reports read per query and poll: Spark keeps the last 100; a poll each second
-# sees every batch unless more than this many finish in between.
+# Progress reports read per query and poll at most: Spark keeps the last 100; a poll each
+# second sees every batch unless more than this many finish in between.
 _RECENT = 20
 
 
@@ -71,6 +71,16 @@ class StreamMetrics:
         # query name -> (run id, highest batch id counted in that run)
         self._counted: dict[str, tuple[str, int]] = {}
 
+    def _counted_already(self, progress: Mapping[str, Any]) -> bool:
+        seen = self._counted.get(str(progress.get("name") or "unnamed"))
+        batch = progress.get("batchId")
+        return (
+            seen is not None
+            and seen[0] == str(progress.get("runId"))
+            and isinstance(batch, int)
+            and batch <= seen[1]
+        )
+
     def record_progress(self, progress: Mapping[str, Any]) -> bool:
         """Count one progress report (Spark's JSON as a dict). Reports of a batch already
         counted, and Spark's idle reports that repeat a batch id, are ignored: returns
@@ -78,10 +88,7 @@ class StreamMetrics:
         name = str(progress.get("name") or "unnamed")
         run = str(progress.get("runId"))
         batch = progress.get("batchId")
-        if not isinstance(batch, int):
-            return False
-        seen = self._counted.get(name)
-        if seen is not None and seen[0] == run and batch <= seen[1]:
+        if not isinstance(batch, int) or self._counted_already(progress):
             return False
         self._counted[name] = (run, batch)
         self.batches.labels(self.cluster, name).inc()
@@ -96,15 +103,20 @@ class StreamMetrics:
         return True
 
     def observe(self, queries: Iterable[Any]) -> None:
-        """Read the newest progress reports of the queries (StreamingQuery objects). Never
-        raises: metrics must not end the job, nor hide the failure being raised."""
+        """Read the progress reports of the queries (StreamingQuery objects) not counted yet.
+        Never raises: metrics must not end the job, nor hide the failure being raised."""
         active = 0
         for query in queries:
             try:
                 if query.isActive:
                     active += 1
-                for progress in list(query.recentProgress)[-_RECENT:]:
-                    self.record_progress(_as_dict(progress))
+                unseen: list[Mapping[str, Any]] = []
+                for report in _reports_newest_first(query):
+                    if self._counted_already(report):
+                        break
+                    unseen.append(report)
+                for report in reversed(unseen):
+                    self.record_progress(report)
             except Exception as exc:  # a py4j error from a query that is going away
                 log.warning("stream_progress_unreadable", error=f"{type(exc).__name__}: {exc}")
         self.queries_active.set(active)
@@ -114,12 +126,18 @@ class StreamMetrics:
         return serve_metrics(self.registry, host, port)
 
 
-def _as_dict(progress: Any) -> Mapping[str, Any]:
-    # PySpark 4 returns StreamingQueryProgress objects (with .json); older ones dicts.
-    if isinstance(progress, Mapping):
-        return progress
-    parsed: dict[str, Any] = json.loads(progress.json)
-    return parsed
+def _reports_newest_first(query: Any) -> Iterator[Mapping[str, Any]]:
+    """The query's last progress reports, newest first, as Spark's JSON, read one at a time.
+
+    Straight from the JVM query (``_jsq``): PySpark's ``recentProgress`` builds every one of
+    the 100 reports Spark keeps out of dozens of py4j calls each, thousands a second per
+    query; this reads only the reports the caller has not seen, one call each.
+    """
+    reports = query._jsq.recentProgress()
+    newest = len(reports) - 1
+    for index in range(newest, max(-1, newest - _RECENT), -1):
+        parsed: dict[str, Any] = json.loads(reports[index].json())
+        yield parsed
 
 
 def _epoch_seconds(stamp: object) -> float | None:

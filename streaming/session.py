@@ -70,6 +70,9 @@ def build_session(cfg: SparkConfig, *, with_kafka: bool = True) -> SparkSession:
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
         ),
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        # A query that will not stop (a write stuck on an unreachable broker) must not hold
+        # up the job's shutdown for ever (Spark's default waits without bound).
+        "spark.sql.streaming.stopTimeout": "30s",
     }
     if cfg.master is not None:
         builder = builder.master(cfg.master)

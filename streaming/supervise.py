@@ -14,6 +14,7 @@ the start, wait and sleep steps as arguments so the loop is tested without Spark
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,19 +59,26 @@ def supervise(
     wait: Callable[[list[Q]], None],
     policy: RestartPolicy,
     *,
-    sleep: Callable[[float], None] = time.sleep,
+    stop: threading.Event | None = None,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     on_restart: Callable[[], None] | None = None,
 ) -> int:
     """Run ``start`` then ``wait`` until ``wait`` returns (an available-now job drained its
-    topic); restart after each :class:`QueryFailed`. Returns the number of restarts.
+    topic, or ``stop`` was set); restart after each :class:`QueryFailed`. Returns the number
+    of restarts.
 
-    ``wait`` must stop every query before it raises. Errors other than QueryFailed (a bad
-    checkpoint, Spark itself failing to start a query) are not retried: they need a person.
+    ``wait`` must stop every query before it raises, and return soon after ``stop`` is set.
+    The backoff ends early when ``stop`` is set, and nothing starts again. Errors other than
+    QueryFailed (a bad checkpoint, Spark itself failing to start a query) are not retried:
+    they need a person.
     """
+    pause: Callable[[float], object] = sleep or (time.sleep if stop is None else stop.wait)
     failures = 0
     restarts = 0
     while True:
+        if stop is not None and stop.is_set():
+            return restarts
         began = clock()
         try:
             wait(start())
@@ -91,7 +99,9 @@ def supervise(
                 failures_in_a_row=failures,
                 backoff_s=round(delay, 3),
             )
-            sleep(delay)
+            pause(delay)
+            if stop is not None and stop.is_set():
+                return restarts
             restarts += 1
             if on_restart is not None:
                 on_restart()

@@ -53,12 +53,30 @@ def _run_in_process(spark_session: Any, cfg: StreamConfig) -> None:
 def _cli(cfg_path: Path, log_file: Path | None = None) -> subprocess.Popen[bytes]:
     """`kmedic stream` as a process; its stderr piped, or appended to ``log_file``."""
     stderr: Any = subprocess.PIPE if log_file is None else log_file.open("ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "kmedic.cli", "--log-json", "stream", "--config", str(cfg_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
-        start_new_session=True,  # its own process group: the kill takes the JVM with it
-    )
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "kmedic.cli", "--log-json", "stream", "--config", str(cfg_path)],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,  # its own process group: the kill takes the JVM with it
+        )
+    finally:
+        if log_file is not None:
+            stderr.close()  # the child has its own descriptor
+
+
+def _stop_with_sigterm(proc: subprocess.Popen[bytes], log_file: Path) -> None:
+    """SIGTERM must end the job cleanly: queries stopped (each within Spark's 30 s stop
+    timeout), Spark stopped, exit 0."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail(
+            f"kmedic stream still running 120 s after SIGTERM:\n{log_file.read_text()[-3000:]}"
+        )
+    assert code == 0, log_file.read_text()[-3000:]
+    assert _events(log_file, "stream_stopped"), log_file.read_text()[-3000:]
 
 
 def _committed_batches(checkpoint: Path) -> int:
@@ -240,8 +258,7 @@ def test_the_job_outlives_a_source_partition_without_a_leader(
         assert metrics[("kmedic_stream_input_rows_total", job.DLQ_QUERY)] > 0
         last = metrics[("kmedic_stream_last_batch_timestamp_seconds", job.LOADS_QUERY)]
         assert time.time() - last < 120
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0, log_file.read_text()[-3000:]
+        _stop_with_sigterm(proc, log_file)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -83,22 +83,39 @@ def test_malformed_reports_are_ignored_without_raising() -> None:
     assert value(m, "kmedic_stream_last_batch_timestamp_seconds", query="kmedic-loads") is None
 
 
-class _Query:
-    def __init__(self, active: bool, reports: list[Any]) -> None:
-        self.isActive = active
-        self.recentProgress = reports
-
-
 class _Report:
-    """PySpark 4's StreamingQueryProgress: the report's JSON in ``.json``."""
+    """A JVM StreamingQueryProgress through py4j: its JSON from ``json()``."""
 
-    def __init__(self, doc: dict[str, Any]) -> None:
-        self.json = json.dumps(doc)
+    def __init__(self, doc: dict[str, Any], reads: list[int]) -> None:
+        self._doc = doc
+        self._reads = reads
+
+    def json(self) -> str:
+        self._reads.append(self._doc["batchId"])
+        return json.dumps(self._doc)
+
+
+class _JvmQuery:
+    def __init__(self, docs: list[dict[str, Any]], reads: list[int]) -> None:
+        self.docs = docs
+        self.reads = reads
+
+    def recentProgress(self) -> list[_Report]:
+        return [_Report(doc, self.reads) for doc in self.docs]
+
+
+class _Query:
+    """A PySpark StreamingQuery: ``isActive``, and the JVM query in ``_jsq``."""
+
+    def __init__(self, active: bool, docs: list[dict[str, Any]]) -> None:
+        self.isActive = active
+        self.reads: list[int] = []
+        self._jsq = _JvmQuery(docs, self.reads)
 
 
 def test_observe_reads_progress_objects_and_counts_active_queries() -> None:
     m = StreamMetrics("c1")
-    m.observe([_Query(True, [_Report(progress(0, 3)), _Report(progress(1, 4))]), _Query(False, [])])
+    m.observe([_Query(True, [progress(0, 3), progress(1, 4)]), _Query(False, [])])
     assert value(m, "kmedic_stream_queries_active") == 1
     assert value(m, "kmedic_stream_input_rows_total", query="kmedic-loads") == 7
     m.restarts.inc()
@@ -110,7 +127,7 @@ class _Broken:
     isActive = True
 
     @property
-    def recentProgress(self) -> list[Any]:
+    def _jsq(self) -> Any:
         raise RuntimeError("py4j: the JVM is shutting down")
 
 
@@ -119,3 +136,33 @@ def test_an_unreadable_query_does_not_raise_and_the_others_still_count() -> None
     m.observe([_Broken(), _Query(True, [progress(0, 2)])])
     assert value(m, "kmedic_stream_queries_active") == 2
     assert value(m, "kmedic_stream_batches_total", query="kmedic-loads") == 1
+
+
+def test_observe_reads_only_the_reports_not_counted_yet() -> None:
+    m = StreamMetrics()
+    query = _Query(True, [progress(b, 1) for b in range(5)])
+    m.observe([query])
+    assert value(m, "kmedic_stream_batches_total", query="kmedic-loads") == 5
+    assert query.reads == [4, 3, 2, 1, 0]
+    query.reads.clear()
+    query._jsq.docs.append(progress(5, 1))
+    query._jsq.docs.append(progress(5, 0))  # Spark's idle report repeats the batch id
+    m.observe([query])
+    assert value(m, "kmedic_stream_batches_total", query="kmedic-loads") == 6
+    assert query.reads == [5, 5, 4]  # newest first, up to the first one already counted
+
+
+def test_observe_reads_at_most_the_last_twenty_reports() -> None:
+    m = StreamMetrics()
+    query = _Query(True, [progress(b, 1) for b in range(100)])
+    m.observe([query])
+    assert query.reads == list(range(99, 79, -1))
+    assert value(m, "kmedic_stream_batches_total", query="kmedic-loads") == 20
+
+
+def test_a_new_run_counts_again_from_its_first_batch() -> None:
+    m = StreamMetrics()
+    m.observe([_Query(True, [progress(0, 1), progress(1, 1)])])
+    restarted = _Query(True, [progress(1, 1, run="run-2"), progress(2, 1, run="run-2")])
+    m.observe([restarted])
+    assert value(m, "kmedic_stream_batches_total", query="kmedic-loads") == 4
