@@ -6,9 +6,10 @@ One manager instance per Kafka cluster acts; the others are hot standbys. Under
 - ``leader``: ephemeral, JSON ``{instance, epoch, session}``. Whoever creates it leads.
 - ``epoch``: persistent counter, bumped with compare-and-set on every acquisition. The value is
   the fencing epoch every action and audit record carries.
-- ``plan``: persistent, the in-flight plan as JSON. It is written in one ZooKeeper transaction
-  that also checks the ``epoch`` znode's version, so a stale leader (one whose epoch was
-  superseded) can never overwrite it, even if it still believes it leads.
+- ``plan``: persistent, the in-flight plan as JSON (manager.plan_store). It is written in one
+  ZooKeeper transaction that also checks the ``epoch`` znode's version (:meth:`fenced_commit`),
+  so a stale leader (one whose epoch was superseded) can never overwrite it, even if it still
+  believes it leads.
 
 Session expiry follows the policy ``reconnect`` (default) or ``shutdown``. With ``reconnect``,
 after a new session starts the instance takes leadership back only if nobody else took it
@@ -27,9 +28,7 @@ import os
 import queue
 import socket
 import threading
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Literal
 
 from kazoo.client import KazooClient, KazooState, KeeperState
@@ -47,6 +46,7 @@ from pydantic import BaseModel, Field
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
+from manager.plan_store import PlanStore
 
 log = get_logger("manager.coordination")
 
@@ -71,21 +71,6 @@ class CoordinationError(KmedicError):
 
 class FencedError(KmedicError):
     """A write was rejected because a newer leader (higher epoch) exists."""
-
-
-class PlanConflictError(KmedicError):
-    """The in-flight plan changed since it was read (compare-and-set on its version failed)."""
-
-
-@dataclass(frozen=True)
-class StoredPlan:
-    """The in-flight plan as stored, with the znode version to use for the next write."""
-
-    plan: dict[str, Any]
-    version: int
-    epoch: int
-    instance: str
-    written_at: float
 
 
 def default_instance_id() -> str:
@@ -118,7 +103,7 @@ class Coordinator:
         base = manager_path(config.root, cluster)
         self.leader_path = f"{base}/leader"
         self.epoch_path = f"{base}/epoch"
-        self.plan_path = f"{base}/plan"
+        self.plans = PlanStore(self, f"{base}/plan")
         self._on_acquired = on_leadership_acquired
         self._on_lost = on_leadership_lost
         self._on_shutdown = on_shutdown
@@ -225,13 +210,8 @@ class Coordinator:
 
     def current_leader(self) -> dict[str, Any] | None:
         """The leader znode's content, or None when nobody leads."""
-        try:
-            data, _ = self._client.get(self.leader_path)
-        except NoNodeError:
-            return None
-        except (KazooException, KazooTimeoutError) as exc:
-            raise CoordinationError(f"cannot read {self.leader_path}: {exc!r}") from exc
-        return _decode(data, self.leader_path)
+        found = self.get_json(self.leader_path)
+        return None if found is None else found[0]
 
     def current_epoch(self) -> int:
         """The epoch counter as stored in ZooKeeper (the newest leadership's epoch)."""
@@ -250,62 +230,23 @@ class Coordinator:
             stat is not None and stat.ephemeralOwner == self.session_id() and counter == self._epoch
         )
 
-    def read_plan(self) -> StoredPlan | None:
+    def get_json(self, path: str) -> tuple[dict[str, Any], Any] | None:
+        """A znode's JSON object and its stat, or None when the znode does not exist."""
         try:
-            data, stat = self._client.get(self.plan_path)
+            data, stat = self._client.get(path)
         except NoNodeError:
             return None
         except (KazooException, KazooTimeoutError) as exc:
-            raise CoordinationError(f"cannot read the in-flight plan: {exc!r}") from exc
-        doc = _decode(data, self.plan_path)
-        return StoredPlan(
-            plan=dict(doc.get("plan") or {}),
-            version=stat.version,
-            epoch=int(doc.get("epoch", 0)),
-            instance=str(doc.get("instance", "")),
-            written_at=float(doc.get("written_at", 0.0)),
-        )
+            raise CoordinationError(f"cannot read {path}: {exc!r}") from exc
+        return _decode(data, path), stat
 
     # -- fenced writes ---------------------------------------------------------------------
 
-    def write_plan(self, plan: Mapping[str, Any], expected_version: int | None) -> StoredPlan:
-        """Store the in-flight plan: create it (``expected_version=None``) or compare-and-set.
-
-        ZooKeeper checks, in the same transaction, that the epoch has not moved since this
-        instance acquired leadership: a stale leader's write fails with FencedError.
-        """
-        written_at = time.time()
-        payload = json.dumps(
-            {
-                "epoch": self._epoch,
-                "instance": self.instance_id,
-                "written_at": written_at,
-                "plan": dict(plan),
-            },
-            sort_keys=True,
-        ).encode()
-        results = self._fenced_commit(
-            lambda tx: (
-                tx.create(self.plan_path, payload)
-                if expected_version is None
-                else tx.set_data(self.plan_path, payload, version=expected_version)
-            ),
-            f"write the in-flight plan (expected version {expected_version})",
-        )
-        stat = results[1]
-        version = 0 if expected_version is None else int(stat.version)
-        log.info("plan_written", epoch=self._epoch, version=version, instance=self.instance_id)
-        return StoredPlan(dict(plan), version, self._epoch, self.instance_id, written_at)
-
-    def clear_plan(self, expected_version: int) -> None:
-        """Delete the in-flight plan (all its moves are done), fenced like a write."""
-        self._fenced_commit(
-            lambda tx: tx.delete(self.plan_path, version=expected_version),
-            f"clear the in-flight plan (expected version {expected_version})",
-        )
-        log.info("plan_cleared", epoch=self._epoch, instance=self.instance_id)
-
-    def _fenced_commit(self, add_op: Callable[[Any], Any], what: str) -> list[Any]:
+    def fenced_commit(self, add_op: Callable[[Any], Any], what: str) -> list[Any]:
+        """Run ``add_op``'s writes in one ZooKeeper transaction that also checks the epoch
+        has not moved since this instance acquired leadership. A stale leader gets
+        FencedError. Returns the transaction's results: ``[epoch check, add_op's ops...]``,
+        each a result or the exception that failed it."""
         if self._epoch_version < 0:
             raise FencedError(f"instance {self.instance_id} never held leadership: cannot {what}")
         if self._shutdown_reason is not None:
@@ -325,10 +266,6 @@ class Coordinator:
             raise FencedError(
                 f"instance {self.instance_id} holds epoch {self._epoch} but a newer leader "
                 f"(epoch {newest}) exists: refused to {what}"
-            )
-        if isinstance(results[1], Exception):
-            raise PlanConflictError(
-                f"the in-flight plan changed underneath: cannot {what}: {type(results[1]).__name__}"
             )
         return results
 

@@ -21,7 +21,7 @@ from manager.audit import AuditLog
 from manager.audit_kafka import KafkaAuditSink, ensure_audit_topic
 from manager.audit_trail import AuditTrail
 from manager.config import ManagerConfig
-from manager.coordination import Coordinator, StoredPlan, default_instance_id
+from manager.coordination import Coordinator, default_instance_id
 from manager.cycle_rules import blind, degrade, wait_for_plan
 from manager.decision import Decision
 from manager.executor import Executor, ExecutorConfig, MoveState
@@ -31,6 +31,7 @@ from manager.model import Leadership, Snapshot
 from manager.move_budget import from_plan, moves_in_window, with_started
 from manager.observe import DeathEvidence, build_snapshot, death_evidence
 from manager.plan_document import moves_for, moves_to_adopt, own_partitions, plan_document, trimmed
+from manager.plan_store import StoredPlan
 from manager.planner import decide
 from manager.sources import AdminUnavailable, ClusterSources
 from manager.status_page import status_document
@@ -249,7 +250,7 @@ class Manager:
         coord = self.coordinator
         try:
             placement = self.config_store.load()
-            stored = coord.read_plan()
+            stored = coord.plans.read()
             current_epoch = coord.current_epoch()
         except KmedicError as exc:
             raise ClusterUnobservable(f"ZooKeeper read failed: {exc}") from exc
@@ -289,13 +290,13 @@ class Manager:
             log.warning("no_action", why="leadership could not be verified just before acting")
             return
         moves = moves_for(decision, snap)
-        stored = coord.read_plan()
+        stored = coord.plans.read()
         started = with_started(
             from_plan(stored.plan) if stored else self._moves_started, time.time(), len(moves)
         )
         plan = plan_document(decision, moves, coord.epoch, started)
         try:
-            coord.write_plan(plan, stored.version if stored else None)
+            coord.plans.write(plan, stored.version if stored else None)
         except KmedicError as exc:
             log.warning("no_action", why=f"the in-flight plan could not be stored: {exc}")
             return
@@ -316,10 +317,10 @@ class Manager:
         emptied, not deleted, so that the move history it carries outlives it."""
         active = {s.move.tp for s in self.executor.active()}
         try:
-            stored = self.coordinator.read_plan()
+            stored = self.coordinator.plans.read()
             changed = trimmed(stored.plan, active) if stored else None
             if stored is not None and changed is not None:
-                self.coordinator.write_plan(changed, stored.version)
+                self.coordinator.plans.write(changed, stored.version)
         except KmedicError as exc:
             log.warning("plan_sync_failed", error=str(exc))
 
@@ -329,7 +330,7 @@ class Manager:
         leader may have left behind (a throttle without a reassignment only slows recovery)."""
         self._adopt.clear()
         try:
-            stored = self.coordinator.read_plan()
+            stored = self.coordinator.plans.read()
         except KmedicError as exc:
             log.warning("plan_adoption_failed", error=str(exc))
             self._adopt.set()

@@ -79,7 +79,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             coord.start()
             try:
                 epoch = coord.current_epoch()
-                stored = coord.read_plan()
+                stored = coord.plans.read()
             finally:
                 coord.stop()
         own = own_partitions(stored.plan if stored else None)

@@ -12,13 +12,9 @@ from helpers import wait_for
 from kazoo.client import KazooClient
 from zk_support import TcpProxy, expire_session, zk_connect_for
 
-from manager.coordination import (
-    CoordinationConfig,
-    Coordinator,
-    FencedError,
-    PlanConflictError,
-)
+from manager.coordination import CoordinationConfig, Coordinator, FencedError
 from manager.move_budget import from_plan, moves_in_window, to_field
+from manager.plan_store import PlanConflictError
 
 pytestmark = pytest.mark.integration
 
@@ -108,7 +104,7 @@ def test_expired_leader_is_replaced_and_fenced(
     wait_for(a.may_act, timeout=10, what="a to lead")
     b, rec_b = make("b")
     started_at = time.time()
-    stored = a.write_plan(
+    stored = a.plans.write(
         {
             "moves": [{"topic": "t", "partition": 0, "to": [1, 2, 3]}],
             "moves_started": to_field([(started_at, 7)]),
@@ -127,7 +123,7 @@ def test_expired_leader_is_replaced_and_fenced(
     expire_session(zk_hosts, session)
     wait_for(b.may_act, timeout=10, what="b to take over")
     assert b.epoch == a.epoch + 1
-    adopted = b.read_plan()
+    adopted = b.plans.read()
     assert adopted is not None and adopted.plan["moves"][0]["to"] == [1, 2, 3]
     # The hourly move budget travels with the plan: b counts a's moves.
     assert moves_in_window(from_plan(adopted.plan), time.time()) == 7
@@ -142,15 +138,15 @@ def test_expired_leader_is_replaced_and_fenced(
 
     # The stale leader's compare-and-set is rejected by ZooKeeper, even with the right version.
     with pytest.raises(FencedError, match="newer leader"):
-        a.write_plan({"moves": []}, adopted.version)
+        a.plans.write({"moves": []}, adopted.version)
     with pytest.raises(FencedError):
-        a.clear_plan(adopted.version)
+        a.plans.clear(adopted.version)
     # The new leader writes with compare-and-set; a wrong version is a conflict.
-    newer = b.write_plan({"moves": []}, adopted.version)
+    newer = b.plans.write({"moves": []}, adopted.version)
     assert newer.version == adopted.version + 1 and newer.epoch == b.epoch
     with pytest.raises(PlanConflictError):
-        b.write_plan({"moves": []}, adopted.version)
-    stored_now = b.read_plan()
+        b.plans.write({"moves": []}, adopted.version)
+    stored_now = b.plans.read()
     assert (
         stored_now is not None and stored_now.epoch == b.epoch and stored_now.plan == {"moves": []}
     )
@@ -204,7 +200,7 @@ def test_leader_noticing_late_is_still_fenced(
     """Even before a leader notices it was superseded, ZooKeeper rejects its plan writes."""
     a, _ = make("a")
     wait_for(a.may_act, timeout=10, what="a to lead")
-    stored = a.write_plan({"moves": []}, None)
+    stored = a.plans.write({"moves": []}, None)
     # Another party acquires (the epoch moves) while a's local state still says it leads.
     admin = KazooClient(hosts=zk_hosts)
     admin.start(timeout=10)
@@ -215,9 +211,9 @@ def test_leader_noticing_late_is_still_fenced(
         admin.stop()
         admin.close()
     with pytest.raises(FencedError, match=f"holds epoch {a.epoch}"):
-        a.write_plan({"moves": [1]}, stored.version)
+        a.plans.write({"moves": [1]}, stored.version)
     assert not a.verify_leadership()
-    still = a.read_plan()
+    still = a.plans.read()
     assert still is not None and still.plan == {"moves": []}
 
 

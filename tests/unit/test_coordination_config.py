@@ -51,4 +51,4 @@ def test_unreachable_zookeeper_is_named_and_nothing_may_act() -> None:
         coord.start(timeout_s=2)
     assert not coord.may_act()
     with pytest.raises(FencedError, match="never held leadership"):
-        coord.write_plan({"moves": []}, None)
+        coord.plans.write({"moves": []}, None)
