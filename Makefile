@@ -21,7 +21,7 @@ integration: bootstrap
 	$(PY) -m pytest tests/integration tests/e2e -q
 
 test: lint typecheck
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q --durations=10
 
 demo: bootstrap
 	$(VENV_BIN)/kmedic demo
