@@ -104,20 +104,36 @@ def run(cfg: StreamConfig) -> int:
             log.info("stream_stopping", why="signal")
     except KeyboardInterrupt:
         log.info("stream_stopping", why="interrupted")
-    except KmedicError:
-        raise
     except Exception as exc:  # Spark and py4j errors: one line for the user, details logged
-        log.exception("stream_failed")
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise KmedicError(f"the streaming job failed: {first}") from exc
+        if stop.is_set():
+            # A signal to the whole process group (systemd's default, the pipeline's stop)
+            # reaches Spark's JVM too: it shuts down while the loop still talks to it.
+            log.info("stream_stopping", why="signal", jvm=first)
+        elif isinstance(exc, KmedicError):
+            raise
+        else:
+            log.exception("stream_failed")
+            raise KmedicError(f"the streaming job failed: {first}") from exc
     finally:
         job.stop_queries(queries)
         log.info("stream_queries_stopped")
-        spark.stop()
+        stop_spark(spark, already_going=stop.is_set())
         if server is not None:
             server.shutdown()
     log.info("stream_stopped")
     return 0
+
+
+def stop_spark(spark: Any, *, already_going: bool) -> None:
+    """Stop Spark; a JVM that is gone already (it got the signal too) is not an error then."""
+    try:
+        spark.stop()
+    except Exception as exc:  # py4j: the JVM is not there to answer
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if not already_going:
+            raise
+        log.info("spark_already_stopped", error=f"{type(exc).__name__}: {first}")
 
 
 def run_from_args(args: argparse.Namespace) -> int:

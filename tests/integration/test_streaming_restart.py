@@ -66,9 +66,10 @@ def _cli(cfg_path: Path, log_file: Path | None = None) -> subprocess.Popen[bytes
 
 
 def _stop_with_sigterm(proc: subprocess.Popen[bytes], log_file: Path) -> None:
-    """SIGTERM must end the job cleanly: queries stopped (each within Spark's 30 s stop
-    timeout), Spark stopped, exit 0."""
-    proc.send_signal(signal.SIGTERM)
+    """SIGTERM to the process group, as systemd (KillMode=control-group) and the pipeline send
+    it: Spark's JVM gets it too and goes down while the job stops its queries. The job must
+    still stop cleanly and exit 0 (each query gets Spark's 30 s stop timeout)."""
+    os.killpg(proc.pid, signal.SIGTERM)
     try:
         code = proc.wait(timeout=120)
     except subprocess.TimeoutExpired:

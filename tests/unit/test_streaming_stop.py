@@ -143,3 +143,20 @@ def test_a_stop_before_the_start_starts_nothing() -> None:
         raise AssertionError("started after a stop")
 
     assert supervise(start, lambda _q: None, POLICY, stop=stop) == 0
+
+
+class _GoneSpark:
+    def stop(self) -> None:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+
+def test_a_jvm_that_got_the_signal_too_is_not_an_error_when_stopping(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli.stop_spark(_GoneSpark(), already_going=True)
+    assert "spark_already_stopped" in capsys.readouterr().err
+
+
+def test_a_jvm_gone_without_a_stop_request_is_an_error() -> None:
+    with pytest.raises(ConnectionRefusedError):
+        cli.stop_spark(_GoneSpark(), already_going=False)
