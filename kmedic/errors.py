@@ -7,3 +7,11 @@ class KmedicError(Exception):
 
 class ConfigError(KmedicError):
     """A configuration file or value is invalid; the message names the field."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, or its type's name when it has none. A py4j
+    error carries the whole Java stack trace; one line of it is what a log field or a user
+    needs."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

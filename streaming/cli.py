@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, first_line
 from kmedic.logging import get_logger
 from streaming.config import StreamConfig, load_stream_config
 
@@ -105,7 +105,7 @@ def run(cfg: StreamConfig) -> int:
     except KeyboardInterrupt:
         log.info("stream_stopping", why="interrupted")
     except Exception as exc:  # Spark and py4j errors: one line for the user, details logged
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc)
         if stop.is_set():
             # A signal to the whole process group (systemd's default, the pipeline's stop)
             # reaches Spark's JVM too: it shuts down while the loop still talks to it.
@@ -130,10 +130,9 @@ def stop_spark(spark: Any, *, already_going: bool) -> None:
     try:
         spark.stop()
     except Exception as exc:  # py4j: the JVM is not there to answer
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         if not already_going:
             raise
-        log.info("spark_already_stopped", error=f"{type(exc).__name__}: {first}")
+        log.info("spark_already_stopped", error=f"{type(exc).__name__}: {first_line(exc)}")
 
 
 def run_from_args(args: argparse.Namespace) -> int:

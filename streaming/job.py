@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kmedic.errors import first_line
 from kmedic.logging import get_logger
 from streaming import loads, validate
 from streaming.config import StreamConfig, spark_interval
@@ -136,7 +137,7 @@ def stop_queries(queries: list[StreamingQuery]) -> None:
             if query.isActive:
                 query.stop()
         except Exception as exc:  # py4j: the stop timed out, or the query is already gone
-            log.warning("stream_query_not_stopped", query=_name(query), error=_first_line(exc))
+            log.warning("stream_query_not_stopped", query=_name(query), error=first_line(exc))
 
 
 def _name(query: StreamingQuery) -> str:
@@ -146,16 +147,11 @@ def _name(query: StreamingQuery) -> str:
         return "?"
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
 def _failure(query: StreamingQuery) -> str | None:
     exc: Any = query.exception()
     if exc is None:
         return None
-    return f"query {query.name} failed: {_first_line(exc)}"
+    return f"query {query.name} failed: {first_line(exc)}"
 
 
 def await_queries(
