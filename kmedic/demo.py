@@ -24,6 +24,7 @@ from kmedic.brokerstats import BrokerStats, from_json, summarize
 from kmedic.demo_views import (
     AuditFollower,
     Story,
+    describe,
     partitions_on,
     placement,
     topic_view,
@@ -135,7 +136,13 @@ def show_agents(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None
                 return latest
             return {}
 
-        latest = wait(warmed_up, 90, "a sample with rates from every agent")
+        try:
+            latest = wait(warmed_up, 90, "a sample with rates from every agent")
+        except KmedicError as exc:
+            bytes_in = {int(k): s.totals.bytes_in_per_s for k, s in stats.values().items()}
+            raise KmedicError(
+                f"{exc} ({describe(stats)}; bytes in/s by broker {bytes_in})"
+            ) from exc
         story.say("what each agent publishes to kmedic.brokerstats:")
         for key in sorted(latest, key=int):
             story.say(f"  {summarize(latest[key])}")
@@ -151,7 +158,10 @@ def show_loads(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
             latest = loads.values()
             return latest if len(latest) >= len(cluster.broker_ids) else {}
 
-        latest = wait(every_broker, 300, "per-broker loads from the Spark job")
+        try:
+            latest = wait(every_broker, 300, "per-broker loads from the Spark job")
+        except KmedicError as exc:
+            raise KmedicError(f"{exc} ({describe(loads)})") from exc
         story.say("per-broker loads computed by the job (kmedic.broker-loads, 30 s window, max):")
         for key in sorted(latest, key=int):
             doc = latest[key]

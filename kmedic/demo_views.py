@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
@@ -52,6 +52,16 @@ def wait(check: Callable[[], T], timeout: float, what: str, interval: float = 0.
             return result
         time.sleep(interval)
     raise KmedicError(f"demo: timed out after {timeout:.0f}s waiting for {what}")
+
+
+def describe(view: LatestByKey[Any]) -> str:
+    """What a view has read, for a timeout message: a demo that gives up says what it saw."""
+    status = view.status()
+    keys = sorted(k.decode(errors="replace") for k in view.values())
+    return (
+        f"{status.topic}: {status.records} records read ({status.bad_records} undecodable), "
+        f"keys {keys}, last error: {status.last_error or 'none'}"
+    )
 
 
 @contextmanager

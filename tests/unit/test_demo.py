@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from kmedic.demo import collapse
+from kmedic.demo_views import describe
 from manager.audit import AuditRecord
+from manager.feeds import FeedStatus
 
 
 def test_the_demo_shows_a_repeated_record_once_with_its_count() -> None:
@@ -17,3 +19,19 @@ def test_the_demo_shows_a_repeated_record_once_with_its_count() -> None:
         ("alert_raised", "a", 1),
         ("decision", "noop", 1),
     ]
+
+
+class _View:
+    def status(self) -> FeedStatus:
+        return FeedStatus("kmedic.brokerstats", 2, 7, 1, True, "Broker: Not leader")
+
+    def values(self) -> dict[bytes, int]:
+        return {b"2": 1, b"1": 1}
+
+
+def test_a_timed_out_wait_can_say_what_the_view_saw() -> None:
+    text = describe(_View())
+    assert text == (
+        "kmedic.brokerstats: 7 records read (1 undecodable), keys ['1', '2'], "
+        "last error: Broker: Not leader"
+    )
