@@ -125,7 +125,15 @@ def test_every_broker_killed_while_the_manager_cycles(healthy_cluster: Any, tmp_
     times = [r.time_ms for r in records]
     assert times == sorted(times), "the audit topic is out of the manager's order"
     via_spool = [r for r in records if r.sink == "spool"]
-    assert [r.id for r in via_spool] == spooled
+    # A write in flight at an edge of the outage can land from the primary after its bound ran
+    # out and it was spooled: at least once, and the reader keeps the first copy
+    # (docs/audit.md). The manager writes one record at a time, so that is at most one record
+    # per edge; every other spooled record arrives via the spool.
+    sink = {r.id: r.sink for r in records}
+    landed_anyway = [i for i in spooled if sink[i] != "spool"]
+    assert all(sink[i] == "primary" for i in landed_anyway), sink
+    assert len(landed_anyway) <= 2, (landed_anyway, spooled)
+    assert [r.id for r in via_spool] == [i for i in spooled if i not in set(landed_anyway)]
     blind = [
         r
         for r in via_spool
