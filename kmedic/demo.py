@@ -125,13 +125,18 @@ def show_agents(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None
     story.step("start one collector agent beside each broker (kmedic agent, every 2 s)")
     pipeline.start_agents(interval_s=AGENT_INTERVAL_S)
     with topic_view(cluster, "kmedic.brokerstats", from_json) as stats:
+        first_seen: dict[bytes, int] = {}
 
         def warmed_up() -> dict[bytes, BrokerStats]:
             pipeline.check_running()
             latest = stats.values()
-            # The second sample of each broker carries rates (the first has no delta).
+            for key, sample in latest.items():
+                first_seen.setdefault(key, sample.timestamp_ms)
+            # A broker's rates are measured from its second sample on (the first has no
+            # delta). Not "bytes in > 0": a broker that leads no partition with traffic
+            # truly takes in nothing, and the demo once waited for it in vain.
             if len(latest) == len(cluster.broker_ids) and all(
-                s.totals.bytes_in_per_s > 0 for s in latest.values()
+                s.failure is None and s.timestamp_ms > first_seen[k] for k, s in latest.items()
             ):
                 return latest
             return {}
