@@ -8,8 +8,8 @@ bootstrap:
 	@python3 scripts/bootstrap.py
 
 lint: bootstrap
-	$(VENV_BIN)/ruff check kmedic agent streaming manager tests bench scripts
-	$(VENV_BIN)/ruff format --check kmedic agent streaming manager tests bench scripts
+	$(VENV_BIN)/ruff check kmedic agent streaming manager composition tests bench scripts
+	$(VENV_BIN)/ruff format --check kmedic agent streaming manager composition tests bench scripts
 
 typecheck: bootstrap
 	$(VENV_BIN)/mypy

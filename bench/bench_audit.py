@@ -16,9 +16,9 @@ from pathlib import Path
 from bench_docs import write_section
 
 from kmedic.localcluster import ClusterSpec, LocalCluster
-from manager.audit import AuditLog, AuditRecord
-from manager.audit_kafka import KafkaAuditSink, ensure_audit_topic, read_records
-from manager.audit_spool import Spool
+from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic, read_records
+from manager.audit.log import AuditLog, AuditRecord
+from manager.audit.spool import Spool
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUND_S = 2.0

@@ -32,13 +32,13 @@ sys.path.insert(0, str(ROOT))
 
 from bench_docs import write_section  # noqa: E402
 
-from manager.balance import plan_balance  # noqa: E402
-from manager.gates import failing_gates  # noqa: E402
-from manager.heal import plan_heal  # noqa: E402
-from manager.placement_audit import BrokerTotals, audit_plan  # noqa: E402
-from manager.placement_state import ClusterState  # noqa: E402
-from manager.planner import decide  # noqa: E402
-from manager.snapshot import load_snapshot  # noqa: E402
+from manager.analyzer.balance import plan_balance  # noqa: E402
+from manager.analyzer.gates import failing_gates  # noqa: E402
+from manager.analyzer.heal import plan_heal  # noqa: E402
+from manager.analyzer.placement_audit import BrokerTotals, audit_plan  # noqa: E402
+from manager.analyzer.placement_state import ClusterState  # noqa: E402
+from manager.analyzer.planner import decide  # noqa: E402
+from manager.model.snapshot_file import load_snapshot  # noqa: E402
 
 NOW = 1_700_000_000_000
 MB = 1_000_000

@@ -11,9 +11,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.config import load_config
-from manager.coordination import CoordinationConfig
-from manager.model import Policy
-from manager.observe import CapacitySettings
+from manager.coordination.leadership import CoordinationConfig
+from manager.model.snapshot import Policy
+from manager.monitor.observe import CapacitySettings
 
 
 class _Settings(BaseModel):

@@ -32,12 +32,12 @@ from helpers import kafka_conf, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_support import PrometheusServer
 
+from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
-from kmedic.pipeline import Pipeline
 from kmedic.traffic import PartitionRate, TrafficGenerator
-from manager.audit import AuditRecord
-from manager.audit_kafka import read_records
-from manager.feeds import LatestByKey
+from manager.audit.kafka_sink import read_records
+from manager.audit.log import AuditRecord
+from manager.monitor.feeds import LatestByKey
 
 pytestmark = pytest.mark.e2e
 
@@ -275,7 +275,10 @@ def test_throttles_left_by_a_crashed_leader_are_removed(harness: Harness) -> Non
 
 def kmedic(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kmedic.cli", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "composition.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

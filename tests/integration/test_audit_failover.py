@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from helpers import wait_for
 
-from kmedic.cli import main
+from composition.cli import main
 from kmedic.localcluster import ClusterSpec, LocalCluster
-from manager.audit import AuditLog, AuditRecord
-from manager.audit_kafka import KafkaAuditSink, ensure_audit_topic, read_records
+from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic, read_records
+from manager.audit.log import AuditLog, AuditRecord
 
 pytestmark = pytest.mark.integration
 

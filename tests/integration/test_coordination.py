@@ -12,9 +12,9 @@ from helpers import wait_for
 from kazoo.client import KazooClient
 from zk_support import TcpProxy, expire_session, zk_connect_for
 
-from manager.coordination import CoordinationConfig, Coordinator, FencedError
-from manager.move_budget import from_plan, moves_in_window, to_field
-from manager.plan_store import PlanConflictError
+from manager.coordination.leadership import CoordinationConfig, Coordinator, FencedError
+from manager.coordination.move_budget import from_plan, moves_in_window, to_field
+from manager.coordination.plan_store import PlanConflictError
 
 pytestmark = pytest.mark.integration
 

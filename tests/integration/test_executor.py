@@ -18,9 +18,9 @@ from helpers import kafka_conf, wait_for
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 
-from manager.executor import Executor, ExecutorConfig, MoveState
-from manager.executor_plan import Move
-from manager.executor_throttle import (
+from manager.executor.batches import Move
+from manager.executor.executor import Executor, ExecutorConfig, MoveState
+from manager.executor.throttles import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,

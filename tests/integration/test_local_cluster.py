@@ -155,7 +155,7 @@ def test_zookeeper_stores_and_returns_a_znode(healthy_cluster: Any) -> None:
 
 def kmedic(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kmedic.cli", *args],
+        [sys.executable, "-m", "composition.cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -15,10 +15,10 @@ from confluent_kafka import KafkaException
 from helpers import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
+from composition.pipeline import Pipeline
 from kmedic.localcluster import process
-from kmedic.pipeline import Pipeline
-from manager.audit import AuditRecord
-from manager.audit_kafka import read_records
+from manager.audit.kafka_sink import read_records
+from manager.audit.log import AuditRecord
 
 pytestmark = pytest.mark.integration
 

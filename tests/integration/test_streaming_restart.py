@@ -55,7 +55,15 @@ def _cli(cfg_path: Path, log_file: Path | None = None) -> subprocess.Popen[bytes
     stderr: Any = subprocess.PIPE if log_file is None else log_file.open("ab")
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "kmedic.cli", "--log-json", "stream", "--config", str(cfg_path)],
+            [
+                sys.executable,
+                "-m",
+                "composition.cli",
+                "--log-json",
+                "stream",
+                "--config",
+                str(cfg_path),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             start_new_session=True,  # its own process group: the kill takes the JVM with it

@@ -13,9 +13,9 @@ import pytest
 from kazoo.client import KazooClient
 from zk_support import zk_connect_for
 
-from kmedic.cli import main
+from composition.cli import main
 from kmedic.errors import KmedicError
-from manager.zkconfig import BrokerGroup, Domain, IsolationGroup, ZkConfigStore
+from manager.coordination.placement_store import BrokerGroup, Domain, IsolationGroup, ZkConfigStore
 
 pytestmark = pytest.mark.integration
 
@@ -155,7 +155,7 @@ def test_cli_domains_groups_maintenance(
 def test_cli_subprocess_names_missing_zookeeper_and_bad_broker_ids(cluster: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "KMEDIC_ZK_CONNECT"}
     proc = subprocess.run(
-        [sys.executable, "-m", "kmedic.cli", "domains", "list", "--cluster", cluster],
+        [sys.executable, "-m", "composition.cli", "domains", "list", "--cluster", cluster],
         capture_output=True,
         text=True,
         env=env,
@@ -166,7 +166,7 @@ def test_cli_subprocess_names_missing_zookeeper_and_bad_broker_ids(cluster: str)
         "kmedic: error: no ZooKeeper given: pass --zk HOST:PORT or set KMEDIC_ZK_CONNECT"
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "kmedic.cli", "domains", "create", "d", "--brokers", "1,x"],
+        [sys.executable, "-m", "composition.cli", "domains", "create", "d", "--brokers", "1,x"],
         capture_output=True,
         text=True,
         env=env,
@@ -176,7 +176,7 @@ def test_cli_subprocess_names_missing_zookeeper_and_bad_broker_ids(cluster: str)
 
 
 def test_cli_subprocess_against_zookeeper(zk_hosts: str, cluster: str) -> None:
-    base = [sys.executable, "-m", "kmedic.cli", "domains"]
+    base = [sys.executable, "-m", "composition.cli", "domains"]
     at = ["--zk", zk_hosts, "--cluster", cluster]
     made = subprocess.run(
         [*base, "create", "d1", "--brokers", "5", *at], capture_output=True, text=True, timeout=60

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from manager.model import Snapshot
-from manager.snapshot import parse_snapshot
+from manager.model.snapshot import Snapshot
+from manager.model.snapshot_file import parse_snapshot
 
 NOW = 1_700_000_000_000
 HOUR = 3_600_000

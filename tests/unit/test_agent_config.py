@@ -10,7 +10,7 @@ import pytest
 from agent.cli import register
 from agent.config import AgentConfig, load_agent_config
 from agent.metrics import AgentMetrics
-from kmedic.cli import build_parser
+from composition.cli import build_parser
 from kmedic.config import load_config
 from kmedic.errors import ConfigError, KmedicError
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from manager.metrics import ManagerMetrics
+from manager.web.metrics import ManagerMetrics
 from streaming.metrics import StreamMetrics
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "configs" / "prometheus"

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kmedic.errors import KmedicError
-from manager.actions_cli import parse_since
-from manager.audit import AuditLog, AuditRecord, render_line
-from manager.audit_spool import Spool
+from manager.audit.log import AuditLog, AuditRecord, render_line
+from manager.audit.spool import Spool
+from manager.cli.actions import parse_since
 
 
 def rec(n: int, **extra: object) -> AuditRecord:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kmedic.cli import main
+from composition.cli import main
 
 
 def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

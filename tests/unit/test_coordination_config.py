@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from kmedic.errors import KmedicError
-from manager.coordination import (
+from manager.coordination.leadership import (
     CoordinationConfig,
     CoordinationError,
     Coordinator,

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from manager.audit import AuditLog, AuditRecord
-from manager.audit_trail import AuditTrail
-from manager.cycle_rules import blind, degrade, wait_for_plan
-from manager.decision import Decision, Reason, Reassign
-from manager.health import alerts_for
-from manager.metrics import ManagerMetrics
+from manager.analyzer.health import alerts_for
+from manager.audit.log import AuditLog, AuditRecord
+from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.rules import blind, degrade, wait_for_plan
+from manager.model.decision import Decision, Reason, Reassign
+from manager.web.metrics import ManagerMetrics
 
 MOVE = Reassign("t", 0, (1, 2), (2, 3))
 

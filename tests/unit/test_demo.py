@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kmedic.demo import collapse
-from kmedic.demo_views import describe
-from manager.audit import AuditRecord
-from manager.feeds import FeedStatus
+from composition.demo import collapse
+from composition.demo_views import describe
+from manager.audit.log import AuditRecord
+from manager.monitor.feeds import FeedStatus
 
 
 def test_the_demo_shows_a_repeated_record_once_with_its_count() -> None:

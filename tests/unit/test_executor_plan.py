@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kmedic.errors import KmedicError
-from manager.executor_plan import Move, select_batch, throttle_plan
+from manager.executor.batches import Move, select_batch, throttle_plan
 
 BROKERS = st.integers(1, 6)
 

@@ -11,7 +11,7 @@ from helpers import http_get
 from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.errors import KmedicError
-from manager.metrics import ManagerMetrics, MetricsServer
+from manager.web.metrics import ManagerMetrics, MetricsServer
 
 
 def value(m: ManagerMetrics, name: str, **labels: str) -> float | None:

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from manager.move_budget import (
+from manager.coordination.move_budget import (
     WINDOW_S,
     from_plan,
     moves_in_window,

@@ -6,8 +6,10 @@ from typing import Any
 
 from kmedic.brokerstats import BrokerStats
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
-from manager.model import Leadership, Policy
-from manager.observe import (
+from manager.coordination.placement_store import Domain, PlacementConfig
+from manager.model.snapshot import Leadership, Policy
+from manager.model.snapshot_file import find_problems
+from manager.monitor.observe import (
     UNKNOWN_DISK_BYTES,
     AgentView,
     CapacitySettings,
@@ -16,8 +18,6 @@ from manager.observe import (
     build_snapshot,
     death_evidence,
 )
-from manager.snapshot import find_problems
-from manager.zkconfig import Domain, PlacementConfig
 
 NOW = 1_800_000_000_000
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from agent.config import AgentConfig
+from composition.pipeline import Pipeline
 from kmedic.localcluster import LocalCluster
-from kmedic.pipeline import Pipeline
 from manager.config import ManagerConfig
 from streaming.config import StreamConfig
 

@@ -6,16 +6,16 @@ import json
 
 from planner_fixtures import GB, broker, make, part
 
-from manager.decision import Decision, ElectPreferredLeader, Reason, Reassign
-from manager.executor_plan import Move
-from manager.move_budget import from_plan
-from manager.plan_document import (
+from manager.coordination.move_budget import from_plan
+from manager.coordination.plan_document import (
     moves_for,
     moves_to_adopt,
     own_partitions,
     plan_document,
     trimmed,
 )
+from manager.executor.batches import Move
+from manager.model.decision import Decision, ElectPreferredLeader, Reason, Reassign
 
 SNAP = make(
     [broker(1, "/a"), broker(2, "/b"), broker(3, "/a"), broker(4, "/b")],

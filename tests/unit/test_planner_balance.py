@@ -6,9 +6,9 @@ from typing import Any
 
 from planner_fixtures import GB, MB, broker, make, part
 
-from manager.balance import plan_balance
-from manager.placement_state import ClusterState
-from manager.planner import decide
+from manager.analyzer.balance import plan_balance
+from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.planner import decide
 
 
 def _brokers(n: int = 6) -> list[dict[str, Any]]:

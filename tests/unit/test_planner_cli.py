@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kmedic.cli import main
+from composition.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "configs" / "examples"
 

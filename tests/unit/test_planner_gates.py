@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from planner_fixtures import HOUR, NOW, broker, make, part
 
-from manager.gates import failing_gates, gate_budget
-from manager.placement_state import ClusterState
-from manager.planner import decide
+from manager.analyzer.gates import failing_gates, gate_budget
+from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.planner import decide
 
 ALIVE = {1, 2, 3, 4, 5}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from planner_fixtures import GB, broker, make, part
 
-from manager.heal import plan_heal
-from manager.placement_state import ClusterState
-from manager.planner import decide
+from manager.analyzer.heal import plan_heal
+from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.planner import decide
 
 ALIVE = {1, 2, 3, 4, 5}
 

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from planner_fixtures import GB, MB, broker, make, part
 
-from manager.placement import LoadOrder, place_new_partition
-from manager.placement_audit import audit_existing
-from manager.placement_rules import location_of, rack_name_problem, spread
-from manager.placement_state import ClusterState
-from manager.planner import decide
+from manager.analyzer.placement import LoadOrder, place_new_partition
+from manager.analyzer.placement_audit import audit_existing
+from manager.analyzer.placement_rules import location_of, rack_name_problem, spread
+from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.planner import decide
 
 
 def _racks_of(snap: Any, replicas: list[int]) -> set[str]:

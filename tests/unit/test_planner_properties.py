@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from planner_fixtures import GB, MB, broker, part, snapshot_dict
 
-from manager.decision import Decision
-from manager.model import Snapshot
-from manager.planner import decide
-from manager.snapshot import parse_snapshot
+from manager.analyzer.planner import decide
+from manager.model.decision import Decision
+from manager.model.snapshot import Snapshot
+from manager.model.snapshot_file import parse_snapshot
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

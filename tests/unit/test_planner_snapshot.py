@@ -9,8 +9,13 @@ from typing import Any
 import pytest
 from planner_fixtures import CAPACITY, broker, part, snapshot_dict
 
-from manager.model import Snapshot
-from manager.snapshot import SnapshotError, load_snapshot, parse_snapshot, snapshot_json_schema
+from manager.model.snapshot import Snapshot
+from manager.model.snapshot_file import (
+    SnapshotError,
+    load_snapshot,
+    parse_snapshot,
+    snapshot_json_schema,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "configs" / "examples").glob("*.json"))
@@ -33,7 +38,7 @@ def test_schema_file_matches_the_model() -> None:
     on_disk = json.loads((ROOT / "configs" / "snapshot.schema.json").read_text())
     assert on_disk == snapshot_json_schema(), (
         "configs/snapshot.schema.json is stale: regenerate with "
-        "`python -m manager.snapshot > configs/snapshot.schema.json`"
+        "`python -m manager.model.snapshot_file > configs/snapshot.schema.json`"
     )
 
 

@@ -8,13 +8,13 @@ from typing import Any
 from helpers import http_get
 from planner_fixtures import NOW, broker, make, part
 
-from manager.audit import AuditRecord
-from manager.decision import Decision, Reason
-from manager.executor import MoveState
-from manager.executor_plan import Move
-from manager.metrics import ManagerMetrics, MetricsServer
-from manager.planner import decide
-from manager.status_page import render_html, status_document
+from manager.analyzer.planner import decide
+from manager.audit.log import AuditRecord
+from manager.executor.batches import Move
+from manager.executor.executor import MoveState
+from manager.model.decision import Decision, Reason
+from manager.web.metrics import ManagerMetrics, MetricsServer
+from manager.web.status_page import render_html, status_document
 
 SNAP = make(
     [broker(1, "/a"), broker(2, "/b"), broker(3, "/a", alive=False), broker(4, "/b")],

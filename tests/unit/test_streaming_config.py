@@ -106,7 +106,7 @@ def test_a_missing_connector_is_a_clear_error(tmp_path: Path) -> None:
 def test_kmedic_stream_with_a_bad_config_is_one_line_and_exit_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kmedic.cli import main
+    from composition.cli import main
 
     path = tmp_path / "stream.yaml"
     path.write_text("window: 30s\nslide: 1m\n")

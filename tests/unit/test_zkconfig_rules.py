@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kmedic.errors import KmedicError
-from manager.zkconfig import (
+from manager.coordination.placement_store import (
     AntiAffinityGroup,
     BrokerGroup,
     Domain,

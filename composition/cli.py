@@ -1,0 +1,78 @@
+"""The `kmedic` command: one entry point, one subcommand per role or tool.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``; the module sets
+``func`` (args -> exit code) on its parser. A KmedicError becomes one clear line on stderr and
+exit code 1; argparse's own usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from kmedic import __version__
+from kmedic.errors import KmedicError
+from kmedic.logging import setup_logging
+
+# Modules that add subcommands, in the order they appear in --help.
+COMMAND_MODULES: tuple[str, ...] = (
+    "kmedic.cluster_cli",
+    "composition.demo",
+    "manager.cli.admin",
+    "manager.cli.actions",
+    "agent.cli",
+    "manager.cli.plan",
+    "streaming.cli",
+    "manager.cli.daemon",
+    # (each role and tool adds its module here)
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kmedic",
+        description="Self-healing daemon for Apache Kafka.",
+    )
+    parser.add_argument("--version", action="version", version=f"kmedic {__version__}")
+    parser.add_argument(
+        "--log-level", default="INFO", help="log level for every component (default INFO)"
+    )
+    parser.add_argument(
+        "--log-json",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="JSON log lines (default: JSON unless stderr is a terminal)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(args.log_level, json=args.log_json)
+    try:
+        code: int = args.func(args)
+    except KmedicError as exc:
+        print(f"kmedic: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("kmedic: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        # A failure nobody anticipated still gets one line; the traceback goes to the log
+        # at DEBUG (run with --log-level DEBUG to see it).
+        logging.getLogger("composition.cli").debug("unexpected failure", exc_info=True)
+        print(f"kmedic: error: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""The whole kmedic pipeline beside a local cluster: one agent per broker, the Spark job, the
+manager — each its own `kmedic <role> --config FILE` process, as in production.
+
+Used by the demo and the end-to-end tests. Config files and logs go to the work directory;
+every process is tied to this one (it dies with it) and stopped by ``stop``.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kmedic.errors import KmedicError
+from kmedic.localcluster import LocalCluster, process
+from kmedic.logging import get_logger
+
+log = get_logger("composition.pipeline")
+
+
+@dataclass
+class RoleProcess:
+    name: str
+    config: Path
+    log_file: Path
+    pid: int | None = None
+
+    @property
+    def marker(self) -> str:
+        return str(self.config)
+
+    def running(self) -> bool:
+        return process.is_running(self.pid, self.marker)
+
+
+@dataclass
+class Pipeline:
+    """Starts roles on demand; ``stop`` ends every one of them (SIGTERM, then SIGKILL)."""
+
+    cluster: LocalCluster
+    workdir: Path
+    cluster_name: str = "local"
+    roles: dict[str, RoleProcess] = field(default_factory=dict)
+    # Where the Spark job serves its /metrics (a free port when the pipeline is made).
+    stream_metrics_port: int = field(default_factory=lambda: process.free_ports(1)[0])
+
+    def __post_init__(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+
+    # ---- roles --------------------------------------------------------------------------
+
+    def start_agents(self, interval_s: float = 2.0, **overrides: Any) -> None:
+        for broker_id in self.cluster.broker_ids:
+            self.start_agent(broker_id, interval_s=interval_s, **overrides)
+
+    def agent_config(self, broker_id: int, interval_s: float, **overrides: Any) -> dict[str, Any]:
+        return {
+            "broker_id": broker_id,
+            "bootstrap": self.cluster.bootstrap_servers,
+            "exporter_url": self.cluster.exporter_url(broker_id),
+            "broker_address": f"127.0.0.1:{self.cluster.broker(broker_id).port}",
+            "log_dirs": [str(self.cluster.data_dir(broker_id))],
+            "cluster": self.cluster_name,
+            "interval_s": interval_s,
+            "request_timeout_s": min(5.0, interval_s),
+            "max_backoff_s": max(2.0, interval_s),
+            "metrics_port": None,
+            **overrides,
+        }
+
+    def start_agent(self, broker_id: int, interval_s: float = 2.0, **overrides: Any) -> None:
+        self._start(
+            f"agent-{broker_id}", "agent", self.agent_config(broker_id, interval_s, **overrides)
+        )
+
+    def stream_config(self, **overrides: Any) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster_name,
+            "bootstrap_servers": self.cluster.bootstrap_servers,
+            "window": "30s",
+            "slide": "10s",
+            "watermark": "20s",
+            "statistic": "max",
+            "trigger_interval": "3s",
+            "checkpoint_location": str(self.workdir / "stream-checkpoint"),
+            # Demo scale: back within seconds after the brokers the story kills return.
+            "restart": {"initial_backoff": "1s", "max_backoff": "10s"},
+            "metrics_port": self.stream_metrics_port,
+            "metrics_host": "127.0.0.1",
+            "spark": {"master": "local[2]", "driver_memory": "768m", "shuffle_partitions": 2},
+            **overrides,
+        }
+
+    def start_stream(self, **overrides: Any) -> None:
+        self._start("stream", "stream", self.stream_config(**overrides))
+
+    def manager_config(self, **overrides: Any) -> dict[str, Any]:
+        cfg: dict[str, Any] = {
+            "cluster": self.cluster_name,
+            "bootstrap": self.cluster.bootstrap_servers,
+            "zookeeper": {"zk_connect": self.cluster.zk_connect, "session_timeout_s": 6},
+            "interval_s": 3,
+            "snapshot_path": str(self.workdir / "snapshot.json"),
+            "audit": {"spool_dir": str(self.workdir / "audit-spool")},
+            "http": {"port": 0},
+        }
+        for key, value in overrides.items():
+            if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+                cfg[key] = {**cfg[key], **value}
+            else:
+                cfg[key] = value
+        return cfg
+
+    def start_manager(self, name: str = "manager", **overrides: Any) -> None:
+        self._start(name, "manager", self.manager_config(**overrides))
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def _start(self, name: str, role: str, config: dict[str, Any]) -> None:
+        existing = self.roles.get(name)
+        if existing is not None and existing.running():
+            raise KmedicError(f"{name} is already running (pid {existing.pid})")
+        cfg_path = self.workdir / f"{name}.yaml"
+        cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        proc = RoleProcess(name, cfg_path, self.workdir / f"{name}.log")
+        cmd = [
+            sys.executable,
+            "-m",
+            "composition.cli",
+            "--log-json",
+            role,
+            "--config",
+            str(cfg_path),
+        ]
+        proc.pid = process.spawn(cmd, log_path=proc.log_file, tie_to_parent=True)
+        self.roles[name] = proc
+        log.info("role_started", role=name, pid=proc.pid, log=str(proc.log_file))
+
+    def stop_role(self, name: str, sig: signal.Signals = signal.SIGTERM) -> None:
+        proc = self.roles.get(name)
+        if proc is not None and proc.pid is not None:
+            process.kill(proc.pid, proc.marker, sig)
+
+    def check_running(self) -> None:
+        """Fail loudly, naming the log, if a role died on its own."""
+        for proc in self.roles.values():
+            if proc.pid is not None and not proc.running():
+                tail = _tail(proc.log_file)
+                raise KmedicError(f"{proc.name} exited; last lines of {proc.log_file}:\n{tail}")
+
+    def stop(self) -> None:
+        for name in reversed(list(self.roles)):
+            self.stop_role(name)
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

@@ -1,0 +1,192 @@
+"""Confidence gates (DESIGN.md section 4): every gate that fails becomes a refusal reason.
+
+Each gate is a small pure function of the snapshot (and the planner's index of it, built once
+from the same snapshot) returning the reasons it fails with; ``failing_gates`` runs them all
+and returns every failure, never only the first. Plan gates (constraints, budget) take the plan's
+facts as arguments. Nothing here reads a clock: "now" is the snapshot's ``taken_at``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from manager.analyzer.placement_state import ClusterState
+from manager.model.decision import Reason
+from manager.model.snapshot import Snapshot
+
+MAX_EXAMPLES = 5
+
+# Gates about whether this instance may act at all; with nothing to do they do not refuse.
+AUTHORITY_CODES = frozenset({"not_leader", "stale_fencing_epoch"})
+
+
+def _examples(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:MAX_EXAMPLES])
+    more = len(items) - MAX_EXAMPLES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def gate_leadership(snap: Snapshot) -> list[Reason]:
+    lead = snap.leadership
+    out = []
+    if not lead.is_leader:
+        out.append(Reason("not_leader", f"instance {lead.holder!r} does not hold leadership"))
+    if lead.epoch < lead.current_epoch:
+        out.append(
+            Reason(
+                "stale_fencing_epoch",
+                f"fencing epoch {lead.epoch} is older than the current epoch {lead.current_epoch}",
+            )
+        )
+    return out
+
+
+def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
+    policy = snap.policy
+    dead = [b for b in snap.brokers if not b.alive]
+    out = []
+    fraction = len(dead) / len(snap.brokers)
+    if len(dead) > policy.max_dead_brokers or fraction > policy.max_dead_fraction:
+        out.append(
+            Reason(
+                "too_many_dead_brokers",
+                f"{len(dead)} of {len(snap.brokers)} brokers are dead "
+                f"(max {policy.max_dead_brokers} and {policy.max_dead_fraction:.0%}); "
+                "that looks like a partition or an outage, not a broker failure",
+            )
+        )
+    for b in dead:
+        since = b.dead_since_ms if b.dead_since_ms is not None else snap.taken_at
+        dead_for = snap.taken_at - since
+        if dead_for < policy.dead_grace_ms:
+            out.append(
+                Reason(
+                    "dead_within_grace",
+                    f"broker {b.id} has been dead {dead_for / 1000:.0f} s, less than the "
+                    f"{policy.dead_grace_ms / 1000:.0f} s grace period",
+                )
+            )
+        if b.id in state.frozen:
+            out.append(
+                Reason(
+                    "domain_in_maintenance",
+                    f"dead broker {b.id} is in failure domain {state.domain[b.id]!r}, "
+                    "which is under maintenance",
+                )
+            )
+    return out
+
+
+def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:
+    """Every under-replicated or offline partition must be explained by a dead broker."""
+    adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
+    alive = state.alive
+    unexplained: list[str] = []
+    for p, reps in enumerate(state.replicas):
+        isr = state.isr[p]
+        if len(isr) == len(reps) and state.leader[p] is not None:
+            continue
+        catching_up = adding.get((state.topic[p], state.number[p]), set())
+        lagging = [b for b in reps if alive[b] and b not in isr and b not in catching_up]
+        offline_with_live = state.leader[p] is None and any(alive[b] for b in reps)
+        if lagging or offline_with_live:
+            unexplained.append(state.name(p))
+    if not unexplained:
+        return []
+    return [
+        Reason(
+            "unexplained_under_replication",
+            f"{len(unexplained)} partitions are under-replicated or offline with their brokers "
+            f"alive (slow follower, disk or network?): {_examples(unexplained)}",
+        )
+    ]
+
+
+def gate_load_data(snap: Snapshot, state: ClusterState) -> list[Reason]:
+    policy = snap.policy
+    out = []
+    total = state.partition_count
+    if total:
+        share = state.valid_load / total
+        if share < policy.min_valid_load_fraction:
+            out.append(
+                Reason(
+                    "stale_load_data",
+                    f"only {share:.1%} of partitions have a valid load window "
+                    f"(need {policy.min_valid_load_fraction:.0%})",
+                )
+            )
+    silent = [
+        str(b.id)
+        for b in snap.brokers
+        if b.alive
+        and (b.last_stats_ms is None or snap.taken_at - b.last_stats_ms > policy.max_stats_age_ms)
+    ]
+    if silent:
+        out.append(
+            Reason(
+                "stale_load_data",
+                f"no stats newer than {policy.max_stats_age_ms / 1000:.0f} s from live brokers "
+                f"{_examples(silent)}",
+            )
+        )
+    return out
+
+
+def gate_reassignments(snap: Snapshot) -> list[Reason]:
+    foreign = [f"{r.topic}-{r.partition}" for r in snap.reassignments if not r.started_by_kmedic]
+    if not foreign:
+        return []
+    return [
+        Reason(
+            "foreign_reassignment_in_progress",
+            f"{len(foreign)} reassignments kmedic did not start are in progress: "
+            f"{_examples(foreign)}",
+        )
+    ]
+
+
+def gate_plan_constraints(violations: Sequence[str]) -> list[Reason]:
+    return [Reason("plan_violates_constraints", v) for v in violations]
+
+
+def gate_budget(snap: Snapshot, moves: int) -> list[Reason]:
+    policy = snap.policy
+    out = []
+    if moves > policy.max_moves_per_cycle:
+        out.append(
+            Reason(
+                "action_budget_exceeded",
+                f"the plan needs {moves} moves, the per-cycle budget is "
+                f"{policy.max_moves_per_cycle}",
+            )
+        )
+    done = snap.recent_actions.moves_last_hour
+    if done + moves > policy.max_moves_per_hour:
+        out.append(
+            Reason(
+                "action_budget_exceeded",
+                f"{done} moves in the last hour plus {moves} planned exceed the hourly budget "
+                f"of {policy.max_moves_per_hour}",
+            )
+        )
+    return out
+
+
+def failing_gates(
+    snap: Snapshot,
+    state: ClusterState,
+    *,
+    plan_moves: int | None = None,
+    violations: Sequence[str] = (),
+) -> list[Reason]:
+    """Every failing gate. Plan gates run only when a plan exists (``plan_moves`` given)."""
+    reasons = gate_leadership(snap)
+    reasons += gate_dead_brokers(snap, state)
+    reasons += gate_under_replication(snap, state)
+    reasons += gate_load_data(snap, state)
+    reasons += gate_reassignments(snap)
+    if plan_moves is not None:
+        reasons += gate_plan_constraints(violations)
+        reasons += gate_budget(snap, plan_moves)
+    return reasons

@@ -1,0 +1,71 @@
+"""Facts about a snapshot that the daemon reports as metrics and alerts (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from manager.analyzer.gates import AUTHORITY_CODES
+from manager.model.decision import Decision
+from manager.model.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class HealthFacts:
+    dead_brokers: int
+    urp_explained: int
+    urp_unexplained: int
+    load_age_s: float
+    load_valid_fraction: float
+
+
+def health_facts(snap: Snapshot) -> HealthFacts:
+    """Under-replicated partitions split by whether a dead broker explains them, and how fresh
+    and complete the load data is."""
+    dead = {b.id for b in snap.brokers if not b.alive}
+    adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
+    explained = unexplained = 0
+    valid = total = 0
+    newest_report: int | None = None
+    for topic in snap.topics:
+        for p in topic.partitions:
+            total += 1
+            if p.load is not None and p.load.window_valid:
+                valid += 1
+            if len(p.isr) >= len(p.replicas) and p.leader is not None:
+                continue
+            catching_up = adding.get((topic.name, p.partition), set())
+            lagging_live = [
+                b for b in p.replicas if b not in dead and b not in p.isr and b not in catching_up
+            ]
+            if lagging_live or (p.leader is None and any(b not in dead for b in p.replicas)):
+                unexplained += 1
+            else:
+                explained += 1
+    for b in snap.brokers:
+        if b.last_stats_ms is not None:
+            newest_report = max(newest_report or 0, b.last_stats_ms)
+    age = (snap.taken_at - newest_report) / 1000 if newest_report is not None else float("inf")
+    return HealthFacts(
+        dead_brokers=len(dead),
+        urp_explained=explained,
+        urp_unexplained=unexplained,
+        load_age_s=max(0.0, age),
+        load_valid_fraction=valid / total if total else 1.0,
+    )
+
+
+def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]:
+    """The alerts a decision keeps active: one per refusal reason (authority reasons are not
+    alerts: a standby is supposed to refuse), plus the audit failover. name -> sentence."""
+    active: dict[str, str] = {}
+    if decision.outcome == "refuse":
+        for reason in decision.reasons:
+            if reason.code not in AUTHORITY_CODES:
+                active.setdefault(f"refused:{reason.code}", reason.message)
+    if audit_on_failover:
+        active["audit_on_failover"] = "the audit topic cannot take records; writing to failover"
+    return active
+
+
+def heal_needed(snap: Snapshot) -> bool:
+    return any(not b.alive for b in snap.brokers)

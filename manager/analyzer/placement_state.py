@@ -1,0 +1,285 @@
+"""The planner's working state: per-partition arrays and per-broker load sums, built once.
+
+Built from an immutable Snapshot in one pass; heal and balance then apply tentative moves to it
+(load reservations), so every later choice sees the load earlier choices put on a broker.
+
+Load model (documented in docs/planner.md): the leader replica carries the partition's bytes
+in, bytes out and messages in; each follower carries bytes in (its replication fetch); every
+replica carries the partition's size on disk.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from manager.analyzer.placement_rules import Location, location_of
+from manager.model.snapshot import Capacity, Snapshot
+
+
+class ClusterState:
+    """Mutable, index-based view of a snapshot; partitions are numbered 0..n-1."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        policy = snap.policy
+        self.policy = policy
+        self.kind = policy.placement
+        self.broker_ids: list[int] = sorted(b.id for b in snap.brokers)
+        self.alive: dict[int, bool] = {}
+        self.loc: dict[int, Location] = {}
+        self.domain: dict[int, str] = {}
+        self.cap_in: dict[int, float] = {}
+        self.cap_out: dict[int, float] = {}
+        self.cap_disk: dict[int, float] = {}
+        explicit = {b: d.name for d in snap.failure_domains for b in d.brokers}
+        maintenance = set(snap.maintenance_domains)
+        disk_used: dict[int, int | None] = {}
+        for b in snap.brokers:
+            cap = b.capacity or snap.default_capacity
+            assert isinstance(cap, Capacity)  # guaranteed by snapshot validation
+            self.alive[b.id] = b.alive
+            self.loc[b.id] = location_of(b.rack, self.kind)
+            self.domain[b.id] = explicit.get(b.id, self.loc[b.id].rack)
+            self.cap_in[b.id] = cap.network_in_bytes_per_s
+            self.cap_out[b.id] = cap.network_out_bytes_per_s
+            self.cap_disk[b.id] = float(cap.disk_bytes)
+            disk_used[b.id] = b.disk_used_bytes
+        lim = policy.limits
+        self.lim_in = {b: c * lim.network_in_fraction for b, c in self.cap_in.items()}
+        self.lim_out = {b: c * lim.network_out_fraction for b, c in self.cap_out.items()}
+        self.lim_disk = {b: c * lim.disk_fraction for b, c in self.cap_disk.items()}
+        # Brokers in a domain under maintenance: nothing moves into or out of them.
+        self.frozen: frozenset[int] = frozenset(
+            b for b, d in self.domain.items() if d in maintenance
+        )
+        self.dead: list[int] = [b for b in self.broker_ids if not self.alive[b]]
+
+        self.topic: list[str] = []
+        self.number: list[int] = []
+        self.replicas: list[tuple[int, ...]] = []
+        self.isr: list[tuple[int, ...]] = []
+        self.leader: list[int | None] = []
+        self.size: list[int] = []
+        self.bin: list[float] = []
+        self.bout: list[float] = []
+        self.msgs: list[float] = []
+        self.valid_load = 0
+        self.load_in = dict.fromkeys(self.broker_ids, 0.0)
+        self.load_out = dict.fromkeys(self.broker_ids, 0.0)
+        self.load_msgs = dict.fromkeys(self.broker_ids, 0.0)
+        self.count = dict.fromkeys(self.broker_ids, 0)
+        self.leaders = dict.fromkeys(self.broker_ids, 0)
+        sizes = dict.fromkeys(self.broker_ids, 0.0)
+        self._load_partitions(snap, sizes)
+        self.load_disk = {
+            b: float(u) if (u := disk_used[b]) is not None else sizes[b] for b in self.broker_ids
+        }
+        moving = {(r.topic, r.partition) for r in snap.reassignments}
+        self.reassigning: frozenset[int] = (
+            frozenset(
+                p
+                for p, key in enumerate(zip(self.topic, self.number, strict=True))
+                if moving and key in moving
+            )
+            if moving
+            else frozenset()
+        )
+        self._isolation = _isolation_sets(snap)
+        self.aa_group: dict[str, str] = {
+            t: g.name for g in snap.anti_affinity_groups for t in g.topics
+        }
+        self.aa_domain: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.aa_broker: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        if self.aa_group:
+            for p, t in enumerate(self.topic):
+                g = self.aa_group.get(t)
+                if g is not None:
+                    for rb in self.replicas[p]:
+                        self._aa_add(g, rb, 1)
+        self._by_broker: dict[int, list[int]] | None = None
+
+    def _load_partitions(self, snap: Snapshot, sizes: dict[int, float]) -> None:
+        load_in, load_out, load_msgs = self.load_in, self.load_out, self.load_msgs
+        count, leaders = self.count, self.leaders
+        # Bound methods as locals: this loop runs once per partition (millions of replicas).
+        add_topic, add_number = self.topic.append, self.number.append
+        add_replicas, add_isr, add_leader = (
+            self.replicas.append,
+            self.isr.append,
+            self.leader.append,
+        )
+        add_size, add_in, add_out, add_msgs = (
+            self.size.append,
+            self.bin.append,
+            self.bout.append,
+            self.msgs.append,
+        )
+        valid = 0
+        for topic in snap.topics:
+            name = topic.name
+            for part in topic.partitions:
+                reps = part.replicas
+                load = part.load
+                if load is None:
+                    bi = bo = mi = 0.0
+                else:
+                    bi, bo, mi = load.bytes_in_per_s, load.bytes_out_per_s, load.messages_in_per_s
+                    valid += load.window_valid
+                size = part.size_bytes
+                lead = part.leader
+                add_topic(name)
+                add_number(part.partition)
+                add_replicas(reps)
+                add_isr(part.isr)
+                add_leader(lead)
+                add_size(size)
+                add_in(bi)
+                add_out(bo)
+                add_msgs(mi)
+                for b in reps:
+                    load_in[b] += bi
+                    sizes[b] += size
+                    count[b] += 1
+                if lead is not None:
+                    load_out[lead] += bo
+                    load_msgs[lead] += mi
+                    leaders[lead] += 1
+        self.valid_load = valid
+
+    # -- queries -------------------------------------------------------------------------------
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.topic)
+
+    def name(self, p: int) -> str:
+        return f"{self.topic[p]}-{self.number[p]}"
+
+    def usable(self, b: int) -> bool:
+        """A broker that may gain or lose replicas or leadership."""
+        return self.alive[b] and b not in self.frozen
+
+    def allowed_sets(self, p: int) -> tuple[frozenset[int], ...] | None:
+        """Broker sets the partition may live on, most preferred first; None: anywhere."""
+        return self._isolation.get(self.topic[p])
+
+    def topic_sets(self, topic: str) -> tuple[frozenset[int], ...] | None:
+        return self._isolation.get(topic)
+
+    def net_util(self, b: int) -> float:
+        return (self.load_in[b] + self.load_out[b]) / (self.cap_in[b] + self.cap_out[b])
+
+    def load_key(self, b: int) -> float:
+        """How loaded a broker is when picking the least-loaded target."""
+        if self.policy.prefer_emptier_disks:
+            return self.load_disk[b] / self.cap_disk[b]
+        return self.net_util(b)
+
+    def fits(
+        self, b: int, d_in: float, d_out: float, d_disk: float, *, adds_replica: bool = True
+    ) -> bool:
+        """Would ``b`` stay within its limits after gaining this load (and maybe a replica)?"""
+        cap = self.policy.max_replicas_per_broker
+        return (
+            (d_in <= 0 or self.load_in[b] + d_in <= self.lim_in[b])
+            and (d_out <= 0 or self.load_out[b] + d_out <= self.lim_out[b])
+            and (d_disk <= 0 or self.load_disk[b] + d_disk <= self.lim_disk[b])
+            and (not adds_replica or cap is None or self.count[b] + 1 <= cap)
+        )
+
+    def over_limits(self, b: int) -> list[str]:
+        over = []
+        if self.load_in[b] > self.lim_in[b]:
+            over.append("network_in")
+        if self.load_out[b] > self.lim_out[b]:
+            over.append("network_out")
+        if self.load_disk[b] > self.lim_disk[b]:
+            over.append("disk")
+        return over
+
+    def partitions_on(self, b: int) -> list[int]:
+        """Partitions with a replica on ``b`` (index built on first use, kept up to date)."""
+        if self._by_broker is None:
+            index: dict[int, list[int]] = {x: [] for x in self.broker_ids}
+            for p, reps in enumerate(self.replicas):
+                for x in reps:
+                    index[x].append(p)
+            self._by_broker = index
+        return self._by_broker[b]
+
+    def in_sync(self, p: int) -> bool:
+        return len(self.isr[p]) == len(self.replicas[p])
+
+    # -- moves (reservations) ------------------------------------------------------------------
+
+    def move_replica(self, p: int, old: int, new: int) -> None:
+        """Replace ``old`` by ``new`` in partition ``p``; a leader replica hands over its role."""
+        reps = self.replicas[p]
+        was_leader = self.leader[p] == old
+        if was_leader:
+            # The new broker goes first: when the move completes Kafka elects it (first in-sync
+            # replica of the target list), so the prediction matches what will happen.
+            self.replicas[p] = (new, *(x for x in reps if x != old))
+        else:
+            self.replicas[p] = tuple(new if x == old else x for x in reps)
+        self.isr[p] = tuple(new if x == old else x for x in self.isr[p])
+        bi, size = self.bin[p], self.size[p]
+        self.load_in[old] -= bi
+        self.load_in[new] += bi
+        self.load_disk[old] -= size
+        self.load_disk[new] += size
+        self.count[old] -= 1
+        self.count[new] += 1
+        if was_leader:
+            self._shift_leader(p, old, new)
+        g = self.aa_group.get(self.topic[p])
+        if g is not None:
+            self._aa_add(g, old, -1)
+            self._aa_add(g, new, 1)
+        if self._by_broker is not None:
+            self._by_broker[old].remove(p)
+            self._by_broker[new].append(p)
+
+    def reserve(self, topic: str, b: int, d_in: float, d_out: float, size: int) -> None:
+        """Account a new replica (of a partition not in the snapshot) on ``b``."""
+        self.load_in[b] += d_in
+        self.load_out[b] += d_out
+        self.load_disk[b] += size
+        self.count[b] += 1
+        g = self.aa_group.get(topic)
+        if g is not None:
+            self._aa_add(g, b, 1)
+
+    def set_replicas(self, p: int, replicas: tuple[int, ...]) -> None:
+        """Reorder replicas (no data movement)."""
+        self.replicas[p] = replicas
+
+    def move_leader(self, p: int, new: int) -> None:
+        old = self.leader[p]
+        assert old is not None and new in self.replicas[p]
+        self.replicas[p] = (new, *(x for x in self.replicas[p] if x != new))
+        self._shift_leader(p, old, new)
+
+    def _shift_leader(self, p: int, old: int, new: int) -> None:
+        self.load_out[old] -= self.bout[p]
+        self.load_out[new] += self.bout[p]
+        self.load_msgs[old] -= self.msgs[p]
+        self.load_msgs[new] += self.msgs[p]
+        self.leaders[old] -= 1
+        self.leaders[new] += 1
+        self.leader[p] = new
+
+    def _aa_add(self, group: str, b: int, delta: int) -> None:
+        self.aa_domain[group][self.domain[b]] += delta
+        self.aa_broker[group][b] += delta
+
+
+def _isolation_sets(snap: Snapshot) -> dict[str, tuple[frozenset[int], ...]]:
+    groups = {g.name: frozenset(g.brokers) for g in snap.broker_groups}
+    out: dict[str, tuple[frozenset[int], ...]] = {}
+    for ig in snap.isolation_groups:
+        sets = [groups[ig.primary]]
+        if ig.secondary is not None:
+            sets.append(groups[ig.secondary])
+        for t in ig.topics:
+            out[t] = tuple(sets)
+    return out

@@ -1,0 +1,219 @@
+"""decide(snapshot) -> Decision: diagnose, plan heal or balance, check the gates, and say why.
+
+Order of business: dead brokers are healed before anything is balanced (a cycle does one or the
+other); with an own reassignment still running the planner waits (noop); the plan is audited
+against the hard constraints; then every failing gate turns the decision into a refusal.
+Pure: the same snapshot always gives the same decision.
+"""
+
+from __future__ import annotations
+
+from manager.analyzer.balance import BalancePlan, plan_balance
+from manager.analyzer.gates import (
+    AUTHORITY_CODES,
+    failing_gates,
+    gate_budget,
+    gate_plan_constraints,
+)
+from manager.analyzer.heal import HealPlan, ReplicaMove, plan_heal
+from manager.analyzer.placement_audit import BrokerTotals, audit_existing, audit_plan
+from manager.analyzer.placement_state import ClusterState
+from manager.model.decision import (
+    Action,
+    BrokerLoad,
+    Decision,
+    ElectPreferredLeader,
+    PlanKind,
+    Reason,
+    Reassign,
+)
+from manager.model.snapshot import Snapshot
+
+MAX_BLOCKERS_LISTED = 20
+MAX_EXAMPLES = 5
+
+
+def broker_loads(state: ClusterState) -> dict[int, BrokerLoad]:
+    return {
+        b: BrokerLoad(
+            network_in=state.load_in[b],
+            network_out=state.load_out[b],
+            messages_in=state.load_msgs[b],
+            disk_bytes=state.load_disk[b],
+            replicas=state.count[b],
+            leaders=state.leaders[b],
+            network_util=state.net_util(b),
+        )
+        for b in state.broker_ids
+    }
+
+
+def decide(snap: Snapshot) -> Decision:
+    state = ClusterState(snap)
+    before = broker_loads(state)
+    gates = failing_gates(snap, state)
+    health = [r for r in gates if r.code not in AUTHORITY_CODES]
+    over = {b: o for b in state.broker_ids if state.usable(b) and (o := state.over_limits(b))}
+    if any(r.started_by_kmedic for r in snap.reassignments):
+        # Our own moves are still running: plan nothing until they finish.
+        blocking = gates if (state.dead or over) else health
+        if blocking:
+            return _refuse(None, blocking, before, before)
+        return Decision(
+            "noop",
+            None,
+            "waiting for kmedic's own reassignments to finish before planning again",
+            (Reason("own_reassignment_in_progress", "a reassignment kmedic started is running"),),
+            (),
+            0,
+            before,
+            before,
+        )
+    totals = BrokerTotals.of(state)
+    # A dead broker that held no replica needs no healing (plan_heal finds nothing to move).
+    heal = plan_heal(state) if state.dead else None
+    if heal is not None and (heal.moves or heal.blocked):
+        return _finish_heal(snap, state, heal, gates, totals, before)
+    if not over:
+        if health:
+            return _refuse(None, health, before, before)
+        summary = "every broker is alive and within its limits"
+        if state.dead:
+            dead = ", ".join(str(b) for b in state.dead)
+            summary = f"dead brokers {dead} hold no replicas; every live broker is within limits"
+        return Decision("noop", None, summary, _audit_reasons(state), (), 0, before, before)
+    budget = min(
+        snap.policy.max_moves_per_cycle,
+        snap.policy.max_moves_per_hour - snap.recent_actions.moves_last_hour,
+    )
+    return _finish_balance(
+        snap, state, plan_balance(state, max(budget, 0)), gates, totals, before, over
+    )
+
+
+def _refuse(
+    kind: PlanKind | None,
+    reasons: list[Reason],
+    before: dict[int, BrokerLoad],
+    after: dict[int, BrokerLoad],
+) -> Decision:
+    codes = sorted({r.code for r in reasons})
+    summary = f"refusing to act: {', '.join(codes)}"
+    return Decision("refuse", kind, summary, tuple(reasons), (), 0, before, after)
+
+
+def _finish_heal(
+    snap: Snapshot,
+    state: ClusterState,
+    plan: HealPlan,
+    gates: list[Reason],
+    totals: BrokerTotals,
+    before: dict[int, BrokerLoad],
+) -> Decision:
+    reasons = list(gates)
+    for blocked in plan.blocked[:MAX_BLOCKERS_LISTED]:
+        code = (
+            "no_live_replica"
+            if blocked.constraint == "no_live_replica"
+            else ("plan_violates_constraints")
+        )
+        reasons.append(Reason(code, f"{blocked.message} (constraint: {blocked.constraint})"))
+    if len(plan.blocked) > MAX_BLOCKERS_LISTED:
+        reasons.append(
+            Reason(
+                "plan_violates_constraints",
+                f"{len(plan.blocked) - MAX_BLOCKERS_LISTED} more partitions cannot be placed",
+            )
+        )
+    if not plan.blocked:
+        changes = [(m.p, m.before, m.after) for m in plan.moves]
+        reasons += gate_plan_constraints(audit_plan(state, totals, changes))
+        reasons += gate_budget(snap, len(plan.moves))
+    if reasons:
+        return _refuse("heal", reasons, before, broker_loads(state) if not plan.blocked else before)
+    dead = ", ".join(str(b) for b in state.dead)
+    summary = (
+        f"heal dead brokers {dead}: {len(plan.moves)} partitions reassigned, "
+        f"{plan.bytes_to_move} bytes to copy"
+    )
+    info = tuple(
+        Reason("broker_dead", f"broker {b} is dead past its grace period; its replicas move")
+        for b in state.dead
+    )
+    actions = tuple(_reassign(state, m) for m in plan.moves)
+    return Decision(
+        "act", "heal", summary, info, actions, plan.bytes_to_move, before, broker_loads(state)
+    )
+
+
+def _finish_balance(
+    snap: Snapshot,
+    state: ClusterState,
+    plan: BalancePlan,
+    gates: list[Reason],
+    totals: BrokerTotals,
+    before: dict[int, BrokerLoad],
+    over: dict[int, list[str]],
+) -> Decision:
+    after = broker_loads(state)
+    reasons = list(gates)
+    changes = [(m.p, m.before, m.after) for m in plan.leader_moves]
+    changes += [(m.p, m.before, m.after) for m in plan.replica_moves]
+    reasons += gate_plan_constraints(audit_plan(state, totals, changes))
+    if plan.move_count == 0:
+        reasons.append(
+            Reason(
+                "action_budget_exceeded" if plan.budget_hit else "balance_infeasible",
+                "no move budget is left this hour"
+                if plan.budget_hit
+                else "no leadership or replica move sheds load within the constraints from brokers "
+                + ", ".join(f"{b} ({'/'.join(o)})" for b, o in sorted(over.items())),
+            )
+        )
+    if reasons:
+        return _refuse("balance", reasons, before, after)
+    info = [
+        Reason("over_limit", f"broker {b} is over its {' and '.join(o)} limit")
+        for b, o in sorted(over.items())
+    ]
+    for b, o in sorted(plan.still_over.items()):
+        info.append(
+            Reason("limits_unresolved", f"broker {b} stays over its {' and '.join(o)} limit")
+        )
+    if plan.budget_hit:
+        info.append(Reason("budget_truncated", "the plan stops at the move budget"))
+    info += _audit_reasons(state)
+    actions: list[Action] = []
+    for lm in plan.leader_moves:
+        topic, number = state.topic[lm.p], state.number[lm.p]
+        if lm.before[0] != lm.leader:
+            actions.append(Reassign(topic, number, lm.before, lm.after))
+        actions.append(ElectPreferredLeader(topic, number, lm.leader))
+    actions += [_reassign(state, m) for m in plan.replica_moves]
+    summary = (
+        f"balance {len(over)} brokers over their limits: {len(plan.leader_moves)} leadership "
+        f"moves, {len(plan.replica_moves)} replica moves, {plan.bytes_to_move} bytes to copy; "
+        f"busiest broker at {plan.busiest_ratio:.2f}x the average network load"
+    )
+    return Decision(
+        "act", "balance", summary, tuple(info), tuple(actions), plan.bytes_to_move, before, after
+    )
+
+
+def _reassign(state: ClusterState, m: ReplicaMove) -> Reassign:
+    return Reassign(state.topic[m.p], state.number[m.p], m.before, m.after)
+
+
+def _audit_reasons(state: ClusterState) -> tuple[Reason, ...]:
+    """Existing placement violations, reported every cycle (not repaired)."""
+    problems = audit_existing(state)
+    if not problems:
+        return ()
+    shown = "; ".join(problems[:MAX_EXAMPLES])
+    more = f"; and {len(problems) - MAX_EXAMPLES} more" if len(problems) > MAX_EXAMPLES else ""
+    return (
+        Reason(
+            "placement_violation",
+            f"{len(problems)} placement policy violations: {shown}{more}",
+        ),
+    )

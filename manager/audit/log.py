@@ -1,0 +1,182 @@
+"""The audit log: every decision, action and alert as one JSON record on ``kmedic.actions``.
+
+Records are written to the primary audit topic (idempotent producer, acks=all). When the
+primary cannot take a record within a bound, the record goes to the failover sink instead: the
+secondary bootstrap when one is configured, and always the local fsync'd spool. The record says
+which sink took it. Spooled records are replayed to the primary, oldest first, before any newer
+record is written there, so the topic keeps the order in which things happened. A record may
+reach the primary twice (a write that timed out and was delivered anyway, a crash between replay
+and cursor update); readers drop repeats by ``id``, so nothing is lost and nothing is doubled.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kmedic.logging import get_logger
+from manager.audit.spool import Spool
+
+log = get_logger("manager.audit.log")
+
+AuditKind = Literal[
+    "decision",
+    "action_started",
+    "action_progress",
+    "action_completed",
+    "action_failed",
+    "alert_raised",
+    "alert_cleared",
+]
+SinkName = Literal["primary", "secondary", "spool"]
+
+
+class AuditRecord(BaseModel):
+    """One audit event. ``summary`` is the sentence on-call reads; the rest is for machines."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    time_ms: int = Field(default_factory=lambda: int(time.time() * 1000), ge=0)
+    cluster: str = Field(min_length=1)
+    instance: str = Field(min_length=1)
+    epoch: int = Field(ge=0)
+    kind: AuditKind
+    summary: str = ""
+    reasons: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = Field(default=(), description="topic:partition")
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    details: dict[str, Any] = {}
+    sink: SinkName = "primary"
+
+    def to_json(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> AuditRecord:
+        return cls.model_validate_json(data)
+
+
+class AuditSink(Protocol):
+    """Somewhere records can be written with a bound on how long the write may take."""
+
+    name: str
+
+    def send(self, records: list[AuditRecord], timeout_s: float) -> int:
+        """Write ``records`` in order; return how many (a prefix) were acknowledged."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class AuditLog:
+    """Writes records to the primary sink, failing over to the secondary and the spool."""
+
+    def __init__(
+        self,
+        primary: AuditSink,
+        spool_dir: Path,
+        *,
+        secondary: AuditSink | None = None,
+        primary_timeout_s: float = 5.0,
+        retry_interval_s: float = 5.0,
+        replay_batch: int = 500,
+    ) -> None:
+        self.primary = primary
+        self.secondary = secondary
+        self.spool = Spool(spool_dir)
+        self.primary_timeout_s = primary_timeout_s
+        self.retry_interval_s = retry_interval_s
+        self.replay_batch = replay_batch
+        self._next_retry = 0.0
+        self.counts: dict[str, int] = {"primary": 0, "secondary": 0, "spool": 0, "replayed": 0}
+
+    @property
+    def on_failover(self) -> bool:
+        """True while records wait in the spool for the primary to come back."""
+        return self.spool.pending() > 0
+
+    def write(self, record: AuditRecord) -> AuditRecord:
+        """Write one record; returns it as stored (its ``sink`` says where it went)."""
+        if self.on_failover:
+            self.replay()
+        if not self.on_failover:
+            if self.primary.send([record], self.primary_timeout_s) == 1:
+                self.counts["primary"] += 1
+                return record
+            log.warning("audit_primary_unavailable", record=record.id, kind=record.kind)
+            self._next_retry = time.monotonic() + self.retry_interval_s
+        return self._fail_over(record)
+
+    def replay(self, force: bool = False) -> int:
+        """Send spooled records to the primary in order; returns how many were replayed.
+
+        Tries at most once per ``retry_interval_s`` unless forced, so that a dead primary does
+        not slow every write down by the full timeout.
+        """
+        if not self.on_failover or (not force and time.monotonic() < self._next_retry):
+            return 0
+        replayed = 0
+        while True:
+            batch = self.spool.peek(self.replay_batch)
+            if not batch:
+                break
+            valid: list[tuple[int, AuditRecord]] = []
+            for offset, raw in batch:
+                try:
+                    valid.append((offset, AuditRecord.from_json(raw)))
+                except ValidationError as exc:
+                    self.spool.quarantine(raw, f"not an audit record: {exc.error_count()} errors")
+            done = self.primary.send([r for _, r in valid], self.primary_timeout_s)
+            replayed += done
+            if done < len(valid):
+                if done:
+                    self.spool.commit(valid[done - 1][0])
+                self._next_retry = time.monotonic() + self.retry_interval_s
+                break
+            self.spool.commit(batch[-1][0])
+        if replayed:
+            self.counts["replayed"] += replayed
+            log.info("audit_replayed", records=replayed, pending=self.spool.pending())
+        return replayed
+
+    def close(self) -> None:
+        self.primary.close()
+        if self.secondary is not None:
+            self.secondary.close()
+        self.spool.close()
+
+    def _fail_over(self, record: AuditRecord) -> AuditRecord:
+        stored = record.model_copy(update={"sink": "spool"})
+        if self.secondary is not None:
+            candidate = record.model_copy(update={"sink": "secondary"})
+            if self.secondary.send([candidate], self.primary_timeout_s) == 1:
+                stored = candidate
+                self.counts["secondary"] += 1
+        # Always spooled: the spool is what gets replayed to the primary, in order.
+        self.spool.append(stored.to_json())
+        self.counts["spool"] += 1
+        log.warning("audit_failover", record=stored.id, sink=stored.sink)
+        return stored
+
+
+def render_line(record: AuditRecord) -> str:
+    """One readable line for on-call: time, kind, who, what, why, where."""
+    when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.time_ms / 1000))
+    when += f".{record.time_ms % 1000:03d}Z"
+    parts = [when, f"{record.kind:<16}", f"{record.cluster} {record.instance} e{record.epoch}"]
+    parts.append(record.summary or "-")
+    if record.reasons:
+        parts.append("because " + "; ".join(record.reasons))
+    if record.partitions:
+        shown = ", ".join(record.partitions[:5])
+        more = len(record.partitions) - 5
+        parts.append(f"partitions {shown}" + (f" (+{more} more)" if more > 0 else ""))
+    if record.sink != "primary":
+        parts.append(f"[via {record.sink}]")
+    return "  ".join(parts)

@@ -1,0 +1,1 @@
+"""The manager's commands: manager, snapshot, plan, actions, domains, groups, maintenance."""

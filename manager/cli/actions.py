@@ -1,0 +1,67 @@
+"""`kmedic actions tail`: the audit topic for on-call, one readable line per record."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from kmedic.errors import KmedicError
+from manager.audit.kafka_sink import DEFAULT_TOPIC, read_records
+from manager.audit.log import render_line
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(text: str, now_ms: int) -> int:
+    """``15m``/``2h``/``1d`` ago, or an ISO 8601 time (UTC unless it says otherwise)."""
+    match = _DURATION.match(text.strip())
+    if match:
+        return now_ms - int(match.group(1)) * _UNIT_S[match.group(2)] * 1000
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise KmedicError(
+            f"--since {text!r}: use a duration like 15m, 2h, 1d or an ISO time like "
+            "2026-01-31T12:00:00Z"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
+def register(subparsers: Any) -> None:
+    actions = subparsers.add_parser("actions", help="read the audit log")
+    sub = actions.add_subparsers(dest="verb", required=True)
+    tail = sub.add_parser("tail", help="print audit records, oldest first, one per line")
+    tail.add_argument(
+        "--bootstrap",
+        default=os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
+        help="Kafka bootstrap servers (default: $KMEDIC_BOOTSTRAP_SERVERS)",
+    )
+    tail.add_argument("--topic", default=DEFAULT_TOPIC, help=f"default {DEFAULT_TOPIC}")
+    tail.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
+    tail.add_argument("--since", help="only records from then on: 15m, 2h, 1d or an ISO time")
+    tail.add_argument("--cluster", help="only records about this Kafka cluster")
+    tail.add_argument("--json", action="store_true", help="one JSON record per line")
+    tail.set_defaults(func=run_tail)
+
+
+def run_tail(args: argparse.Namespace) -> int:
+    if not args.bootstrap:
+        raise KmedicError(
+            "no Kafka given: pass --bootstrap HOST:PORT or set KMEDIC_BOOTSTRAP_SERVERS"
+        )
+    since = None if args.since is None else parse_since(args.since, int(time.time() * 1000))
+    for record in read_records(args.bootstrap, args.topic, since_ms=since, follow=args.follow):
+        if args.cluster and record.cluster != args.cluster:
+            continue
+        line = record.model_dump_json() if args.json else render_line(record)
+        print(line, flush=True)
+    sys.stdout.flush()
+    return 0

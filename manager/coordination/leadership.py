@@ -1,0 +1,426 @@
+"""Leader election, fencing epoch and the in-flight plan, kept in ZooKeeper through kazoo.
+
+One manager instance per Kafka cluster acts; the others are hot standbys. Under
+``<root>/<cluster>/manager`` live three znodes:
+
+- ``leader``: ephemeral, JSON ``{instance, epoch, session}``. Whoever creates it leads.
+- ``epoch``: persistent counter, bumped with compare-and-set on every acquisition. The value is
+  the fencing epoch every action and audit record carries.
+- ``plan``: persistent, the in-flight plan as JSON (manager.coordination.plan_store). It is
+  written in one ZooKeeper transaction that also checks the ``epoch`` znode's version
+  (:meth:`fenced_commit`), so a stale leader (one whose epoch was superseded) can never
+  overwrite it, even if it still believes it leads.
+
+Session expiry follows the policy ``reconnect`` (default) or ``shutdown``. With ``reconnect``,
+after a new session starts the instance takes leadership back only if nobody else took it
+meanwhile (the epoch counter did not move); otherwise it becomes a standby and tells its owner to
+drop in-flight decisions. kazoo gives up after ``max_reconnect_tries`` failed connection
+attempts; the instance then shuts down. While ZooKeeper is unreachable ``may_act()`` is False.
+
+Callbacks run on the coordinator's supervisor thread, never on kazoo's event thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any, Literal
+
+from kazoo.client import KazooClient, KazooState, KeeperState
+from kazoo.exceptions import (
+    BadVersionError,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+    ZookeeperError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
+from pydantic import BaseModel, Field
+
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+from manager.coordination.plan_store import PlanStore
+
+log = get_logger("manager.coordination.leadership")
+
+SessionExpiredPolicy = Literal["reconnect", "shutdown"]
+
+
+class CoordinationConfig(BaseModel):
+    """How a manager instance talks to ZooKeeper."""
+
+    zk_connect: str = Field(description="ZooKeeper connect string, host:port[,host:port...]")
+    root: str = Field(default="/kmedic", pattern=r"^/[A-Za-z0-9_.\-/]*[A-Za-z0-9_.\-]$")
+    session_timeout_s: float = Field(default=10.0, gt=0)
+    session_expired_policy: SessionExpiredPolicy = "reconnect"
+    max_reconnect_tries: int = Field(default=10, ge=1)
+    reconnect_delay_s: float = Field(default=0.5, gt=0)
+    reconnect_max_delay_s: float = Field(default=5.0, gt=0)
+
+
+class CoordinationError(KmedicError):
+    """ZooKeeper is unreachable or answered something unexpected."""
+
+
+class FencedError(KmedicError):
+    """A write was rejected because a newer leader (higher epoch) exists."""
+
+
+def default_instance_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def manager_path(root: str, cluster: str) -> str:
+    if not cluster or "/" in cluster:
+        raise KmedicError(f"invalid cluster name {cluster!r}: must be non-empty without '/'")
+    return f"{root.rstrip('/')}/{cluster}/manager"
+
+
+class Coordinator:
+    """Leadership and fencing for one manager instance of one Kafka cluster."""
+
+    def __init__(
+        self,
+        config: CoordinationConfig,
+        cluster: str,
+        instance_id: str | None = None,
+        *,
+        on_leadership_acquired: Callable[[int], None] | None = None,
+        on_leadership_lost: Callable[[str], None] | None = None,
+        on_shutdown: Callable[[str], None] | None = None,
+        reconcile_interval_s: float = 0.5,
+    ) -> None:
+        self.config = config
+        self.cluster = cluster
+        self.instance_id = instance_id or default_instance_id()
+        base = manager_path(config.root, cluster)
+        self.leader_path = f"{base}/leader"
+        self.epoch_path = f"{base}/epoch"
+        self.plans = PlanStore(self, f"{base}/plan")
+        self._on_acquired = on_leadership_acquired
+        self._on_lost = on_leadership_lost
+        self._on_shutdown = on_shutdown
+        self._interval = reconcile_interval_s
+        retry = KazooRetry(
+            max_tries=config.max_reconnect_tries,
+            delay=config.reconnect_delay_s,
+            max_delay=config.reconnect_max_delay_s,
+            ignore_expire=False,
+        )
+        self._client = KazooClient(
+            hosts=config.zk_connect,
+            timeout=config.session_timeout_s,
+            connection_retry=retry,
+            command_retry={"max_tries": 3, "delay": 0.2, "max_delay": 1.0},
+        )
+        self._events: queue.Queue[str] = queue.Queue()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._leader_event = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = False
+        self._connected = False
+        self._is_leader = False
+        # The last fencing token this instance held; kept after losing leadership so that a
+        # stale write is rejected by ZooKeeper itself, not only by a local flag.
+        self._epoch = 0
+        self._epoch_version = -1
+        self._pending_reacquire: int | None = None
+        self._shutdown_reason: str | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self, timeout_s: float = 15.0) -> None:
+        """Connect, create the znode layout and start competing for leadership."""
+        try:
+            self._client.start(timeout=timeout_s)
+        except KazooTimeoutError as exc:
+            self._client.close()
+            raise CoordinationError(
+                f"cannot connect to ZooKeeper at {self.config.zk_connect} within {timeout_s}s"
+            ) from exc
+        self._client.add_listener(self._on_state)
+        self._connected = True
+        self._started = True
+        self._client.ensure_path(self.epoch_path)
+        self._thread = threading.Thread(
+            target=self._run, name=f"kmedic-coordination-{self.instance_id}", daemon=True
+        )
+        self._thread.start()
+        self._events.put("start")
+
+    def stop(self) -> None:
+        """Resign (delete our leader znode so a standby takes over at once) and disconnect."""
+        self._stop.set()
+        self._events.put("stop")
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        if self._is_leader and self._connected:
+            self._release_leader_node()
+        self._set_leader(False)
+        try:
+            self._client.stop()
+        finally:
+            self._client.close()
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self._is_leader
+
+    @property
+    def epoch(self) -> int:
+        """The fencing epoch this instance holds (or last held)."""
+        return self._epoch
+
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    @property
+    def shutdown_reason(self) -> str | None:
+        """Why the instance gave up (session expired under `shutdown`, or retries exhausted)."""
+        return self._shutdown_reason
+
+    def may_act(self) -> bool:
+        """True only while connected, leading with an epoch, and not shut down."""
+        return (
+            self._shutdown_reason is None
+            and self._connected
+            and self._is_leader
+            and self._epoch_version >= 0
+        )
+
+    def wait_until_leader(self, timeout_s: float) -> bool:
+        return self._leader_event.wait(timeout_s) and self.may_act()
+
+    def session_id(self) -> int | None:
+        cid = self._client.client_id
+        return int(cid[0]) if cid else None
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def current_leader(self) -> dict[str, Any] | None:
+        """The leader znode's content, or None when nobody leads."""
+        found = self.get_json(self.leader_path)
+        return None if found is None else found[0]
+
+    def current_epoch(self) -> int:
+        """The epoch counter as stored in ZooKeeper (the newest leadership's epoch)."""
+        return self._read_epoch()[0]
+
+    def verify_leadership(self) -> bool:
+        """Ask ZooKeeper whether this instance still leads with its epoch (one round trip)."""
+        if not self.may_act():
+            return False
+        try:
+            stat = self._client.exists(self.leader_path)
+            counter, _ = self._read_epoch()
+        except (KazooException, KazooTimeoutError, CoordinationError):
+            return False
+        return (
+            stat is not None and stat.ephemeralOwner == self.session_id() and counter == self._epoch
+        )
+
+    def get_json(self, path: str) -> tuple[dict[str, Any], Any] | None:
+        """A znode's JSON object and its stat, or None when the znode does not exist."""
+        try:
+            data, stat = self._client.get(path)
+        except NoNodeError:
+            return None
+        except (KazooException, KazooTimeoutError) as exc:
+            raise CoordinationError(f"cannot read {path}: {exc!r}") from exc
+        return _decode(data, path), stat
+
+    # -- fenced writes ---------------------------------------------------------------------
+
+    def fenced_commit(self, add_op: Callable[[Any], Any], what: str) -> list[Any]:
+        """Run ``add_op``'s writes in one ZooKeeper transaction that also checks the epoch
+        has not moved since this instance acquired leadership. A stale leader gets
+        FencedError. Returns the transaction's results: ``[epoch check, add_op's ops...]``,
+        each a result or the exception that failed it."""
+        if self._epoch_version < 0:
+            raise FencedError(f"instance {self.instance_id} never held leadership: cannot {what}")
+        if self._shutdown_reason is not None:
+            raise FencedError(f"instance {self.instance_id} has shut down: cannot {what}")
+        tx = self._client.transaction()
+        tx.check(self.epoch_path, self._epoch_version)
+        add_op(tx)
+        try:
+            results: list[Any] = tx.commit()
+        except (KazooException, KazooTimeoutError) as exc:
+            raise CoordinationError(f"ZooKeeper unreachable: cannot {what}: {exc!r}") from exc
+        # A failed transaction reports RolledBackError for the operations that were fine.
+        if isinstance(results[0], Exception) and not isinstance(results[0], RolledBackError):
+            newest = "unknown"
+            with contextlib.suppress(CoordinationError):
+                newest = str(self.current_epoch())
+            raise FencedError(
+                f"instance {self.instance_id} holds epoch {self._epoch} but a newer leader "
+                f"(epoch {newest}) exists: refused to {what}"
+            )
+        return results
+
+    # -- supervisor ------------------------------------------------------------------------
+
+    def _on_state(self, state: str) -> None:
+        # Runs on kazoo's thread: record facts and hand work to the supervisor, never block.
+        self._connected = state == KazooState.CONNECTED
+        if state == KazooState.LOST and self._is_leader:
+            self._pending_reacquire = self._epoch
+            self._set_leader(False)
+        self._events.put(str(state))
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and self._shutdown_reason is None:
+            try:
+                event = self._events.get(timeout=self._interval)
+            except queue.Empty:
+                event = "tick"
+            if self._stop.is_set():
+                return
+            try:
+                self._handle(event)
+            except (KazooException, KazooTimeoutError, CoordinationError, ZookeeperError) as exc:
+                log.warning("coordination_step_failed", trigger=event, error=repr(exc))
+
+    def _handle(self, event: str) -> None:
+        if event == KazooState.LOST:
+            if self._pending_reacquire is not None:
+                log.warning("leadership_session_lost", epoch=self._pending_reacquire)
+            if self.config.session_expired_policy == "shutdown":
+                self._shutdown("ZooKeeper session lost and the policy is `shutdown`")
+                return
+        if self._client.client_state == KeeperState.CLOSED and not self._stop.is_set():
+            self._shutdown(
+                f"gave up reconnecting to ZooKeeper after {self.config.max_reconnect_tries} tries"
+            )
+            return
+        if not self._connected:
+            return
+        self._reconcile()
+
+    def _reconcile(self) -> None:
+        if self._pending_reacquire is not None:
+            lost_epoch = self._pending_reacquire
+            counter, _ = self._read_epoch()
+            holder = self._client.exists(self.leader_path)
+            self._pending_reacquire = None
+            if counter == lost_epoch and holder is None:
+                log.info("leadership_reacquiring", epoch=lost_epoch)
+                self._try_acquire()
+            else:
+                self._lost(f"another instance took leadership (epoch {counter}) during the outage")
+            return
+        if self._is_leader:
+            stat = self._client.exists(self.leader_path)
+            if stat is None or stat.ephemeralOwner != self.session_id():
+                self._lost("the leader znode was deleted or taken over")
+            return
+        self._try_acquire()
+
+    def _try_acquire(self) -> None:
+        try:
+            self._client.create(
+                self.leader_path, self._leader_payload(None), ephemeral=True, makepath=True
+            )
+        except NodeExistsError:
+            # Wake up as soon as the leader goes away instead of waiting for the next tick.
+            self._client.exists(self.leader_path, watch=lambda _e: self._events.put("leader"))
+            return
+        try:
+            epoch, version = self._bump_epoch()
+            self._client.set(self.leader_path, self._leader_payload(epoch))
+        except Exception:
+            self._release_leader_node()
+            raise
+        with self._lock:
+            self._epoch, self._epoch_version = epoch, version
+        self._set_leader(True)
+        log.info("leadership_acquired", instance=self.instance_id, epoch=epoch)
+        if self._on_acquired is not None:
+            self._on_acquired(epoch)
+
+    def _bump_epoch(self) -> tuple[int, int]:
+        for _ in range(20):
+            counter, stat_version = self._read_epoch()
+            try:
+                stat = self._client.set(
+                    self.epoch_path, str(counter + 1).encode(), version=stat_version
+                )
+            except BadVersionError:
+                continue
+            return counter + 1, int(stat.version)
+        raise CoordinationError(f"could not bump the epoch at {self.epoch_path}: contention")
+
+    def _read_epoch(self) -> tuple[int, int]:
+        try:
+            data, stat = self._client.get(self.epoch_path)
+        except NoNodeError:
+            self._client.ensure_path(self.epoch_path)
+            data, stat = self._client.get(self.epoch_path)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise CoordinationError(f"cannot read {self.epoch_path}: {exc!r}") from exc
+        text = data.decode().strip() if data else "0"
+        try:
+            return int(text or "0"), int(stat.version)
+        except ValueError as exc:
+            raise CoordinationError(f"{self.epoch_path} holds {text!r}, not an integer") from exc
+
+    def _leader_payload(self, epoch: int | None) -> bytes:
+        doc = {"instance": self.instance_id, "epoch": epoch, "session": self.session_id()}
+        return json.dumps(doc, sort_keys=True).encode()
+
+    def _release_leader_node(self) -> None:
+        try:
+            stat = self._client.exists(self.leader_path)
+            if stat is not None and stat.ephemeralOwner == self.session_id():
+                self._client.delete(self.leader_path, version=stat.version)
+        except (KazooException, KazooTimeoutError) as exc:
+            log.warning("leader_release_failed", error=repr(exc))
+
+    def _set_leader(self, leading: bool) -> None:
+        self._is_leader = leading
+        if leading:
+            self._leader_event.set()
+        else:
+            self._leader_event.clear()
+
+    def _lost(self, reason: str) -> None:
+        self._set_leader(False)
+        log.warning("leadership_lost", instance=self.instance_id, epoch=self._epoch, reason=reason)
+        if self._on_lost is not None:
+            self._on_lost(reason)
+
+    def _shutdown(self, reason: str) -> None:
+        was_leader = self._is_leader or self._pending_reacquire is not None
+        self._shutdown_reason = reason
+        self._pending_reacquire = None
+        self._set_leader(False)
+        log.error("coordination_shutdown", instance=self.instance_id, reason=reason)
+        if was_leader and self._on_lost is not None:
+            self._on_lost(reason)
+        if self._on_shutdown is not None:
+            self._on_shutdown(reason)
+        try:
+            self._client.stop()
+        except (KazooException, KazooTimeoutError) as exc:
+            log.warning("coordination_stop_failed", error=repr(exc))
+
+
+def _decode(data: bytes, path: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(data.decode() or "{}")
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CoordinationError(f"{path} does not hold JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise CoordinationError(f"{path} holds {type(doc).__name__}, not a JSON object")
+    return doc

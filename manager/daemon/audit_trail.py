@@ -1,0 +1,150 @@
+"""What the daemon writes to the audit log: decisions, moves, alerts — one record each.
+
+Every record carries the cluster, the instance and its fencing epoch; where the record went
+(primary, secondary, spool) is counted in the metrics.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from kmedic.logging import get_logger
+from manager.audit.log import AuditLog, AuditRecord
+from manager.executor.executor import MoveState
+from manager.model.decision import Decision
+from manager.model.snapshot import Snapshot
+from manager.monitor.observe import DeathEvidence
+from manager.web.metrics import ManagerMetrics
+
+log = get_logger("manager.daemon.audit_trail")
+
+RECENT_RECORDS = 50
+
+_MOVE_VERBS = {
+    "action_started": "started",
+    "action_progress": "in progress",
+    "action_completed": "completed",
+    "action_failed": "failed",
+    "alert_raised": "is stuck",
+}
+_MOVE_RESULTS = {
+    "action_started": "started",
+    "action_completed": "completed",
+    "action_failed": "failed",
+}
+
+
+class AuditTrail:
+    def __init__(
+        self,
+        log_: AuditLog,
+        metrics: ManagerMetrics,
+        *,
+        cluster: str,
+        instance: str,
+        epoch: Callable[[], int],
+    ) -> None:
+        self.log = log_
+        self._metrics = metrics
+        self._cluster = cluster
+        self._instance = instance
+        self._epoch = epoch
+        self._alerts: dict[str, str] = {}
+        # The newest records as stored, for the status page.
+        self.recent: deque[AuditRecord] = deque(maxlen=RECENT_RECORDS)
+
+    def record(self, kind: str, summary: str, **fields: Any) -> None:
+        record = AuditRecord(
+            cluster=self._cluster,
+            instance=self._instance,
+            epoch=self._epoch(),
+            kind=kind,  # type: ignore[arg-type]
+            summary=summary,
+            reasons=tuple(fields.pop("reasons", ())),
+            partitions=tuple(fields.pop("partitions", ())),
+            **fields,
+        )
+        stored = self.log.write(record)
+        self.recent.append(stored)
+        self._metrics.count_audit_record(stored.sink)
+
+    def recent_records(self) -> list[AuditRecord]:
+        """A copy of the newest records, safe to take from another thread."""
+        for _ in range(5):
+            try:
+                return list(self.recent)
+            except RuntimeError:  # appended to while copying: copy again
+                continue
+        return []
+
+    @property
+    def active_alerts(self) -> dict[str, str]:
+        return dict(self._alerts)
+
+    def decision(
+        self, decision: Decision, snap: Snapshot | None, evidence: dict[int, DeathEvidence]
+    ) -> None:
+        """One record per cycle; ``snap`` is None when the cycle could not observe the cluster."""
+        log.info(
+            "decision",
+            outcome=decision.outcome,
+            kind=decision.kind,
+            summary=decision.summary,
+            reasons=[r.code for r in decision.reasons],
+            actions=len(decision.actions),
+        )
+        # Why each dead broker counts as dead: both signals, in the record on-call reads.
+        dead = [b.id for b in snap.brokers if not b.alive] if snap else []
+        why_dead = [
+            f"dead_broker_evidence: {evidence[b].sentence(snap.taken_at)}"
+            for b in dead
+            if snap and b in evidence
+        ]
+        self.record(
+            "decision",
+            f"{decision.outcome}: {decision.summary}",
+            reasons=[f"{r.code}: {r.message}" for r in decision.reasons] + why_dead,
+            partitions=sorted({f"{a.topic}:{a.partition}" for a in decision.actions}),
+            details={
+                "outcome": decision.outcome,
+                "kind": decision.kind,
+                "actions": [a.to_dict() for a in decision.actions],
+                "bytes_to_move": decision.bytes_to_move,
+                "dead_brokers": dead,
+                "snapshot_taken_at": snap.taken_at if snap else None,
+            },
+        )
+
+    def alerts(self, active: dict[str, str]) -> None:
+        """Record each alert that appeared or disappeared since the last call."""
+        for name in sorted(set(active) - set(self._alerts)):
+            self.record("alert_raised", f"alert {name}: {active[name]}", reasons=[name])
+        for name in sorted(set(self._alerts) - set(active)):
+            self.record("alert_cleared", f"alert {name} cleared", reasons=[name])
+        self._alerts = active
+
+    def move_event(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
+        move = state.move
+        reason = details.get("reason")
+        summary = (
+            f"move of {move.key} {list(state.original)} -> {list(move.target)} "
+            f"{_MOVE_VERBS.get(kind, kind)}"
+        )
+        self.record(
+            kind,
+            summary + (f": {reason}" if reason else ""),
+            partitions=[move.key],
+            before={"replicas": list(state.original)},
+            after={"replicas": list(move.target)},
+            details={k: v for k, v in {**details, **state.details}.items() if v is not None},
+            reasons=[str(reason)] if reason else [],
+        )
+        result = _MOVE_RESULTS.get(kind)
+        if result:
+            self._metrics.record_action("reassign", result)
+        if kind == "action_completed":
+            self._metrics.add_bytes_moved(
+                move.size_bytes * len(set(move.target) - set(state.original))
+            )

@@ -1,0 +1,60 @@
+"""Rules the daemon applies to the planner's decision before acting (pure).
+
+The planner judges the cluster; these judge the daemon's own situation: whether it may
+rebalance at all right now, and whether a plan of its own is still running.
+"""
+
+from __future__ import annotations
+
+from manager.model.decision import Decision, Outcome, Reason
+
+
+def _replace(
+    decision: Decision, outcome: Outcome, summary: str, reasons: tuple[Reason, ...]
+) -> Decision:
+    return Decision(
+        outcome,
+        decision.kind,
+        summary,
+        reasons,
+        (),
+        0,
+        decision.loads_before,
+        decision.loads_before,
+    )
+
+
+def degrade(
+    decision: Decision, *, audit_on_failover: bool, coordination_reliable: bool
+) -> Decision:
+    """Degraded mode: while the audit log is on failover, or ZooKeeper is unreliable, heal
+    but do not rebalance (healing restores redundancy; balancing can wait)."""
+    if decision.outcome != "act" or decision.kind != "balance":
+        return decision
+    why = []
+    if audit_on_failover:
+        why.append("the audit log is on its failover sink")
+    if not coordination_reliable:
+        why.append("coordination through ZooKeeper is unreliable")
+    if not why:
+        return decision
+    reason = Reason("degraded_mode", "degraded mode, heal only: " + " and ".join(why))
+    return _replace(decision, "refuse", "balancing is paused in degraded mode", (reason,))
+
+
+def wait_for_plan(decision: Decision, *, running: int, queued: int) -> Decision:
+    """One plan at a time: while moves of the current plan are pending or running, a new plan
+    waits (the next cycle replans from what the cluster then looks like)."""
+    if decision.outcome != "act" or running + queued == 0:
+        return decision
+    summary = f"waiting for the current plan: {running} moves running, {queued} queued"
+    return _replace(decision, "noop", summary, ())
+
+
+def blind(why: str) -> Decision:
+    """The decision of a cycle that could not observe the cluster: refuse, naming what failed.
+    Nothing is known, so nothing is planned; the refusal is audited and alerted like any other."""
+    reason = Reason("cluster_unobservable", f"the cluster cannot be observed: {why}")
+    return Decision(
+        "refuse", None, "nothing is decided while the cluster cannot be observed", (reason,)
+    )

@@ -1,0 +1,368 @@
+"""The executor: partition moves through the Kafka Admin API, in bounded batches, throttled,
+tracked until done.
+
+Each ``step()`` reads the cluster once (metadata and ongoing reassignments), then:
+1. tracks the moves in flight: completed (replicas equal the target) → preferred leader
+   election; a destination broker no longer alive → the move is cancelled and reported failed
+   (the planner replans it); past ``move_timeout_s`` → an alert, and a cancel if configured;
+2. starts the next pending moves that fit the per-broker and per-cluster limits, setting the
+   replication throttles before issuing the reassignment;
+3. sets the throttles the remaining moves need and removes every other one it set.
+
+Events (``action_started``, ``action_progress``, ``action_completed``, ``action_failed``,
+``alert_raised``) go to ``on_event`` so the daemon can audit and count them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kafka import TopicPartition as KpTopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaError as KpKafkaError
+from pydantic import BaseModel, Field
+
+from kmedic.errors import KmedicError
+from kmedic.kafka_admin import connect_admin
+from kmedic.logging import get_logger
+from manager.executor.batches import Move, TopicPartition, select_batch, throttle_plan
+from manager.executor.throttles import Throttles
+
+log = get_logger("manager.executor.executor")
+
+Status = Literal["pending", "in_flight", "completed", "failed", "cancelled"]
+# How long broker metadata may lag the controller before a move is judged by it.
+METADATA_SETTLE_S = 15.0
+
+
+class ExecutorConfig(BaseModel):
+    max_moves_per_broker: int = Field(default=2, ge=1)
+    max_moves_per_cluster: int = Field(default=10, ge=1)
+    throttle_bytes_per_s: int | None = Field(default=50_000_000, ge=1)
+    move_timeout_s: float = Field(default=3600.0, gt=0)
+    cancel_on_timeout: bool = False
+    poll_interval_s: float = Field(default=2.0, gt=0)
+    progress_interval_s: float = Field(default=60.0, gt=0)
+    elect_preferred_leaders: bool = True
+    request_timeout_s: float = Field(default=30.0, gt=0)
+    admin_retry_s: float = Field(default=20.0, ge=0)
+
+
+@dataclass
+class MoveState:
+    move: Move
+    status: Status = "pending"
+    original: tuple[int, ...] = ()
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: str | None = None
+    timed_out: bool = False
+    ended_at: float | None = None
+    last_progress: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+EventCallback = Callable[[str, MoveState, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    replicas: dict[TopicPartition, tuple[int, ...]]
+    leaders: dict[TopicPartition, int]
+    live_brokers: frozenset[int]
+    ongoing: dict[TopicPartition, dict[str, list[int]]]
+
+
+class Executor:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        config: ExecutorConfig | None = None,
+        *,
+        on_event: EventCallback | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config or ExecutorConfig()
+        self._on_event = on_event
+        self._clock = clock
+        self._bootstrap = bootstrap_servers
+        self._kp = self._connect()
+        self.states: dict[TopicPartition, MoveState] = {}
+        self._order: list[TopicPartition] = []
+        self._throttles = Throttles(self.config.throttle_bytes_per_s, self._retrying)
+        self._live: frozenset[int] = frozenset()
+
+    def _connect(self) -> KafkaAdminClient:
+        client: KafkaAdminClient = connect_admin(
+            self._bootstrap,
+            client_id="kmedic-executor",
+            timeout_ms=int(self.config.request_timeout_s * 1000),
+        )
+        return client
+
+    # -- public ----------------------------------------------------------------------------
+
+    def submit(self, moves: Iterable[Move]) -> None:
+        for move in moves:
+            known = self.states.get(move.tp)
+            if known is not None and known.status in ("pending", "in_flight"):
+                raise KmedicError(f"{move.key} already has a move {known.status}")
+            self.states[move.tp] = MoveState(move)
+            self._order.append(move.tp)
+
+    def active(self) -> list[MoveState]:
+        return [s for s in self.states.values() if s.status in ("pending", "in_flight")]
+
+    def in_flight(self) -> list[MoveState]:
+        return [s for s in self.states.values() if s.status == "in_flight"]
+
+    def done(self) -> bool:
+        return not self.active()
+
+    def step(self) -> None:
+        view = self.read_cluster()
+        self._live = view.live_brokers
+        self._track(view)
+        self._start_next(view)
+        self._apply_throttles()
+
+    def run(self, timeout_s: float) -> dict[TopicPartition, MoveState]:
+        """Step until every submitted move finished (completed, failed or cancelled)."""
+        deadline = self._clock() + timeout_s
+        while True:
+            self.step()
+            if self.done():
+                return dict(self.states)
+            if self._clock() > deadline:
+                raise KmedicError(
+                    f"moves still running after {timeout_s:.0f}s: "
+                    + ", ".join(s.move.key for s in self.active())
+                )
+            time.sleep(self.config.poll_interval_s)
+
+    def cancel(self, tp: TopicPartition, reason: str) -> None:
+        state = self.states[tp]
+        if state.status != "in_flight":
+            raise KmedicError(f"{state.move.key} is {state.status}, not in flight")
+        self._alter({tp: None}, f"cancel {state.move.key}")
+        self._finish(state, "cancelled", reason)
+
+    def read_cluster(self) -> ClusterView:
+        topics = self._retrying(lambda kp: kp.describe_topics(), "describe topics")
+        cluster = self._retrying(lambda kp: kp.describe_cluster(), "describe the cluster")
+        ongoing_raw = self._retrying(
+            lambda kp: kp.list_partition_reassignments(), "list partition reassignments"
+        )
+        replicas: dict[TopicPartition, tuple[int, ...]] = {}
+        leaders: dict[TopicPartition, int] = {}
+        for topic in topics:
+            for part in topic["partitions"]:
+                tp = (str(topic["name"]), int(part["partition_index"]))
+                replicas[tp] = tuple(part["replica_nodes"])
+                leaders[tp] = int(part["leader_id"])
+        live = frozenset(
+            int(b["broker_id"]) for b in cluster["brokers"] if not b.get("is_fenced", False)
+        )
+        ongoing = {(tp.topic, tp.partition): dict(info) for tp, info in ongoing_raw.items()}
+        return ClusterView(replicas, leaders, live, ongoing)
+
+    def clear_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
+        """Remove kmedic's throttle configs, e.g. after a crash left them behind."""
+        self._throttles.clear(topics, brokers)
+
+    def close(self) -> None:
+        self._kp.close()
+
+    # -- tracking --------------------------------------------------------------------------
+
+    def _track(self, view: ClusterView) -> None:
+        now = self._clock()
+        for state in self.in_flight():
+            move, tp = state.move, state.move.tp
+            if tp in view.ongoing:
+                dead = [b for b in move.target if b not in view.live_brokers]
+                if dead:
+                    self._alter({tp: None}, f"cancel {move.key}")
+                    self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
+                    continue
+                assert state.started_at is not None
+                if not state.timed_out and now - state.started_at > self.config.move_timeout_s:
+                    state.timed_out = True
+                    why = f"move of {move.key} exceeded {self.config.move_timeout_s:.0f}s"
+                    self._emit("alert_raised", state, {"reason": why})
+                    if self.config.cancel_on_timeout:
+                        self._alter({tp: None}, f"cancel {move.key}")
+                        self._finish(state, "cancelled", why)
+                        continue
+                if now - state.last_progress >= self.config.progress_interval_s:
+                    state.last_progress = now
+                    self._emit("action_progress", state, {"ongoing": view.ongoing[tp]})
+                continue
+            current = view.replicas.get(tp)
+            if current is not None and set(current) == set(move.target):
+                self._complete(state, view)
+                continue
+            # The controller says the reassignment ended; broker metadata may lag behind it.
+            if state.ended_at is None:
+                state.ended_at = now
+            if now - state.ended_at > METADATA_SETTLE_S:
+                self._finish(
+                    state, "failed", f"reassignment ended with replicas {list(current or ())}"
+                )
+
+    def _complete(self, state: MoveState, view: ClusterView) -> None:
+        move = state.move
+        details: dict[str, Any] = {}
+        if self.config.elect_preferred_leaders and view.leaders.get(move.tp) != move.target[0]:
+            details["preferred_leader_election"] = self._elect_preferred(move)
+        state.details.update(details)
+        self._finish(state, "completed", None)
+
+    def _elect_preferred(self, move: Move) -> str:
+        try:
+            self._kp.elect_leaders(
+                0,  # preferred
+                {move.topic: [move.partition]},
+                timeout_ms=int(self.config.request_timeout_s * 1000),
+            )
+        except KpKafkaError as exc:
+            log.warning("preferred_election_failed", partition=move.key, error=repr(exc))
+            return f"failed: {exc!r}"
+        return f"broker {move.target[0]} leads"
+
+    # -- starting --------------------------------------------------------------------------
+
+    def _start_next(self, view: ClusterView) -> None:
+        pending = [self.states[tp] for tp in self._order if self.states[tp].status == "pending"]
+        for state in pending:
+            current = view.replicas.get(state.move.tp)
+            dead = [b for b in state.move.target if b not in view.live_brokers]
+            if current is None:
+                self._finish(state, "failed", f"partition {state.move.key} does not exist")
+                continue
+            if state.move.tp not in view.ongoing:
+                state.original = current  # what the audit shows as "before"
+            if dead:
+                self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
+            elif state.move.tp in view.ongoing:
+                self._adopt_or_fail(state, view.ongoing[state.move.tp])
+            elif current == state.move.target:
+                self._finish(state, "completed", None)  # already done (e.g. before a failover)
+        replicas_now = {**view.replicas, **{s.move.tp: s.original for s in self.in_flight()}}
+        batch = select_batch(
+            [s.move for s in pending if s.status == "pending"],
+            replicas_now,
+            [s.move for s in self.in_flight()],
+            max_per_broker=self.config.max_moves_per_broker,
+            max_per_cluster=self.config.max_moves_per_cluster,
+            dead=frozenset(b for reps in replicas_now.values() for b in reps) - view.live_brokers,
+        )
+        if not batch:
+            return
+        for move in batch:
+            state = self.states[move.tp]
+            state.original = view.replicas[move.tp]
+            state.status = "in_flight"
+            state.started_at = state.last_progress = self._clock()
+        # Throttles first, so that no byte moves unthrottled.
+        self._apply_throttles()
+        errors = self._alter(
+            {m.tp: list(m.target) for m in batch}, f"reassign {len(batch)} partitions"
+        )
+        for move in batch:
+            state = self.states[move.tp]
+            err = errors.get(move.tp)
+            if err is not None:
+                self._finish(state, "failed", f"Kafka refused the reassignment: {err}")
+            else:
+                self._emit("action_started", state, {})
+
+    def _adopt_or_fail(self, state: MoveState, ongoing: dict[str, list[int]]) -> None:
+        """A reassignment of this partition already runs in Kafka: track it if it goes where
+        this move goes (a plan adopted after a failover), otherwise refuse to interfere."""
+        replicas = list(ongoing.get("replicas", []))
+        adding, removing = ongoing.get("adding_replicas", []), ongoing.get("removing_replicas", [])
+        heading_to = {b for b in replicas if b not in removing}
+        if heading_to != set(state.move.target):
+            self._finish(
+                state,
+                "failed",
+                f"{state.move.key} is already being reassigned to {sorted(heading_to)}",
+            )
+            return
+        state.status = "in_flight"
+        state.original = tuple(b for b in replicas if b not in adding)
+        state.started_at = state.last_progress = self._clock()
+        self._emit("action_progress", state, {"adopted": True, "ongoing": ongoing})
+
+    # -- throttles -------------------------------------------------------------------------
+
+    def _apply_throttles(self) -> None:
+        flight = self.in_flight()
+        plan = throttle_plan([st.move for st in flight], {st.move.tp: st.original for st in flight})
+        self._throttles.apply(plan, self._live)
+
+    def throttled_brokers(self) -> set[int]:
+        """Brokers on which this executor set a throttle rate that is still in place."""
+        return self._throttles.throttled_brokers()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _alter(
+        self, targets: dict[TopicPartition, list[int] | None], what: str
+    ) -> dict[TopicPartition, str]:
+        request = {KpTopicPartition(t, p): v for (t, p), v in targets.items()}
+        result = self._retrying(
+            lambda kp: kp.alter_partition_reassignments(
+                request, timeout_ms=int(self.config.request_timeout_s * 1000)
+            ),
+            what,
+        )
+        return {
+            (tp.topic, tp.partition): getattr(err, "__name__", str(err))
+            for tp, err in result.items()
+            if err is not None
+        }
+
+    def _retrying(self, call: Callable[[KafkaAdminClient], Any], what: str) -> Any:
+        """Run one Admin API call. A dead broker (the one the client picked, or the one KRaft
+        reports as controller until it fences the broker) costs retries with a fresh client,
+        whose new metadata stops pointing at it (kafka-python would otherwise keep its cached
+        controller for minutes), for up to ``admin_retry_s``: longer than the broker session
+        timeout, after which the controller has fenced the dead broker."""
+        deadline = time.monotonic() + self.config.admin_retry_s
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return call(self._kp)
+            except KpKafkaError as exc:
+                if time.monotonic() >= deadline:
+                    raise KmedicError(f"cannot {what}: {exc!r}") from exc
+                log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
+                time.sleep(min(float(attempt), 3.0))
+                with contextlib.suppress(Exception):
+                    self._kp.close()
+                self._kp = self._connect()
+
+    def _finish(self, state: MoveState, status: Status, error: str | None) -> None:
+        state.status = status
+        state.error = error
+        state.finished_at = self._clock()
+        kind = "action_completed" if status == "completed" else "action_failed"
+        self._emit(kind, state, {"reason": error} if error else {})
+
+    def _emit(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
+        log.info(
+            "move_" + kind.removeprefix("action_"),
+            partition=state.move.key,
+            target=list(state.move.target),
+            original=list(state.original),
+            **details,
+        )
+        if self._on_event is not None:
+            self._on_event(kind, state, details)

@@ -1,0 +1,166 @@
+"""The immutable cluster model: one snapshot of a Kafka cluster as the planner sees it.
+
+A snapshot is what the manager builds each cycle from the Admin API (metadata, liveness, log
+dirs, ongoing reassignments), the load topics (per-partition load windows) and ZooKeeper
+(failure domains, groups, maintenance, policy, leadership). Every model is frozen; unknown
+fields are rejected so a typo names itself instead of being ignored. Cross-field checks
+(replicas refer to known brokers, rack names fit the placement policy, ...) live in
+``manager.model.snapshot_file``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+PlacementKind = Literal["rack", "region", "zone"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class Capacity(_Frozen):
+    """What one broker can carry; limits are fractions of these (see ``Limits``)."""
+
+    network_in_bytes_per_s: float = Field(gt=0)
+    network_out_bytes_per_s: float = Field(gt=0)
+    disk_bytes: int = Field(gt=0)
+
+
+class Broker(_Frozen):
+    id: int = Field(ge=0)
+    rack: str | None = Field(
+        default=None, description="broker.rack: '/rack' or '/region/rack' (None: default rack)"
+    )
+    alive: bool
+    last_stats_ms: int | None = Field(
+        default=None, ge=0, description="time of the newest stats record from its agent"
+    )
+    dead_since_ms: int | None = Field(
+        default=None, ge=0, description="when the broker was first seen dead (required if dead)"
+    )
+    capacity: Capacity | None = Field(
+        default=None, description="overrides the snapshot's default_capacity"
+    )
+    disk_used_bytes: int | None = Field(
+        default=None, ge=0, description="from the log dirs; None: the sum of its replica sizes"
+    )
+
+
+class PartitionLoad(_Frozen):
+    """Windowed load of one partition; the leader replica carries all of it, followers bytes in."""
+
+    bytes_in_per_s: float = Field(ge=0)
+    bytes_out_per_s: float = Field(ge=0)
+    messages_in_per_s: float = Field(ge=0)
+    window_valid: bool = Field(
+        default=True, description="the window held enough samples to be trusted"
+    )
+
+
+class Partition(_Frozen):
+    partition: int = Field(ge=0)
+    replicas: tuple[int, ...] = Field(
+        min_length=1, description="assignment, preferred leader first"
+    )
+    isr: tuple[int, ...]
+    leader: int | None = Field(description="current leader; None when the partition is offline")
+    size_bytes: int = Field(ge=0)
+    load: PartitionLoad | None = Field(default=None, description="None: no load data")
+
+
+class Topic(_Frozen):
+    name: str = Field(min_length=1)
+    partitions: tuple[Partition, ...]
+
+
+class Reassignment(_Frozen):
+    topic: str
+    partition: int = Field(ge=0)
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    started_by_kmedic: bool
+
+
+class FailureDomain(_Frozen):
+    name: str = Field(min_length=1)
+    brokers: tuple[int, ...]
+
+
+class BrokerGroup(_Frozen):
+    name: str = Field(min_length=1)
+    brokers: tuple[int, ...]
+
+
+class IsolationGroup(_Frozen):
+    """Topics whose replicas may live only on the primary broker group (then the secondary)."""
+
+    name: str = Field(min_length=1)
+    topics: tuple[str, ...]
+    primary: str
+    secondary: str | None = None
+
+
+class AntiAffinityGroup(_Frozen):
+    """Topics spread across failure domains, and evenly across brokers within a domain."""
+
+    name: str = Field(min_length=1)
+    topics: tuple[str, ...]
+
+
+class Limits(_Frozen):
+    network_in_fraction: float = Field(default=0.8, gt=0, le=1)
+    network_out_fraction: float = Field(default=0.8, gt=0, le=1)
+    disk_fraction: float = Field(default=0.85, gt=0, le=1)
+
+
+class Policy(_Frozen):
+    placement: PlacementKind = "rack"
+    enforce_min_racks: bool = False
+    min_racks: int = Field(default=2, ge=1)
+    prefer_emptier_disks: bool = False
+    limits: Limits = Limits()
+    max_replicas_per_broker: int | None = Field(default=None, ge=1)
+    balance_threshold: float = Field(
+        default=1.10, ge=1.0, description="busiest broker's network load / cluster average"
+    )
+    dead_grace_ms: int = Field(default=600_000, ge=0)
+    max_dead_brokers: int = Field(default=2, ge=0)
+    max_dead_fraction: float = Field(default=0.25, ge=0, le=1)
+    min_valid_load_fraction: float = Field(default=0.9, ge=0, le=1)
+    max_stats_age_ms: int = Field(default=300_000, ge=0)
+    max_moves_per_cycle: int = Field(default=10_000, ge=0)
+    max_moves_per_hour: int = Field(default=50_000, ge=0)
+
+
+class Leadership(_Frozen):
+    holder: str = Field(description="manager instance that built this snapshot")
+    epoch: int = Field(ge=0, description="fencing epoch this instance holds")
+    current_epoch: int = Field(ge=0, description="newest epoch in ZooKeeper")
+    is_leader: bool
+
+
+class RecentActions(_Frozen):
+    moves_last_hour: int = Field(default=0, ge=0)
+
+
+class Snapshot(_Frozen):
+    schema_version: Literal[1]
+    taken_at: int = Field(ge=0, description="milliseconds since the epoch")
+    cluster: str = Field(min_length=1)
+    default_capacity: Capacity | None = None
+    brokers: tuple[Broker, ...] = Field(min_length=1)
+    topics: tuple[Topic, ...] = ()
+    reassignments: tuple[Reassignment, ...] = ()
+    failure_domains: tuple[FailureDomain, ...] = ()
+    broker_groups: tuple[BrokerGroup, ...] = ()
+    isolation_groups: tuple[IsolationGroup, ...] = ()
+    anti_affinity_groups: tuple[AntiAffinityGroup, ...] = ()
+    maintenance_domains: tuple[str, ...] = ()
+    policy: Policy = Policy()
+    leadership: Leadership
+    recent_actions: RecentActions = RecentActions()

@@ -1,0 +1,183 @@
+"""Background tails of the topics the manager reads: the latest value per key.
+
+Each feed is one consumer thread with no consumer group (manual assignment, no commits): a
+manager instance, leader or standby, always holds the whole current picture, so a failover
+needs no warm-up beyond the catch-up. The compacted load topics are read from the beginning;
+the stats topic from a look-back window, since only recent records say anything about liveness.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from kmedic.logging import get_logger
+
+log = get_logger("manager.monitor.feeds")
+
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class FeedStatus:
+    topic: str
+    keys: int
+    records: int
+    bad_records: int
+    caught_up: bool
+    last_error: str | None
+
+
+class LatestByKey(Generic[V]):
+    """Keeps ``decode(value)`` of the newest record of every key of ``topic``.
+
+    ``merge(old, new)`` decides what the newest state of a key is (default: the new value);
+    a record that fails to decode is counted and skipped, never fatal. A tombstone removes
+    its key.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        decode: Callable[[bytes], V],
+        *,
+        lookback_ms: int | None = None,
+        merge: Callable[[V | None, V], V] | None = None,
+        client_id: str = "kmedic-manager",
+    ) -> None:
+        self.topic = topic
+        self._decode = decode
+        self._merge = merge
+        self._lookback_ms = lookback_ms
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"{client_id}-unused",  # required by the client; never committed
+                "enable.auto.commit": False,
+                "client.id": client_id,
+                "enable.partition.eof": True,
+                "topic.metadata.refresh.interval.ms": 10000,
+                # librdkafka's own lines go through logging like everything else.
+                "logger": logging.getLogger(f"manager.monitor.feeds.rdkafka.{topic}"),
+            }
+        )
+        self._lock = threading.Lock()
+        self._values: dict[bytes, V] = {}
+        self._records = 0
+        self._bad = 0
+        self._eof: set[int] = set()
+        self._partitions: set[int] = set()
+        self._last_error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"feed-{topic}", daemon=True)
+
+    def start(self) -> LatestByKey[V]:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._consumer.close()
+
+    def values(self) -> dict[bytes, V]:
+        """A copy of the current picture (the caller's snapshot must not change under it)."""
+        with self._lock:
+            return dict(self._values)
+
+    def status(self) -> FeedStatus:
+        with self._lock:
+            caught_up = bool(self._partitions) and self._partitions <= self._eof
+            return FeedStatus(
+                self.topic,
+                len(self._values),
+                self._records,
+                self._bad,
+                caught_up,
+                self._last_error,
+            )
+
+    def _assign(self) -> bool:
+        meta = self._consumer.list_topics(self.topic, timeout=5)
+        tmeta = meta.topics.get(self.topic)
+        if tmeta is None or tmeta.error is not None or not tmeta.partitions:
+            return False
+        parts = [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in tmeta.partitions]
+        if self._lookback_ms is not None:
+            since = int(time.time() * 1000) - self._lookback_ms
+            found = self._consumer.offsets_for_times(
+                [TopicPartition(self.topic, p, since) for p in tmeta.partitions], timeout=10
+            )
+            # -1 (no record after `since`) means: start at the end.
+            parts = [
+                TopicPartition(self.topic, tp.partition, tp.offset if tp.offset >= 0 else -1)
+                for tp in found
+            ]
+        self._consumer.assign(parts)
+        with self._lock:
+            self._partitions = {tp.partition for tp in parts}
+        return True
+
+    def _run(self) -> None:
+        assigned = False
+        while not self._stop.is_set():
+            try:
+                if not assigned:
+                    assigned = self._assign()
+                    if not assigned:
+                        self._stop.wait(1.0)
+                        continue
+                msg = self._consumer.poll(0.5)
+            except Exception as exc:  # the broker side may be down; keep trying
+                self._note_error(str(exc))
+                self._stop.wait(1.0)
+                continue
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    with self._lock:
+                        self._eof.add(msg.partition() or 0)
+                else:
+                    self._note_error(str(err))
+                continue
+            self._apply(msg.key(), msg.value())
+
+    def _apply(self, key: bytes | None, raw: bytes | None) -> None:
+        if key is None:
+            with self._lock:
+                self._bad += 1
+            return
+        if raw is None:
+            with self._lock:
+                self._values.pop(key, None)
+            return
+        try:
+            value = self._decode(raw)
+        except Exception as exc:  # a bad record is counted, never fatal
+            with self._lock:
+                self._bad += 1
+            log.warning(
+                "feed_record_skipped",
+                topic=self.topic,
+                key=key.decode(errors="replace"),
+                error=str(exc)[:300],
+            )
+            return
+        with self._lock:
+            self._records += 1
+            if self._merge is not None:
+                value = self._merge(self._values.get(key), value)
+            self._values[key] = value
+
+    def _note_error(self, text: str) -> None:
+        with self._lock:
+            self._last_error = text

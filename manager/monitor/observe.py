@@ -1,0 +1,286 @@
+"""From one cycle's raw observations to the immutable Snapshot the planner decides on.
+
+Pure: the I/O that gathers an ``Observation`` lives in ``manager.monitor.sources``. Keeping the
+translation apart means the rules that matter most — when a broker counts as dead, which
+load data counts as valid — are tested without a cluster.
+
+A broker is dead when it is absent from the cluster metadata *and* its agent has sent no
+healthy BrokerStats since; it has been dead since the later of the two moments. Either signal
+alone is not enough: a broker missing from metadata whose agent still reports healthy samples
+is a metadata hiccup or a network partition, not a death.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kmedic.brokerstats import BrokerStats
+from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
+from manager.coordination.placement_store import PlacementConfig
+from manager.model.snapshot import (
+    AntiAffinityGroup,
+    Broker,
+    BrokerGroup,
+    Capacity,
+    FailureDomain,
+    IsolationGroup,
+    Leadership,
+    Partition,
+    PartitionLoad,
+    Policy,
+    RecentActions,
+    Snapshot,
+    Topic,
+)
+from manager.model.snapshot import Reassignment as SnapReassignment
+
+TopicPartition = tuple[str, int]
+UNKNOWN_DISK_BYTES = 2**62
+
+
+class CapacitySettings(BaseModel):
+    """Per-broker capacity as configured; limits are fractions of it (see Policy.limits)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    network_in_bytes_per_s: float = Field(default=125_000_000, gt=0, description="10 Gbit/s")
+    network_out_bytes_per_s: float = Field(default=125_000_000, gt=0)
+    disk_bytes: int | None = Field(
+        default=None, gt=0, description="None: discovered from each broker's log dirs"
+    )
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What the stats topic says about one broker."""
+
+    latest: BrokerStats  # newest record, healthy or not
+    last_healthy_ms: int | None  # newest record without a failure
+    healthy: BrokerStats | None  # that record (sizes and disk come from it)
+
+
+@dataclass(frozen=True)
+class LoadView:
+    """One partition's record of kmedic.replica-loads."""
+
+    bytes_in_per_s: float | None
+    bytes_out_per_s: float | None
+    messages_in_per_s: float | None
+    last_report_ms: int
+    samples: int
+
+
+@dataclass(frozen=True)
+class Observation:
+    taken_at_ms: int
+    cluster: str
+    live: dict[int, BrokerNode]  # registered, unfenced brokers (DescribeCluster)
+    partitions: list[PartitionInfo]
+    reassignments: dict[TopicPartition, Reassignment]
+    agents: dict[int, AgentView]
+    loads: dict[TopicPartition, LoadView]
+    placement: PlacementConfig
+    leadership: Leadership
+    own_moves: frozenset[TopicPartition]  # partitions of kmedic's in-flight plan
+    moves_last_hour: int
+    first_absent_ms: dict[int, int] = field(default_factory=dict)
+    known_racks: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DeathEvidence:
+    """Why a broker counts as dead (or not): the two signals, for the audit log."""
+
+    broker: int
+    in_metadata: bool
+    last_healthy_stats_ms: int | None
+    absent_since_ms: int | None
+
+    def sentence(self, now_ms: int) -> str:
+        meta = "present in" if self.in_metadata else "absent from"
+        if self.last_healthy_stats_ms is None:
+            stats = "no healthy stats seen"
+        else:
+            stats = f"last healthy stats {(now_ms - self.last_healthy_stats_ms) / 1000:.0f}s ago"
+        return f"broker {self.broker}: {meta} cluster metadata, {stats}"
+
+
+def known_brokers(obs: Observation) -> list[int]:
+    ids = set(obs.live) | set(obs.agents) | set(obs.first_absent_ms)
+    for p in obs.partitions:
+        ids.update(p.replicas)
+    for r in obs.reassignments.values():
+        ids.update(r.replicas)
+    return sorted(i for i in ids if i >= 0)
+
+
+def death_evidence(obs: Observation) -> dict[int, DeathEvidence]:
+    out = {}
+    for b in known_brokers(obs):
+        agent = obs.agents.get(b)
+        out[b] = DeathEvidence(
+            broker=b,
+            in_metadata=b in obs.live,
+            last_healthy_stats_ms=agent.last_healthy_ms if agent else None,
+            absent_since_ms=None if b in obs.live else obs.first_absent_ms.get(b, obs.taken_at_ms),
+        )
+    return out
+
+
+def _dead_since(ev: DeathEvidence) -> int | None:
+    """None while alive; else when the later of the two signals turned."""
+    if ev.in_metadata:
+        return None
+    assert ev.absent_since_ms is not None
+    if ev.last_healthy_stats_ms is None:
+        return ev.absent_since_ms
+    return max(ev.absent_since_ms, ev.last_healthy_stats_ms)
+
+
+def _disk_used(stats: BrokerStats | None) -> int | None:
+    if stats is None or not stats.log_dirs:
+        return None
+    used = [
+        d.total_bytes - d.free_bytes
+        for d in stats.log_dirs
+        if d.total_bytes is not None and d.free_bytes is not None
+    ]
+    return sum(used) if used else None
+
+
+def _log_dir_total(stats: BrokerStats | None) -> int | None:
+    if stats is None:
+        return None
+    totals = [d.total_bytes for d in stats.log_dirs if d.total_bytes]
+    return sum(totals) if totals else None
+
+
+def _broker(b: int, obs: Observation, ev: DeathEvidence, capacity: CapacitySettings) -> Broker:
+    agent = obs.agents.get(b)
+    node = obs.live.get(b)
+    rack = (node.rack if node else None) or (agent.latest.rack if agent else None)
+    dead_since = _dead_since(ev)
+    disk_total = _log_dir_total(agent.healthy if agent else None)
+    own_capacity = None
+    if capacity.disk_bytes is None and disk_total is not None:
+        # Disk capacity discovered from the broker's own log dirs.
+        own_capacity = Capacity(
+            network_in_bytes_per_s=capacity.network_in_bytes_per_s,
+            network_out_bytes_per_s=capacity.network_out_bytes_per_s,
+            disk_bytes=disk_total,
+        )
+    return Broker(
+        id=b,
+        rack=rack or obs.known_racks.get(b),
+        alive=dead_since is None,
+        last_stats_ms=agent.last_healthy_ms if agent else None,
+        dead_since_ms=dead_since,
+        capacity=own_capacity,
+        disk_used_bytes=_disk_used(agent.healthy if agent else None),
+    )
+
+
+def default_capacity(obs: Observation, capacity: CapacitySettings) -> Capacity:
+    """Configured capacity; an unconfigured disk is the largest one the agents report, and
+    with no report at all, unbounded (disk limits cannot be judged without a size)."""
+    disk = capacity.disk_bytes
+    if disk is None:
+        totals = [t for a in obs.agents.values() if (t := _log_dir_total(a.healthy)) is not None]
+        disk = max(totals) if totals else UNKNOWN_DISK_BYTES
+    return Capacity(
+        network_in_bytes_per_s=capacity.network_in_bytes_per_s,
+        network_out_bytes_per_s=capacity.network_out_bytes_per_s,
+        disk_bytes=disk,
+    )
+
+
+def _sizes(obs: Observation) -> dict[TopicPartition, int]:
+    """Partition size: the leader's log size from its agent, else the largest follower's."""
+    sizes: dict[TopicPartition, int] = {}
+    for agent in obs.agents.values():
+        stats = agent.healthy
+        if stats is None:
+            continue
+        for f in stats.followers:
+            key = (f.topic, f.partition)
+            sizes[key] = max(sizes.get(key, 0), f.log_size_bytes)
+    for agent in obs.agents.values():
+        stats = agent.healthy
+        if stats is None:
+            continue
+        for lead in stats.leaders:
+            sizes[(lead.topic, lead.partition)] = lead.log_size_bytes
+    return sizes
+
+
+def _load(view: LoadView | None, now_ms: int, max_age_ms: int) -> PartitionLoad | None:
+    if view is None or view.bytes_in_per_s is None:
+        return None
+    fresh = now_ms - view.last_report_ms <= max_age_ms and view.samples > 0
+    return PartitionLoad(
+        bytes_in_per_s=max(0.0, view.bytes_in_per_s),
+        bytes_out_per_s=max(0.0, view.bytes_out_per_s or 0.0),
+        messages_in_per_s=max(0.0, view.messages_in_per_s or 0.0),
+        window_valid=fresh,
+    )
+
+
+def _topics(obs: Observation, policy: Policy) -> tuple[Topic, ...]:
+    sizes = _sizes(obs)
+    by_topic: dict[str, list[Partition]] = {}
+    for p in sorted(obs.partitions, key=lambda p: (p.topic, p.partition)):
+        key = (p.topic, p.partition)
+        by_topic.setdefault(p.topic, []).append(
+            Partition(
+                partition=p.partition,
+                replicas=p.replicas,
+                isr=p.isr,
+                leader=p.leader if p.leader >= 0 else None,
+                size_bytes=sizes.get(key, 0),
+                load=_load(obs.loads.get(key), obs.taken_at_ms, policy.max_stats_age_ms),
+            )
+        )
+    return tuple(Topic(name=t, partitions=tuple(ps)) for t, ps in sorted(by_topic.items()))
+
+
+def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings) -> Snapshot:
+    evidence = death_evidence(obs)
+    cfg = obs.placement
+    return Snapshot(
+        schema_version=1,
+        taken_at=obs.taken_at_ms,
+        cluster=obs.cluster,
+        default_capacity=default_capacity(obs, capacity),
+        brokers=tuple(_broker(b, obs, evidence[b], capacity) for b in sorted(evidence)),
+        topics=_topics(obs, policy),
+        reassignments=tuple(
+            SnapReassignment(
+                topic=t,
+                partition=p,
+                adding_replicas=r.adding,
+                removing_replicas=r.removing,
+                started_by_kmedic=(t, p) in obs.own_moves,
+            )
+            for (t, p), r in sorted(obs.reassignments.items())
+        ),
+        failure_domains=tuple(
+            FailureDomain(name=n, brokers=tuple(d.brokers)) for n, d in sorted(cfg.domains.items())
+        ),
+        broker_groups=tuple(
+            BrokerGroup(name=n, brokers=tuple(g.brokers))
+            for n, g in sorted(cfg.broker_groups.items())
+        ),
+        isolation_groups=tuple(
+            IsolationGroup(name=n, topics=tuple(g.topics), primary=g.primary, secondary=g.secondary)
+            for n, g in sorted(cfg.isolation_groups.items())
+        ),
+        anti_affinity_groups=tuple(
+            AntiAffinityGroup(name=n, topics=tuple(g.topics))
+            for n, g in sorted(cfg.anti_affinity_groups.items())
+        ),
+        maintenance_domains=tuple(sorted(cfg.maintenance)),
+        policy=policy,
+        leadership=obs.leadership,
+        recent_actions=RecentActions(moves_last_hour=obs.moves_last_hour),
+    )

@@ -1,0 +1,222 @@
+"""The manager's inputs, gathered once per cycle into an Observation (the I/O edge).
+
+The Admin API (kafka-python: DescribeCluster, Metadata, ListPartitionReassignments) is read
+fresh each cycle; the stats and load topics are tailed in the background (``manager.monitor.feeds``)
+and copied at the start of a cycle, so one cycle sees one consistent picture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from kmedic.brokerstats import BrokerStats, from_json
+from kmedic.errors import KmedicError
+from kmedic.kafka_admin import connect_admin
+from kmedic.logging import get_logger
+from kmedic.metadata import (
+    BrokerNode,
+    PartitionInfo,
+    Reassignment,
+    parse_nodes,
+    parse_reassignments,
+    parse_topics,
+)
+from manager.coordination.placement_store import PlacementConfig
+from manager.model.snapshot import Leadership
+from manager.monitor.feeds import FeedStatus, LatestByKey
+from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
+
+log = get_logger("manager.monitor.sources")
+
+
+ADMIN_ATTEMPTS = 3
+
+
+class AdminUnavailable(KmedicError):
+    """The Admin API could not be read this cycle; the manager takes no action."""
+
+
+def decode_agent(raw: bytes) -> AgentView:
+    stats = from_json(raw)
+    healthy = stats.failure is None
+    return AgentView(
+        latest=stats,
+        last_healthy_ms=stats.timestamp_ms if healthy else None,
+        healthy=stats if healthy else None,
+    )
+
+
+def merge_agent(old: AgentView | None, new: AgentView) -> AgentView:
+    """Newest record wins; the newest healthy one is kept beside it; chunks of one sample join."""
+    if old is None:
+        return new
+    if new.latest.timestamp_ms < old.latest.timestamp_ms:
+        return old  # out of order (an agent restarted with a skewed clock): keep the newer
+    if new.healthy is None:
+        return AgentView(new.latest, old.last_healthy_ms, old.healthy)
+    if old.healthy is not None and old.healthy.sample_id == new.healthy.sample_id:
+        joined = old.healthy.model_copy(
+            update={
+                "leaders": old.healthy.leaders + new.healthy.leaders,
+                "followers": old.healthy.followers + new.healthy.followers,
+                "reassigning": old.healthy.reassigning + new.healthy.reassigning,
+            }
+        )
+        return AgentView(joined, new.last_healthy_ms, joined)
+    return new
+
+
+def _number(doc: dict[str, Any], name: str) -> float | None:
+    value = doc.get(name)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def decode_load(raw: bytes) -> LoadView:
+    doc = json.loads(raw)
+    if not isinstance(doc, dict) or "last_report_ms" not in doc:
+        raise ValueError("not a replica-load record (no last_report_ms)")
+    return LoadView(
+        bytes_in_per_s=_number(doc, "bytes_in_per_s"),
+        bytes_out_per_s=_number(doc, "bytes_out_per_s"),
+        messages_in_per_s=_number(doc, "messages_in_per_s"),
+        last_report_ms=int(doc["last_report_ms"]),
+        samples=int(doc.get("samples") or 0),
+    )
+
+
+class ClusterSources:
+    """Everything a cycle reads, except ZooKeeper (the coordinator and config store own it)."""
+
+    def __init__(
+        self,
+        *,
+        cluster: str,
+        bootstrap: str,
+        stats_topic: str,
+        loads_topic: str,
+        stats_lookback_ms: int,
+        request_timeout_s: float = 4.0,
+    ) -> None:
+        self.cluster = cluster
+        self._bootstrap = bootstrap
+        self._timeout_ms = int(request_timeout_s * 1000)
+        self._admin: Any = None
+        self.agents: LatestByKey[AgentView] = LatestByKey(
+            bootstrap, stats_topic, decode_agent, lookback_ms=stats_lookback_ms, merge=merge_agent
+        )
+        self.loads: LatestByKey[LoadView] = LatestByKey(bootstrap, loads_topic, decode_load)
+        # Memory across cycles: when each broker was first seen missing, and its last rack.
+        self.first_absent_ms: dict[int, int] = {}
+        self.known_racks: dict[int, str] = {}
+
+    def start(self) -> ClusterSources:
+        self.agents.start()
+        self.loads.start()
+        return self
+
+    def stop(self) -> None:
+        self.agents.stop()
+        self.loads.stop()
+        self._close_admin()
+
+    def feed_status(self) -> list[FeedStatus]:
+        return [self.agents.status(), self.loads.status()]
+
+    def _client(self) -> Any:
+        if self._admin is None:
+            self._admin = connect_admin(
+                self._bootstrap,
+                client_id="kmedic-manager",
+                timeout_ms=self._timeout_ms,
+                error=AdminUnavailable,
+            )
+        return self._admin
+
+    def _close_admin(self) -> None:
+        if self._admin is not None:
+            # Closing a broken client must not mask the real error.
+            with contextlib.suppress(Exception):
+                self._admin.close()
+            self._admin = None
+
+    def observe(
+        self,
+        now_ms: int,
+        *,
+        placement: PlacementConfig,
+        leadership: Leadership,
+        own_moves: frozenset[TopicPartition],
+        moves_last_hour: int,
+    ) -> Observation:
+        live, partitions, reassignments = self._read_admin()
+        agents = {int(k): v for k, v in self.agents.values().items() if k.isdigit()}
+        loads = {tp: v for k, v in self.loads.values().items() if (tp := _tp(k)) is not None}
+        replica_ids = {r for p in partitions for r in p.replicas}
+        self._remember(now_ms, live, agents, replica_ids)
+        return Observation(
+            taken_at_ms=now_ms,
+            cluster=self.cluster,
+            live=live,
+            partitions=partitions,
+            reassignments=reassignments,
+            agents=agents,
+            loads=loads,
+            placement=placement,
+            leadership=leadership,
+            own_moves=own_moves,
+            moves_last_hour=moves_last_hour,
+            first_absent_ms=dict(self.first_absent_ms),
+            known_racks=dict(self.known_racks),
+        )
+
+    def _read_admin(
+        self,
+    ) -> tuple[dict[int, BrokerNode], list[PartitionInfo], dict[TopicPartition, Reassignment]]:
+        """One consistent Admin API read. A hung broker (a long GC pause) still holds its
+        connections open and swallows requests until they time out; each retry uses a fresh
+        client, which picks its node at random, so one hung broker cannot blind the manager."""
+        errors = []
+        for _ in range(ADMIN_ATTEMPTS):
+            try:
+                client = self._client()
+                live = {
+                    b: n for b, n in parse_nodes(client.describe_cluster()).items() if not n.fenced
+                }
+                partitions = parse_topics(client.describe_topics())
+                reassignments = parse_reassignments(
+                    client.list_partition_reassignments(timeout_ms=self._timeout_ms)
+                )
+                return live, partitions, reassignments
+            except Exception as exc:  # kafka-python raises several unrelated types
+                errors.append(str(exc) or type(exc).__name__)
+                self._close_admin()
+        raise AdminUnavailable(f"Admin API read failed {ADMIN_ATTEMPTS} times: {errors[-1]}")
+
+    def _remember(
+        self,
+        now_ms: int,
+        live: dict[int, Any],
+        agents: dict[int, AgentView],
+        replica_ids: set[int],
+    ) -> None:
+        for b, n in live.items():
+            self.first_absent_ms.pop(b, None)
+            if n.rack:
+                self.known_racks[b] = n.rack
+        for b in (set(agents) | replica_ids) - set(live):
+            self.first_absent_ms.setdefault(b, now_ms)
+        for b, a in agents.items():
+            if a.latest.rack and b not in self.known_racks:
+                self.known_racks[b] = a.latest.rack
+
+
+def _tp(key: bytes) -> TopicPartition | None:
+    topic, _, part = key.decode(errors="replace").rpartition(":")
+    return (topic, int(part)) if topic and part.isdigit() else None
+
+
+def newest_stats(sources: ClusterSources) -> dict[int, BrokerStats]:
+    """The newest record of each broker's agent (for status pages and the demo)."""
+    return {b: v.latest for b, v in ((int(k), v) for k, v in sources.agents.values().items())}

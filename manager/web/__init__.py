@@ -1,0 +1,1 @@
+"""HTTP: Prometheus metrics, /healthz and the read-only status page."""

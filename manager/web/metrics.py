@@ -1,0 +1,308 @@
+"""The manager's Prometheus metrics and its small HTTP server (``/metrics``, ``/healthz``).
+
+Every metric carries a ``cluster`` label, so several managers can share one Prometheus and the
+alert rules in configs/prometheus/alerts.yml can name the cluster. Decision reasons are reason
+codes (one per confidence gate), never free text, to keep label cardinality bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+from manager.web.status_page import render_html
+
+log = get_logger("manager.web.metrics")
+
+Outcome = Literal["act", "noop", "refuse"]
+OUTCOMES: tuple[Outcome, ...] = ("act", "noop", "refuse")
+DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class ManagerMetrics:
+    """Every metric the manager exports, bound to one cluster name."""
+
+    def __init__(self, cluster: str, registry: CollectorRegistry | None = None) -> None:
+        self.cluster = cluster
+        self.registry = registry or CollectorRegistry()
+        r, c = self.registry, ["cluster"]
+        self.cluster_observable = Gauge(
+            "kmedic_cluster_observable",
+            "1 when the last cycle could read the cluster (Admin API and ZooKeeper config)",
+            c,
+            registry=r,
+        )
+        self.dead_brokers = Gauge(
+            "kmedic_dead_brokers", "Brokers considered dead (past the grace period)", c, registry=r
+        )
+        self.under_replicated = Gauge(
+            "kmedic_under_replicated_partitions",
+            "Under-replicated or offline partitions; explained=true when a dead broker explains it",
+            [*c, "explained"],
+            registry=r,
+        )
+        self.decisions = Counter(
+            "kmedic_decisions", "Cycle decisions by outcome", [*c, "outcome"], registry=r
+        )
+        self.decision_reasons = Counter(
+            "kmedic_decision_reasons",
+            "Reasons given with decisions (gate codes), by outcome",
+            [*c, "outcome", "reason"],
+            registry=r,
+        )
+        self.last_outcome = Gauge(
+            "kmedic_last_decision",
+            "1 for the outcome of the latest cycle, 0 for the others",
+            [*c, "outcome"],
+            registry=r,
+        )
+        self.refusing_to_heal = Gauge(
+            "kmedic_refusing_to_heal",
+            "1 while healing is needed (dead brokers) but the manager refuses to act",
+            c,
+            registry=r,
+        )
+        self.actions = Counter(
+            "kmedic_actions", "Actions by type and result", [*c, "type", "result"], registry=r
+        )
+        self.moves_in_flight = Gauge(
+            "kmedic_moves_in_flight",
+            "Partition reassignments started and not finished",
+            c,
+            registry=r,
+        )
+        self.oldest_move_age = Gauge(
+            "kmedic_oldest_move_age_seconds",
+            "Age of the oldest reassignment in flight (0 when none)",
+            c,
+            registry=r,
+        )
+        self.stuck_moves = Gauge(
+            "kmedic_stuck_moves", "Moves in flight past their timeout", c, registry=r
+        )
+        self.bytes_moved = Counter(
+            "kmedic_bytes_moved", "Bytes of replica data moved by completed moves", c, registry=r
+        )
+        self.plan_duration = Histogram(
+            "kmedic_plan_duration_seconds",
+            "Time to plan",
+            c,
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.cycle_duration = Histogram(
+            "kmedic_cycle_duration_seconds",
+            "Time for a whole cycle",
+            c,
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.last_cycle = Gauge(
+            "kmedic_last_cycle_timestamp_seconds", "When the last cycle finished", c, registry=r
+        )
+        self.load_age = Gauge(
+            "kmedic_load_data_age_seconds", "Age of the newest per-broker load data", c, registry=r
+        )
+        self.load_valid = Gauge(
+            "kmedic_load_data_valid_fraction",
+            "Share of replicas with a valid load window",
+            c,
+            registry=r,
+        )
+        self.is_leader = Gauge(
+            "kmedic_is_leader", "1 when this instance leads and may act", c, registry=r
+        )
+        self.epoch = Gauge(
+            "kmedic_fencing_epoch", "Fencing epoch this instance holds", c, registry=r
+        )
+        self.zk_connected = Gauge(
+            "kmedic_zookeeper_connected", "1 while connected to ZooKeeper", c, registry=r
+        )
+        self.audit_records = Counter(
+            "kmedic_audit_records", "Audit records written, by sink", [*c, "sink"], registry=r
+        )
+        self.audit_on_failover = Gauge(
+            "kmedic_audit_on_failover",
+            "1 while audit records wait in the failover spool for the audit topic",
+            c,
+            registry=r,
+        )
+        self.audit_spool_pending = Gauge(
+            "kmedic_audit_spool_pending", "Audit records waiting in the spool", c, registry=r
+        )
+        for outcome in OUTCOMES:
+            self.decisions.labels(cluster, outcome)
+            self.last_outcome.labels(cluster, outcome).set(0)
+        for explained in ("true", "false"):
+            self.under_replicated.labels(cluster, explained).set(0)
+        for gauge in (self.dead_brokers, self.refusing_to_heal, self.moves_in_flight):
+            gauge.labels(cluster).set(0)
+
+    # -- updates, one per fact the daemon learns ------------------------------------------
+
+    def observe_observable(self, observable: bool) -> None:
+        self.cluster_observable.labels(self.cluster).set(1 if observable else 0)
+
+    def observe_cluster(self, dead_brokers: int, urp_explained: int, urp_unexplained: int) -> None:
+        self.dead_brokers.labels(self.cluster).set(dead_brokers)
+        self.under_replicated.labels(self.cluster, "true").set(urp_explained)
+        self.under_replicated.labels(self.cluster, "false").set(urp_unexplained)
+
+    def record_decision(
+        self, outcome: Outcome, reasons: Iterable[str], *, heal_needed: bool | None = False
+    ) -> None:
+        """Count a decision; ``heal_needed=None`` (not known: the cluster could not be observed)
+        leaves the refusing-to-heal gauge as the last observed cycle set it."""
+        if outcome not in OUTCOMES:
+            raise KmedicError(f"unknown decision outcome {outcome!r}; expected one of {OUTCOMES}")
+        self.decisions.labels(self.cluster, outcome).inc()
+        for reason in sorted(set(reasons)):
+            self.decision_reasons.labels(self.cluster, outcome, reason).inc()
+        for other in OUTCOMES:
+            self.last_outcome.labels(self.cluster, other).set(1 if other == outcome else 0)
+        if heal_needed is not None:
+            self.refusing_to_heal.labels(self.cluster).set(
+                1 if heal_needed and outcome == "refuse" else 0
+            )
+
+    def record_action(self, action_type: str, result: str, count: int = 1) -> None:
+        self.actions.labels(self.cluster, action_type, result).inc(count)
+
+    def observe_moves(self, in_flight: int, oldest_age_s: float, stuck: int) -> None:
+        self.moves_in_flight.labels(self.cluster).set(in_flight)
+        self.oldest_move_age.labels(self.cluster).set(oldest_age_s)
+        self.stuck_moves.labels(self.cluster).set(stuck)
+
+    def add_bytes_moved(self, nbytes: int) -> None:
+        self.bytes_moved.labels(self.cluster).inc(max(0, nbytes))
+
+    def observe_plan(self, seconds: float) -> None:
+        self.plan_duration.labels(self.cluster).observe(seconds)
+
+    def observe_cycle(self, seconds: float, finished_at_s: float) -> None:
+        self.cycle_duration.labels(self.cluster).observe(seconds)
+        self.last_cycle.labels(self.cluster).set(finished_at_s)
+
+    def observe_loads(self, age_s: float, valid_fraction: float) -> None:
+        self.load_age.labels(self.cluster).set(age_s)
+        self.load_valid.labels(self.cluster).set(valid_fraction)
+
+    def observe_leadership(self, leading: bool, epoch: int, zk_connected: bool) -> None:
+        self.is_leader.labels(self.cluster).set(1 if leading else 0)
+        self.epoch.labels(self.cluster).set(epoch)
+        self.zk_connected.labels(self.cluster).set(1 if zk_connected else 0)
+
+    def observe_audit(self, on_failover: bool, spool_pending: int) -> None:
+        self.audit_on_failover.labels(self.cluster).set(1 if on_failover else 0)
+        self.audit_spool_pending.labels(self.cluster).set(spool_pending)
+
+    def count_audit_record(self, sink: str) -> None:
+        self.audit_records.labels(self.cluster, sink).inc()
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
+
+
+StatusPage = Callable[[], dict[str, Any]]
+
+
+class MetricsServer:
+    """Serves ``/metrics`` (Prometheus text format), ``/healthz`` (200 or 503 with JSON) and,
+    given a status callback, ``/status`` (HTML) and ``/status.json``."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        health: HealthCheck,
+        host: str = "0.0.0.0",
+        port: int = 0,
+        *,
+        status: StatusPage | None = None,
+    ) -> None:
+        self.registry = registry
+        self.health = health
+        self.status = status
+        try:
+            self._server = ThreadingHTTPServer((host, port), self._handler())
+        except OSError as exc:
+            raise KmedicError(f"cannot serve metrics on {host}:{port}: {exc.strerror}") from exc
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> MetricsServer:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="kmedic-metrics", daemon=True
+        )
+        self._thread.start()
+        log.info("metrics_serving", port=self.port)
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._reply(200, CONTENT_TYPE_LATEST, generate_latest(server.registry))
+                elif path == "/healthz":
+                    try:
+                        ok, details = server.health()
+                    except Exception as exc:  # a broken check is itself unhealthy
+                        ok, details = False, {"error": repr(exc)}
+                    body = json.dumps({"healthy": ok, **details}, sort_keys=True).encode()
+                    self._reply(200 if ok else 503, "application/json", body)
+                elif path in ("/status", "/status.json") and server.status is not None:
+                    try:
+                        doc = server.status()
+                    except Exception as exc:  # the page must not take the server down
+                        body = f"status unavailable: {exc!r}\n".encode()
+                        self._reply(500, "text/plain", body)
+                        return
+                    if path == "/status.json":
+                        body = json.dumps(doc, sort_keys=True).encode()
+                        self._reply(200, "application/json", body)
+                    else:
+                        self._reply(200, "text/html; charset=utf-8", render_html(doc).encode())
+                else:
+                    known = "/metrics, /healthz" + (", /status" if server.status else "")
+                    self._reply(404, "text/plain", f"not found: try {known}\n".encode())
+
+            def _reply(self, code: int, ctype: str, body: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # scrapes every few seconds would drown the logs
+
+        return Handler
