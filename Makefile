@@ -10,6 +10,7 @@ bootstrap:
 lint: bootstrap
 	$(VENV_BIN)/ruff check kmedic agent streaming manager composition tests bench scripts
 	$(VENV_BIN)/ruff format --check kmedic agent streaming manager composition tests bench scripts
+	$(VENV_BIN)/lint-imports --no-cache
 
 typecheck: bootstrap
 	$(VENV_BIN)/mypy

@@ -17,8 +17,8 @@ from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from manager.analyzer.placement_rules import min_rack_units, spread
 from manager.analyzer.placement_state import ClusterState
+from manager.model.racks import min_rack_units, spread
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from manager.analyzer.placement_rules import Location, location_of
+from manager.model.racks import Location, location_of
 from manager.model.snapshot import Capacity, Snapshot
 
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kmedic.errors import KmedicError
-from manager.coordination.placement_store import (
+from manager.coordination.placement_store import ZkConfigStore
+from manager.model.placement_config import (
     AntiAffinityGroup,
     BrokerGroup,
     Domain,
@@ -20,7 +21,6 @@ from manager.coordination.placement_store import (
     Kind,
     PlacementConfig,
     Record,
-    ZkConfigStore,
     parse_record,
 )
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from manager.coordination.move_budget import FIELD as HISTORY_FIELD
 from manager.coordination.move_budget import Entry, to_field
-from manager.executor.batches import Move
 from manager.model.decision import Decision, ElectPreferredLeader, Reassign
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 
 TopicPartition = tuple[str, int]

@@ -29,8 +29,9 @@ from pydantic import BaseModel, Field
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
 from kmedic.logging import get_logger
-from manager.executor.batches import Move, TopicPartition, select_batch, throttle_plan
+from manager.executor.batches import select_batch, throttle_plan
 from manager.executor.throttles import Throttles
+from manager.model.moves import Move, TopicPartition
 
 log = get_logger("manager.executor.executor")
 

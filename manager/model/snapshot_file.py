@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kmedic.errors import KmedicError
-from manager.analyzer.placement_rules import location_of, rack_name_problem
+from manager.model.racks import location_of, rack_name_problem
 from manager.model.snapshot import Snapshot
 
 MAX_PROBLEMS_SHOWN = 20

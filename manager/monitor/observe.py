@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.brokerstats import BrokerStats
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
-from manager.coordination.placement_store import PlacementConfig
+from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import (
     AntiAffinityGroup,
     Broker,

@@ -23,7 +23,7 @@ from kmedic.metadata import (
     parse_reassignments,
     parse_topics,
 )
-from manager.coordination.placement_store import PlacementConfig
+from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition

@@ -18,7 +18,6 @@ from helpers import kafka_conf, wait_for
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 
-from manager.executor.batches import Move
 from manager.executor.executor import Executor, ExecutorConfig, MoveState
 from manager.executor.throttles import (
     FOLLOWER_RATE,
@@ -26,6 +25,7 @@ from manager.executor.throttles import (
     LEADER_RATE,
     LEADER_REPLICAS,
 )
+from manager.model.moves import Move
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,8 @@ from zk_support import zk_connect_for
 
 from composition.cli import main
 from kmedic.errors import KmedicError
-from manager.coordination.placement_store import BrokerGroup, Domain, IsolationGroup, ZkConfigStore
+from manager.coordination.placement_store import ZkConfigStore
+from manager.model.placement_config import BrokerGroup, Domain, IsolationGroup
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kmedic.errors import KmedicError
-from manager.executor.batches import Move, select_batch, throttle_plan
+from manager.executor.batches import select_batch, throttle_plan
+from manager.model.moves import Move
 
 BROKERS = st.integers(1, 6)
 

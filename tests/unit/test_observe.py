@@ -6,7 +6,7 @@ from typing import Any
 
 from kmedic.brokerstats import BrokerStats
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
-from manager.coordination.placement_store import Domain, PlacementConfig
+from manager.model.placement_config import Domain, PlacementConfig
 from manager.model.snapshot import Leadership, Policy
 from manager.model.snapshot_file import find_problems
 from manager.monitor.observe import (

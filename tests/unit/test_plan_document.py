@@ -14,8 +14,8 @@ from manager.coordination.plan_document import (
     plan_document,
     trimmed,
 )
-from manager.executor.batches import Move
 from manager.model.decision import Decision, ElectPreferredLeader, Reason, Reassign
+from manager.model.moves import Move
 
 SNAP = make(
     [broker(1, "/a"), broker(2, "/b"), broker(3, "/a"), broker(4, "/b")],

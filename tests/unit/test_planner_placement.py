@@ -10,9 +10,9 @@ from planner_fixtures import GB, MB, broker, make, part
 
 from manager.analyzer.placement import LoadOrder, place_new_partition
 from manager.analyzer.placement_audit import audit_existing
-from manager.analyzer.placement_rules import location_of, rack_name_problem, spread
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.planner import decide
+from manager.model.racks import location_of, rack_name_problem, spread
 
 
 def _racks_of(snap: Any, replicas: list[int]) -> set[str]:

@@ -10,9 +10,9 @@ from planner_fixtures import NOW, broker, make, part
 
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditRecord
-from manager.executor.batches import Move
 from manager.executor.executor import MoveState
 from manager.model.decision import Decision, Reason
+from manager.model.moves import Move
 from manager.web.metrics import ManagerMetrics, MetricsServer
 from manager.web.status_page import render_html, status_document
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kmedic.errors import KmedicError
-from manager.coordination.placement_store import (
+from manager.model.placement_config import (
     AntiAffinityGroup,
     BrokerGroup,
     Domain,
