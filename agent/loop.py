@@ -21,7 +21,7 @@ from agent.sampler import Backoff, Sampler
 from kmedic import brokerstats as bs
 from kmedic.logging import get_logger
 
-log = get_logger("kmedic.agent")
+log = get_logger(__name__)
 
 FLUSH_TIMEOUT_S = 10.0
 

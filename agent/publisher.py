@@ -21,7 +21,7 @@ from kmedic import brokerstats as bs
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 
-log = get_logger("kmedic.agent")
+log = get_logger(__name__)
 
 DeliveryHook = Callable[[float | None, str | None], None]
 """Called per record: (latency in seconds or None, error or None)."""
@@ -40,7 +40,7 @@ def producer_settings(config: AgentConfig) -> dict[str, Any]:
         "queue.buffering.max.kbytes": max(1024, config.max_queued_records * 64),
         "message.timeout.ms": int(max(60.0, config.interval_s * 10) * 1000),
         # librdkafka's own log lines go through the standard logging pipeline, not raw stderr.
-        "logger": logging.getLogger("kmedic.agent.producer"),
+        "logger": logging.getLogger(f"{__name__}.rdkafka"),
     }
 
 
@@ -52,7 +52,7 @@ def ensure_topic(config: AgentConfig, timeout_s: float = 15.0) -> bool:
 
     settings: dict[str, Any] = {
         "bootstrap.servers": config.publish_bootstrap or config.bootstrap,
-        "logger": logging.getLogger("kmedic.agent.producer"),
+        "logger": logging.getLogger(f"{__name__}.rdkafka"),
     }
     admin = AdminClient(settings)
     try:

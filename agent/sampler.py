@@ -30,7 +30,7 @@ from kmedic import brokerstats as bs
 from kmedic.logging import get_logger
 from kmedic.metadata import BrokerNode
 
-log = get_logger("kmedic.agent")
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

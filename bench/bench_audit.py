@@ -65,7 +65,7 @@ def bench_cluster(n: int, workdir: Path) -> list[str]:
         log = AuditLog(
             KafkaAuditSink("primary", cluster.bootstrap_servers, topic),
             workdir / "spool",
-            primary_timeout_s=BOUND_S,
+            write_timeout_s=BOUND_S,
             retry_interval_s=0.5,
         )
         log.write(record(-1))  # connect and warm up

@@ -35,7 +35,7 @@ from bench_docs import write_section  # noqa: E402
 from manager.analyzer.balance import plan_balance  # noqa: E402
 from manager.analyzer.gates import failing_gates  # noqa: E402
 from manager.analyzer.heal import plan_heal  # noqa: E402
-from manager.analyzer.placement_audit import BrokerTotals, audit_plan  # noqa: E402
+from manager.analyzer.placement_check import BrokerTotals, check_plan  # noqa: E402
 from manager.analyzer.placement_state import ClusterState  # noqa: E402
 from manager.analyzer.planner import decide  # noqa: E402
 from manager.model.snapshot_file import load_snapshot  # noqa: E402
@@ -197,7 +197,7 @@ def run_scenario(path: str, mode: str) -> dict[str, Any]:
             "total_bytes": sum(state.size[p] * len(r) for p, r in enumerate(state.replicas)),
         }
     t5 = time.process_time()
-    violations = audit_plan(state, totals, changes)
+    violations = check_plan(state, totals, changes)
     t6 = time.process_time()
     partitions = state.partition_count
     del state

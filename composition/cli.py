@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         # A failure nobody anticipated still gets one line; the traceback goes to the log
         # at DEBUG (run with --log-level DEBUG to see it).
-        logging.getLogger("composition.cli").debug("unexpected failure", exc_info=True)
+        logging.getLogger(__name__).debug("unexpected failure", exc_info=True)
         print(f"kmedic: error: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return code

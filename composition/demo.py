@@ -92,7 +92,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
     conf: dict[str, Any] = {
         "bootstrap.servers": cluster.bootstrap_servers,
-        "logger": logging.getLogger("composition.demo"),
+        "logger": logging.getLogger(f"{__name__}.rdkafka"),
     }
     admin = AdminClient(conf)
     story.step("create topics and start steady traffic")

@@ -19,7 +19,7 @@ from kmedic.errors import KmedicError
 from kmedic.localcluster import LocalCluster, process
 from kmedic.logging import get_logger
 
-log = get_logger("composition.pipeline")
+log = get_logger(__name__)
 
 
 @dataclass

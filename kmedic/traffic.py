@@ -15,7 +15,7 @@ from confluent_kafka import KafkaException, Producer
 
 from kmedic.logging import get_logger
 
-log = get_logger("kmedic.traffic")
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.config import load_config
 from manager.coordination.leadership import CoordinationConfig
+from manager.executor.executor import ExecutorConfig
 from manager.model.snapshot import Policy
 from manager.monitor.observe import CapacitySettings
 
@@ -37,20 +38,6 @@ class AuditSettings(_Settings):
     retry_interval_s: float = Field(default=5.0, gt=0)
 
 
-class ExecutorSettings(_Settings):
-    max_moves_per_broker: int = Field(
-        default=2, ge=1, description="concurrent moves touching one broker"
-    )
-    max_moves_in_flight: int = Field(
-        default=10, ge=1, description="concurrent moves in the cluster"
-    )
-    throttle_bytes_per_s: int = Field(
-        default=50_000_000, ge=1024, description="replication throttle"
-    )
-    move_timeout_s: float = Field(default=3600.0, gt=0)
-    cancel_on_timeout: bool = False
-
-
 class HttpSettings(_Settings):
     host: str = "127.0.0.1"
     port: int = Field(default=9309, ge=0, le=65535, description="0: pick a free port")
@@ -72,7 +59,7 @@ class ManagerConfig(_Settings):
     policy: Policy = Policy()
     capacity: CapacitySettings = CapacitySettings()
     audit: AuditSettings = AuditSettings()
-    executor: ExecutorSettings = ExecutorSettings()
+    executor: ExecutorConfig = ExecutorConfig()
     http: HttpSettings = HttpSettings()
 
 

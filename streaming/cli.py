@@ -17,7 +17,7 @@ from kmedic.errors import KmedicError, first_line
 from kmedic.logging import get_logger
 from streaming.config import StreamConfig, load_stream_config
 
-log = get_logger("kmedic.stream")
+log = get_logger(__name__)
 
 
 def register(subparsers: Any) -> None:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-log = get_logger("kmedic.stream")
+log = get_logger(__name__)
 
 DLQ_QUERY = "kmedic-brokerstats-dlq"
 LOADS_QUERY = "kmedic-loads"

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from kmedic.logging import get_logger
 from kmedic.metrics_http import serve_metrics
 
-log = get_logger("kmedic.stream")
+log = get_logger(__name__)
 
 # Progress reports read per query and poll at most: Spark keeps the last 100; a poll each
 # second sees every batch unless more than this many finish in between.

@@ -23,7 +23,7 @@ from typing import TypeVar
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 
-log = get_logger("kmedic.stream")
+log = get_logger(__name__)
 
 Q = TypeVar("Q")
 

@@ -13,7 +13,7 @@ from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from streaming.config import StreamConfig
 
-log = get_logger("kmedic.stream")
+log = get_logger(__name__)
 
 _TIMEOUT_S = 30.0
 

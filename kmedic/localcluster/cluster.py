@@ -25,7 +25,7 @@ from kmedic.localcluster.configs import CONTROLLER_ID, HOST, ClusterSpec
 from kmedic.logging import get_logger
 from kmedic.paths import config_file, jvm_jars
 
-log = get_logger("kmedic.localcluster")
+log = get_logger(__name__)
 
 STATE_FILE = "state.json"
 START_TIMEOUT_S = 120.0

@@ -134,7 +134,7 @@ def gate_load_data(snap: Snapshot, state: ClusterState) -> list[Reason]:
 
 
 def gate_reassignments(snap: Snapshot) -> list[Reason]:
-    foreign = [f"{r.topic}-{r.partition}" for r in snap.reassignments if not r.started_by_kmedic]
+    foreign = [f"{r.topic}:{r.partition}" for r in snap.reassignments if not r.started_by_kmedic]
     if not foreign:
         return []
     return [

@@ -152,7 +152,7 @@ class ClusterState:
         return len(self.topic)
 
     def name(self, p: int) -> str:
-        return f"{self.topic[p]}-{self.number[p]}"
+        return f"{self.topic[p]}:{self.number[p]}"
 
     def usable(self, b: int) -> bool:
         """A broker that may gain or lose replicas or leadership."""

@@ -1,7 +1,7 @@
 """decide(snapshot) -> Decision: diagnose, plan heal or balance, check the gates, and say why.
 
 Order of business: dead brokers are healed before anything is balanced (a cycle does one or the
-other); with an own reassignment still running the planner waits (noop); the plan is audited
+other); with an own reassignment still running the planner waits (noop); the plan is checked
 against the hard constraints; then every failing gate turns the decision into a refusal.
 Pure: the same snapshot always gives the same decision.
 """
@@ -16,7 +16,7 @@ from manager.analyzer.gates import (
     gate_plan_constraints,
 )
 from manager.analyzer.heal import HealPlan, ReplicaMove, plan_heal
-from manager.analyzer.placement_audit import BrokerTotals, audit_existing, audit_plan
+from manager.analyzer.placement_check import BrokerTotals, check_existing, check_plan
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import (
     Action,
@@ -81,7 +81,7 @@ def decide(snap: Snapshot) -> Decision:
         if state.dead:
             dead = ", ".join(str(b) for b in state.dead)
             summary = f"dead brokers {dead} hold no replicas; every live broker is within limits"
-        return Decision("noop", None, summary, _audit_reasons(state), (), 0, before, before)
+        return Decision("noop", None, summary, _placement_reasons(state), (), 0, before, before)
     budget = min(
         snap.policy.max_moves_per_cycle,
         snap.policy.max_moves_per_hour - snap.recent_actions.moves_last_hour,
@@ -127,7 +127,7 @@ def _finish_heal(
         )
     if not plan.blocked:
         changes = [(m.p, m.before, m.after) for m in plan.moves]
-        reasons += gate_plan_constraints(audit_plan(state, totals, changes))
+        reasons += gate_plan_constraints(check_plan(state, totals, changes))
         reasons += gate_budget(snap, len(plan.moves))
     if reasons:
         return _refuse("heal", reasons, before, broker_loads(state) if not plan.blocked else before)
@@ -159,7 +159,7 @@ def _finish_balance(
     reasons = list(gates)
     changes = [(m.p, m.before, m.after) for m in plan.leader_moves]
     changes += [(m.p, m.before, m.after) for m in plan.replica_moves]
-    reasons += gate_plan_constraints(audit_plan(state, totals, changes))
+    reasons += gate_plan_constraints(check_plan(state, totals, changes))
     if plan.move_count == 0:
         reasons.append(
             Reason(
@@ -182,7 +182,7 @@ def _finish_balance(
         )
     if plan.budget_hit:
         info.append(Reason("budget_truncated", "the plan stops at the move budget"))
-    info += _audit_reasons(state)
+    info += _placement_reasons(state)
     actions: list[Action] = []
     for lm in plan.leader_moves:
         topic, number = state.topic[lm.p], state.number[lm.p]
@@ -204,9 +204,9 @@ def _reassign(state: ClusterState, m: ReplicaMove) -> Reassign:
     return Reassign(state.topic[m.p], state.number[m.p], m.before, m.after)
 
 
-def _audit_reasons(state: ClusterState) -> tuple[Reason, ...]:
+def _placement_reasons(state: ClusterState) -> tuple[Reason, ...]:
     """Existing placement violations, reported every cycle (not repaired)."""
-    problems = audit_existing(state)
+    problems = check_existing(state)
     if not problems:
         return ()
     shown = "; ".join(problems[:MAX_EXAMPLES])

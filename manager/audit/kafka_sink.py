@@ -17,7 +17,7 @@ from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.audit.log import AuditRecord
 
-log = get_logger("manager.audit.kafka_sink")
+log = get_logger(__name__)
 
 DEFAULT_TOPIC = "kmedic.actions"
 # Repeats are close together (a replay follows the outage), so a window of ids is enough.
@@ -59,7 +59,7 @@ class KafkaAuditSink:
                 "reconnect.backoff.max.ms": 1000,
                 "error_cb": self._on_error,
                 # librdkafka's own lines go through logging like everything else.
-                "logger": logging.getLogger(f"manager.audit.log.rdkafka.{self.name}"),
+                "logger": logging.getLogger(f"{__name__}.rdkafka.{self.name}"),
             }
         )
         return self._producer
@@ -128,7 +128,7 @@ def ensure_audit_topic(
     at most as many replicas as the cluster has brokers."""
     conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap_servers,
-        "logger": logging.getLogger("manager.audit.log.admin"),
+        "logger": logging.getLogger(f"{__name__}.admin"),
     }
     admin = AdminClient(conf)
     try:
@@ -173,7 +173,7 @@ def read_records(
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "enable.partition.eof": False,
-            "logger": logging.getLogger("manager.audit.log.reader"),
+            "logger": logging.getLogger(f"{__name__}.reader"),
         }
     )
     try:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kmedic.logging import get_logger
 from manager.audit.spool import Spool
 
-log = get_logger("manager.audit.log")
+log = get_logger(__name__)
 
 AuditKind = Literal[
     "decision",
@@ -83,14 +83,14 @@ class AuditLog:
         spool_dir: Path,
         *,
         secondary: AuditSink | None = None,
-        primary_timeout_s: float = 5.0,
+        write_timeout_s: float = 5.0,
         retry_interval_s: float = 5.0,
         replay_batch: int = 500,
     ) -> None:
         self.primary = primary
         self.secondary = secondary
         self.spool = Spool(spool_dir)
-        self.primary_timeout_s = primary_timeout_s
+        self.write_timeout_s = write_timeout_s
         self.retry_interval_s = retry_interval_s
         self.replay_batch = replay_batch
         self._next_retry = 0.0
@@ -106,7 +106,7 @@ class AuditLog:
         if self.on_failover:
             self.replay()
         if not self.on_failover:
-            if self.primary.send([record], self.primary_timeout_s) == 1:
+            if self.primary.send([record], self.write_timeout_s) == 1:
                 self.counts["primary"] += 1
                 return record
             log.warning("audit_primary_unavailable", record=record.id, kind=record.kind)
@@ -132,7 +132,7 @@ class AuditLog:
                     valid.append((offset, AuditRecord.from_json(raw)))
                 except ValidationError as exc:
                     self.spool.quarantine(raw, f"not an audit record: {exc.error_count()} errors")
-            done = self.primary.send([r for _, r in valid], self.primary_timeout_s)
+            done = self.primary.send([r for _, r in valid], self.write_timeout_s)
             replayed += done
             if done < len(valid):
                 if done:
@@ -155,7 +155,7 @@ class AuditLog:
         stored = record.model_copy(update={"sink": "spool"})
         if self.secondary is not None:
             candidate = record.model_copy(update={"sink": "secondary"})
-            if self.secondary.send([candidate], self.primary_timeout_s) == 1:
+            if self.secondary.send([candidate], self.write_timeout_s) == 1:
                 stored = candidate
                 self.counts["secondary"] += 1
         # Always spooled: the spool is what gets replayed to the primary, in order.

@@ -15,7 +15,7 @@ from pathlib import Path
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 
-log = get_logger("manager.audit.spool")
+log = get_logger(__name__)
 
 
 class Spool:

@@ -12,7 +12,7 @@ from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.config import load_manager_config
 
-log = get_logger("manager.cli")
+log = get_logger(__name__)
 
 
 def register(sub: Any) -> None:
@@ -65,7 +65,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         bootstrap=cfg.bootstrap,
         stats_topic=cfg.topics.brokerstats,
         loads_topic=cfg.topics.replica_loads,
-        stats_lookback_ms=int(cfg.stats_lookback_s * 1000),
+        stats_lookback_s=cfg.stats_lookback_s,
     ).start()
     try:
         deadline = time.monotonic() + args.wait

@@ -48,7 +48,7 @@ from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.coordination.plan_store import PlanStore
 
-log = get_logger("manager.coordination.leadership")
+log = get_logger(__name__)
 
 SessionExpiredPolicy = Literal["reconnect", "shutdown"]
 

@@ -21,7 +21,7 @@ from kmedic.logging import get_logger
 if TYPE_CHECKING:
     from manager.coordination.leadership import Coordinator
 
-log = get_logger("manager.coordination.leadership")
+log = get_logger(__name__)
 
 
 class PlanConflictError(KmedicError):

@@ -18,7 +18,7 @@ from manager.model.snapshot import Snapshot
 from manager.monitor.observe import DeathEvidence
 from manager.web.metrics import ManagerMetrics
 
-log = get_logger("manager.daemon.audit_trail")
+log = get_logger(__name__)
 
 RECENT_RECORDS = 50
 

@@ -35,7 +35,7 @@ from manager.coordination.plan_document import (
 from manager.coordination.plan_store import StoredPlan
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.rules import blind, degrade, wait_for_plan
-from manager.executor.executor import Executor, ExecutorConfig, MoveState
+from manager.executor.executor import Executor, MoveState
 from manager.model.decision import Decision
 from manager.model.snapshot import Leadership, Snapshot
 from manager.monitor.observe import DeathEvidence, build_snapshot, death_evidence
@@ -43,7 +43,7 @@ from manager.monitor.sources import AdminUnavailable, ClusterSources
 from manager.web.metrics import ManagerMetrics, MetricsServer
 from manager.web.status_page import status_document
 
-log = get_logger("manager.daemon.manager")
+log = get_logger(__name__)
 
 
 class ClusterUnobservable(KmedicError):
@@ -85,7 +85,7 @@ class Manager:
             bootstrap=cfg.bootstrap,
             stats_topic=cfg.topics.brokerstats,
             loads_topic=cfg.topics.replica_loads,
-            stats_lookback_ms=int(cfg.stats_lookback_s * 1000),
+            stats_lookback_s=cfg.stats_lookback_s,
         )
         secondary = cfg.audit.secondary_bootstrap
         self.audit = AuditLog(
@@ -94,7 +94,7 @@ class Manager:
             secondary=KafkaAuditSink("secondary", secondary, cfg.topics.actions)
             if secondary
             else None,
-            primary_timeout_s=cfg.audit.write_timeout_s,
+            write_timeout_s=cfg.audit.write_timeout_s,
             retry_interval_s=cfg.audit.retry_interval_s,
         )
         self.trail = AuditTrail(
@@ -111,16 +111,10 @@ class Manager:
         )
 
     def _new_executor(self) -> Executor:
-        cfg, ex = self.cfg, self.cfg.executor
+        cfg = self.cfg
         return Executor(
             cfg.bootstrap,
-            ExecutorConfig(
-                max_moves_per_broker=ex.max_moves_per_broker,
-                max_moves_per_cluster=ex.max_moves_in_flight,
-                throttle_bytes_per_s=ex.throttle_bytes_per_s,
-                move_timeout_s=ex.move_timeout_s,
-                cancel_on_timeout=ex.cancel_on_timeout,
-            ),
+            cfg.executor,
             on_event=lambda kind, state, details: self.trail.move_event(kind, state, details),
         )
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError as KpKafkaError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
@@ -33,7 +33,7 @@ from manager.executor.batches import select_batch, throttle_plan
 from manager.executor.throttles import Throttles
 from manager.model.moves import Move, TopicPartition
 
-log = get_logger("manager.executor.executor")
+log = get_logger(__name__)
 
 Status = Literal["pending", "in_flight", "completed", "failed", "cancelled"]
 # How long broker metadata may lag the controller before a move is judged by it.
@@ -41,9 +41,18 @@ METADATA_SETTLE_S = 15.0
 
 
 class ExecutorConfig(BaseModel):
-    max_moves_per_broker: int = Field(default=2, ge=1)
-    max_moves_per_cluster: int = Field(default=10, ge=1)
-    throttle_bytes_per_s: int | None = Field(default=50_000_000, ge=1)
+    """The ``executor:`` section of the manager config, as the executor reads it."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_moves_per_broker: int = Field(
+        default=2, ge=1, description="concurrent moves touching one broker"
+    )
+    max_moves_in_flight: int = Field(
+        default=10, ge=1, description="concurrent moves in the cluster"
+    )
+    throttle_bytes_per_s: int | None = Field(
+        default=50_000_000, ge=1024, description="replication throttle; null: none"
+    )
     move_timeout_s: float = Field(default=3600.0, gt=0)
     cancel_on_timeout: bool = False
     poll_interval_s: float = Field(default=2.0, gt=0)
@@ -259,7 +268,7 @@ class Executor:
             replicas_now,
             [s.move for s in self.in_flight()],
             max_per_broker=self.config.max_moves_per_broker,
-            max_per_cluster=self.config.max_moves_per_cluster,
+            max_per_cluster=self.config.max_moves_in_flight,
             dead=frozenset(b for reps in replicas_now.values() for b in reps) - view.live_brokers,
         )
         if not batch:

@@ -17,7 +17,7 @@ from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.executor.batches import ThrottlePlan
 
-log = get_logger("manager.executor.throttles")
+log = get_logger(__name__)
 
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"

@@ -40,7 +40,7 @@ class Reassign:
 
     def describe(self) -> str:
         return (
-            f"reassign {self.topic}-{self.partition}: "
+            f"reassign {self.topic}:{self.partition}: "
             f"{list(self.replicas_from)} -> {list(self.replicas_to)}"
         )
 
@@ -60,7 +60,7 @@ class ElectPreferredLeader:
         }
 
     def describe(self) -> str:
-        return f"elect preferred leader of {self.topic}-{self.partition}: broker {self.leader}"
+        return f"elect preferred leader of {self.topic}:{self.partition}: broker {self.leader}"
 
 
 Action = Reassign | ElectPreferredLeader

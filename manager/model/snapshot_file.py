@@ -91,7 +91,7 @@ def _check_topics(snap: Snapshot, broker_ids: set[int]) -> list[str]:
             key = (topic.name, p.partition)
             if key in partitions:
                 problems.append(
-                    f"{where}.partition: duplicate partition {topic.name}-{p.partition}"
+                    f"{where}.partition: duplicate partition {topic.name}:{p.partition}"
                 )
             partitions.add(key)
             replicas = set(p.replicas)
@@ -107,7 +107,7 @@ def _check_topics(snap: Snapshot, broker_ids: set[int]) -> list[str]:
                 problems.append(f"{where}.leader: {p.leader} is not one of the replicas")
     for ri, r in enumerate(snap.reassignments):
         if (r.topic, r.partition) not in partitions:
-            problems.append(f"reassignments.{ri}: unknown partition {r.topic}-{r.partition}")
+            problems.append(f"reassignments.{ri}: unknown partition {r.topic}:{r.partition}")
     return problems
 
 

@@ -19,7 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from kmedic.logging import get_logger
 
-log = get_logger("manager.monitor.feeds")
+log = get_logger(__name__)
 
 V = TypeVar("V")
 
@@ -65,7 +65,7 @@ class LatestByKey(Generic[V]):
                 "enable.partition.eof": True,
                 "topic.metadata.refresh.interval.ms": 10000,
                 # librdkafka's own lines go through logging like everything else.
-                "logger": logging.getLogger(f"manager.monitor.feeds.rdkafka.{topic}"),
+                "logger": logging.getLogger(f"{__name__}.rdkafka.{topic}"),
             }
         )
         self._lock = threading.Lock()

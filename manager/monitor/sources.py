@@ -28,7 +28,7 @@ from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
 
-log = get_logger("manager.monitor.sources")
+log = get_logger(__name__)
 
 
 ADMIN_ATTEMPTS = 3
@@ -96,7 +96,7 @@ class ClusterSources:
         bootstrap: str,
         stats_topic: str,
         loads_topic: str,
-        stats_lookback_ms: int,
+        stats_lookback_s: float,
         request_timeout_s: float = 4.0,
     ) -> None:
         self.cluster = cluster
@@ -104,7 +104,11 @@ class ClusterSources:
         self._timeout_ms = int(request_timeout_s * 1000)
         self._admin: Any = None
         self.agents: LatestByKey[AgentView] = LatestByKey(
-            bootstrap, stats_topic, decode_agent, lookback_ms=stats_lookback_ms, merge=merge_agent
+            bootstrap,
+            stats_topic,
+            decode_agent,
+            lookback_ms=int(stats_lookback_s * 1000),
+            merge=merge_agent,
         )
         self.loads: LatestByKey[LoadView] = LatestByKey(bootstrap, loads_topic, decode_load)
         # Memory across cycles: when each broker was first seen missing, and its last rack.

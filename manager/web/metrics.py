@@ -26,7 +26,7 @@ from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.web.status_page import render_html
 
-log = get_logger("manager.web.metrics")
+log = get_logger(__name__)
 
 Outcome = Literal["act", "noop", "refuse"]
 OUTCOMES: tuple[Outcome, ...] = ("act", "noop", "refuse")

@@ -44,7 +44,7 @@ def test_every_broker_down_spools_then_replays_in_order(
     log = AuditLog(
         KafkaAuditSink("primary", bootstrap, topic),
         spool_dir,
-        primary_timeout_s=3.0,
+        write_timeout_s=3.0,
         retry_interval_s=1.0,
     )
     written: list[AuditRecord] = []
@@ -153,7 +153,7 @@ def test_secondary_bootstrap_takes_records_during_the_outage(
         KafkaAuditSink("primary", primary_bootstrap, topic),
         tmp_path / "spool",
         secondary=KafkaAuditSink("secondary", secondary_bootstrap, topic),
-        primary_timeout_s=3.0,
+        write_timeout_s=3.0,
         retry_interval_s=1.0,
     )
     try:

@@ -38,7 +38,7 @@ def test_text_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--snapshot", str(EXAMPLES / "dead-broker.json")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("decision: act (heal)")
-    assert "reassign orders-" in out
+    assert "reassign orders:" in out
 
 
 def test_bad_input_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -73,7 +73,7 @@ def test_unexplained_under_replication() -> None:
     assert _codes(snap) == {"unexplained_under_replication"}
     decision = decide(snap)
     assert decision.outcome == "refuse"
-    assert "t-0" in decision.reasons[0].message
+    assert "t:0" in decision.reasons[0].message
 
 
 def test_under_replication_explained_by_dead_broker_or_own_catch_up() -> None:

@@ -62,7 +62,7 @@ def test_all_or_nothing() -> None:
     assert decision.outcome == "refuse"
     assert decision.actions == ()
     assert decision.bytes_to_move == 0
-    assert "stuck-0" in decision.reasons[0].message
+    assert "stuck:0" in decision.reasons[0].message
     state = ClusterState(snap)
     plan = plan_heal(state)
     assert plan.moves == [] and len(plan.blocked) == 1

@@ -9,7 +9,7 @@ import pytest
 from planner_fixtures import GB, MB, broker, make, part
 
 from manager.analyzer.placement import LoadOrder, place_new_partition
-from manager.analyzer.placement_audit import audit_existing
+from manager.analyzer.placement_check import check_existing
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.planner import decide
 from manager.model.racks import location_of, rack_name_problem, spread
@@ -115,7 +115,7 @@ def test_two_racks_lost_min_racks_3_enforced_refuses() -> None:
     assert decision.actions == ()
     assert all(r.code == "plan_violates_constraints" for r in decision.reasons)
     assert "min_racks" in decision.reasons[0].message
-    assert "events-" in decision.reasons[0].message
+    assert "events:" in decision.reasons[0].message
 
 
 def test_two_racks_lost_min_racks_2_enforced_places() -> None:
@@ -288,7 +288,7 @@ def test_failure_domains_default_to_racks() -> None:
     assert state.domain[3] == "d" and state.domain[4] == "/r4"
 
 
-def test_placement_audit_reports_existing_violations() -> None:
+def test_placement_check_reports_existing_violations() -> None:
     brokers = [broker(b, f"/r{(b - 1) % 3 + 1}") for b in range(1, 7)]
     snap = make(
         brokers,
@@ -296,10 +296,10 @@ def test_placement_audit_reports_existing_violations() -> None:
         broker_groups=[{"name": "g", "brokers": [1, 2]}],
         isolation_groups=[{"name": "i", "topics": ["iso"], "primary": "g"}],
     )
-    problems = audit_existing(ClusterState(snap))
+    problems = check_existing(ClusterState(snap))
     assert problems == [
-        "t-0: replicas [1, 4, 2] share a rack",
-        "iso-0: brokers [3] are outside its isolation group",
+        "t:0: replicas [1, 4, 2] share a rack",
+        "iso:0: brokers [3] are outside its isolation group",
     ]
     decision = decide(snap)
     assert decision.outcome == "noop"
@@ -307,10 +307,10 @@ def test_placement_audit_reports_existing_violations() -> None:
     assert "2 placement policy violations" in decision.reasons[0].message
 
 
-def test_placement_audit_reports_enforced_min_racks_shortfall() -> None:
+def test_placement_check_reports_enforced_min_racks_shortfall() -> None:
     brokers = [broker(b, f"/r{(b - 1) % 2 + 1}") for b in range(1, 5)]
     policy = {"enforce_min_racks": True, "min_racks": 3}
     snap = make(brokers, {"t": [part(0, [1, 2, 3]), part(1, [1, 2])]}, policy=policy)
-    assert audit_existing(ClusterState(snap)) == [
-        "t-0: replicas [1, 2, 3] span 2 racks, min_racks requires 3"
+    assert check_existing(ClusterState(snap)) == [
+        "t:0: replicas [1, 2, 3] span 2 racks, min_racks requires 3"
     ]

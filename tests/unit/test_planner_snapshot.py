@@ -144,7 +144,7 @@ def test_negative_size_is_named() -> None:
             lambda d: d.update(
                 reassignments=[{"topic": "t", "partition": 5, "started_by_kmedic": True}]
             ),
-            "reassignments.0: unknown partition t-5",
+            "reassignments.0: unknown partition t:5",
         ),
         (
             lambda d: d.update(default_capacity=None),

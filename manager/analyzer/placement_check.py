@@ -33,7 +33,7 @@ class BrokerTotals:
 EPSILON = 1e-9  # relative: float sums drift by far less
 
 
-def audit_plan(
+def check_plan(
     state: ClusterState,
     before: BrokerTotals,
     changes: Iterable[tuple[int, tuple[int, ...], tuple[int, ...]]],
@@ -77,8 +77,8 @@ def audit_plan(
     return problems
 
 
-def audit_existing(state: ClusterState) -> list[str]:
-    """Violations in the placement as it is (BookKeeper's auditor): reported, not repaired.
+def check_existing(state: ClusterState) -> list[str]:
+    """Violations in the placement as it is (BookKeeper's auditor's job): reported, not repaired.
 
     A partition breaks the policy when its replicas share a rack (zone) although the cluster
     has enough racks for them to be apart, or when it spans fewer racks than an enforced
