@@ -31,15 +31,14 @@ def register(sub: Any) -> None:
 
 
 def cmd_manager(args: argparse.Namespace) -> int:
-    from manager.daemon.manager import Manager
+    from manager.daemon.wiring import build_manager
 
-    cfg = load_manager_config(args.config)
-    manager = Manager(cfg)
+    manager = build_manager(load_manager_config(args.config))
     signal.signal(signal.SIGTERM, lambda *_: manager.request_stop())
-    manager.start()
     try:
+        manager.start()
         if args.once:
-            manager.cycle()
+            manager.run_once()
         else:
             manager.run()
     except KeyboardInterrupt:
@@ -51,52 +50,31 @@ def cmd_manager(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from manager.coordination.leadership import Coordinator
-    from manager.coordination.move_budget import from_plan, moves_in_window
-    from manager.coordination.placement_store import ZkConfigStore
-    from manager.coordination.plan_document import own_partitions
+    """Reads ZooKeeper on a plain session: a snapshot joins no election and never moves the
+    fencing epoch, whether or not a manager is running."""
+    from manager.coordination.session import zk_session
+    from manager.coordination.state import read_state
+    from manager.daemon.observation import observe_cluster
+    from manager.daemon.wiring import sources_for
     from manager.model.snapshot import Leadership
-    from manager.monitor.observe import build_snapshot
-    from manager.monitor.sources import ClusterSources
 
     cfg = load_manager_config(args.config)
-    sources = ClusterSources(
-        cluster=cfg.cluster,
-        bootstrap=cfg.bootstrap,
-        stats_topic=cfg.topics.brokerstats,
-        loads_topic=cfg.topics.replica_loads,
-        stats_lookback_s=cfg.stats_lookback_s,
-    ).start()
+    sources = sources_for(cfg).start()
     try:
         deadline = time.monotonic() + args.wait
         while time.monotonic() < deadline and not all(s.caught_up for s in sources.feed_status()):
             time.sleep(0.5)
-        with ZkConfigStore.connect(
-            cfg.zookeeper.zk_connect, cfg.cluster, cfg.zookeeper.root
-        ) as store:
-            placement = store.load()
-            coord = Coordinator(cfg.zookeeper, cfg.cluster, "kmedic-snapshot")
-            coord.start()
-            try:
-                epoch = coord.current_epoch()
-                stored = coord.plans.read()
-            finally:
-                coord.stop()
-        own = own_partitions(stored.plan if stored else None)
+        zk = cfg.zookeeper
+        with zk_session(zk.zk_connect, zk.session_timeout_s) as client:
+            state = read_state(client, cfg.cluster, zk.root)
         # A saved snapshot is for replay: it holds no leadership of its own.
+        epoch = state.current_epoch
         leadership = Leadership(
             holder="kmedic-snapshot", epoch=epoch, current_epoch=epoch, is_leader=True
         )
-        obs = sources.observe(
-            int(time.time() * 1000),
-            placement=placement,
-            leadership=leadership,
-            own_moves=own,
-            moves_last_hour=moves_in_window(from_plan(stored.plan), time.time()) if stored else 0,
-        )
+        snap, _ = observe_cluster(cfg, sources, state, leadership, time.time())
     finally:
         sources.stop()
-    snap = build_snapshot(obs, cfg.policy, cfg.capacity)
     try:
         args.out.write_text(snap.model_dump_json(indent=1))
     except OSError as exc:

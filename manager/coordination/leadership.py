@@ -47,6 +47,8 @@ from pydantic import BaseModel, Field
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.coordination.plan_store import PlanStore
+from manager.coordination.state import CoordinationState, read_state
+from manager.coordination.znodes import CoordinationError, decode_json, manager_path, parse_epoch
 
 log = get_logger(__name__)
 
@@ -65,22 +67,12 @@ class CoordinationConfig(BaseModel):
     reconnect_max_delay_s: float = Field(default=5.0, gt=0)
 
 
-class CoordinationError(KmedicError):
-    """ZooKeeper is unreachable or answered something unexpected."""
-
-
 class FencedError(KmedicError):
     """A write was rejected because a newer leader (higher epoch) exists."""
 
 
 def default_instance_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
-
-
-def manager_path(root: str, cluster: str) -> str:
-    if not cluster or "/" in cluster:
-        raise KmedicError(f"invalid cluster name {cluster!r}: must be non-empty without '/'")
-    return f"{root.rstrip('/')}/{cluster}/manager"
 
 
 class Coordinator:
@@ -206,7 +198,24 @@ class Coordinator:
         cid = self._client.client_id
         return int(cid[0]) if cid else None
 
+    def watch(
+        self,
+        *,
+        on_leadership_acquired: Callable[[int], None] | None = None,
+        on_leadership_lost: Callable[[str], None] | None = None,
+        on_shutdown: Callable[[str], None] | None = None,
+    ) -> None:
+        """Set the callbacks (run on the supervisor thread); for owners built after this."""
+        self._on_acquired = on_leadership_acquired
+        self._on_lost = on_leadership_lost
+        self._on_shutdown = on_shutdown
+
     # -- reads -----------------------------------------------------------------------------
+
+    def read_state(self) -> CoordinationState:
+        """The placement config, the in-flight plan and the current epoch, on this
+        instance's own session: what one cycle needs, read once."""
+        return read_state(self._client, self.cluster, self.config.root)
 
     def current_leader(self) -> dict[str, Any] | None:
         """The leader znode's content, or None when nobody leads."""
@@ -238,7 +247,7 @@ class Coordinator:
             return None
         except (KazooException, KazooTimeoutError) as exc:
             raise CoordinationError(f"cannot read {path}: {exc!r}") from exc
-        return _decode(data, path), stat
+        return decode_json(data, path), stat
 
     # -- fenced writes ---------------------------------------------------------------------
 
@@ -369,11 +378,7 @@ class Coordinator:
             data, stat = self._client.get(self.epoch_path)
         except (KazooException, KazooTimeoutError) as exc:
             raise CoordinationError(f"cannot read {self.epoch_path}: {exc!r}") from exc
-        text = data.decode().strip() if data else "0"
-        try:
-            return int(text or "0"), int(stat.version)
-        except ValueError as exc:
-            raise CoordinationError(f"{self.epoch_path} holds {text!r}, not an integer") from exc
+        return parse_epoch(data, self.epoch_path), int(stat.version)
 
     def _leader_payload(self, epoch: int | None) -> bytes:
         doc = {"instance": self.instance_id, "epoch": epoch, "session": self.session_id()}
@@ -414,13 +419,3 @@ class Coordinator:
             self._client.stop()
         except (KazooException, KazooTimeoutError) as exc:
             log.warning("coordination_stop_failed", error=repr(exc))
-
-
-def _decode(data: bytes, path: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(data.decode() or "{}")
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CoordinationError(f"{path} does not hold JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise CoordinationError(f"{path} holds {type(doc).__name__}, not a JSON object")
-    return doc

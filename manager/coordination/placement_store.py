@@ -28,6 +28,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from pydantic import ValidationError
 
 from kmedic.errors import KmedicError
+from manager.coordination.session import zk_session
 from manager.model.placement_config import (
     KIND_DIRS,
     Kind,
@@ -55,19 +56,8 @@ class ZkConfigStore:
     def connect(
         cls, zk_connect: str, cluster: str, root: str = "/kmedic", timeout_s: float = 10.0
     ) -> Iterator[ZkConfigStore]:
-        client = KazooClient(hosts=zk_connect, timeout=timeout_s)
-        try:
-            client.start(timeout=timeout_s)
-        except KazooTimeoutError as exc:
-            client.close()
-            raise KmedicError(
-                f"cannot connect to ZooKeeper at {zk_connect} within {timeout_s:.0f}s"
-            ) from exc
-        try:
+        with zk_session(zk_connect, timeout_s) as client:
             yield cls(client, cluster, root)
-        finally:
-            client.stop()
-            client.close()
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -39,6 +39,17 @@ class StoredPlan:
     written_at: float
 
 
+def parse_stored_plan(doc: Mapping[str, Any], stat: Any) -> StoredPlan:
+    """The plan znode's JSON document and its stat, as a StoredPlan."""
+    return StoredPlan(
+        plan=dict(doc.get("plan") or {}),
+        version=int(stat.version),
+        epoch=int(doc.get("epoch", 0)),
+        instance=str(doc.get("instance", "")),
+        written_at=float(doc.get("written_at", 0.0)),
+    )
+
+
 class PlanStore:
     """Read, write and clear the in-flight plan of one cluster, fenced by the epoch."""
 
@@ -48,16 +59,7 @@ class PlanStore:
 
     def read(self) -> StoredPlan | None:
         found = self._coordinator.get_json(self.path)
-        if found is None:
-            return None
-        doc, stat = found
-        return StoredPlan(
-            plan=dict(doc.get("plan") or {}),
-            version=stat.version,
-            epoch=int(doc.get("epoch", 0)),
-            instance=str(doc.get("instance", "")),
-            written_at=float(doc.get("written_at", 0.0)),
-        )
+        return None if found is None else parse_stored_plan(*found)
 
     def write(self, plan: Mapping[str, Any], expected_version: int | None) -> StoredPlan:
         """Store the plan: create it (``expected_version=None``) or compare-and-set.

@@ -10,15 +10,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from kmedic.logging import get_logger
 from manager.audit.log import AuditLog, AuditRecord
 from manager.executor.executor import MoveState
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
 from manager.monitor.observe import DeathEvidence
 from manager.web.metrics import ManagerMetrics
-
-log = get_logger(__name__)
 
 RECENT_RECORDS = 50
 
@@ -86,15 +83,8 @@ class AuditTrail:
     def decision(
         self, decision: Decision, snap: Snapshot | None, evidence: dict[int, DeathEvidence]
     ) -> None:
-        """One record per cycle; ``snap`` is None when the cycle could not observe the cluster."""
-        log.info(
-            "decision",
-            outcome=decision.outcome,
-            kind=decision.kind,
-            summary=decision.summary,
-            reasons=[r.code for r in decision.reasons],
-            actions=len(decision.actions),
-        )
+        """One record per cycle; ``snap`` is None when the cycle could not observe the cluster.
+        (The log line is the daemon loop's: one per cycle, with the outcome.)"""
         # Why each dead broker counts as dead: both signals, in the record on-call reads.
         dead = [b.id for b in snap.brokers if not b.alive] if snap else []
         why_dead = [

@@ -1,138 +1,107 @@
 """The manager daemon: observe, decide, act or refuse — one cycle at a time, audited.
 
-Each cycle builds one immutable snapshot, runs the pure planner over it, and then acts only
-when this instance leads with a current fencing epoch. Standbys observe and export metrics but
-neither decide nor write the audit log. The in-flight plan lives in ZooKeeper (compare-and-set
-on its version), so a new leader adopts it instead of starting over or leaving moves orphaned.
+Each cycle reads ZooKeeper once (placement config, in-flight plan, epoch), builds one
+immutable snapshot, runs the pure planner over it, and acts only when this instance leads
+with a current fencing epoch. It returns one outcome with one sentence (manager.daemon.outcome),
+which the loop logs once. Standbys observe and export metrics but neither decide nor write
+the audit log. The in-flight plan lives in ZooKeeper (compare-and-set on its version), so a
+new leader adopts it instead of starting over or leaving moves orphaned.
+
+Collaborators (sources, coordinator, executor, audit log, clock) are passed in:
+manager.daemon.wiring builds the real ones, unit tests pass fakes.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
-
-from kazoo.client import KazooClient
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.analyzer.health import alerts_for, heal_needed, health_facts
 from manager.analyzer.planner import decide
-from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
-from manager.coordination.leadership import Coordinator, default_instance_id
-from manager.coordination.move_budget import from_plan, moves_in_window, with_started
-from manager.coordination.placement_store import ZkConfigStore
-from manager.coordination.plan_document import (
-    moves_for,
-    moves_to_adopt,
-    own_partitions,
-    plan_document,
-    trimmed,
-)
+from manager.coordination.leadership import FencedError
+from manager.coordination.move_budget import from_plan, with_started
+from manager.coordination.plan_document import moves_for, moves_to_adopt, plan_document, trimmed
 from manager.coordination.plan_store import StoredPlan
+from manager.coordination.state import CoordinationState
 from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.observation import ClusterUnobservable, observe_cluster
+from manager.daemon.outcome import CycleOutcome
+from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
 from manager.daemon.rules import blind, degrade, wait_for_plan
-from manager.executor.executor import Executor, MoveState
+from manager.executor.executor import MoveState
 from manager.model.decision import Decision
 from manager.model.snapshot import Leadership, Snapshot
-from manager.monitor.observe import DeathEvidence, build_snapshot, death_evidence
-from manager.monitor.sources import AdminUnavailable, ClusterSources
+from manager.monitor.observe import DeathEvidence
 from manager.web.metrics import ManagerMetrics, MetricsServer
 from manager.web.status_page import status_document
 
 log = get_logger(__name__)
 
 
-class ClusterUnobservable(KmedicError):
-    """This cycle could not read the cluster (Admin API) or its placement config (ZooKeeper)."""
-
-
 class Manager:
-    """One manager instance. ``start`` connects everything; ``cycle`` runs one cycle;
-    ``run`` loops until ``stop``."""
+    """One manager instance. ``start`` connects everything; ``cycle`` runs one cycle and
+    returns its outcome; ``run`` loops (logging each outcome) until ``stop``."""
 
-    def __init__(self, cfg: ManagerConfig) -> None:
+    def __init__(
+        self,
+        cfg: ManagerConfig,
+        *,
+        instance: str,
+        sources: Sources,
+        coordinator: Coordinator,
+        executor: Executor,
+        audit: AuditLog,
+        clock: Clock | None = None,
+    ) -> None:
         self.cfg = cfg
-        self.instance = cfg.instance_id or default_instance_id()
+        self.instance = instance
+        self.sources = sources
+        self.coordinator = coordinator
+        self.executor = executor
+        self.audit = audit
+        self.clock: Clock = clock or SystemClock()
         self.metrics = ManagerMetrics(cfg.cluster)
+        self.server: MetricsServer | None = None
         self._stop = threading.Event()
         self._adopt = threading.Event()  # set when leadership is (re)acquired
+        self._drop_moves = threading.Event()  # set when leadership is lost
         # When moves started (wall clock), as stored with the plan: the hourly budget.
         self._moves_started: list[tuple[float, int]] = []
-        self._last_cycle_ok = 0.0
-        self._started_at = time.monotonic()
+        # The in-flight plan as this cycle read it, then as this cycle last wrote it.
+        self._plan: StoredPlan | None = None
+        self._started_at = self.clock.monotonic()
+        self._last_cycle_ok = self._started_at
         self.last_decision: Decision | None = None
         self.last_snapshot: Snapshot | None = None
         self._moves_view: tuple[MoveState, ...] = ()
         self._evidence: dict[int, DeathEvidence] = {}
-        self.coordinator = Coordinator(
-            cfg.zookeeper,
-            cfg.cluster,
-            self.instance,
+        self.trail = AuditTrail(
+            audit,
+            self.metrics,
+            cluster=cfg.cluster,
+            instance=instance,
+            epoch=lambda: coordinator.epoch,
+        )
+        executor.on_event = self.trail.move_event
+        coordinator.watch(
             on_leadership_acquired=lambda epoch: self._adopt.set(),
             on_leadership_lost=self._on_leadership_lost,
             on_shutdown=lambda reason: self._stop.set(),
-        )
-        self._zk = KazooClient(
-            hosts=cfg.zookeeper.zk_connect, timeout=cfg.zookeeper.session_timeout_s
-        )
-        self.config_store = ZkConfigStore(self._zk, cfg.cluster, cfg.zookeeper.root)
-        self.sources = ClusterSources(
-            cluster=cfg.cluster,
-            bootstrap=cfg.bootstrap,
-            stats_topic=cfg.topics.brokerstats,
-            loads_topic=cfg.topics.replica_loads,
-            stats_lookback_s=cfg.stats_lookback_s,
-        )
-        secondary = cfg.audit.secondary_bootstrap
-        self.audit = AuditLog(
-            KafkaAuditSink("primary", cfg.bootstrap, cfg.topics.actions),
-            cfg.audit.spool_dir,
-            secondary=KafkaAuditSink("secondary", secondary, cfg.topics.actions)
-            if secondary
-            else None,
-            write_timeout_s=cfg.audit.write_timeout_s,
-            retry_interval_s=cfg.audit.retry_interval_s,
-        )
-        self.trail = AuditTrail(
-            self.audit,
-            self.metrics,
-            cluster=cfg.cluster,
-            instance=self.instance,
-            epoch=lambda: self.coordinator.epoch,
-        )
-        self._drop_moves = threading.Event()  # set when leadership is lost
-        self.executor = self._new_executor()
-        self.server = MetricsServer(
-            self.metrics.registry, self.health, cfg.http.host, cfg.http.port, status=self.status
-        )
-
-    def _new_executor(self) -> Executor:
-        cfg = self.cfg
-        return Executor(
-            cfg.bootstrap,
-            cfg.executor,
-            on_event=lambda kind, state, details: self.trail.move_event(kind, state, details),
         )
 
     # ---- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> Manager:
-        self.server.start()
-        try:
-            ensure_audit_topic(self.cfg.bootstrap, self.cfg.topics.actions)
-        except KmedicError as exc:  # the audit log fails over; the topic can come later
-            log.warning("audit_topic_unavailable", error=str(exc))
+        http = self.cfg.http
+        self.server = MetricsServer(
+            self.metrics.registry, self.health, http.host, http.port, status=self.status
+        ).start()
         self.sources.start()
-        try:
-            self._zk.start(timeout=self.cfg.zookeeper.session_timeout_s)
-        except Exception as exc:
-            raise KmedicError(
-                f"cannot connect to ZooKeeper at {self.cfg.zookeeper.zk_connect}: {exc}"
-            ) from exc
         self.coordinator.start()
         log.info(
             "manager_started",
@@ -144,15 +113,10 @@ class Manager:
 
     def stop(self) -> None:
         self._stop.set()
-        for closer in (
-            self.coordinator.stop,
-            self._zk.stop,
-            self._zk.close,
-            self.sources.stop,
-            self.executor.close,
-            self.audit.close,
-            self.server.stop,
-        ):
+        closers = [self.coordinator.stop, self.sources.stop, self.executor.close, self.audit.close]
+        if self.server is not None:
+            closers.append(self.server.stop)
+        for closer in closers:
             try:
                 closer()
             except Exception as exc:  # keep closing the rest
@@ -164,33 +128,49 @@ class Manager:
 
     def run(self) -> None:
         while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self.cycle()
-            except Exception as exc:  # one bad cycle must not end the daemon
-                log.exception("cycle_failed", error=str(exc))
-            self._stop.wait(max(0.0, self.cfg.interval_s - (time.monotonic() - started)))
+            started = self.clock.monotonic()
+            self.run_once()
+            self._stop.wait(max(0.0, self.cfg.interval_s - (self.clock.monotonic() - started)))
+
+    def run_once(self) -> CycleOutcome | None:
+        """One cycle, its outcome logged once (None: the cycle failed; logged with why)."""
+        try:
+            outcome = self.cycle()
+        except Exception as exc:  # one bad cycle must not end the daemon
+            log.exception("cycle_failed", error=str(exc))
+            return None
+        level = "warning" if outcome.kind in ("refuse", "blind") else "info"
+        actions = len(outcome.decision.actions) if outcome.decision else 0
+        getattr(log, level)(
+            "cycle",
+            outcome=outcome.kind,
+            sentence=outcome.sentence,
+            reasons=list(outcome.reasons),
+            actions=actions,
+        )
+        return outcome
 
     def request_stop(self) -> None:
         self._stop.set()
 
     # ---- one cycle ----------------------------------------------------------------------
 
-    def cycle(self) -> Decision | None:
-        t0 = time.monotonic()
+    def cycle(self) -> CycleOutcome:
+        t0 = self.clock.monotonic()
         coord = self.coordinator
         self.metrics.observe_leadership(coord.is_leader, coord.epoch, coord.connected)
         self.audit.replay()
         self.metrics.observe_audit(self.audit.on_failover, self.audit.spool.pending())
         if self._drop_moves.is_set():
             self._drop_moves.clear()
-            self.executor.close()
-            self.executor = self._new_executor()
+            self.executor.forget_moves()
         if not coord.connected:
-            log.warning("no_action", why="ZooKeeper is unreachable; leadership cannot be proven")
-            return None
+            return CycleOutcome(
+                "blind", "blind: ZooKeeper is unreachable, so leadership cannot be proven"
+            )
         try:
-            snap = self._snapshot()
+            state = self._read_state()
+            snap = self._snapshot(state)
         except ClusterUnobservable as exc:
             return self._refuse_blind(str(exc))
         self.metrics.observe_observable(True)
@@ -198,19 +178,19 @@ class Manager:
         self.metrics.observe_cluster(facts.dead_brokers, facts.urp_explained, facts.urp_unexplained)
         self.metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
         if not coord.is_leader:
-            log.info("standby", leader=coord.current_leader(), dead_brokers=facts.dead_brokers)
-            return None
+            return CycleOutcome("standby", _standby_sentence(state, facts.dead_brokers))
+        self._plan = state.plan
         if self._adopt.is_set():
             self._adopt_plan(snap)
         if self.executor.active():
             self._step_executor()
-        t_plan = time.monotonic()
+        t_plan = self.clock.monotonic()
         decision = degrade(
             decide(snap),
             audit_on_failover=self.audit.on_failover,
             coordination_reliable=coord.may_act(),
         )
-        self.metrics.observe_plan(time.monotonic() - t_plan)
+        self.metrics.observe_plan(self.clock.monotonic() - t_plan)
         active = self.executor.active()
         running = sum(1 for m in active if m.status == "in_flight")
         decision = wait_for_plan(decision, running=running, queued=len(active) - running)
@@ -219,22 +199,22 @@ class Manager:
         )
         self.trail.decision(decision, snap, self._evidence)
         self.trail.alerts(alerts_for(decision, audit_on_failover=self.audit.on_failover))
+        outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
-            self._execute(decision, snap)
+            outcome = self._execute(decision, snap)
         self.last_decision = decision
         self._observe_moves()
-        self._last_cycle_ok = time.monotonic()
-        self.metrics.observe_cycle(self._last_cycle_ok - t0, time.time())
-        return decision
+        self._last_cycle_ok = self.clock.monotonic()
+        self.metrics.observe_cycle(self._last_cycle_ok - t0, self.clock.time())
+        return outcome
 
-    def _refuse_blind(self, why: str) -> Decision | None:
-        """A cycle that could not read the cluster: a standby says so in its log; the leader
-        also audits a refusal and raises an alert (keeping the alerts it had: nothing shows
-        they cleared)."""
-        log.warning("no_action", why=why)
+    def _refuse_blind(self, why: str) -> CycleOutcome:
+        """A cycle that could not read the cluster: a standby only says so; the leader also
+        audits a refusal and raises an alert (keeping the alerts it had: nothing shows they
+        cleared)."""
         self.metrics.observe_observable(False)
         if not self.coordinator.is_leader:
-            return None
+            return CycleOutcome("blind", f"blind: {why}")
         decision = blind(why)
         self.metrics.record_decision(
             decision.outcome, [r.code for r in decision.reasons], heal_needed=None
@@ -243,66 +223,67 @@ class Manager:
         active = alerts_for(decision, audit_on_failover=self.audit.on_failover)
         self.trail.alerts({**self.trail.active_alerts, **active})
         self.last_decision = decision
-        return decision
+        return CycleOutcome(
+            "blind", f"blind: {why}; refusal audited", decision, ("cluster_unobservable",)
+        )
 
-    def _snapshot(self) -> Snapshot:
-        now_ms = int(time.time() * 1000)
-        coord = self.coordinator
+    def _read_state(self) -> CoordinationState:
         try:
-            placement = self.config_store.load()
-            stored = coord.plans.read()
-            current_epoch = coord.current_epoch()
+            return self.coordinator.read_state()
         except KmedicError as exc:
             raise ClusterUnobservable(f"ZooKeeper read failed: {exc}") from exc
-        own = own_partitions(stored.plan if stored else None)
+
+    def _snapshot(self, state: CoordinationState) -> Snapshot:
+        coord = self.coordinator
         leadership = Leadership(
             holder=self.instance,
             epoch=coord.epoch,
-            current_epoch=current_epoch,
+            current_epoch=state.current_epoch,
             is_leader=coord.may_act(),
         )
-        try:
-            obs = self.sources.observe(
-                now_ms,
-                placement=placement,
-                leadership=leadership,
-                own_moves=own | {s.move.tp for s in self.executor.active()},
-                moves_last_hour=self._moves_last_hour(stored),
-            )
-        except AdminUnavailable as exc:
-            raise ClusterUnobservable(str(exc)) from exc
-        snap = build_snapshot(obs, self.cfg.policy, self.cfg.capacity)
+        snap, self._evidence = observe_cluster(
+            self.cfg,
+            self.sources,
+            state,
+            leadership,
+            self.clock.time(),
+            running=[s.move.tp for s in self.executor.active()],
+            history=self._moves_started,
+        )
         self.last_snapshot = snap
-        self._evidence = death_evidence(obs)
         if self.cfg.snapshot_path is not None:
             _write_atomically(self.cfg.snapshot_path, snap.model_dump_json(indent=1))
         return snap
 
     # ---- acting -------------------------------------------------------------------------
 
-    def _execute(self, decision: Decision, snap: Snapshot) -> None:
+    def _execute(self, decision: Decision, snap: Snapshot) -> CycleOutcome:
+        """Store the plan (fenced), then start its moves; the outcome says which happened."""
         coord = self.coordinator
         if self._adopt.is_set():
             # Not yet seen: the predecessor's plan and its move history (the hourly budget).
-            log.warning("no_action", why="the stored plan has not been adopted yet")
-            return
+            why = "the stored plan has not been adopted yet"
+            return CycleOutcome.not_started("noop", decision, why)
         if not coord.verify_leadership():
-            log.warning("no_action", why="leadership could not be verified just before acting")
-            return
+            why = "leadership could not be verified just before acting"
+            return CycleOutcome.not_started("standby", decision, why)
         moves = moves_for(decision, snap)
-        stored = coord.plans.read()
-        started = with_started(
-            from_plan(stored.plan) if stored else self._moves_started, time.time(), len(moves)
-        )
+        stored = self._plan
+        history = from_plan(stored.plan) if stored else self._moves_started
+        started = with_started(history, self.clock.time(), len(moves))
         plan = plan_document(decision, moves, coord.epoch, started)
         try:
-            coord.plans.write(plan, stored.version if stored else None)
+            self._plan = coord.plans.write(plan, stored.version if stored else None)
+        except FencedError as exc:
+            self._drop_moves.set()  # a newer leader exists: its plan, not ours, is the truth
+            return CycleOutcome.not_started("standby", decision, f"fenced: {exc}")
         except KmedicError as exc:
-            log.warning("no_action", why=f"the in-flight plan could not be stored: {exc}")
-            return
+            why = f"the in-flight plan could not be stored: {exc}"
+            return CycleOutcome.not_started("noop", decision, why)
         self._moves_started = started
         self.executor.submit(moves)
         self._step_executor()
+        return CycleOutcome.of(decision)
 
     def _step_executor(self) -> None:
         try:
@@ -315,12 +296,14 @@ class Manager:
     def _sync_plan(self) -> None:
         """Keep the stored plan equal to the moves still active; when all are done it is
         emptied, not deleted, so that the move history it carries outlives it."""
-        active = {s.move.tp for s in self.executor.active()}
+        stored = self._plan
+        if stored is None:
+            return
+        changed = trimmed(stored.plan, {s.move.tp for s in self.executor.active()})
+        if changed is None:
+            return
         try:
-            stored = self.coordinator.plans.read()
-            changed = trimmed(stored.plan, active) if stored else None
-            if stored is not None and changed is not None:
-                self.coordinator.plans.write(changed, stored.version)
+            self._plan = self.coordinator.plans.write(changed, stored.version)
         except KmedicError as exc:
             log.warning("plan_sync_failed", error=str(exc))
 
@@ -329,12 +312,7 @@ class Manager:
         none left and no reassignment running anywhere, remove replication throttles a crashed
         leader may have left behind (a throttle without a reassignment only slows recovery)."""
         self._adopt.clear()
-        try:
-            stored = self.coordinator.plans.read()
-        except KmedicError as exc:
-            log.warning("plan_adoption_failed", error=str(exc))
-            self._adopt.set()
-            return
+        stored = self._plan
         if stored is not None:
             self._moves_started = from_plan(stored.plan)
         if stored is None or not stored.plan.get("moves"):
@@ -347,7 +325,7 @@ class Manager:
             "decision",
             f"adopted the in-flight plan of epoch {stored.epoch} by {stored.instance}: "
             f"{len(moves)} moves to continue",
-            partitions=[f"{m.topic}:{m.partition}" for m in moves],
+            partitions=[m.key for m in moves],
             details={"adopted_from": stored.instance, "adopted_epoch": stored.epoch},
         )
 
@@ -363,16 +341,10 @@ class Manager:
 
     def _observe_moves(self) -> None:
         self._moves_view = tuple(self.executor.active())  # for the status page's thread
-        now = time.monotonic()
+        now = self.clock.monotonic()
         flight = self.executor.in_flight()
         oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
         self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.timed_out))
-
-    def _moves_last_hour(self, stored: StoredPlan | None) -> int:
-        """Counted from the stored plan's history when there is one: it is what every
-        instance, this one after a restart included, agrees on."""
-        history = from_plan(stored.plan) if stored else self._moves_started
-        return moves_in_window(history, time.time())
 
     def _on_leadership_lost(self, reason: str) -> None:
         # Drop in-flight decisions: the next leader adopts the stored plan; Kafka keeps running
@@ -399,10 +371,7 @@ class Manager:
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         coord = self.coordinator
-        stale = (
-            time.monotonic() - max(self._last_cycle_ok, self._started_at)
-            > 5 * self.cfg.interval_s + 30
-        )
+        stale = self.clock.monotonic() - self._last_cycle_ok > 5 * self.cfg.interval_s + 30
         ok = (
             coord.connected and coord.shutdown_reason is None and (not coord.is_leader or not stale)
         )
@@ -414,6 +383,16 @@ class Manager:
             "audit_on_failover": self.audit.on_failover,
             "last_decision": self.last_decision.outcome if self.last_decision else None,
         }
+
+
+def _standby_sentence(state: CoordinationState, dead_brokers: int) -> str:
+    leader = state.leader
+    who = (
+        f"{leader.get('instance')} leads with epoch {leader.get('epoch')}"
+        if leader
+        else "no instance leads yet"
+    )
+    return f"standby: {who}; {dead_brokers} dead brokers seen"
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -97,7 +97,7 @@ class Executor:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config or ExecutorConfig()
-        self._on_event = on_event
+        self.on_event = on_event
         self._clock = clock
         self._bootstrap = bootstrap_servers
         self._kp = self._connect()
@@ -183,6 +183,15 @@ class Executor:
     def clear_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
         """Remove kmedic's throttle configs, e.g. after a crash left them behind."""
         self._throttles.clear(topics, brokers)
+
+    def forget_moves(self) -> None:
+        """Drop every move this instance tracks, and what it knows of the throttles it set
+        (leadership was lost: Kafka keeps running the reassignments already issued, and the
+        next leader adopts them, with their throttles, from the in-flight plan)."""
+        self.states.clear()
+        self._order.clear()
+        self._throttles = Throttles(self.config.throttle_bytes_per_s, self._retrying)
+        self._live = frozenset()
 
     def close(self) -> None:
         self._kp.close()
@@ -374,5 +383,5 @@ class Executor:
             original=list(state.original),
             **details,
         )
-        if self._on_event is not None:
-            self._on_event(kind, state, details)
+        if self.on_event is not None:
+            self.on_event(kind, state, details)

@@ -8,13 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from kmedic.errors import KmedicError
-from manager.coordination.leadership import (
-    CoordinationConfig,
-    CoordinationError,
-    Coordinator,
-    FencedError,
-    manager_path,
-)
+from manager.coordination.leadership import CoordinationConfig, Coordinator, FencedError
+from manager.coordination.znodes import CoordinationError, manager_path
 
 
 def closed_port() -> int:

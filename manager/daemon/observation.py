@@ -1,0 +1,49 @@
+"""One snapshot from the sources and one ZooKeeper read: what the daemon decides on each
+cycle, and what ``kmedic snapshot`` saves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kmedic.errors import KmedicError
+from manager.config import ManagerConfig
+from manager.coordination.move_budget import Entry, from_plan, moves_in_window
+from manager.coordination.plan_document import own_partitions
+from manager.coordination.state import CoordinationState
+from manager.daemon.ports import Sources
+from manager.model.moves import TopicPartition
+from manager.model.snapshot import Leadership, Snapshot
+from manager.monitor.observe import DeathEvidence, build_snapshot, death_evidence
+from manager.monitor.sources import AdminUnavailable
+
+
+class ClusterUnobservable(KmedicError):
+    """This cycle could not read the cluster (Admin API) or its placement config (ZooKeeper)."""
+
+
+def observe_cluster(
+    cfg: ManagerConfig,
+    sources: Sources,
+    state: CoordinationState,
+    leadership: Leadership,
+    now_s: float,
+    *,
+    running: Iterable[TopicPartition] = (),
+    history: Iterable[Entry] = (),
+) -> tuple[Snapshot, dict[int, DeathEvidence]]:
+    """The snapshot, and why each broker counts as dead or alive. Partitions of the stored
+    plan and ``running`` (moves this instance runs) are kmedic's own; the hourly budget counts
+    the stored plan's move history (``history`` when nothing is stored)."""
+    own = own_partitions(state.plan.plan if state.plan else None) | frozenset(running)
+    started = from_plan(state.plan.plan) if state.plan else list(history)
+    try:
+        obs = sources.observe(
+            int(now_s * 1000),
+            placement=state.placement,
+            leadership=leadership,
+            own_moves=own,
+            moves_last_hour=moves_in_window(started, now_s),
+        )
+    except AdminUnavailable as exc:
+        raise ClusterUnobservable(str(exc)) from exc
+    return build_snapshot(obs, cfg.policy, cfg.capacity), death_evidence(obs)

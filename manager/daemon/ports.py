@@ -1,0 +1,112 @@
+"""What the daemon needs of its collaborators. ``manager.daemon.wiring`` passes the real ones;
+unit tests pass fakes, so a cycle is tested without Kafka or ZooKeeper."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from manager.coordination.plan_store import StoredPlan
+from manager.coordination.state import CoordinationState
+from manager.executor.executor import EventCallback, MoveState
+from manager.model.moves import Move, TopicPartition
+from manager.model.placement_config import PlacementConfig
+from manager.model.snapshot import Leadership
+from manager.monitor.feeds import FeedStatus
+from manager.monitor.observe import Observation
+
+
+class Clock(Protocol):
+    def time(self) -> float:
+        """Wall-clock seconds (timestamps, the hourly move budget)."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds for durations."""
+        ...
+
+
+class SystemClock:
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class Sources(Protocol):
+    def start(self) -> Any: ...
+
+    def stop(self) -> None: ...
+
+    def feed_status(self) -> list[FeedStatus]: ...
+
+    def observe(
+        self,
+        now_ms: int,
+        *,
+        placement: PlacementConfig,
+        leadership: Leadership,
+        own_moves: frozenset[TopicPartition],
+        moves_last_hour: int,
+    ) -> Observation:
+        """Raises manager.monitor.sources.AdminUnavailable when the cluster cannot be read."""
+        ...
+
+
+class PlanWriter(Protocol):
+    def write(self, plan: dict[str, Any], expected_version: int | None) -> StoredPlan: ...
+
+
+class Coordinator(Protocol):
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def connected(self) -> bool: ...
+
+    @property
+    def shutdown_reason(self) -> str | None: ...
+
+    @property
+    def plans(self) -> PlanWriter: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def watch(
+        self,
+        *,
+        on_leadership_acquired: Callable[[int], None] | None = None,
+        on_leadership_lost: Callable[[str], None] | None = None,
+        on_shutdown: Callable[[str], None] | None = None,
+    ) -> None: ...
+
+    def may_act(self) -> bool: ...
+
+    def verify_leadership(self) -> bool: ...
+
+    def read_state(self) -> CoordinationState: ...
+
+
+class Executor(Protocol):
+    on_event: EventCallback | None
+
+    def submit(self, moves: Iterable[Move]) -> None: ...
+
+    def active(self) -> list[MoveState]: ...
+
+    def in_flight(self) -> list[MoveState]: ...
+
+    def step(self) -> None: ...
+
+    def forget_moves(self) -> None: ...
+
+    def clear_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,50 @@
+"""The real collaborators of a manager instance, built from its config: Kafka sources, the
+ZooKeeper coordinator, the executor, the audit log with its failover sinks."""
+
+from __future__ import annotations
+
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic
+from manager.audit.log import AuditLog
+from manager.config import ManagerConfig
+from manager.coordination.leadership import Coordinator, default_instance_id
+from manager.daemon.manager import Manager
+from manager.executor.executor import Executor
+from manager.monitor.sources import ClusterSources
+
+log = get_logger(__name__)
+
+
+def sources_for(cfg: ManagerConfig) -> ClusterSources:
+    return ClusterSources(
+        cluster=cfg.cluster,
+        bootstrap=cfg.bootstrap,
+        stats_topic=cfg.topics.brokerstats,
+        loads_topic=cfg.topics.replica_loads,
+        stats_lookback_s=cfg.stats_lookback_s,
+    )
+
+
+def build_manager(cfg: ManagerConfig) -> Manager:
+    instance = cfg.instance_id or default_instance_id()
+    try:
+        ensure_audit_topic(cfg.bootstrap, cfg.topics.actions)
+    except KmedicError as exc:  # the audit log fails over; the topic can come later
+        log.warning("audit_topic_unavailable", error=str(exc))
+    secondary = cfg.audit.secondary_bootstrap
+    audit = AuditLog(
+        KafkaAuditSink("primary", cfg.bootstrap, cfg.topics.actions),
+        cfg.audit.spool_dir,
+        secondary=KafkaAuditSink("secondary", secondary, cfg.topics.actions) if secondary else None,
+        write_timeout_s=cfg.audit.write_timeout_s,
+        retry_interval_s=cfg.audit.retry_interval_s,
+    )
+    return Manager(
+        cfg,
+        instance=instance,
+        sources=sources_for(cfg),
+        coordinator=Coordinator(cfg.zookeeper, cfg.cluster, instance),
+        executor=Executor(cfg.bootstrap, cfg.executor),
+        audit=audit,
+    )

@@ -1,0 +1,296 @@
+"""Fakes of the manager's collaborators (manager.daemon.ports), for cycles without Kafka or
+ZooKeeper. The audit log is the real one over an in-memory sink."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from kmedic.brokerstats import BrokerStats
+from kmedic.metadata import BrokerNode, PartitionInfo
+from manager.audit.log import AuditLog, AuditRecord
+from manager.config import ManagerConfig
+from manager.coordination.plan_store import StoredPlan
+from manager.coordination.state import CoordinationState
+from manager.daemon.manager import Manager
+from manager.executor.executor import EventCallback, MoveState
+from manager.model.moves import Move, TopicPartition
+from manager.model.placement_config import PlacementConfig
+from manager.model.snapshot import Leadership
+from manager.monitor.feeds import FeedStatus
+from manager.monitor.observe import AgentView, Observation
+from manager.monitor.sources import AdminUnavailable
+
+NOW_S = 1_800_000_000.0
+NOW_MS = int(NOW_S * 1000)
+EPOCH = 3
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = NOW_S
+        self.mono = 100.0
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        self.mono += seconds
+
+
+def _stats(broker: int, ts: int) -> BrokerStats:
+    return BrokerStats.model_validate(
+        {
+            "schema_version": 1,
+            "sample_id": f"s{broker}-{ts}",
+            "chunk_index": 0,
+            "chunk_count": 1,
+            "cluster": "c",
+            "broker_id": broker,
+            "host": "h",
+            "rack": "/r1" if broker % 2 else "/r2",
+            "timestamp_ms": ts,
+            "interval_s": 10.0,
+            "rate_window_s": 10.0,
+            "agent_version": "0.1.0",
+            "kafka_version": "4.1",
+            "failure": None,
+            "leaders": [],
+            "followers": [],
+            "reassigning": [],
+            "log_dirs": [],
+            "totals": {
+                "bytes_in_per_s": 0.0,
+                "bytes_out_per_s": 0.0,
+                "messages_in_per_s": 0.0,
+                "leader_count": 0,
+                "follower_count": 0,
+                "reassigning_count": 0,
+                "under_replicated_count": 0,
+                "log_size_bytes": 0,
+            },
+        }
+    )
+
+
+class FakeSources:
+    """Brokers 1-4 on racks /r1, /r2; broker 4 can be dead (absent for an hour)."""
+
+    def __init__(self) -> None:
+        self.dead: set[int] = set()
+        self.unavailable: str | None = None
+        self.calls: list[dict[str, Any]] = []
+
+    def start(self) -> FakeSources:
+        return self
+
+    def stop(self) -> None:
+        pass
+
+    def feed_status(self) -> list[FeedStatus]:
+        return []
+
+    def observe(
+        self,
+        now_ms: int,
+        *,
+        placement: PlacementConfig,
+        leadership: Leadership,
+        own_moves: frozenset[TopicPartition],
+        moves_last_hour: int,
+    ) -> Observation:
+        self.calls.append({"own_moves": own_moves, "moves_last_hour": moves_last_hour})
+        if self.unavailable:
+            raise AdminUnavailable(self.unavailable)
+        live = {
+            b: BrokerNode("h", 9092, "/r1" if b % 2 else "/r2", False)
+            for b in (1, 2, 3, 4)
+            if b not in self.dead
+        }
+
+        def isr(replicas: tuple[int, ...]) -> tuple[int, ...]:
+            return tuple(b for b in replicas if b in live)
+
+        partitions = [
+            PartitionInfo("t", 0, 1, (1, 2, 3), isr((1, 2, 3))),
+            PartitionInfo("t", 1, 2, (2, 3, 4), isr((2, 3, 4))),
+            PartitionInfo("t", 2, 3, (3, 4, 1), isr((3, 4, 1))),
+        ]
+        agents = {
+            b: AgentView(latest=s, last_healthy_ms=now_ms, healthy=s)
+            for b in live
+            for s in [_stats(b, now_ms)]
+        }
+        return Observation(
+            taken_at_ms=now_ms,
+            cluster="c",
+            live=live,
+            partitions=partitions,
+            reassignments={},
+            agents=agents,
+            loads={},
+            placement=placement,
+            leadership=leadership,
+            own_moves=own_moves,
+            moves_last_hour=moves_last_hour,
+            first_absent_ms={b: now_ms - 3_600_000 for b in self.dead},
+            known_racks={b: "/r1" if b % 2 else "/r2" for b in self.dead},
+        )
+
+
+class FakePlans:
+    def __init__(self, coordinator: FakeCoordinator) -> None:
+        self._coordinator = coordinator
+        self.writes: list[tuple[dict[str, Any], int | None]] = []
+        self.fail: Exception | None = None
+
+    def write(self, plan: dict[str, Any], expected_version: int | None) -> StoredPlan:
+        if self.fail is not None:
+            raise self.fail
+        self.writes.append((dict(plan), expected_version))
+        version = 0 if expected_version is None else expected_version + 1
+        stored = StoredPlan(dict(plan), version, self._coordinator.epoch, "m1", NOW_S)
+        self._coordinator.stored = stored
+        return stored
+
+
+class FakeCoordinator:
+    def __init__(self) -> None:
+        self.is_leader = True
+        self.epoch = EPOCH
+        self.connected = True
+        self.shutdown_reason: str | None = None
+        self.verified = True
+        self.read_error: Exception | None = None
+        self.stored: StoredPlan | None = None
+        self.plans = FakePlans(self)
+        self.reads = 0
+        self.callbacks: dict[str, Callable[..., None] | None] = {}
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def watch(self, **callbacks: Callable[..., None] | None) -> None:
+        self.callbacks = callbacks
+
+    def may_act(self) -> bool:
+        return self.is_leader and self.connected
+
+    def verify_leadership(self) -> bool:
+        return self.verified and self.may_act()
+
+    def read_state(self) -> CoordinationState:
+        self.reads += 1
+        if self.read_error is not None:
+            raise self.read_error
+        leader = {"instance": "m1" if self.is_leader else "m2", "epoch": self.epoch}
+        return CoordinationState(PlacementConfig(), self.stored, self.epoch, leader)
+
+    # what ZooKeeper would tell the coordinator
+    def acquire(self, epoch: int) -> None:
+        self.is_leader, self.epoch = True, epoch
+        callback = self.callbacks.get("on_leadership_acquired")
+        assert callback is not None
+        callback(epoch)
+
+    def lose(self, reason: str) -> None:
+        self.is_leader = False
+        callback = self.callbacks.get("on_leadership_lost")
+        assert callback is not None
+        callback(reason)
+
+
+class FakeExecutor:
+    def __init__(self) -> None:
+        self.on_event: EventCallback | None = None
+        self.states: dict[TopicPartition, MoveState] = {}
+        self.submitted: list[Move] = []
+        self.steps = 0
+        self.forgotten = 0
+        self.throttles_cleared = 0
+        self._complete = False
+
+    def submit(self, moves: Iterable[Move]) -> None:
+        for move in moves:
+            self.submitted.append(move)
+            self.states[move.tp] = MoveState(move)
+
+    def active(self) -> list[MoveState]:
+        return [s for s in self.states.values() if s.status in ("pending", "in_flight")]
+
+    def in_flight(self) -> list[MoveState]:
+        return [s for s in self.states.values() if s.status == "in_flight"]
+
+    def step(self) -> None:
+        """Starts what is pending; after ``complete_all``, finds every move completed."""
+        self.steps += 1
+        for state in self.active():
+            state.status = "completed" if self._complete else "in_flight"
+            state.started_at = 100.0
+
+    def complete_all(self) -> None:
+        self._complete = True
+
+    def forget_moves(self) -> None:
+        self.forgotten += 1
+        self.states.clear()
+
+    def clear_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
+        self.throttles_cleared += 1
+
+    def close(self) -> None:
+        pass
+
+
+class MemorySink:
+    name = "primary"
+
+    def __init__(self) -> None:
+        self.records: list[AuditRecord] = []
+
+    def send(self, records: list[AuditRecord], timeout_s: float) -> int:
+        self.records.extend(records)
+        return len(records)
+
+    def close(self) -> None:
+        pass
+
+
+class Rig:
+    """A manager with fakes around it, and the fakes within reach."""
+
+    def __init__(self, tmp: Path, **policy: Any) -> None:
+        self.cfg = ManagerConfig.model_validate(
+            {
+                "cluster": "c",
+                "bootstrap": "unused:9092",
+                "zookeeper": {"zk_connect": "unused:2181"},
+                "policy": {"min_valid_load_fraction": 0.0, **policy},
+                "audit": {"spool_dir": str(tmp / "spool")},
+            }
+        )
+        self.clock = FakeClock()
+        self.sources = FakeSources()
+        self.coordinator = FakeCoordinator()
+        self.executor = FakeExecutor()
+        self.sink = MemorySink()
+        self.manager = Manager(
+            self.cfg,
+            instance="m1",
+            sources=self.sources,
+            coordinator=self.coordinator,
+            executor=self.executor,
+            audit=AuditLog(self.sink, tmp / "spool"),
+            clock=self.clock,
+        )
+
+    def summaries(self, kind: str = "decision") -> list[str]:
+        return [r.summary for r in self.sink.records if r.kind == kind]

@@ -1,0 +1,231 @@
+"""Manager.cycle() with fake collaborators: every cycle returns one outcome with one sentence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from manager_fakes import EPOCH, NOW_S, Rig
+
+from manager.coordination.leadership import FencedError
+from manager.coordination.plan_store import PlanConflictError, StoredPlan
+from manager.coordination.znodes import CoordinationError
+
+DEAD_BROKERS_PARTITIONS = [("t", 1), ("t", 2)]
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Rig:
+    return Rig(tmp_path)
+
+
+def test_a_healthy_cluster_is_a_noop_read_once(rig: Rig) -> None:
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "noop"
+    assert outcome.sentence == "noop: every broker is alive and within its limits"
+    assert rig.coordinator.reads == 1
+    assert rig.summaries() == ["noop: every broker is alive and within its limits"]
+    assert rig.coordinator.plans.writes == []
+
+
+def test_a_dead_broker_is_healed_the_plan_stored_before_the_moves_start(rig: Rig) -> None:
+    rig.sources.dead = {4}
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "act"
+    assert outcome.sentence.startswith("act (heal): heal dead brokers 4")
+    assert outcome.decision is not None and len(outcome.decision.actions) == 2
+    assert rig.coordinator.reads == 1
+    [(plan, expected_version)] = rig.coordinator.plans.writes
+    assert expected_version is None  # created: nothing was stored
+    assert plan["epoch"] == EPOCH
+    assert sorted((m["topic"], m["partition"]) for m in plan["moves"]) == DEAD_BROKERS_PARTITIONS
+    assert plan["moves_started"] == [[NOW_S, 2]]
+    assert sorted(m.tp for m in rig.executor.submitted) == DEAD_BROKERS_PARTITIONS
+    assert all(4 not in m.target for m in rig.executor.submitted)
+    assert rig.executor.steps == 1
+
+
+def test_the_plan_is_read_once_a_cycle_and_written_back_with_the_version_it_got(
+    rig: Rig,
+) -> None:
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    waiting = rig.manager.cycle()
+    assert waiting.kind == "noop"
+    assert (
+        waiting.sentence == "noop (heal): waiting for the current plan: 2 moves running, 0 queued"
+    )
+    rig.executor.complete_all()
+    rig.sources.dead = set()  # healed: nothing left to plan
+    rig.manager.cycle()
+    assert rig.coordinator.reads == 3
+    # the trimmed plan is written over the version the cycle's own write returned
+    assert [v for _, v in rig.coordinator.plans.writes] == [None, 0]
+    emptied, _ = rig.coordinator.plans.writes[1]
+    assert emptied["moves"] == []
+    assert emptied["moves_started"] == [[NOW_S, 2]]  # the history outlives the plan
+
+
+def test_a_standby_decides_nothing_and_names_the_leader(rig: Rig) -> None:
+    rig.coordinator.is_leader = False
+    rig.sources.dead = {4}
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "standby"
+    assert outcome.sentence == f"standby: m2 leads with epoch {EPOCH}; 1 dead brokers seen"
+    assert outcome.decision is None
+    assert rig.sink.records == []
+    assert rig.coordinator.plans.writes == [] and rig.executor.submitted == []
+
+
+def test_zookeeper_unreachable_is_a_blind_cycle_without_reads(rig: Rig) -> None:
+    rig.coordinator.connected = False
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "blind"
+    assert "ZooKeeper is unreachable" in outcome.sentence
+    assert rig.coordinator.reads == 0 and rig.sources.calls == []
+    assert rig.sink.records == []
+
+
+def test_a_leader_that_cannot_read_the_cluster_is_blind_and_audits_the_refusal(
+    rig: Rig,
+) -> None:
+    rig.sources.unavailable = "no broker answered within 4s"
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "blind"
+    assert outcome.sentence == "blind: no broker answered within 4s; refusal audited"
+    assert outcome.reasons == ("cluster_unobservable",)
+    assert rig.summaries() == ["refuse: nothing is decided while the cluster cannot be observed"]
+    assert rig.summaries("alert_raised") == [
+        "alert refused:cluster_unobservable: the cluster cannot be observed: "
+        "no broker answered within 4s"
+    ]
+
+
+def test_a_failed_zookeeper_read_is_blind_too(rig: Rig) -> None:
+    rig.coordinator.read_error = CoordinationError("cannot read /kmedic/c/manager: timeout")
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "blind"
+    assert "ZooKeeper read failed: cannot read /kmedic/c/manager" in outcome.sentence
+    assert rig.sources.calls == []
+
+
+def test_a_standby_that_cannot_read_the_cluster_is_blind_and_quiet(rig: Rig) -> None:
+    rig.coordinator.is_leader = False
+    rig.sources.unavailable = "no broker answered"
+    outcome = rig.manager.cycle()
+    assert (outcome.kind, outcome.sentence) == ("blind", "blind: no broker answered")
+    assert rig.sink.records == []
+
+
+def test_a_fenced_plan_write_starts_nothing_and_drops_the_moves(rig: Rig) -> None:
+    rig.sources.dead = {4}
+    rig.coordinator.plans.fail = FencedError("instance m1 holds epoch 3 but a newer leader exists")
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "standby"
+    assert "nothing started: fenced: instance m1 holds epoch 3" in outcome.sentence
+    assert rig.executor.submitted == [] and rig.executor.steps == 0
+    rig.coordinator.is_leader = False
+    assert rig.manager.cycle().kind == "standby"
+    assert rig.executor.forgotten == 1
+
+
+def test_a_plan_that_changed_underneath_starts_nothing(rig: Rig) -> None:
+    rig.sources.dead = {4}
+    rig.coordinator.plans.fail = PlanConflictError("the in-flight plan changed underneath")
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "noop"
+    assert "the in-flight plan could not be stored" in outcome.sentence
+    assert rig.executor.submitted == []
+
+
+def test_leadership_not_verified_just_before_acting_starts_nothing(rig: Rig) -> None:
+    rig.sources.dead = {4}
+    rig.coordinator.verified = False
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "standby"
+    assert outcome.sentence.endswith(
+        "nothing started: leadership could not be verified just before acting"
+    )
+    assert rig.coordinator.plans.writes == [] and rig.executor.submitted == []
+
+
+def _stored_plan(moves: list[dict[str, Any]], history: list[list[float]]) -> StoredPlan:
+    plan = {"decision": "heal", "kind": "heal", "epoch": 2, "moves": moves}
+    plan["moves_started"] = history
+    return StoredPlan(plan, version=7, epoch=2, instance="m0", written_at=NOW_S - 60)
+
+
+def test_a_new_leader_adopts_the_stored_plan_and_its_move_history(rig: Rig) -> None:
+    rig.sources.dead = {4}
+    moves = [
+        {"topic": "t", "partition": 1, "target": [2, 3, 1], "size_bytes": 10},
+        {"topic": "t", "partition": 2, "target": [3, 2, 1], "size_bytes": 20},
+    ]
+    rig.coordinator.stored = _stored_plan(moves, [[NOW_S - 60, 2]])
+    rig.coordinator.acquire(EPOCH + 1)
+    outcome = rig.manager.cycle()
+    assert sorted(m.tp for m in rig.executor.submitted) == DEAD_BROKERS_PARTITIONS
+    assert rig.summaries()[0] == "adopted the in-flight plan of epoch 2 by m0: 2 moves to continue"
+    # the adopted moves are kmedic's own and count against the hourly budget
+    assert rig.sources.calls[0]["own_moves"] == frozenset(DEAD_BROKERS_PARTITIONS)
+    assert rig.sources.calls[0]["moves_last_hour"] == 2
+    # nothing new is planned while the adopted moves run
+    assert outcome.kind == "noop"
+    assert outcome.sentence.startswith("noop (heal): waiting for the current plan: 2 moves running")
+    assert rig.coordinator.plans.writes == []
+
+
+def test_adopting_an_empty_plan_with_no_reassignment_clears_leftover_throttles(
+    rig: Rig,
+) -> None:
+    rig.coordinator.stored = _stored_plan([], [])
+    rig.coordinator.acquire(EPOCH + 1)
+    rig.manager.cycle()
+    assert rig.executor.throttles_cleared == 1
+    rig.manager.cycle()
+    assert rig.executor.throttles_cleared == 1  # only on adoption
+
+
+def test_moves_are_dropped_when_leadership_is_lost_and_adopted_when_it_returns(
+    rig: Rig,
+) -> None:
+    rig.sources.dead = {4}
+    assert rig.manager.cycle().kind == "act"
+    assert len(rig.executor.active()) == 2
+    rig.coordinator.lose("the leader znode was deleted or taken over")
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "standby"
+    assert rig.executor.forgotten == 1 and rig.executor.active() == []
+    rig.coordinator.acquire(EPOCH + 1)
+    rig.manager.cycle()
+    assert len(rig.executor.active()) == 2  # the same two moves, from the stored plan
+    assert rig.summaries()[-2].startswith("adopted the in-flight plan of epoch 3 by m1")
+
+
+def test_run_once_logs_each_outcome_once(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    class Recorder:
+        def info(self, event: str, **fields: Any) -> None:
+            events.append((event, fields))
+
+        warning = info
+
+    monkeypatch.setattr("manager.daemon.manager.log", Recorder())
+    rig.sources.dead = {4}
+    outcome = rig.manager.run_once()
+    assert outcome is not None and outcome.kind == "act"
+    assert [e for e, _ in events] == ["cycle"]
+    assert events[0][1]["outcome"] == "act"
+    assert events[0][1]["sentence"] == outcome.sentence
+    assert events[0][1]["reasons"] == ["broker_dead"]
+
+
+def test_a_refusal_names_its_reasons_in_the_sentence(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, dead_grace_ms=2 * 3_600_000)
+    rig.sources.dead = {4}
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "refuse"
+    assert outcome.sentence.endswith("because dead_within_grace")
+    assert rig.executor.submitted == []
