@@ -17,7 +17,6 @@ from manager.model.snapshot import Snapshot
 MAX_EXAMPLES = 5
 
 # Gates about whether this instance may act at all; with nothing to do they do not refuse.
-AUTHORITY_CODES = frozenset({"not_leader", "stale_fencing_epoch"})
 
 
 def _examples(items: Sequence[str]) -> str:

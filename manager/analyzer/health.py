@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from manager.analyzer.gates import AUTHORITY_CODES
 from manager.model.decision import Decision
+from manager.model.reasons import AUTHORITY_CODES
 from manager.model.snapshot import Snapshot
 
 

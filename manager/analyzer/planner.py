@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from manager.analyzer.balance import BalancePlan, plan_balance
 from manager.analyzer.gates import (
-    AUTHORITY_CODES,
     failing_gates,
     gate_budget,
     gate_plan_constraints,
@@ -27,6 +26,7 @@ from manager.model.decision import (
     Reason,
     Reassign,
 )
+from manager.model.reasons import AUTHORITY_CODES, ReasonCode
 from manager.model.snapshot import Snapshot
 
 MAX_BLOCKERS_LISTED = 20
@@ -112,10 +112,10 @@ def _finish_heal(
 ) -> Decision:
     reasons = list(gates)
     for blocked in plan.blocked[:MAX_BLOCKERS_LISTED]:
-        code = (
+        code: ReasonCode = (
             "no_live_replica"
             if blocked.constraint == "no_live_replica"
-            else ("plan_violates_constraints")
+            else "plan_violates_constraints"
         )
         reasons.append(Reason(code, f"{blocked.message} (constraint: {blocked.constraint})"))
     if len(plan.blocked) > MAX_BLOCKERS_LISTED:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from manager.model.reasons import ReasonCode
+
 Outcome = Literal["act", "noop", "refuse"]
 PlanKind = Literal["heal", "balance"]
 
@@ -13,7 +15,7 @@ PlanKind = Literal["heal", "balance"]
 class Reason:
     """A machine-readable code and one sentence a person can read."""
 
-    code: str
+    code: ReasonCode
     message: str
 
     def to_dict(self) -> dict[str, str]:

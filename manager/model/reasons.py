@@ -1,0 +1,116 @@
+"""Every reason code a decision can give: one typed list, and what each means.
+
+``ReasonCode`` is the list (mypy rejects a ``Reason`` with any other code); ``REASON_CODES``
+says, for each, the outcome it comes with and when. The table in docs/planner.md is generated
+from it (``python -m manager.model.reasons``) and a test fails when the two disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+ReasonCode = Literal[
+    # gates: each refuses (authority gates only when there is something to do)
+    "not_leader",
+    "stale_fencing_epoch",
+    "too_many_dead_brokers",
+    "dead_within_grace",
+    "domain_in_maintenance",
+    "unexplained_under_replication",
+    "stale_load_data",
+    "foreign_reassignment_in_progress",
+    "plan_violates_constraints",
+    "no_live_replica",
+    "action_budget_exceeded",
+    "balance_infeasible",
+    # the daemon's own situation
+    "degraded_mode",
+    "cluster_unobservable",
+    # explanations on act and noop
+    "own_reassignment_in_progress",
+    "broker_dead",
+    "over_limit",
+    "limits_unresolved",
+    "budget_truncated",
+    "placement_violation",
+]
+
+Outcomes = Literal["refuse", "act", "noop", "act, noop"]
+
+
+@dataclass(frozen=True)
+class CodeDoc:
+    outcome: Outcomes
+    when: str
+
+
+REASON_CODES: dict[ReasonCode, CodeDoc] = {
+    "not_leader": CodeDoc("refuse", "this instance does not hold leadership"),
+    "stale_fencing_epoch": CodeDoc("refuse", "its epoch is older than ZooKeeper's current epoch"),
+    "too_many_dead_brokers": CodeDoc(
+        "refuse", "dead brokers > `max_dead_brokers` or > `max_dead_fraction`"
+    ),
+    "dead_within_grace": CodeDoc("refuse", "a dead broker has been dead less than `dead_grace_ms`"),
+    "domain_in_maintenance": CodeDoc(
+        "refuse", "a dead broker is in a failure domain under maintenance"
+    ),
+    "unexplained_under_replication": CodeDoc(
+        "refuse",
+        "a partition is under-replicated or offline while the replicas missing from its ISR "
+        "are alive (and not being added by a reassignment)",
+    ),
+    "stale_load_data": CodeDoc(
+        "refuse",
+        "valid load windows < `min_valid_load_fraction`, or a live broker's stats are older "
+        "than `max_stats_age_ms`",
+    ),
+    "foreign_reassignment_in_progress": CodeDoc(
+        "refuse", "a reassignment kmedic did not start is running"
+    ),
+    "plan_violates_constraints": CodeDoc(
+        "refuse",
+        "a replica has no eligible target, or the placement check finds a violated hard "
+        "constraint in the plan",
+    ),
+    "no_live_replica": CodeDoc("refuse", "a partition to heal has no live leader"),
+    "action_budget_exceeded": CodeDoc(
+        "refuse", "the plan exceeds the per-cycle or hourly move budget"
+    ),
+    "balance_infeasible": CodeDoc(
+        "refuse", "brokers are over limits and no move helps within the constraints"
+    ),
+    "degraded_mode": CodeDoc(
+        "refuse",
+        "a balance while the audit log is on its failover sink or ZooKeeper is unreliable "
+        "(heals still act)",
+    ),
+    "cluster_unobservable": CodeDoc(
+        "refuse", "the cycle could not read the cluster (Admin API) or ZooKeeper"
+    ),
+    "own_reassignment_in_progress": CodeDoc(
+        "noop", "a reassignment kmedic started is still running"
+    ),
+    "broker_dead": CodeDoc("act", "a broker is dead past its grace period; its replicas move"),
+    "over_limit": CodeDoc("act", "a broker is over its network or disk limit"),
+    "limits_unresolved": CodeDoc(
+        "act", "a broker stays over a limit after the plan (the budget or constraints stop it)"
+    ),
+    "budget_truncated": CodeDoc("act", "the plan stops at the move budget"),
+    "placement_violation": CodeDoc(
+        "act, noop", "the existing placement breaks the policy (count and examples)"
+    ),
+}
+
+AUTHORITY_CODES: frozenset[ReasonCode] = frozenset({"not_leader", "stale_fencing_epoch"})
+
+
+def markdown_table() -> str:
+    """The reason-code table of docs/planner.md."""
+    rows = ["| code | outcome | when |", "| --- | --- | --- |"]
+    rows += [f"| `{code}` | {doc.outcome} | {doc.when} |" for code, doc in REASON_CODES.items()]
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")
