@@ -43,39 +43,39 @@ class FakeClock:
         self.mono += seconds
 
 
-def _stats(broker: int, ts: int) -> BrokerStats:
-    return BrokerStats.model_validate(
-        {
-            "schema_version": 1,
-            "sample_id": f"s{broker}-{ts}",
-            "chunk_index": 0,
-            "chunk_count": 1,
-            "cluster": "c",
-            "broker_id": broker,
-            "host": "h",
-            "rack": "/r1" if broker % 2 else "/r2",
-            "timestamp_ms": ts,
-            "interval_s": 10.0,
-            "rate_window_s": 10.0,
-            "agent_version": "0.1.0",
-            "kafka_version": "4.1",
-            "failure": None,
-            "leaders": [],
-            "followers": [],
-            "reassigning": [],
-            "log_dirs": [],
-            "totals": {
-                "bytes_in_per_s": 0.0,
-                "bytes_out_per_s": 0.0,
-                "messages_in_per_s": 0.0,
-                "leader_count": 0,
-                "follower_count": 0,
-                "reassigning_count": 0,
-                "under_replicated_count": 0,
-                "log_size_bytes": 0,
-            },
-        }
-    )
+def stats(broker: int, *, ts: int, failed: bool = False, **extra: Any) -> BrokerStats:
+    body: dict[str, Any] = {
+        "schema_version": 1,
+        "sample_id": f"s{broker}-{ts}",
+        "chunk_index": 0,
+        "chunk_count": 1,
+        "cluster": "c",
+        "broker_id": broker,
+        "host": "h",
+        "rack": f"/r{broker % 2 + 1}",
+        "timestamp_ms": ts,
+        "interval_s": 10.0,
+        "rate_window_s": 10.0,
+        "agent_version": "0.1.0",
+        "kafka_version": "4.1",
+        "failure": {"reason": "broker_unreachable", "message": "down"} if failed else None,
+        "leaders": [],
+        "followers": [],
+        "reassigning": [],
+        "log_dirs": [],
+        "totals": {
+            "bytes_in_per_s": 0.0,
+            "bytes_out_per_s": 0.0,
+            "messages_in_per_s": 0.0,
+            "leader_count": 0,
+            "follower_count": 0,
+            "reassigning_count": 0,
+            "under_replicated_count": 0,
+            "log_size_bytes": 0,
+        },
+    }
+    body.update(extra)
+    return BrokerStats.model_validate(body)
 
 
 class FakeSources:
@@ -124,7 +124,7 @@ class FakeSources:
         agents = {
             b: AgentView(latest=s, last_healthy_ms=now_ms, healthy=s)
             for b in live
-            for s in [_stats(b, now_ms)]
+            for s in [stats(b, ts=now_ms)]
         }
         return Observation(
             taken_at_ms=now_ms,

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from manager_fakes import MemorySink
 
 from manager.analyzer.health import alerts_for
-from manager.audit.log import AuditLog, AuditRecord
+from manager.audit.log import AuditLog
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.rules import blind, degrade, wait_for_plan
 from manager.model.decision import Decision, Reason, Reassign
@@ -50,21 +51,6 @@ def test_a_new_plan_waits_for_the_running_one() -> None:
     assert "2 moves running, 5 queued" in out.summary
     idle = act("heal")
     assert wait_for_plan(idle, running=0, queued=0) is idle
-
-
-class MemorySink:
-    """An in-memory primary sink: the bookkeeping under test does not depend on Kafka (the
-    Kafka sink has its own integration tests)."""
-
-    def __init__(self) -> None:
-        self.records: list[AuditRecord] = []
-
-    def send(self, records: list[AuditRecord], timeout_s: float) -> int:
-        self.records.extend(records)
-        return len(records)
-
-    def close(self) -> None:
-        pass
 
 
 def test_alerts_are_recorded_when_raised_and_when_cleared(tmp_path: Path) -> None:

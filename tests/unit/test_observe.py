@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from manager_fakes import stats
+
 from kmedic.brokerstats import BrokerStats
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 from manager.model.placement_config import Domain, PlacementConfig
@@ -20,41 +22,6 @@ from manager.monitor.observe import (
 )
 
 NOW = 1_800_000_000_000
-
-
-def stats(broker: int, *, ts: int, failed: bool = False, **extra: Any) -> BrokerStats:
-    body: dict[str, Any] = {
-        "schema_version": 1,
-        "sample_id": f"s{broker}-{ts}",
-        "chunk_index": 0,
-        "chunk_count": 1,
-        "cluster": "c",
-        "broker_id": broker,
-        "host": "h",
-        "rack": f"/r{broker % 2 + 1}",
-        "timestamp_ms": ts,
-        "interval_s": 10.0,
-        "rate_window_s": 10.0,
-        "agent_version": "0.1.0",
-        "kafka_version": "4.1",
-        "failure": {"reason": "broker_unreachable", "message": "down"} if failed else None,
-        "leaders": [],
-        "followers": [],
-        "reassigning": [],
-        "log_dirs": [],
-        "totals": {
-            "bytes_in_per_s": 0.0,
-            "bytes_out_per_s": 0.0,
-            "messages_in_per_s": 0.0,
-            "leader_count": 0,
-            "follower_count": 0,
-            "reassigning_count": 0,
-            "under_replicated_count": 0,
-            "log_size_bytes": 0,
-        },
-    }
-    body.update(extra)
-    return BrokerStats.model_validate(body)
 
 
 def view(s: BrokerStats, last_healthy: int | None) -> AgentView:
