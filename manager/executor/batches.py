@@ -52,7 +52,7 @@ def select_batch(
 
 
 @dataclass(frozen=True)
-class ThrottlePlan:
+class ThrottleTargets:
     """Replication throttles the moves in flight need (Kafka's KIP-73 configs)."""
 
     # topic -> sorted "partition:broker" entries, for leader.replication.throttled.replicas
@@ -62,9 +62,9 @@ class ThrottlePlan:
     brokers: frozenset[int]
 
 
-def throttle_plan(
+def throttle_targets(
     in_flight: Iterable[Move], current: Mapping[TopicPartition, Sequence[int]]
-) -> ThrottlePlan:
+) -> ThrottleTargets:
     """Leaders throttled on the replicas data is copied from, followers on the new replicas,
     and a rate on every broker taking part (as kafka-reassign-partitions does)."""
     leaders: dict[str, set[str]] = {}
@@ -79,7 +79,7 @@ def throttle_plan(
         followers.setdefault(move.topic, set()).update(f"{move.partition}:{b}" for b in added)
         brokers.update(replicas)
         brokers.update(added)
-    return ThrottlePlan(
+    return ThrottleTargets(
         {t: tuple(sorted(v)) for t, v in leaders.items()},
         {t: tuple(sorted(v)) for t, v in followers.items()},
         frozenset(brokers),

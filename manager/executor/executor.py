@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
 from kmedic.logging import get_logger
-from manager.executor.batches import select_batch, throttle_plan
+from manager.executor.batches import select_batch, throttle_targets
 from manager.executor.throttles import Throttles
 from manager.model.moves import Move, TopicPartition
 
@@ -322,8 +322,10 @@ class Executor:
 
     def _apply_throttles(self) -> None:
         flight = self.in_flight()
-        plan = throttle_plan([st.move for st in flight], {st.move.tp: st.original for st in flight})
-        self._throttles.apply(plan, self._live)
+        targets = throttle_targets(
+            [st.move for st in flight], {st.move.tp: st.original for st in flight}
+        )
+        self._throttles.apply(targets, self._live)
 
     def throttled_brokers(self) -> set[int]:
         """Brokers on which this executor set a throttle rate that is still in place."""

@@ -15,7 +15,7 @@ from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, Kafka
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
-from manager.executor.batches import ThrottlePlan
+from manager.executor.batches import ThrottleTargets
 
 log = get_logger(__name__)
 
@@ -31,20 +31,20 @@ class Throttles:
     def __init__(self, bytes_per_s: int | None, admin_call: AdminCall) -> None:
         self.bytes_per_s = bytes_per_s
         self._call = admin_call
-        self._applied = ThrottlePlan({}, {}, frozenset())
+        self._applied = ThrottleTargets({}, {}, frozenset())
 
     def throttled_brokers(self) -> set[int]:
         return set(self._applied.brokers)
 
-    def apply(self, plan: ThrottlePlan, live_brokers: frozenset[int]) -> None:
-        """Make the cluster's throttles match ``plan`` (no-op when throttling is off)."""
+    def apply(self, targets: ThrottleTargets, live_brokers: frozenset[int]) -> None:
+        """Make the cluster's throttles match ``targets`` (no-op when throttling is off)."""
         if self.bytes_per_s is None:
             return
         old = self._applied
         topic_changes = []
-        for topic in sorted(set(old.leader_replicas) | set(plan.leader_replicas)):
-            leader = plan.leader_replicas.get(topic)
-            follower = plan.follower_replicas.get(topic)
+        for topic in sorted(set(old.leader_replicas) | set(targets.leader_replicas)):
+            leader = targets.leader_replicas.get(topic)
+            follower = targets.follower_replicas.get(topic)
             if (old.leader_replicas.get(topic), old.follower_replicas.get(topic)) == (
                 leader,
                 follower,
@@ -58,10 +58,10 @@ class Throttles:
         self._alter(topic_changes)
         rate = str(self.bytes_per_s)
         throttled = set(old.brokers)
-        for broker in sorted(old.brokers ^ plan.brokers):
+        for broker in sorted(old.brokers ^ targets.brokers):
             if broker not in live_brokers:
                 continue  # retried on a later call, once the broker is back
-            value = rate if broker in plan.brokers else None
+            value = rate if broker in targets.brokers else None
             change = {LEADER_RATE: value, FOLLOWER_RATE: value}
             try:
                 self._alter([_resource(ConfigResourceType.BROKER, str(broker), change)])
@@ -72,7 +72,9 @@ class Throttles:
                 throttled.discard(broker)
             else:
                 throttled.add(broker)
-        new = ThrottlePlan(plan.leader_replicas, plan.follower_replicas, frozenset(throttled))
+        new = ThrottleTargets(
+            targets.leader_replicas, targets.follower_replicas, frozenset(throttled)
+        )
         if new != old:
             log.info(
                 "throttles_applied", topics=sorted(new.leader_replicas), brokers=sorted(throttled)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kmedic.errors import KmedicError
-from manager.executor.batches import select_batch, throttle_plan
+from manager.executor.batches import select_batch, throttle_targets
 from manager.model.moves import Move
 
 BROKERS = st.integers(1, 6)
@@ -97,7 +97,7 @@ def test_batches_respect_the_limits_and_are_greedy(
 
 
 def test_throttles_cover_sources_and_new_replicas() -> None:
-    plan = throttle_plan(
+    plan = throttle_targets(
         [Move("t", 0, (1, 4)), Move("t", 3, (2, 5, 6)), Move("u", 1, (1, 2)), Move("v", 0, (8,))],
         {("t", 0): (1, 2), ("t", 3): (2, 5), ("u", 1): (2, 1), ("v", 0): (7, 8)},
     )
