@@ -9,7 +9,10 @@ levels), e.g. ``KMEDIC_AGENT__INTERVAL_S=10``. Values are parsed as YAML scalars
 
 from __future__ import annotations
 
+import difflib
 import os
+import types
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,13 +44,56 @@ def _apply_env(data: dict[str, Any], prefix: str, env: Mapping[str, str]) -> dic
     return data
 
 
-def describe_validation_error(exc: ValidationError, source: str) -> str:
-    """One line per problem, each naming the field path."""
+def describe_validation_error(
+    exc: ValidationError, source: str, model: type[BaseModel] | None = None
+) -> str:
+    """One line per problem, each naming the field path; an unknown key also names the keys
+    allowed there (and the likeliest one meant) when ``model`` is given."""
     lines = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        lines.append(f"{source}: {where}: {err['msg']}")
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden" and model is not None:
+            msg = _unknown_key(model, err["loc"])
+        lines.append(f"{source}: {where}: {msg}")
     return "\n".join(lines)
+
+
+def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    allowed = _keys_at(model, loc[:-1])
+    if not allowed:
+        return "unknown key"
+    guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+    meant = f"did you mean {guess[0]!r}? " if guess else ""
+    return f"unknown key; {meant}allowed here: {', '.join(allowed)}"
+
+
+def _keys_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The field names of the model found at ``loc`` (through nested models, optional
+    models and mappings of models), or [] when ``loc`` leads elsewhere."""
+    current: Any = model
+    parts = list(loc)
+    while parts:
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        field = current.model_fields.get(str(parts.pop(0)))
+        if field is None:
+            return []
+        current = _unwrap(field.annotation)
+        if typing.get_origin(current) in (dict, Mapping) and parts:
+            parts.pop(0)  # the mapping's key
+            current = _unwrap(typing.get_args(current)[-1])
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X | None`` -> ``X``."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        return args[0]
+    return annotation
 
 
 def load_config(
@@ -81,4 +127,4 @@ def load_config(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, source)) from exc
+        raise ConfigError(describe_validation_error(exc, source, model)) from exc

@@ -42,7 +42,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
@@ -56,7 +56,9 @@ SessionExpiredPolicy = Literal["reconnect", "shutdown"]
 
 
 class CoordinationConfig(BaseModel):
-    """How a manager instance talks to ZooKeeper."""
+    """How a manager instance talks to ZooKeeper (the manager config's ``zookeeper:``)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     zk_connect: str = Field(description="ZooKeeper connect string, host:port[,host:port...]")
     root: str = Field(default="/kmedic", pattern=r"^/[A-Za-z0-9_.\-/]*[A-Za-z0-9_.\-]$")

@@ -185,7 +185,7 @@ def parse_record(kind: Kind, data: dict[str, Any], source: str) -> Record:
     try:
         return KIND_MODELS[kind].model_validate(data)
     except ValidationError as exc:
-        raise KmedicError(describe_validation_error(exc, source)) from exc
+        raise KmedicError(describe_validation_error(exc, source, KIND_MODELS[kind])) from exc
 
 
 def kind_of(record: Record) -> Kind:

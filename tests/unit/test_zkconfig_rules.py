@@ -63,7 +63,10 @@ def test_maintenance_of_an_unknown_domain_is_a_problem() -> None:
         ({"name": "d", "brokers": []}, "needs at least one broker id"),
         ({"name": "d", "brokers": [1, 1]}, "broker ids listed twice"),
         ({"name": "d", "brokers": [-1]}, "broker ids must be >= 0"),
-        ({"name": "d", "brokers": [1], "racks": ["/r1"]}, "racks: Extra inputs"),
+        (
+            {"name": "d", "brokers": [1], "racks": ["/r1"]},
+            "racks: unknown key; allowed here: name, brokers",
+        ),
     ],
 )
 def test_bad_domains_are_refused_with_the_field_named(
