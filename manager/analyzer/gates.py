@@ -61,8 +61,9 @@ def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
             out.append(
                 Reason(
                     "dead_within_grace",
-                    f"broker {b.id} has been dead {dead_for / 1000:.0f} s, less than the "
-                    f"{policy.dead_grace_ms / 1000:.0f} s grace period",
+                    f"broker {b.id} has been dead {dead_for / 1000:.0f} s of its "
+                    f"{policy.dead_grace_ms / 1000:.0f} s grace period "
+                    f"({(policy.dead_grace_ms - dead_for) / 1000:.0f} s left)",
                 )
             )
         if b.id in state.frozen:

@@ -12,6 +12,7 @@ from manager.model.snapshot import Snapshot
 @dataclass(frozen=True)
 class HealthFacts:
     dead_brokers: int
+    waiting_brokers: int  # dead, but still inside the grace period
     urp_explained: int
     urp_unexplained: int
     load_age_s: float
@@ -47,6 +48,7 @@ def health_facts(snap: Snapshot) -> HealthFacts:
     age = (snap.taken_at - newest_report) / 1000 if newest_report is not None else float("inf")
     return HealthFacts(
         dead_brokers=len(dead),
+        waiting_brokers=len(in_grace(snap)),
         urp_explained=explained,
         urp_unexplained=unexplained,
         load_age_s=max(0.0, age),
@@ -65,6 +67,18 @@ def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]
     if audit_on_failover:
         active["audit_on_failover"] = "the audit topic cannot take records; writing to failover"
     return active
+
+
+def in_grace(snap: Snapshot) -> list[int]:
+    """Dead brokers still inside their grace period: the manager waits for them."""
+    grace = snap.policy.dead_grace_ms
+    return [
+        b.id
+        for b in snap.brokers
+        if not b.alive
+        and snap.taken_at - (b.dead_since_ms if b.dead_since_ms is not None else snap.taken_at)
+        < grace
+    ]
 
 
 def heal_needed(snap: Snapshot) -> bool:

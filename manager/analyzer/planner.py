@@ -98,6 +98,10 @@ def _refuse(
     after: dict[int, BrokerLoad],
 ) -> Decision:
     codes = sorted({r.code for r in reasons})
+    if codes == ["dead_within_grace"]:
+        # Only the grace period stands in the way: wait for it (audited, counted, no page).
+        summary = "; ".join(r.message for r in reasons)
+        return Decision("wait", kind, summary, tuple(reasons), (), 0, before, after)
     summary = f"refusing to act: {', '.join(codes)}"
     return Decision("refuse", kind, summary, tuple(reasons), (), 0, before, after)
 

@@ -1,6 +1,6 @@
 """``kmedic plan --snapshot FILE [--json]``: a dry run of the planner on a saved snapshot.
 
-Exit codes: 0 act or noop, 2 refuse, 1 bad input (the message names the field).
+Exit codes: 0 act, noop or wait, 2 refuse, 1 bad input (the message names the field).
 """
 
 from __future__ import annotations

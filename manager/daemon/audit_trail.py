@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from manager.analyzer.health import in_grace
 from manager.audit.log import AuditLog, AuditRecord
 from manager.executor.executor import MoveState
 from manager.model.decision import Decision
@@ -49,6 +50,7 @@ class AuditTrail:
         self._instance = instance
         self._epoch = epoch
         self._alerts: dict[str, str] = {}
+        self._waiting: frozenset[int] = frozenset()  # brokers of the wait last recorded
         # The newest records as stored, for the status page.
         self.recent: deque[AuditRecord] = deque(maxlen=RECENT_RECORDS)
 
@@ -84,7 +86,16 @@ class AuditTrail:
         self, decision: Decision, snap: Snapshot | None, evidence: dict[int, DeathEvidence]
     ) -> None:
         """One record per cycle; ``snap`` is None when the cycle could not observe the cluster.
-        (The log line is the daemon loop's: one per cycle, with the outcome.)"""
+        A wait is recorded once when it starts (and again if its brokers change) and once
+        when it is over. (The log line is the daemon loop's: one per cycle, with the outcome.)"""
+        if snap is not None:
+            waiting = frozenset(in_grace(snap)) if decision.outcome == "wait" else frozenset()
+            if self._waiting - waiting:
+                self._wait_over(sorted(self._waiting - waiting), snap, decision)
+            unchanged = decision.outcome == "wait" and waiting == self._waiting
+            self._waiting = waiting
+            if unchanged:
+                return
         # Why each dead broker counts as dead: both signals, in the record on-call reads.
         dead = [b.id for b in snap.brokers if not b.alive] if snap else []
         why_dead = [
@@ -105,6 +116,23 @@ class AuditTrail:
                 "dead_brokers": dead,
                 "snapshot_taken_at": snap.taken_at if snap else None,
             },
+        )
+
+    def _wait_over(self, brokers: list[int], snap: Snapshot, decision: Decision) -> None:
+        alive = {b.id for b in snap.brokers if b.alive}
+        still = set(in_grace(snap))
+
+        def why(b: int) -> str:
+            if b in alive:
+                return f"broker {b} is back"
+            if b in still:
+                return f"broker {b} is in its grace period, but the decision is {decision.outcome}"
+            return f"broker {b} is past its grace period"
+
+        self.record(
+            "decision",
+            "wait over: " + "; ".join(why(b) for b in brokers),
+            details={"outcome": "wait_over", "brokers": brokers},
         )
 
     def alerts(self, active: dict[str, str]) -> None:

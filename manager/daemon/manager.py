@@ -175,7 +175,9 @@ class Manager:
             return self._refuse_blind(str(exc))
         self.metrics.observe_observable(True)
         facts = health_facts(snap)
-        self.metrics.observe_cluster(facts.dead_brokers, facts.urp_explained, facts.urp_unexplained)
+        self.metrics.observe_cluster(
+            facts.dead_brokers, facts.waiting_brokers, facts.urp_explained, facts.urp_unexplained
+        )
         self.metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
         if not coord.is_leader:
             return CycleOutcome("standby", _standby_sentence(state, facts.dead_brokers))

@@ -4,6 +4,7 @@
 
 - ``act``: moves were started (or a leadership-only plan issued);
 - ``noop``: the leader looked and had nothing to start (all well, or its own plan still running);
+- ``wait``: a dead broker is still inside its grace period; audited and counted, never paged;
 - ``refuse``: the leader would not act; the reasons are audited and alerted;
 - ``standby``: another instance leads (or this one could not prove it still does);
 - ``blind``: this instance could not see the cluster or ZooKeeper; nothing was decided.
@@ -16,7 +17,7 @@ from typing import Literal
 
 from manager.model.decision import Decision
 
-CycleKind = Literal["act", "noop", "refuse", "standby", "blind"]
+CycleKind = Literal["act", "noop", "wait", "refuse", "standby", "blind"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,7 @@ class CycleOutcome:
         """The outcome of a decision carried out as decided."""
         codes = tuple(r.code for r in decision.reasons)
         kind = f" ({decision.kind})" if decision.kind else ""
-        because = f" because {', '.join(codes)}" if decision.outcome == "refuse" else ""
-        sentence = f"{decision.outcome}{kind}: {decision.summary}{because}"
+        sentence = f"{decision.outcome}{kind}: {decision.summary}"
         return cls(decision.outcome, sentence, decision, codes)
 
     @classmethod

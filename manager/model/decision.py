@@ -1,4 +1,5 @@
-"""The planner's output: act, noop or refuse, with reasons, ordered actions and predicted loads."""
+"""The planner's output: act, noop, wait or refuse, with reasons, ordered actions and predicted
+loads. A wait (a dead broker still inside its grace period) is not a refusal: nobody is paged."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any, Literal
 
 from manager.model.reasons import ReasonCode
 
-Outcome = Literal["act", "noop", "refuse"]
+Outcome = Literal["act", "noop", "refuse", "wait"]
 PlanKind = Literal["heal", "balance"]
 
 

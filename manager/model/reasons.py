@@ -36,7 +36,7 @@ ReasonCode = Literal[
     "placement_violation",
 ]
 
-Outcomes = Literal["refuse", "act", "noop", "act, noop"]
+Outcomes = Literal["refuse", "wait", "act", "noop", "act, noop"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,11 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
     "too_many_dead_brokers": CodeDoc(
         "refuse", "dead brokers > `max_dead_brokers` or > `max_dead_fraction`"
     ),
-    "dead_within_grace": CodeDoc("refuse", "a dead broker has been dead less than `dead_grace_ms`"),
+    "dead_within_grace": CodeDoc(
+        "wait",
+        "a dead broker has been dead less than `dead_grace_ms` (a refusal when another gate "
+        "fails too)",
+    ),
     "domain_in_maintenance": CodeDoc(
         "refuse", "a dead broker is in a failure domain under maintenance"
     ),

@@ -28,8 +28,8 @@ from manager.web.status_page import render_html
 
 log = get_logger(__name__)
 
-Outcome = Literal["act", "noop", "refuse"]
-OUTCOMES: tuple[Outcome, ...] = ("act", "noop", "refuse")
+Outcome = Literal["act", "noop", "wait", "refuse"]
+OUTCOMES: tuple[Outcome, ...] = ("act", "noop", "wait", "refuse")
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
@@ -47,7 +47,16 @@ class ManagerMetrics:
             registry=r,
         )
         self.dead_brokers = Gauge(
-            "kmedic_dead_brokers", "Brokers considered dead (past the grace period)", c, registry=r
+            "kmedic_dead_brokers",
+            "Brokers considered dead (in or past the grace period)",
+            c,
+            registry=r,
+        )
+        self.waiting_brokers = Gauge(
+            "kmedic_waiting_brokers",
+            "Dead brokers still inside their grace period: the manager waits (no page)",
+            c,
+            registry=r,
         )
         self.under_replicated = Gauge(
             "kmedic_under_replicated_partitions",
@@ -149,7 +158,12 @@ class ManagerMetrics:
             self.last_outcome.labels(cluster, outcome).set(0)
         for explained in ("true", "false"):
             self.under_replicated.labels(cluster, explained).set(0)
-        for gauge in (self.dead_brokers, self.refusing_to_heal, self.moves_in_flight):
+        for gauge in (
+            self.dead_brokers,
+            self.waiting_brokers,
+            self.refusing_to_heal,
+            self.moves_in_flight,
+        ):
             gauge.labels(cluster).set(0)
 
     # -- updates, one per fact the daemon learns ------------------------------------------
@@ -157,8 +171,11 @@ class ManagerMetrics:
     def observe_observable(self, observable: bool) -> None:
         self.cluster_observable.labels(self.cluster).set(1 if observable else 0)
 
-    def observe_cluster(self, dead_brokers: int, urp_explained: int, urp_unexplained: int) -> None:
+    def observe_cluster(
+        self, dead_brokers: int, waiting_brokers: int, urp_explained: int, urp_unexplained: int
+    ) -> None:
         self.dead_brokers.labels(self.cluster).set(dead_brokers)
+        self.waiting_brokers.labels(self.cluster).set(waiting_brokers)
         self.under_replicated.labels(self.cluster, "true").set(urp_explained)
         self.under_replicated.labels(self.cluster, "false").set(urp_unexplained)
 

@@ -79,7 +79,7 @@ def stats(broker: int, *, ts: int, failed: bool = False, **extra: Any) -> Broker
 
 
 class FakeSources:
-    """Brokers 1-4 on racks /r1, /r2; broker 4 can be dead (absent for an hour)."""
+    """Brokers 1-4 on racks /r1, /r2; a dead broker has been absent since an hour before NOW."""
 
     def __init__(self) -> None:
         self.dead: set[int] = set()
@@ -138,7 +138,7 @@ class FakeSources:
             leadership=leadership,
             own_moves=own_moves,
             moves_last_hour=moves_last_hour,
-            first_absent_ms={b: now_ms - 3_600_000 for b in self.dead},
+            first_absent_ms={b: NOW_MS - 3_600_000 for b in self.dead},
             known_racks={b: "/r1" if b % 2 else "/r2" for b in self.dead},
         )
 

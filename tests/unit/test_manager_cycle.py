@@ -223,9 +223,51 @@ def test_run_once_logs_each_outcome_once(rig: Rig, monkeypatch: pytest.MonkeyPat
 
 
 def test_a_refusal_names_its_reasons_in_the_sentence(tmp_path: Path) -> None:
-    rig = Rig(tmp_path, dead_grace_ms=2 * 3_600_000)
+    rig = Rig(tmp_path, max_dead_brokers=0)
     rig.sources.dead = {4}
     outcome = rig.manager.cycle()
     assert outcome.kind == "refuse"
-    assert outcome.sentence.endswith("because dead_within_grace")
+    assert outcome.sentence == "refuse (heal): refusing to act: too_many_dead_brokers"
     assert rig.executor.submitted == []
+    assert rig.summaries("alert_raised")[0].startswith("alert refused:too_many_dead_brokers")
+
+
+def _gauge(rig: Rig, name: str) -> float | None:
+    value = rig.manager.metrics.registry.get_sample_value(name, {"cluster": "c"})
+    return value
+
+
+def test_a_broker_inside_its_grace_period_is_a_wait_audited_once_never_paged(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path, dead_grace_ms=2 * 3_600_000)
+    rig.sources.dead = {4}
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "wait"
+    assert outcome.sentence == (
+        "wait (heal): broker 4 has been dead 3600 s of its 7200 s grace period (3600 s left)"
+    )
+    assert _gauge(rig, "kmedic_waiting_brokers") == 1
+    assert _gauge(rig, "kmedic_refusing_to_heal") == 0
+    assert rig.summaries("alert_raised") == []
+    rig.clock.advance(30)
+    assert rig.manager.cycle().kind == "wait"
+    assert len(rig.summaries()) == 1  # audited when it started, not every cycle
+    rig.sources.dead = set()
+    assert rig.manager.cycle().kind == "noop"
+    assert rig.summaries()[1:] == [
+        "wait over: broker 4 is back",
+        "noop: every broker is alive and within its limits",
+    ]
+    assert _gauge(rig, "kmedic_waiting_brokers") == 0
+    assert rig.executor.submitted == []
+
+
+def test_a_wait_ends_in_a_heal_once_the_grace_period_is_over(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, dead_grace_ms=2 * 3_600_000)
+    rig.sources.dead = {4}
+    assert rig.manager.cycle().kind == "wait"
+    rig.clock.advance(3_600)
+    assert rig.manager.cycle().kind == "act"
+    assert rig.summaries()[1] == "wait over: broker 4 is past its grace period"
+    assert sorted(m.tp for m in rig.executor.submitted) == DEAD_BROKERS_PARTITIONS

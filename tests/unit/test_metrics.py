@@ -40,7 +40,7 @@ def test_decisions_reasons_and_refusal_to_heal() -> None:
 
 def test_cluster_actions_moves_durations_leadership_audit() -> None:
     m = ManagerMetrics("c1")
-    m.observe_cluster(dead_brokers=1, urp_explained=12, urp_unexplained=0)
+    m.observe_cluster(dead_brokers=1, waiting_brokers=1, urp_explained=12, urp_unexplained=0)
     m.record_action("reassign", "started", 3)
     m.record_action("reassign", "completed", 2)
     m.observe_moves(in_flight=1, oldest_age_s=42.0, stuck=0)
@@ -52,6 +52,7 @@ def test_cluster_actions_moves_durations_leadership_audit() -> None:
     m.observe_audit(on_failover=True, spool_pending=4)
     m.count_audit_record("spool")
     assert value(m, "kmedic_dead_brokers") == 1
+    assert value(m, "kmedic_waiting_brokers") == 1
     assert value(m, "kmedic_under_replicated_partitions", explained="true") == 12
     assert value(m, "kmedic_actions_total", type="reassign", result="completed") == 2
     assert value(m, "kmedic_moves_in_flight") == 1

@@ -57,8 +57,20 @@ def test_dead_within_grace() -> None:
     snap = _snap(brokers=brokers)
     assert _codes(snap) == {"dead_within_grace"}
     decision = decide(snap)
+    assert decision.outcome == "wait"  # a wait, not a refusal: nobody is paged
+    assert decision.actions == ()
+    assert decision.exit_code == 0
+    assert "dead 60 s of its 600 s grace period (540 s left)" in decision.reasons[0].message
+    assert decision.summary == decision.reasons[0].message
+
+
+def test_dead_within_grace_with_another_failing_gate_refuses() -> None:
+    brokers = [broker(i, f"/r{(i - 1) % 3 + 1}", alive=i in ALIVE) for i in range(1, 7)]
+    brokers[5]["dead_since_ms"] = NOW - 60_000
+    snap = _snap(brokers=brokers, policy={"max_dead_brokers": 0})
+    decision = decide(snap)
     assert decision.outcome == "refuse"
-    assert "60 s" in decision.reasons[0].message
+    assert {r.code for r in decision.reasons} == {"dead_within_grace", "too_many_dead_brokers"}
 
 
 def test_dead_broker_in_maintenance_domain() -> None:
