@@ -7,12 +7,11 @@ load topic that is not compacted is reported, not changed: that is the operator'
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
+from kmedic.topic_wait import broker_addresses, wait_until_known
 from streaming.config import StreamConfig
 
 log = get_logger(__name__)
@@ -80,61 +79,9 @@ def ensure_output_topics(cfg: StreamConfig) -> list[str]:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise KmedicError(f"cannot create output topic {name}: {exc}") from exc
     if created:
-        wait_until_known(cfg, created, [f"{b.host}:{b.port}" for b in metadata.brokers.values()])
+        wait_until_known(created, broker_addresses(metadata), admin_conf=cfg.admin_options)
     _warn_if_not_compacted(admin, cfg, skip=set(created))
     return created
-
-
-def wait_until_known(
-    cfg: StreamConfig,
-    topics: list[str],
-    brokers: list[str],
-    *,
-    timeout_s: float = _TIMEOUT_S,
-    known_to: Callable[[str, str], str | None] | None = None,
-) -> None:
-    """Return once every broker's metadata has each new topic with a leader for every
-    partition. Kafka answers CreateTopics when the controller has committed the topic; the
-    brokers learn of it a moment later, and a client asking a broker that has not (describe
-    its configs, produce to it) gets UNKNOWN_TOPIC_OR_PART. Each broker is asked on its own
-    connection: a fresh client sends its first metadata request to its bootstrap broker."""
-    ask = known_to or (lambda broker, topic: _problem_on(cfg, broker, topic))
-    deadline = time.monotonic() + timeout_s
-    pending = {(b, t) for b in brokers for t in topics}
-    problems: dict[tuple[str, str], str] = {}
-    while pending:
-        for key in sorted(pending):
-            problem = ask(*key)
-            if problem is None:
-                pending.discard(key)
-                problems.pop(key, None)
-            else:
-                problems[key] = problem
-        if not pending:
-            break
-        if time.monotonic() > deadline:
-            shown = "; ".join(f"{t} on {b}: {problems[(b, t)]}" for b, t in sorted(pending))
-            raise KmedicError(f"output topics not usable after {timeout_s:.0f}s: {shown}")
-        time.sleep(0.1)
-    log.info("topics_known_to_every_broker", topics=topics, brokers=len(brokers))
-
-
-def _problem_on(cfg: StreamConfig, broker: str, topic: str) -> str | None:
-    """None when ``broker`` knows ``topic`` and a leader for each of its partitions."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    conf: dict[str, Any] = {**cfg.admin_options, "bootstrap.servers": broker, "log_level": 0}
-    try:
-        found = AdminClient(conf).list_topics(topic=topic, timeout=5).topics.get(topic)
-    except KafkaException as exc:
-        return str(exc)
-    if found is None or found.error is not None:
-        return "unknown topic" if found is None else str(found.error)
-    leaderless = [p for p, meta in found.partitions.items() if meta.leader < 0 or meta.error]
-    if not found.partitions or leaderless:
-        return f"no leader yet for partitions {leaderless or 'all'}"
-    return None
 
 
 def _warn_if_not_compacted(admin: Any, cfg: StreamConfig, skip: set[str]) -> None:

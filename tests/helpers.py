@@ -53,7 +53,6 @@ def create_placed_topic(bootstrap: str, name: str, assignment: list[list[int]]) 
     """A topic whose partition i lives on the brokers ``assignment[i]``; returns once it is in
     the metadata."""
     # kafka-python: confluent-kafka 2.16 rejects an explicit replica assignment locally.
-    from confluent_kafka.admin import AdminClient
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
 
@@ -62,9 +61,16 @@ def create_placed_topic(bootstrap: str, name: str, assignment: list[list[int]]) 
         admin.create_topics([NewTopic(name, replica_assignments=dict(enumerate(assignment)))])
     finally:
         admin.close()
-    metadata = AdminClient(kafka_conf(bootstrap))
-    wait_for(
-        lambda: name in metadata.list_topics(timeout=5).topics,
-        timeout=30,
-        what=f"topic {name} in metadata",
-    )
+    wait_until_usable(bootstrap, [name])
+
+
+def wait_until_usable(bootstrap: str, topics: list[str]) -> None:
+    """Until every broker knows the new topics with their leaders (kmedic.topic_wait): a
+    client reading or describing a topic the moment it was created is otherwise refused by a
+    broker that has not heard of it yet."""
+    from confluent_kafka.admin import AdminClient
+
+    from kmedic.topic_wait import broker_addresses, wait_until_known
+
+    brokers = broker_addresses(AdminClient(kafka_conf(bootstrap)).list_topics(timeout=15))
+    wait_until_known(topics, brokers, admin_conf=kafka_conf(bootstrap))

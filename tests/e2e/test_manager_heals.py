@@ -28,7 +28,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewTopic,
     ResourceType,
 )
-from helpers import kafka_conf, wait_for
+from helpers import kafka_conf, wait_for, wait_until_usable
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_support import PrometheusServer
 
@@ -157,6 +157,7 @@ def harness(
     futures = admin.create_topics([NewTopic(t, PARTITIONS, rf) for t, rf in TOPICS.items()])
     for f in futures.values():
         f.result(timeout=30)
+    wait_until_usable(cluster.bootstrap_servers, list(TOPICS))
     name = f"e2e-{uuid.uuid4().hex[:6]}"
     pipeline = Pipeline(cluster, workdir, cluster_name=name)
     metrics_port = process.free_ports(1)[0]

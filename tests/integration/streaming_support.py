@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from helpers import kafka_conf
+from helpers import kafka_conf, wait_until_usable
 from spark_helpers import connector_missing, shared_spark
 
 from streaming.config import SparkConfig, StreamConfig, TopicsConfig, ValidationConfig
@@ -63,6 +63,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 3, replication: i
     admin = AdminClient(kafka_conf(bootstrap))
     futures = admin.create_topics([NewTopic(topic, partitions, replication)])
     futures[topic].result(timeout=30)
+    wait_until_usable(bootstrap, [topic])
 
 
 def produce(bootstrap: str, topic: str, pairs: Iterable[tuple[bytes | None, bytes | None]]) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from helpers import kafka_conf, wait_for
+from helpers import kafka_conf, wait_for, wait_until_usable
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -25,11 +25,7 @@ def create_topic(bootstrap: str, name: str, partitions: int, rf: int) -> None:
     admin = AdminClient(kafka_conf(bootstrap))
     futures = admin.create_topics([NewTopic(name, partitions, rf)])
     futures[name].result(timeout=30)
-    wait_for(
-        lambda: name in admin.list_topics(timeout=5).topics,
-        timeout=30,
-        what=f"topic {name} in metadata",
-    )
+    wait_until_usable(bootstrap, [name])
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int = 1000) -> None:

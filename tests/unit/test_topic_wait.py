@@ -1,14 +1,11 @@
-"""The stream's new output topics are waited for until every broker knows them."""
+"""New topics are waited for until every broker knows them (kmedic.topic_wait)."""
 
 from __future__ import annotations
 
 import pytest
 
 from kmedic.errors import KmedicError
-from streaming.config import StreamConfig
-from streaming.topics import wait_until_known
-
-CFG = StreamConfig.model_validate({"bootstrap_servers": "unused:9092"})
+from kmedic.topic_wait import wait_until_known
 
 
 def test_returns_once_every_broker_knows_every_topic() -> None:
@@ -23,7 +20,7 @@ def test_returns_once_every_broker_knows_every_topic() -> None:
             return "unknown topic"
         return None
 
-    wait_until_known(CFG, ["loads", "dlq"], ["b1:9092", "b2:9092"], known_to=known_to)
+    wait_until_known(["loads", "dlq"], ["b1:9092", "b2:9092"], known_to=known_to)
     assert asked.count(("b2:9092", "loads")) == 3
     assert asked.count(("b1:9092", "loads")) == 1  # once known, not asked again
 
@@ -33,4 +30,4 @@ def test_gives_up_naming_the_broker_and_topic_that_never_knew() -> None:
         return "no leader yet for partitions [0]" if broker == "b3:9092" else None
 
     with pytest.raises(KmedicError, match=r"loads on b3:9092: no leader yet for partitions \[0\]"):
-        wait_until_known(CFG, ["loads"], ["b1:9092", "b3:9092"], timeout_s=0.3, known_to=known_to)
+        wait_until_known(["loads"], ["b1:9092", "b3:9092"], timeout_s=0.3, known_to=known_to)
