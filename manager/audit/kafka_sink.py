@@ -163,12 +163,17 @@ def read_records(
     follow: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
     timeout_s: float = 15.0,
+    notice: Callable[[str], None] = lambda _: None,
 ) -> Iterator[AuditRecord]:
     """Records in topic order with repeats (same id) dropped. Without ``follow`` it stops at
-    the end of the topic as it was when reading started."""
+    the end of the topic as it was when reading started, and an error ends it. With
+    ``follow`` a transient error (brokers restarting, a connection lost) is told to
+    ``notice`` once, reading goes on, and ``notice`` hears again when records flow again."""
+    problems: list[KafkaError] = []  # errors of the client itself (brokers down, ...)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap_servers,
+            "error_cb": problems.append,
             "group.id": f"kmedic-actions-tail-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
@@ -201,10 +206,13 @@ def read_records(
         remaining = {tp.partition for tp in parts if tp.offset < ends[tp.partition]}
         seen: OrderedDict[str, None] = OrderedDict()
         deadline = time.monotonic() + timeout_s
+        troubled = False
         while follow or remaining:
             if should_stop():
                 return
             msg = consumer.poll(0.5)
+            if follow and problems:
+                troubled = _trouble(problems, topic, notice, troubled)
             if msg is None:
                 if not follow and time.monotonic() > deadline:
                     raise KmedicError(
@@ -213,8 +221,15 @@ def read_records(
                     )
                 continue
             error = msg.error()
-            if error is not None:
+            if error is not None and not follow:
                 raise KmedicError(f"reading {topic} failed: {error.str()}")
+            if error is not None:
+                problems.append(error)
+                troubled = _trouble(problems, topic, notice, troubled)
+                continue
+            if troubled:
+                notice(f"reading {topic} again")
+                troubled = False
             deadline = time.monotonic() + timeout_s
             offset, partition = int(msg.offset() or 0), int(msg.partition() or 0)
             if offset + 1 >= ends.get(partition, 0):
@@ -234,3 +249,16 @@ def read_records(
             yield record
     finally:
         consumer.close()
+
+
+def _trouble(
+    problems: list[KafkaError], topic: str, notice: Callable[[str], None], troubled: bool
+) -> bool:
+    """While following: a fatal error ends the reading; a transient one is told once."""
+    error = problems[-1]
+    problems.clear()
+    if error.fatal():
+        raise KmedicError(f"reading {topic} failed: {error.str()}")
+    if not troubled:
+        notice(f"cannot read {topic} right now ({error.str()}); still following")
+    return True

@@ -52,13 +52,20 @@ def register(subparsers: Any) -> None:
     tail.set_defaults(func=run_tail)
 
 
+def _say(sentence: str) -> None:
+    print(f"kmedic: {sentence}", file=sys.stderr, flush=True)
+
+
 def run_tail(args: argparse.Namespace) -> int:
     if not args.bootstrap:
         raise KmedicError(
             "no Kafka given: pass --bootstrap HOST:PORT or set KMEDIC_BOOTSTRAP_SERVERS"
         )
     since = None if args.since is None else parse_since(args.since, int(time.time() * 1000))
-    for record in read_records(args.bootstrap, args.topic, since_ms=since, follow=args.follow):
+    records = read_records(
+        args.bootstrap, args.topic, since_ms=since, follow=args.follow, notice=_say
+    )
+    for record in records:
         if args.cluster and record.cluster != args.cluster:
             continue
         line = record.model_dump_json() if args.json else render_line(record)
