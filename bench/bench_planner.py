@@ -110,7 +110,13 @@ def generate(brokers: int, replicas: int, racks: int, seed: int) -> dict[str, An
             for b in sorted(rack_of)
         ],
         "topics": topics,
-        "policy": {"enforce_min_racks": True, "min_racks": 3},
+        # The budgets of a medium cluster's defaults would refuse a heal of this size.
+        "policy": {
+            "enforce_min_racks": True,
+            "min_racks": 3,
+            "max_moves_per_cycle": 10_000,
+            "max_moves_per_hour": 50_000,
+        },
         "leadership": {"holder": "bench", "epoch": 1, "current_epoch": 1, "is_leader": True},
     }
 

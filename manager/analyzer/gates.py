@@ -165,7 +165,7 @@ def gate_budget(snap: Snapshot, moves: int) -> list[Reason]:
     if done + moves > policy.max_moves_per_hour:
         out.append(
             Reason(
-                "action_budget_exceeded",
+                "hourly_budget_exceeded",
                 f"{done} moves in the last hour plus {moves} planned exceed the hourly budget "
                 f"of {policy.max_moves_per_hour}",
             )

@@ -167,7 +167,7 @@ def _finish_balance(
     if plan.move_count == 0:
         reasons.append(
             Reason(
-                "action_budget_exceeded" if plan.budget_hit else "balance_infeasible",
+                "hourly_budget_exceeded" if plan.budget_hit else "balance_infeasible",
                 "no move budget is left this hour"
                 if plan.budget_hit
                 else "no leadership or replica move sheds load within the constraints from brokers "

@@ -23,6 +23,7 @@ ReasonCode = Literal[
     "plan_violates_constraints",
     "no_live_replica",
     "action_budget_exceeded",
+    "hourly_budget_exceeded",
     "balance_infeasible",
     # the daemon's own situation
     "degraded_mode",
@@ -79,7 +80,12 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
     ),
     "no_live_replica": CodeDoc("refuse", "a partition to heal has no live leader"),
     "action_budget_exceeded": CodeDoc(
-        "refuse", "the plan exceeds the per-cycle or hourly move budget"
+        "refuse", "the plan needs more moves than `max_moves_per_cycle`"
+    ),
+    "hourly_budget_exceeded": CodeDoc(
+        "refuse",
+        "the moves of the last hour plus the plan's exceed `max_moves_per_hour` (a runaway or "
+        "a bad hour: a person should look)",
     ),
     "balance_infeasible": CodeDoc(
         "refuse", "brokers are over limits and no move helps within the constraints"

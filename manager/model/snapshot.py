@@ -133,8 +133,10 @@ class Policy(_Frozen):
     max_dead_fraction: float = Field(default=0.25, ge=0, le=1)
     min_valid_load_fraction: float = Field(default=0.9, ge=0, le=1)
     max_stats_age_ms: int = Field(default=300_000, ge=0)
-    max_moves_per_cycle: int = Field(default=10_000, ge=0)
-    max_moves_per_hour: int = Field(default=50_000, ge=0)
+    # Sized for a medium cluster (docs/planner.md, "Move budgets"): one plan may heal the
+    # largest dead-broker count allowed; an hour allows two such heals, and no more.
+    max_moves_per_cycle: int = Field(default=2_000, ge=0)
+    max_moves_per_hour: int = Field(default=4_000, ge=0)
 
 
 class Leadership(_Frozen):
