@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from manager.model.decision import Decision
@@ -25,7 +25,7 @@ class CycleOutcome:
     kind: CycleKind
     sentence: str
     decision: Decision | None = None
-    reasons: tuple[str, ...] = field(default=())  # reason codes, for the log line
+    reasons: tuple[str, ...] = ()  # reason codes, for the log line
 
     @classmethod
     def of(cls, decision: Decision) -> CycleOutcome:

@@ -233,8 +233,7 @@ def test_a_refusal_names_its_reasons_in_the_sentence(tmp_path: Path) -> None:
 
 
 def _gauge(rig: Rig, name: str) -> float | None:
-    value = rig.manager.metrics.registry.get_sample_value(name, {"cluster": "c"})
-    return value
+    return rig.manager.metrics.registry.get_sample_value(name, {"cluster": "c"})
 
 
 def test_a_broker_inside_its_grace_period_is_a_wait_audited_once_never_paged(
