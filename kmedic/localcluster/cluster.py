@@ -183,17 +183,22 @@ class LocalCluster:
 
     def pause(self, broker_id: int) -> None:
         """SIGSTOP one broker: a process that hangs (a long GC pause) without dying."""
-        node = self.broker(broker_id)
-        if not node.running() or node.pid is None:
-            raise KmedicError(f"broker {broker_id} is not running")
-        os.kill(node.pid, signal.SIGSTOP)
+        _stop_process(self.broker(broker_id))
         log.info("broker_paused", broker=broker_id)
 
     def resume(self, broker_id: int) -> None:
-        node = self.broker(broker_id)
-        if node.pid is not None and node.running():
-            os.kill(node.pid, signal.SIGCONT)
+        if _continue_process(self.broker(broker_id)):
             log.info("broker_resumed", broker=broker_id)
+
+    def pause_zookeeper(self) -> None:
+        """SIGSTOP ZooKeeper: it keeps its connections open and answers nothing, so clients
+        see timeouts, and on resume it expires the sessions whose timeout passed meanwhile."""
+        _stop_process(self._node("zookeeper", 0))
+        log.info("zookeeper_paused")
+
+    def resume_zookeeper(self) -> None:
+        if _continue_process(self._node("zookeeper", 0)):
+            log.info("zookeeper_resumed")
 
     def restart(self, broker_id: int, *, timeout: float = START_TIMEOUT_S) -> None:
         """Start a stopped broker again on its old port with its old data."""
@@ -388,3 +393,16 @@ def _plan_nodes(spec: ClusterSpec, workdir: Path) -> list[Node]:
         )
         nodes.append(kafka_node("broker", broker_id, port, props, exporter_port, rack))
     return nodes
+
+
+def _stop_process(node: Node) -> None:
+    if not node.running() or node.pid is None:
+        raise KmedicError(f"{node.name} is not running")
+    os.kill(node.pid, signal.SIGSTOP)
+
+
+def _continue_process(node: Node) -> bool:
+    if node.pid is None or not node.running():
+        return False
+    os.kill(node.pid, signal.SIGCONT)
+    return True

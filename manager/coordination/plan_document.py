@@ -3,8 +3,9 @@ finish, read back by a new leader. The I/O (fenced
 compare-and-set) is manager.coordination.leadership's.
 
 Document: ``{"decision", "kind", "epoch", "moves": [{"topic", "partition", "target",
-"size_bytes"}], "moves_started": [...]}`` — the last field is the hourly move budget's history
-(manager.coordination.move_budget).
+"size_bytes"}], "moves_started": [...], "throttles": {...}}``: ``moves_started`` is the hourly
+move budget's history (manager.coordination.move_budget), ``throttles`` the replication
+throttles kmedic set and owns (manager.model.throttles).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from manager.coordination.move_budget import Entry, to_field
 from manager.model.decision import Decision, ElectPreferredLeader, Reassign
 from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
+from manager.model.throttles import FIELD as THROTTLES_FIELD
+from manager.model.throttles import ThrottleRecord
 
 TopicPartition = tuple[str, int]
 
@@ -41,7 +44,11 @@ def moves_for(decision: Decision, snap: Snapshot) -> list[Move]:
 
 
 def plan_document(
-    decision: Decision, moves: Iterable[Move], epoch: int, history: Iterable[Entry]
+    decision: Decision,
+    moves: Iterable[Move],
+    epoch: int,
+    history: Iterable[Entry],
+    throttles: ThrottleRecord,
 ) -> dict[str, Any]:
     return {
         "decision": decision.summary,
@@ -57,6 +64,7 @@ def plan_document(
             for m in moves
         ],
         HISTORY_FIELD: to_field(history),
+        THROTTLES_FIELD: throttles.to_field(),
     }
 
 
@@ -64,12 +72,28 @@ def _tp(entry: Mapping[str, Any]) -> TopicPartition:
     return (str(entry["topic"]), int(entry["partition"]))
 
 
-def trimmed(plan: Mapping[str, Any], active: set[TopicPartition]) -> dict[str, Any] | None:
-    """The plan with only the moves still active, or None when nothing changed. Emptied, not
-    deleted, when all are done: the move history it carries must outlive it."""
+def synced(
+    plan: Mapping[str, Any], active: set[TopicPartition], throttles: ThrottleRecord
+) -> dict[str, Any] | None:
+    """The plan with only the moves still active and the throttles kmedic owns now, or None
+    when nothing changed. Emptied, not deleted, when all are done: the move history it carries
+    must outlive it."""
     moves = list(plan.get("moves") or [])
     kept = [m for m in moves if _tp(m) in active]
-    return None if len(kept) == len(moves) else {**plan, "moves": kept}
+    owned = throttles.to_field()
+    if len(kept) == len(moves) and stored_throttles(plan).to_field() == owned:
+        return None
+    return {**plan, "moves": kept, THROTTLES_FIELD: owned}
+
+
+def with_throttles(plan: Mapping[str, Any], throttles: ThrottleRecord) -> dict[str, Any]:
+    return {**plan, THROTTLES_FIELD: throttles.to_field()}
+
+
+def stored_throttles(plan: Mapping[str, Any] | None) -> ThrottleRecord:
+    """The throttles a stored plan says kmedic owns (none, for a plan written before kmedic
+    recorded them: what is not recorded is never removed)."""
+    return ThrottleRecord.from_field((plan or {}).get(THROTTLES_FIELD))
 
 
 def moves_to_adopt(plan: Mapping[str, Any], known: set[TopicPartition]) -> list[Move]:

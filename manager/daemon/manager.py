@@ -14,6 +14,7 @@ manager.daemon.wiring builds the real ones, unit tests pass fakes.
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,14 @@ from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.leadership import FencedError
 from manager.coordination.move_budget import from_plan, with_started
-from manager.coordination.plan_document import moves_for, moves_to_adopt, plan_document, trimmed
+from manager.coordination.plan_document import (
+    moves_for,
+    moves_to_adopt,
+    plan_document,
+    stored_throttles,
+    synced,
+    with_throttles,
+)
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.state import CoordinationState
 from manager.daemon.audit_trail import AuditTrail
@@ -35,12 +43,17 @@ from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemCl
 from manager.daemon.rules import blind, degrade, wait_for_plan
 from manager.executor.executor import MoveState
 from manager.model.decision import Decision
+from manager.model.moves import Move
+from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
+from manager.model.throttles import ThrottleRecord
 from manager.monitor.observe import DeathEvidence
 from manager.web.metrics import ManagerMetrics, MetricsServer
 from manager.web.status_page import status_document
 
 log = get_logger(__name__)
+
+ZK_OUTAGE: ReasonCode = "coordination_unreachable"
 
 
 class Manager:
@@ -80,6 +93,8 @@ class Manager:
         self.last_snapshot: Snapshot | None = None
         self._moves_view: tuple[MoveState, ...] = ()
         self._evidence: dict[int, DeathEvidence] = {}
+        # Since when (wall clock) and for how many cycles ZooKeeper has been unreachable.
+        self._zk_outage: tuple[float, int] | None = None
         self.trail = AuditTrail(
             audit,
             self.metrics,
@@ -88,6 +103,7 @@ class Manager:
             epoch=lambda: coordinator.epoch,
         )
         executor.on_event = self.trail.move_event
+        executor.before_change = self._before_change
         coordinator.watch(
             on_leadership_acquired=lambda epoch: self._adopt.set(),
             on_leadership_lost=self._on_leadership_lost,
@@ -165,6 +181,8 @@ class Manager:
             self._drop_moves.clear()
             self.executor.forget_moves()
         if not coord.connected:
+            since, cycles = self._zk_outage or (self.clock.time(), 0)
+            self._zk_outage = (since, cycles + 1)
             return CycleOutcome(
                 "blind", "blind: ZooKeeper is unreachable, so leadership cannot be proven"
             )
@@ -180,12 +198,17 @@ class Manager:
         )
         self.metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
         if not coord.is_leader:
+            self._zk_outage = None  # the leader tells it
             return CycleOutcome("standby", _standby_sentence(state, facts.dead_brokers))
+        if self._zk_outage is not None:
+            self._audit_outage(facts.dead_brokers)
         self._plan = state.plan
         if self._adopt.is_set():
-            self._adopt_plan(snap)
+            self._adopt_plan()
         if self.executor.active():
             self._step_executor()
+        elif self.executor.owned_throttles():
+            self._release_throttles()
         t_plan = self.clock.monotonic()
         decision = degrade(
             decide(snap),
@@ -227,6 +250,22 @@ class Manager:
         self.last_decision = decision
         return CycleOutcome(
             "blind", f"blind: {why}; refusal audited", decision, ("cluster_unobservable",)
+        )
+
+    def _audit_outage(self, dead_brokers: int) -> None:
+        """What happened while ZooKeeper was unreachable: nothing, and why (standbys saw the
+        same outage; only the instance that leads after it writes it down)."""
+        assert self._zk_outage is not None
+        since, cycles = self._zk_outage
+        self._zk_outage = None
+        now = self.clock.time()
+        self.trail.record(
+            "decision",
+            f"refuse: nothing was done for {now - since:.0f}s ({cycles} cycles) while ZooKeeper "
+            "was unreachable: no instance could prove it leads"
+            + (f"; {dead_brokers} dead brokers waited" if dead_brokers else ""),
+            reasons=[f"{ZK_OUTAGE}: from {_iso(since)} to {_iso(now)}, {cycles} cycles"],
+            details={"from_ms": int(since * 1000), "to_ms": int(now * 1000), "cycles": cycles},
         )
 
     def _read_state(self) -> CoordinationState:
@@ -273,7 +312,8 @@ class Manager:
         stored = self._plan
         history = from_plan(stored.plan) if stored else self._moves_started
         started = with_started(history, self.clock.time(), len(moves))
-        plan = plan_document(decision, moves, coord.epoch, started)
+        owned = self.executor.owned_throttles()
+        plan = plan_document(decision, moves, coord.epoch, started, owned)
         try:
             self._plan = coord.plans.write(plan, stored.version if stored else None)
         except FencedError as exc:
@@ -295,13 +335,56 @@ class Manager:
             return
         self._sync_plan()
 
+    def _before_change(self, batch: list[Move], throttles: ThrottleRecord) -> bool:
+        """Before every batch of moves and every throttle kmedic adds: a fenced write of the
+        plan with the throttles it will own. It fails unless this instance still leads with the
+        current epoch, so a deposed leader starts nothing, and a successor removes exactly
+        these throttles if this one crashes next."""
+        stored = self._plan
+        if stored is None:
+            log.warning("batch_refused", moves=len(batch), why="no stored plan to record it in")
+            return False
+        try:
+            self._plan = self.coordinator.plans.write(
+                with_throttles(stored.plan, throttles), stored.version
+            )
+        except FencedError as exc:
+            self._drop_moves.set()
+            log.warning("batch_refused", moves=len(batch), why=f"fenced: {exc}")
+            return False
+        except KmedicError as exc:
+            log.warning("batch_refused", moves=len(batch), why=str(exc))
+            return False
+        return True
+
+    def _release_throttles(self) -> None:
+        """No move runs: remove the throttles kmedic owns (left by a predecessor, or on a
+        broker that was down when the last move ended)."""
+        before = self.executor.owned_throttles()
+        if not self.coordinator.verify_leadership():
+            return  # a deposed leader's successor may need them for the moves it adopted
+        try:
+            left = self.executor.release_throttles()
+        except KmedicError as exc:
+            log.warning("throttle_release_failed", error=str(exc))
+            return
+        log.info(
+            "throttles_released",
+            topics=len({t for t, _ in before.replicas}),
+            brokers=len({b for b, _ in before.rates}),
+            waiting_brokers=sorted({b for b, _ in left.rates}),
+        )
+        self._sync_plan()
+
     def _sync_plan(self) -> None:
-        """Keep the stored plan equal to the moves still active; when all are done it is
-        emptied, not deleted, so that the move history it carries outlives it."""
+        """Keep the stored plan equal to the moves still active and the throttles kmedic owns;
+        when all are done it is emptied, not deleted, so that the move history it carries
+        outlives it."""
         stored = self._plan
         if stored is None:
             return
-        changed = trimmed(stored.plan, {s.move.tp for s in self.executor.active()})
+        active = {s.move.tp for s in self.executor.active()}
+        changed = synced(stored.plan, active, self.executor.owned_throttles())
         if changed is None:
             return
         try:
@@ -309,18 +392,19 @@ class Manager:
         except KmedicError as exc:
             log.warning("plan_sync_failed", error=str(exc))
 
-    def _adopt_plan(self, snap: Snapshot) -> None:
-        """After a restart or failover: continue the moves the stored plan still lists; with
-        none left and no reassignment running anywhere, remove replication throttles a crashed
-        leader may have left behind (a throttle without a reassignment only slows recovery)."""
+    def _adopt_plan(self) -> None:
+        """After a restart or failover: take over the throttles the stored plan records as
+        kmedic's and continue the moves it still lists; with none left, the throttles are
+        removed at once (a throttle without a move only slows recovery). Throttles kmedic
+        did not record are never touched: they are an operator's."""
         self._adopt.clear()
         stored = self._plan
-        if stored is not None:
-            self._moves_started = from_plan(stored.plan)
-        if stored is None or not stored.plan.get("moves"):
-            if not snap.reassignments:
-                self._clear_leftover_throttles(snap)
+        if stored is None:
             return
+        self._moves_started = from_plan(stored.plan)
+        self.executor.adopt_throttles(stored_throttles(stored.plan))
+        if not stored.plan.get("moves"):
+            return  # released by this cycle's step, once adoption is over
         moves = moves_to_adopt(stored.plan, {s.move.tp for s in self.executor.active()})
         self.executor.submit(moves)
         self.trail.record(
@@ -330,16 +414,6 @@ class Manager:
             partitions=[m.key for m in moves],
             details={"adopted_from": stored.instance, "adopted_epoch": stored.epoch},
         )
-
-    def _clear_leftover_throttles(self, snap: Snapshot) -> None:
-        topics = [t.name for t in snap.topics]
-        brokers = [b.id for b in snap.brokers if b.alive]
-        try:
-            self.executor.clear_throttles(topics, brokers)
-        except KmedicError as exc:
-            log.warning("throttle_cleanup_failed", error=str(exc))
-            return
-        log.info("throttles_cleared", topics=len(topics), brokers=len(brokers))
 
     def _observe_moves(self) -> None:
         self._moves_view = tuple(self.executor.active())  # for the status page's thread
@@ -395,6 +469,10 @@ def _standby_sentence(state: CoordinationState, dead_brokers: int) -> str:
         else "no instance leads yet"
     )
     return f"standby: {who}; {dead_brokers} dead brokers seen"
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -9,10 +9,11 @@ from typing import Any, Protocol
 
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.state import CoordinationState
-from manager.executor.executor import EventCallback, MoveState
+from manager.executor.executor import ChangeGuard, EventCallback, MoveState
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
+from manager.model.throttles import ThrottleRecord
 from manager.monitor.feeds import FeedStatus
 from manager.monitor.observe import Observation
 
@@ -96,6 +97,7 @@ class Coordinator(Protocol):
 
 class Executor(Protocol):
     on_event: EventCallback | None
+    before_change: ChangeGuard | None
 
     def submit(self, moves: Iterable[Move]) -> None: ...
 
@@ -107,6 +109,10 @@ class Executor(Protocol):
 
     def forget_moves(self) -> None: ...
 
-    def clear_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None: ...
+    def owned_throttles(self) -> ThrottleRecord: ...
+
+    def adopt_throttles(self, record: ThrottleRecord) -> None: ...
+
+    def release_throttles(self) -> ThrottleRecord: ...
 
     def close(self) -> None: ...

@@ -9,6 +9,11 @@ Each ``step()`` reads the cluster once (metadata and ongoing reassignments), the
    replication throttles before issuing the reassignment;
 3. sets the throttles the remaining moves need and removes every other one it set.
 
+Before every batch, and before any throttle change that makes kmedic own more, ``before_change``
+is called with the batch and the throttle record to store: the daemon makes it a fenced write
+of the in-flight plan, so only a verified leader starts moves and a successor knows which
+throttles are kmedic's. When it returns False nothing is started or changed.
+
 Events (``action_started``, ``action_progress``, ``action_completed``, ``action_failed``,
 ``alert_raised``) go to ``on_event`` so the daemon can audit and count them.
 """
@@ -30,8 +35,9 @@ from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
 from kmedic.logging import get_logger
 from manager.executor.batches import select_batch, throttle_targets
-from manager.executor.throttles import Throttles
+from manager.executor.throttles import ThrottleChange, Throttles
 from manager.model.moves import Move, TopicPartition
+from manager.model.throttles import ThrottleRecord
 
 log = get_logger(__name__)
 
@@ -77,6 +83,8 @@ class MoveState:
 
 
 EventCallback = Callable[[str, MoveState, dict[str, Any]], None]
+# Called with the batch about to start (maybe empty) and the throttle record to store first.
+ChangeGuard = Callable[[list[Move], ThrottleRecord], bool]
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,7 @@ class Executor:
     ) -> None:
         self.config = config or ExecutorConfig()
         self.on_event = on_event
+        self.before_change: ChangeGuard | None = None
         self._clock = clock
         self._bootstrap = bootstrap_servers
         self._kp = self._connect()
@@ -180,9 +189,20 @@ class Executor:
         ongoing = {(tp.topic, tp.partition): dict(info) for tp, info in ongoing_raw.items()}
         return ClusterView(replicas, leaders, live, ongoing)
 
-    def clear_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
-        """Remove kmedic's throttle configs, e.g. after a crash left them behind."""
-        self._throttles.clear(topics, brokers)
+    def owned_throttles(self) -> ThrottleRecord:
+        """The throttle settings this executor set, or adopted, and has not removed."""
+        return self._throttles.owned()
+
+    def adopt_throttles(self, record: ThrottleRecord) -> None:
+        """Take over throttles a predecessor recorded as kmedic's; they are removed once no
+        move needs them (``release_throttles``, or a step without them)."""
+        self._throttles.adopt(record)
+
+    def release_throttles(self) -> ThrottleRecord:
+        """Remove every throttle kmedic owns (no move runs); returns what is left: rates on
+        brokers that are down, removed once they are back."""
+        live = self.read_cluster().live_brokers
+        return self._throttles.release(live)
 
     def forget_moves(self) -> None:
         """Drop every move this instance tracks, and what it knows of the throttles it set
@@ -282,13 +302,21 @@ class Executor:
         )
         if not batch:
             return
+        flight = self.in_flight()
+        originals = {s.move.tp: s.original for s in flight}
+        originals.update({m.tp: view.replicas[m.tp] for m in batch})
+        targets = throttle_targets([s.move for s in flight] + batch, originals)
+        change = self._throttles.prepare(targets, self._live)
+        # Leadership proven and the throttles recorded before anything changes; throttles
+        # before the reassignment, so that no byte moves unthrottled.
+        if not self._guard(batch, change):
+            return
+        self._throttles.commit(change)
         for move in batch:
             state = self.states[move.tp]
             state.original = view.replicas[move.tp]
             state.status = "in_flight"
             state.started_at = state.last_progress = self._clock()
-        # Throttles first, so that no byte moves unthrottled.
-        self._apply_throttles()
         errors = self._alter(
             {m.tp: list(m.target) for m in batch}, f"reassign {len(batch)} partitions"
         )
@@ -325,7 +353,20 @@ class Executor:
         targets = throttle_targets(
             [st.move for st in flight], {st.move.tp: st.original for st in flight}
         )
-        self._throttles.apply(targets, self._live)
+        change = self._throttles.prepare(targets, self._live)
+        if self._guard([], change):
+            self._throttles.commit(change)
+
+    def _guard(self, batch: list[Move], change: ThrottleChange) -> bool:
+        """Ask ``before_change`` to go ahead with a batch, or with a throttle change that
+        makes kmedic own more (one that only removes needs no permission)."""
+        if self.before_change is None:
+            return True
+        owned = self._throttles.owned()
+        grows = owned.union(change.owned) != owned
+        if not batch and not grows:
+            return True
+        return self.before_change(batch, owned.union(change.owned))
 
     def throttled_brokers(self) -> set[int]:
         """Brokers on which this executor set a throttle rate that is still in place."""

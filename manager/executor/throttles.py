@@ -1,14 +1,17 @@
-"""Replication throttles of the executor's moves, applied through incremental config changes.
+"""Replication throttles of the executor's moves, set and removed through incremental config
+changes, touching only what kmedic owns (the rules: manager.model.throttles).
 
-Topic configs (``leader/follower.replication.throttled.replicas``) name the replicas being
-copied; broker configs (``leader/follower.replication.throttled.rate``) cap the bytes per second.
-Only the differences from what was last applied are sent. A broker config can only be changed on
-that broker: while it is down its change waits and is retried on every call.
+A change is made in two steps so that its ownership can be stored first: ``prepare`` reads the
+configs it would touch and computes their new values and what kmedic owns afterwards;
+``commit`` sends them. Only configs whose wanted state changed are read or sent. A broker
+config can only be changed on that broker: while it is down its change waits and is retried
+on a later call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
@@ -16,87 +19,180 @@ from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, Kafka
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.executor.batches import ThrottleTargets
+from manager.model.throttles import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    RATE_KEYS,
+    BrokerKey,
+    ThrottleRecord,
+    TopicKey,
+    change_list,
+    change_rate,
+)
 
 log = get_logger(__name__)
 
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-
 AdminCall = Callable[[Callable[[KafkaAdminClient], Any], str], Any]
+
+
+@dataclass(frozen=True)
+class ThrottleChange:
+    """Config values to send (None: delete), and the state once they are sent."""
+
+    topics: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    brokers: dict[int, dict[str, str | None]] = field(default_factory=dict)
+    owned: ThrottleRecord = field(default_factory=ThrottleRecord)
+    wanted_replicas: dict[TopicKey, frozenset[str]] = field(default_factory=dict)
+    wanted_rates: dict[BrokerKey, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.topics) or bool(self.brokers)
 
 
 class Throttles:
     def __init__(self, bytes_per_s: int | None, admin_call: AdminCall) -> None:
         self.bytes_per_s = bytes_per_s
         self._call = admin_call
-        self._applied = ThrottleTargets({}, {}, frozenset())
+        self._owned = ThrottleRecord()
+        self._wanted_replicas: dict[TopicKey, frozenset[str]] = {}
+        self._wanted_rates: dict[BrokerKey, str] = {}
+
+    def owned(self) -> ThrottleRecord:
+        return self._owned
 
     def throttled_brokers(self) -> set[int]:
-        return set(self._applied.brokers)
+        return {b for b, _ in self._owned.rates}
 
-    def apply(self, targets: ThrottleTargets, live_brokers: frozenset[int]) -> None:
-        """Make the cluster's throttles match ``targets`` (no-op when throttling is off)."""
+    def adopt(self, record: ThrottleRecord) -> None:
+        """Take over what a predecessor recorded as kmedic's (removed once no move needs it)."""
+        self._owned = self._owned.union(record)
+
+    def prepare(self, targets: ThrottleTargets, live_brokers: frozenset[int]) -> ThrottleChange:
+        """What it takes for the cluster's throttles to match ``targets``, kmedic's part only
+        (with throttling off, the targets are ignored and what kmedic owns is removed)."""
         if self.bytes_per_s is None:
-            return
-        old = self._applied
-        topic_changes = []
-        for topic in sorted(set(old.leader_replicas) | set(targets.leader_replicas)):
-            leader = targets.leader_replicas.get(topic)
-            follower = targets.follower_replicas.get(topic)
-            if (old.leader_replicas.get(topic), old.follower_replicas.get(topic)) == (
-                leader,
-                follower,
-            ):
-                continue
-            wanted = {
-                LEADER_REPLICAS: ",".join(leader) if leader else None,
-                FOLLOWER_REPLICAS: ",".join(follower) if follower else None,
-            }
-            topic_changes.append(_resource(ConfigResourceType.TOPIC, topic, wanted))
-        self._alter(topic_changes)
+            targets = ThrottleTargets({}, {}, frozenset())
+        replicas = _wanted_replicas(targets)
         rate = str(self.bytes_per_s)
-        throttled = set(old.brokers)
-        for broker in sorted(old.brokers ^ targets.brokers):
-            if broker not in live_brokers:
-                continue  # retried on a later call, once the broker is back
-            value = rate if broker in targets.brokers else None
-            change = {LEADER_RATE: value, FOLLOWER_RATE: value}
+        rates = {(b, k): rate for b in targets.brokers for k in RATE_KEYS}
+        owned = self._owned
+        topic_keys = sorted(
+            k
+            for k in set(replicas) | set(self._wanted_replicas) | set(owned.replicas)
+            if replicas.get(k) != self._wanted_replicas.get(k)
+            or (k in owned.replicas and k not in replicas)
+        )
+        broker_keys = sorted(
+            k
+            for k in set(rates) | set(self._wanted_rates) | set(owned.rates)
+            if (rates.get(k) != self._wanted_rates.get(k) or (k in owned.rates and k not in rates))
+            and k[0] in live_brokers  # the others wait until the broker is back
+        )
+        if not topic_keys and not broker_keys:
+            return ThrottleChange(
+                owned=owned, wanted_replicas=replicas, wanted_rates=self._kept(rates, live_brokers)
+            )
+        current = self._read({t for t, _ in topic_keys}, {b for b, _ in broker_keys})
+        new_replicas = dict(owned.replicas)
+        topics: dict[str, dict[str, str | None]] = {}
+        for topic, key in topic_keys:
+            change = change_list(
+                current.get(("topic", topic), {}).get(key),
+                owned.replicas.get((topic, key), frozenset()),
+                replicas.get((topic, key), frozenset()),
+            )
+            if change.changed:
+                topics.setdefault(topic, {})[key] = change.value
+            if change.owned:
+                new_replicas[(topic, key)] = change.owned
+            else:
+                new_replicas.pop((topic, key), None)
+        new_rates = dict(owned.rates)
+        brokers: dict[int, dict[str, str | None]] = {}
+        for broker, key in broker_keys:
+            rate_change = change_rate(
+                current.get(("broker", str(broker)), {}).get(key),
+                owned.rates.get((broker, key)),
+                rates.get((broker, key)),
+            )
+            if rate_change.changed:
+                brokers.setdefault(broker, {})[key] = rate_change.value
+            if rate_change.owned is not None:
+                new_rates[(broker, key)] = rate_change.owned
+            else:
+                new_rates.pop((broker, key), None)
+        return ThrottleChange(
+            topics,
+            brokers,
+            ThrottleRecord(new_replicas, new_rates),
+            replicas,
+            self._kept(rates, live_brokers),
+        )
+
+    def commit(self, change: ThrottleChange) -> None:
+        """Send a prepared change. Topic configs go in one request (a failure raises, nothing
+        is taken as changed); each broker's in its own (a failure is logged, and that broker's
+        part is retried on a later call)."""
+        self._alter(
+            [_resource(ConfigResourceType.TOPIC, t, values) for t, values in change.topics.items()]
+        )
+        owned_rates = dict(change.owned.rates)
+        wanted_rates = dict(change.wanted_rates)
+        for broker, values in sorted(change.brokers.items()):
             try:
-                self._alter([_resource(ConfigResourceType.BROKER, str(broker), change)])
+                self._alter([_resource(ConfigResourceType.BROKER, str(broker), values)])
             except KmedicError as exc:
                 log.warning("broker_throttle_change_failed", broker=broker, error=str(exc))
-                continue
-            if value is None:
-                throttled.discard(broker)
-            else:
-                throttled.add(broker)
-        new = ThrottleTargets(
-            targets.leader_replicas, targets.follower_replicas, frozenset(throttled)
-        )
-        if new != old:
+                for key in RATE_KEYS:
+                    _restore(owned_rates, self._owned.rates, (broker, key))
+                    _restore(wanted_rates, self._wanted_rates, (broker, key))
+        new = ThrottleRecord(change.owned.replicas, owned_rates)
+        if change:
             log.info(
-                "throttles_applied", topics=sorted(new.leader_replicas), brokers=sorted(throttled)
+                "throttles_changed",
+                topics=sorted(change.topics),
+                brokers=sorted(change.brokers),
+                owned_topics=sorted({t for t, _ in new.replicas}),
+                owned_brokers=sorted({b for b, _ in new.rates}),
             )
-        self._applied = new
+        self._owned = new
+        self._wanted_replicas = dict(change.wanted_replicas)
+        self._wanted_rates = wanted_rates
 
-    def clear(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
-        """Remove every throttle config from these topics and brokers."""
-        self._alter(
-            [
-                _resource(
-                    ConfigResourceType.TOPIC, t, {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}
-                )
-                for t in topics
-            ]
-            + [
-                _resource(
-                    ConfigResourceType.BROKER, str(b), {LEADER_RATE: None, FOLLOWER_RATE: None}
-                )
-                for b in brokers
-            ]
+    def release(self, live_brokers: frozenset[int]) -> ThrottleRecord:
+        """Remove every throttle kmedic owns; returns what is left (rates of brokers that are
+        down)."""
+        self.commit(self.prepare(ThrottleTargets({}, {}, frozenset()), live_brokers))
+        return self._owned
+
+    def _kept(self, rates: dict[BrokerKey, str], live: frozenset[int]) -> dict[BrokerKey, str]:
+        """The wanted rates, as last committed for brokers that are down."""
+        kept = {k: v for k, v in rates.items() if k[0] in live}
+        kept.update({k: v for k, v in self._wanted_rates.items() if k[0] not in live})
+        return kept
+
+    def _read(self, topics: set[str], brokers: set[int]) -> dict[tuple[str, str], dict[str, str]]:
+        """Current throttle values, by (``topic``|``broker``, name)."""
+        resources = [
+            ConfigResource(ConfigResourceType.TOPIC, t, configs=None) for t in sorted(topics)
+        ] + [
+            ConfigResource(ConfigResourceType.BROKER, str(b), configs=None) for b in sorted(brokers)
+        ]
+        found = self._call(
+            lambda kp: kp.describe_configs(resources, config_filter="modified"),
+            "read throttle configs",
         )
+        out: dict[tuple[str, str], dict[str, str]] = {}
+        for kind, by_name in found.items():
+            for name, entries in by_name.items():
+                out[(str(kind).lower(), str(name))] = {
+                    key: str(item["value"])
+                    for key, item in entries.items()
+                    if key in _KEYS and isinstance(item, dict) and item.get("value")
+                }
+        return out
 
     def _alter(self, resources: list[ConfigResource]) -> None:
         if not resources:
@@ -114,6 +210,28 @@ class Throttles:
         }
         if failed:
             raise KmedicError(f"cannot change throttle configs: {failed}")
+
+
+_KEYS = frozenset((LEADER_REPLICAS, FOLLOWER_REPLICAS, LEADER_RATE, FOLLOWER_RATE))
+
+
+def _wanted_replicas(targets: ThrottleTargets) -> dict[TopicKey, frozenset[str]]:
+    wanted: dict[TopicKey, frozenset[str]] = {}
+    for key, by_topic in (
+        (LEADER_REPLICAS, targets.leader_replicas),
+        (FOLLOWER_REPLICAS, targets.follower_replicas),
+    ):
+        for topic, entries in by_topic.items():
+            if entries:
+                wanted[(topic, key)] = frozenset(entries)
+    return wanted
+
+
+def _restore(target: dict[BrokerKey, str], before: Any, key: BrokerKey) -> None:
+    if key in before:
+        target[key] = before[key]
+    else:
+        target.pop(key, None)
 
 
 def _resource(kind: Any, name: str, values: dict[str, str | None]) -> ConfigResource:

@@ -28,6 +28,7 @@ ReasonCode = Literal[
     # the daemon's own situation
     "degraded_mode",
     "cluster_unobservable",
+    "coordination_unreachable",
     # explanations on act and noop
     "own_reassignment_in_progress",
     "broker_dead",
@@ -97,6 +98,11 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
     ),
     "cluster_unobservable": CodeDoc(
         "refuse", "the cycle could not read the cluster (Admin API) or ZooKeeper"
+    ),
+    "coordination_unreachable": CodeDoc(
+        "refuse",
+        "ZooKeeper was unreachable, so no instance could prove it leads; audited once it is back "
+        "by the instance that leads then, with how long nothing was done",
     ),
     "own_reassignment_in_progress": CodeDoc(
         "noop", "a reassignment kmedic started is still running"

@@ -29,6 +29,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 from helpers import kafka_conf, wait_for, wait_until_usable
+from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_support import PrometheusServer
 
@@ -166,7 +167,7 @@ def harness(
     loads: LatestByKey[bytes] = LatestByKey(
         cluster.bootstrap_servers, "kmedic.replica-loads", lambda raw: raw
     ).start()
-    leave_throttles_behind(admin)
+    leave_throttles_behind(admin, cluster.zk_connect, name)
     try:
         pipeline.start_agents(interval_s=2)
         pipeline.start_stream()
@@ -223,34 +224,60 @@ def manager_settings(metrics_port: int) -> dict[str, Any]:
 
 
 THROTTLE_TOPIC = "e2e.rf2"
+# Set by a leader that crashed mid-move, and recorded in its plan as kmedic's.
+CRASHED_LEADERS = {
+    "topic": {"leader.replication.throttled.replicas": "0:1,0:2"},
+    "broker": {"leader.replication.throttled.rate": "1000"},
+}
+# Set by an operator on the same topic and broker: never kmedic's to remove.
+OPERATORS = {
+    "topic": {"follower.replication.throttled.replicas": "1:3"},
+    "broker": {"follower.replication.throttled.rate": "5000000"},
+}
 
 
-def leave_throttles_behind(admin: AdminClient) -> None:
-    """What a leader that crashed mid-move leaves: throttled replicas and a throttle rate."""
+def leave_throttles_behind(admin: AdminClient, zk_connect: str, cluster: str) -> None:
+    """What a leader that crashed after its moves ended leaves: throttles it set, and a plan
+    with no move left that records them; beside them, an operator's own throttles."""
     set_ = AlterConfigOpType.SET
+    both = {kind: {**CRASHED_LEADERS[kind], **OPERATORS[kind]} for kind in ("topic", "broker")}
     resources = [
         ConfigResource(
             ResourceType.TOPIC,
             THROTTLE_TOPIC,
             incremental_configs=[
-                ConfigEntry(
-                    "leader.replication.throttled.replicas", "*", incremental_operation=set_
-                ),
-                ConfigEntry(
-                    "follower.replication.throttled.replicas", "*", incremental_operation=set_
-                ),
+                ConfigEntry(k, v, incremental_operation=set_) for k, v in both["topic"].items()
             ],
         ),
         ConfigResource(
             ResourceType.BROKER,
             "1",
             incremental_configs=[
-                ConfigEntry("leader.replication.throttled.rate", "1000", incremental_operation=set_)
+                ConfigEntry(k, v, incremental_operation=set_) for k, v in both["broker"].items()
             ],
         ),
     ]
     for f in admin.incremental_alter_configs(resources).values():
         f.result(timeout=30)
+    record = {
+        "replicas": [
+            {
+                "topic": THROTTLE_TOPIC,
+                "config": "leader.replication.throttled.replicas",
+                "entries": ["0:1", "0:2"],
+            }
+        ],
+        "rates": [{"broker": 1, "config": "leader.replication.throttled.rate", "value": "1000"}],
+    }
+    plan = {"decision": "heal", "kind": "heal", "epoch": 1, "moves": [], "throttles": record}
+    doc = {"epoch": 1, "instance": "crashed", "written_at": time.time(), "plan": plan}
+    zk = KazooClient(hosts=zk_connect)
+    zk.start(timeout=15)
+    try:
+        zk.create(f"/kmedic/{cluster}/manager/plan", json.dumps(doc).encode(), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
 
 
 def throttle_configs(admin: AdminClient) -> dict[str, str]:
@@ -270,8 +297,14 @@ def throttle_configs(admin: AdminClient) -> dict[str, str]:
     return found
 
 
-def test_throttles_left_by_a_crashed_leader_are_removed(harness: Harness) -> None:
-    assert harness._ask(throttle_configs) == {}
+def test_throttles_a_crashed_leader_recorded_are_removed_and_an_operators_kept(
+    harness: Harness,
+) -> None:
+    wait_for(
+        lambda: harness._ask(throttle_configs) == {**OPERATORS["topic"], **OPERATORS["broker"]},
+        timeout=30,
+        what="only the operator's throttles left",
+    )
 
 
 def kmedic(*args: str) -> subprocess.CompletedProcess[str]:

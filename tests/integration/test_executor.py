@@ -1,5 +1,6 @@
 """The executor on the real cluster: throttled reassignment to completion, preferred leader,
-throttles removed; timeout with cancel; a destination broker dying mid-move."""
+throttles removed; timeout with cancel; a destination broker dying mid-move; an operator's own
+throttles left alone."""
 
 from __future__ import annotations
 
@@ -15,17 +16,19 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 from helpers import kafka_conf, wait_for
-from kafka.admin import KafkaAdminClient
+from kafka import TopicPartition as KpTopicPartition
+from kafka.admin import AlterConfigOp, ConfigResourceType, KafkaAdminClient
+from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import NewTopic as KpNewTopic
 
 from manager.executor.executor import Executor, ExecutorConfig, MoveState
-from manager.executor.throttles import (
+from manager.model.moves import Move
+from manager.model.throttles import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,
     LEADER_REPLICAS,
 )
-from manager.model.moves import Move
 
 pytestmark = pytest.mark.integration
 
@@ -208,6 +211,8 @@ def test_a_new_leader_adopts_a_running_move_and_its_throttles(
     new = executor_factory(
         ExecutorConfig(throttle_bytes_per_s=50_000_000, poll_interval_s=0.5), new_events
     )
+    # What the stored plan tells the new leader: these throttles are kmedic's.
+    new.adopt_throttles(slow.owned_throttles())
     new.submit([Move(topic, 0, (1, 3))])
     new.step()
     assert new_events.kinds() == ["action_progress"]
@@ -225,3 +230,125 @@ def test_a_new_leader_adopts_a_running_move_and_its_throttles(
     assert late_events.kinds() == ["action_completed"]
     assert late.states[(topic, 0)].original == (1, 3)
     assert late.done() and not late.throttled_brokers()
+
+
+def set_configs(bootstrap: str, kind: Any, name: str, values: dict[str, str | None]) -> None:
+    """Change configs as an operator would (None: delete), and wait until Kafka shows it."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    ops = {
+        k: (AlterConfigOp.SET, v) if v is not None else (AlterConfigOp.DELETE, None)
+        for k, v in values.items()
+    }
+    try:
+        admin.alter_configs(
+            [KpConfigResource(kind, name, configs=ops)], incremental=True, raise_on_unknown=False
+        )
+    finally:
+        admin.close()
+    shown = ResourceType.TOPIC if kind == ConfigResourceType.TOPIC else ResourceType.BROKER
+    wanted = {k: v for k, v in values.items() if v is not None}
+    wait_for(
+        lambda: (
+            all(dynamic_configs(bootstrap, shown, name).get(k) == v for k, v in wanted.items())
+            and not any(
+                k in dynamic_configs(bootstrap, shown, name) for k in values if k not in wanted
+            )
+        ),
+        timeout=30,
+        what=f"{values} on {name} to be visible",
+    )
+
+
+OPERATOR_RATE = "7777777"
+
+
+@pytest.fixture
+def operator_throttles(healthy_cluster: Any) -> Iterator[str]:
+    """A topic on brokers [1, 2] on which an operator throttles replica 0:4 by hand, and
+    broker 1's leader rate set by hand too; both removed after the test."""
+    bootstrap = healthy_cluster.bootstrap_servers
+    topic = make_topic(bootstrap, [1, 2], megabytes=4)
+    set_configs(bootstrap, ConfigResourceType.TOPIC, topic, {FOLLOWER_REPLICAS: "0:4"})
+    set_configs(bootstrap, ConfigResourceType.BROKER, "1", {LEADER_RATE: OPERATOR_RATE})
+    try:
+        yield topic
+    finally:
+        set_configs(bootstrap, ConfigResourceType.TOPIC, topic, {FOLLOWER_REPLICAS: None})
+        set_configs(bootstrap, ConfigResourceType.BROKER, "1", {LEADER_RATE: None})
+
+
+OPERATORS_ONLY = {"broker 1": {LEADER_RATE: OPERATOR_RATE}}
+
+
+def test_an_operators_throttles_survive_a_kmedic_move(
+    healthy_cluster: Any, executor_factory: Any, operator_throttles: str
+) -> None:
+    bootstrap, topic = healthy_cluster.bootstrap_servers, operator_throttles
+    ex = executor_factory(
+        ExecutorConfig(throttle_bytes_per_s=20_000_000, poll_interval_s=0.5), Events()
+    )
+    ex.submit([Move(topic, 0, (3, 1))])
+    ex.step()
+    rate = "20000000"
+    # kmedic adds its entries beside the operator's and leaves the operator's rate as it is.
+    assert throttle_keys(bootstrap, topic, [1, 2, 3]) == {
+        topic: {LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:3,0:4"},
+        "broker 1": {LEADER_RATE: OPERATOR_RATE, FOLLOWER_RATE: rate},
+        "broker 2": {LEADER_RATE: rate, FOLLOWER_RATE: rate},
+        "broker 3": {LEADER_RATE: rate, FOLLOWER_RATE: rate},
+    }
+    owned = ex.owned_throttles()
+    assert owned.replicas == {
+        (topic, LEADER_REPLICAS): frozenset({"0:1", "0:2"}),
+        (topic, FOLLOWER_REPLICAS): frozenset({"0:3"}),
+    }
+    assert (1, LEADER_RATE) not in owned.rates and (1, FOLLOWER_RATE) in owned.rates
+    state = ex.run(timeout_s=90)[(topic, 0)]
+    assert state.status == "completed", state.error
+    assert throttle_keys(bootstrap, topic, [1, 2, 3]) == {
+        topic: {FOLLOWER_REPLICAS: "0:4"},
+        **OPERATORS_ONLY,
+    }
+    assert not ex.owned_throttles()
+
+
+def test_a_successor_removes_what_a_crashed_leader_recorded_and_nothing_else(
+    healthy_cluster: Any, executor_factory: Any, operator_throttles: str
+) -> None:
+    bootstrap, topic = healthy_cluster.bootstrap_servers, operator_throttles
+    crashed = executor_factory(ExecutorConfig(throttle_bytes_per_s=20_000), Events())
+    crashed.submit([Move(topic, 0, (1, 3))])
+    crashed.step()
+    record = crashed.owned_throttles()  # what it stored with the plan before the batch
+    crashed.close()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:  # the move is over before a successor comes (cancelled, here)
+        admin.alter_partition_reassignments({KpTopicPartition(topic, 0): None})
+    finally:
+        admin.close()
+    assert throttle_keys(bootstrap, topic, [1, 2, 3])["broker 3"] == {
+        LEADER_RATE: "20000",
+        FOLLOWER_RATE: "20000",
+    }
+    successor = executor_factory(ExecutorConfig(poll_interval_s=0.5), Events())
+    successor.adopt_throttles(record)
+    assert not successor.release_throttles()
+    wait_for(
+        lambda: (
+            throttle_keys(bootstrap, topic, [1, 2, 3])
+            == {topic: {FOLLOWER_REPLICAS: "0:4"}, **OPERATORS_ONLY}
+        ),
+        timeout=30,
+        what="only the operator's throttles left",
+    )
+    # Without a record nothing is kmedic's: a successor that adopted none removes nothing.
+    set_configs(bootstrap, ConfigResourceType.BROKER, "2", {FOLLOWER_RATE: "123456"})
+    try:
+        bare = executor_factory(ExecutorConfig(poll_interval_s=0.5), Events())
+        bare.release_throttles()
+        assert throttle_keys(bootstrap, topic, [2]) == {
+            topic: {FOLLOWER_REPLICAS: "0:4"},
+            "broker 2": {FOLLOWER_RATE: "123456"},
+        }
+    finally:
+        set_configs(bootstrap, ConfigResourceType.BROKER, "2", {FOLLOWER_RATE: None})

@@ -14,10 +14,11 @@ from manager.config import ManagerConfig
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.state import CoordinationState
 from manager.daemon.manager import Manager
-from manager.executor.executor import EventCallback, MoveState
+from manager.executor.executor import ChangeGuard, EventCallback, MoveState
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
+from manager.model.throttles import LEADER_RATE, ThrottleRecord
 from manager.monitor.feeds import FeedStatus
 from manager.monitor.observe import AgentView, Observation
 from manager.monitor.sources import AdminUnavailable
@@ -211,11 +212,14 @@ class FakeCoordinator:
 class FakeExecutor:
     def __init__(self) -> None:
         self.on_event: EventCallback | None = None
+        self.before_change: ChangeGuard | None = None
         self.states: dict[TopicPartition, MoveState] = {}
         self.submitted: list[Move] = []
         self.steps = 0
         self.forgotten = 0
-        self.throttles_cleared = 0
+        self.owned = ThrottleRecord()
+        self.released: list[ThrottleRecord] = []
+        self.refused_batches = 0
         self._complete = False
 
     def submit(self, moves: Iterable[Move]) -> None:
@@ -230,11 +234,28 @@ class FakeExecutor:
         return [s for s in self.states.values() if s.status == "in_flight"]
 
     def step(self) -> None:
-        """Starts what is pending; after ``complete_all``, finds every move completed."""
+        """Starts what is pending (a throttle rate on each move's first target, asked of
+        ``before_change`` first, as the real one does); after ``complete_all``, finds every
+        move completed and its throttles gone."""
         self.steps += 1
+        pending = [s for s in self.active() if s.status == "pending"]
+        if pending and not self._complete:
+            wanted = ThrottleRecord(
+                rates={(s.move.target[0], LEADER_RATE): "1000" for s in pending}
+            )
+            guard = self.before_change
+            if guard is not None and not guard([s.move for s in pending], wanted):
+                self.refused_batches += 1
+                pending = []
+            else:
+                self.owned = self.owned.union(wanted)
         for state in self.active():
-            state.status = "completed" if self._complete else "in_flight"
-            state.started_at = 100.0
+            if self._complete:
+                state.status = "completed"
+                self.owned = ThrottleRecord()
+            elif state in pending:
+                state.status = "in_flight"
+                state.started_at = 100.0
 
     def complete_all(self) -> None:
         self._complete = True
@@ -243,8 +264,16 @@ class FakeExecutor:
         self.forgotten += 1
         self.states.clear()
 
-    def clear_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
-        self.throttles_cleared += 1
+    def owned_throttles(self) -> ThrottleRecord:
+        return self.owned
+
+    def adopt_throttles(self, record: ThrottleRecord) -> None:
+        self.owned = self.owned.union(record)
+
+    def release_throttles(self) -> ThrottleRecord:
+        self.released.append(self.owned)
+        self.owned = ThrottleRecord()
+        return self.owned
 
     def close(self) -> None:
         pass

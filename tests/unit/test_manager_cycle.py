@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from manager_fakes import EPOCH, NOW_S, Rig
+from manager_fakes import EPOCH, NOW_MS, NOW_S, Rig
 
 from manager.coordination.leadership import FencedError
 from manager.coordination.plan_store import PlanConflictError, StoredPlan
 from manager.coordination.znodes import CoordinationError
+from manager.model.throttles import LEADER_RATE, ThrottleRecord
 
 DEAD_BROKERS_PARTITIONS = [("t", 1), ("t", 2)]
 
@@ -36,11 +37,18 @@ def test_a_dead_broker_is_healed_the_plan_stored_before_the_moves_start(rig: Rig
     assert outcome.sentence.startswith("act (heal): heal dead brokers 4")
     assert outcome.decision is not None and len(outcome.decision.actions) == 2
     assert rig.coordinator.reads == 1
-    [(plan, expected_version)] = rig.coordinator.plans.writes
+    [(plan, expected_version), (fenced, fenced_version)] = rig.coordinator.plans.writes
     assert expected_version is None  # created: nothing was stored
     assert plan["epoch"] == EPOCH
     assert sorted((m["topic"], m["partition"]) for m in plan["moves"]) == DEAD_BROKERS_PARTITIONS
     assert plan["moves_started"] == [[NOW_S, 2]]
+    assert plan["throttles"] == {"replicas": [], "rates": []}
+    # then, just before the batch starts, the fenced write recording its throttles
+    assert fenced_version == 0
+    assert fenced == {**plan, "throttles": fenced["throttles"]}
+    assert {r["broker"] for r in fenced["throttles"]["rates"]} == {
+        m.target[0] for m in rig.executor.submitted
+    }
     assert sorted(m.tp for m in rig.executor.submitted) == DEAD_BROKERS_PARTITIONS
     assert all(4 not in m.target for m in rig.executor.submitted)
     assert rig.executor.steps == 1
@@ -61,9 +69,10 @@ def test_the_plan_is_read_once_a_cycle_and_written_back_with_the_version_it_got(
     rig.manager.cycle()
     assert rig.coordinator.reads == 3
     # the trimmed plan is written over the version the cycle's own write returned
-    assert [v for _, v in rig.coordinator.plans.writes] == [None, 0]
-    emptied, _ = rig.coordinator.plans.writes[1]
+    assert [v for _, v in rig.coordinator.plans.writes] == [None, 0, 1]
+    emptied, _ = rig.coordinator.plans.writes[2]
     assert emptied["moves"] == []
+    assert emptied["throttles"] == {"replicas": [], "rates": []}
     assert emptied["moves_started"] == [[NOW_S, 2]]  # the history outlives the plan
 
 
@@ -173,18 +182,64 @@ def test_a_new_leader_adopts_the_stored_plan_and_its_move_history(rig: Rig) -> N
     # nothing new is planned while the adopted moves run
     assert outcome.kind == "noop"
     assert outcome.sentence.startswith("noop (heal): waiting for the current plan: 2 moves running")
-    assert rig.coordinator.plans.writes == []
+    # The adopted batch started only after a fenced write of the plan, over the version read,
+    # recording the throttles it set (the moves themselves unchanged).
+    [(written, version)] = rig.coordinator.plans.writes
+    assert version == 7 and written["moves"] == moves
+    assert written["throttles"]["rates"] == [
+        {"broker": 2, "config": LEADER_RATE, "value": "1000"},
+        {"broker": 3, "config": LEADER_RATE, "value": "1000"},
+    ]
 
 
-def test_adopting_an_empty_plan_with_no_reassignment_clears_leftover_throttles(
+OWNED = {"replicas": [], "rates": [{"broker": 2, "config": LEADER_RATE, "value": "1000"}]}
+
+
+def test_adopting_an_empty_plan_releases_the_throttles_it_records_and_no_others(
     rig: Rig,
 ) -> None:
+    stored = _stored_plan([], [])
+    rig.coordinator.stored = StoredPlan(
+        {**stored.plan, "throttles": OWNED}, stored.version, 2, "m0", NOW_S - 60
+    )
+    rig.coordinator.acquire(EPOCH + 1)
+    rig.manager.cycle()
+    assert [r.to_field() for r in rig.executor.released] == [OWNED]
+    # the plan now says kmedic owns none
+    [(written, _)] = rig.coordinator.plans.writes
+    assert written["throttles"] == {"replicas": [], "rates": []}
+    rig.manager.cycle()
+    assert len(rig.executor.released) == 1  # nothing owned: nothing to release
+
+
+def test_a_plan_without_a_throttle_record_releases_nothing(rig: Rig) -> None:
+    """Written before kmedic recorded throttles, or by hand: what kmedic cannot prove it set
+    is an operator's."""
     rig.coordinator.stored = _stored_plan([], [])
     rig.coordinator.acquire(EPOCH + 1)
     rig.manager.cycle()
-    assert rig.executor.throttles_cleared == 1
     rig.manager.cycle()
-    assert rig.executor.throttles_cleared == 1  # only on adoption
+    assert rig.executor.released == [] and rig.coordinator.plans.writes == []
+
+
+def test_a_deposed_leader_neither_starts_a_batch_nor_releases_throttles(rig: Rig) -> None:
+    rig.sources.dead = {4}
+    rig.coordinator.stored = _stored_plan(
+        [{"topic": "t", "partition": 1, "target": [2, 3, 1], "size_bytes": 10}], []
+    )
+    rig.coordinator.acquire(EPOCH + 1)
+    rig.coordinator.plans.fail = FencedError("epoch 5 is current, this instance holds 4")
+    outcome = rig.manager.cycle()
+    assert rig.executor.refused_batches == 1
+    assert rig.executor.in_flight() == []
+    assert outcome.kind != "act"
+    # the fenced write dropped the moves: a newer leader's plan is the truth
+    rig.manager.cycle()
+    assert rig.executor.forgotten == 1 and rig.executor.active() == []
+    rig.executor.owned = ThrottleRecord.from_field(OWNED)
+    rig.coordinator.verified = False
+    rig.manager.cycle()
+    assert rig.executor.released == []
 
 
 def test_moves_are_dropped_when_leadership_is_lost_and_adopted_when_it_returns(
@@ -270,3 +325,37 @@ def test_a_wait_ends_in_a_heal_once_the_grace_period_is_over(tmp_path: Path) -> 
     assert rig.manager.cycle().kind == "act"
     assert rig.summaries()[1] == "wait over: broker 4 is past its grace period"
     assert sorted(m.tp for m in rig.executor.submitted) == DEAD_BROKERS_PARTITIONS
+
+
+def test_a_zookeeper_outage_is_audited_once_by_the_instance_that_leads_after_it(
+    rig: Rig,
+) -> None:
+    rig.sources.dead = {4}
+    rig.coordinator.connected = False
+    for _ in range(3):
+        assert rig.manager.cycle().kind == "blind"
+        rig.clock.advance(5)
+    assert rig.sink.records == []  # nobody can prove it leads: nobody writes
+    rig.coordinator.connected = True
+    rig.manager.cycle()
+    [outage] = [r for r in rig.sink.records if "ZooKeeper" in r.summary]
+    assert outage.kind == "decision"
+    assert outage.summary == (
+        "refuse: nothing was done for 15s (3 cycles) while ZooKeeper was unreachable: "
+        "no instance could prove it leads; 1 dead brokers waited"
+    )
+    assert outage.reasons[0].startswith("coordination_unreachable: from ")
+    assert outage.details == {"from_ms": NOW_MS, "to_ms": NOW_MS + 15_000, "cycles": 3}
+    rig.manager.cycle()
+    assert len([r for r in rig.sink.records if "ZooKeeper" in r.summary]) == 1
+
+
+def test_a_standby_after_the_outage_leaves_it_to_the_leader(rig: Rig) -> None:
+    rig.coordinator.connected = False
+    rig.manager.cycle()
+    rig.coordinator.connected = True
+    rig.coordinator.is_leader = False
+    assert rig.manager.cycle().kind == "standby"
+    rig.coordinator.is_leader = True
+    rig.manager.cycle()
+    assert not [r for r in rig.sink.records if "ZooKeeper" in r.summary]

@@ -1,0 +1,163 @@
+"""Throttle ownership (manager.model.throttles): kmedic changes and removes only what it set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from manager.model.throttles import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    ThrottleRecord,
+    change_list,
+    change_rate,
+    parse_entries,
+)
+
+entries = st.frozensets(
+    st.builds(lambda p, b: f"{p}:{b}", st.integers(0, 5), st.integers(1, 6)), max_size=8
+)
+
+
+def value_of(items: frozenset[str]) -> str | None:
+    return ",".join(sorted(items)) if items else None
+
+
+@given(operator=entries, wanted=entries)
+def test_adding_then_releasing_leaves_the_operators_list_as_it_was(
+    operator: frozenset[str], wanted: frozenset[str]
+) -> None:
+    added = change_list(value_of(operator), frozenset(), wanted)
+    assert parse_entries(added.value) == operator | wanted
+    assert added.owned == wanted - operator  # an entry already there stays the operator's
+    assert added.changed == bool(wanted - operator)
+    released = change_list(added.value, added.owned, frozenset())
+    assert parse_entries(released.value) == operator
+    assert released.owned == frozenset()
+    if not operator:
+        assert released.value is None  # a list left empty is deleted, not set to ""
+
+
+@given(operator=entries, owned=entries, wanted=entries, later=entries)
+def test_the_operators_entries_survive_any_sequence_of_kmedic_changes(
+    operator: frozenset[str], owned: frozenset[str], wanted: frozenset[str], later: frozenset[str]
+) -> None:
+    mine = owned - operator
+    current = value_of(operator | mine)
+    first = change_list(current, mine, wanted)
+    second = change_list(first.value, first.owned, later)
+    for step in (first, second):
+        assert operator <= (parse_entries(step.value) or frozenset())
+        assert not (step.owned & operator)
+    assert parse_entries(second.value) == operator | later
+
+
+@pytest.mark.parametrize("current", ["*", "0:1,*", " * "])
+def test_every_replica_throttled_by_someone_else_is_left_alone(current: str) -> None:
+    change = change_list(current, frozenset({"0:1"}), frozenset({"0:1", "1:2"}))
+    assert (change.value, change.changed, change.owned) == (current, False, frozenset())
+
+
+def test_entries_are_written_in_partition_then_broker_order() -> None:
+    change = change_list("10:1", frozenset(), frozenset({"2:3", "2:10", "0:4"}))
+    assert change.value == "0:4,2:3,2:10,10:1"
+
+
+@pytest.mark.parametrize(
+    ("current", "owned", "wanted", "expected"),
+    [
+        # nobody's: kmedic sets it and owns it
+        (None, None, "100", ("100", True, "100")),
+        # kmedic's, still wanted: nothing to send
+        ("100", "100", "100", ("100", False, "100")),
+        # kmedic's, no longer wanted: removed
+        ("100", "100", None, (None, True, None)),
+        # the operator's: never changed, never owned, never removed
+        ("7", None, "100", ("7", False, None)),
+        ("7", None, None, ("7", False, None)),
+        # kmedic's once, changed by an operator since: theirs now
+        ("7", "100", None, ("7", False, None)),
+        ("7", "100", "100", ("7", False, None)),
+        # kmedic's, deleted by someone: set again while a move needs it
+        (None, "100", "100", ("100", True, "100")),
+        (None, "100", None, (None, False, None)),
+        # an empty value is no value
+        ("", None, None, (None, False, None)),
+    ],
+)
+def test_rates(
+    current: str | None,
+    owned: str | None,
+    wanted: str | None,
+    expected: tuple[str | None, bool, str | None],
+) -> None:
+    change = change_rate(current, owned, wanted)
+    assert (change.value, change.changed, change.owned) == expected
+
+
+records = st.builds(
+    ThrottleRecord,
+    st.dictionaries(
+        st.tuples(
+            st.sampled_from(["a", "b.c"]), st.sampled_from([LEADER_REPLICAS, FOLLOWER_REPLICAS])
+        ),
+        entries.filter(bool),
+        max_size=4,
+    ),
+    st.dictionaries(
+        st.tuples(st.integers(1, 6), st.sampled_from([LEADER_RATE, FOLLOWER_RATE])),
+        st.sampled_from(["1024", "50000000"]),
+        max_size=4,
+    ),
+)
+
+
+@given(record=records)
+def test_the_record_survives_its_trip_through_the_stored_plan(record: ThrottleRecord) -> None:
+    assert ThrottleRecord.from_field(record.to_field()) == record
+
+
+@given(a=records, b=records)
+def test_a_union_owns_everything_either_owns(a: ThrottleRecord, b: ThrottleRecord) -> None:
+    both = a.union(b)
+    for rec in (a, b):
+        assert all(e <= both.replicas[k] for k, e in rec.replicas.items())
+    assert set(both.rates) == set(a.rates) | set(b.rates)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        "throttles",
+        [],
+        {"replicas": "x", "rates": 3},
+        {"replicas": [None, {"topic": 1}, {"topic": "t", "config": "retention.ms", "entries": []}]},
+        {"replicas": [{"topic": "t", "config": LEADER_REPLICAS, "entries": ["*", "x:1", 4]}]},
+        {"rates": [{"broker": "1", "config": LEADER_RATE, "value": "1"}]},
+        {"rates": [{"broker": True, "config": LEADER_RATE, "value": "1"}]},
+        {"rates": [{"broker": 1, "config": "num.io.threads", "value": "1"}]},
+        {"rates": [{"broker": 1, "config": LEADER_RATE, "value": 1}]},
+    ],
+)
+def test_a_record_that_does_not_parse_owns_nothing(raw: Any) -> None:
+    """What cannot be read cannot be proven kmedic's, so it is left alone."""
+    assert not ThrottleRecord.from_field(raw)
+
+
+def test_a_partly_readable_record_keeps_what_parses() -> None:
+    raw = {
+        "replicas": [{"topic": "t", "config": LEADER_REPLICAS, "entries": ["0:1", "*", "x"]}],
+        "rates": [
+            {"broker": 2, "config": FOLLOWER_RATE, "value": "9"},
+            {"broker": 3, "config": "x", "value": "9"},
+        ],
+    }
+    record = ThrottleRecord.from_field(raw)
+    assert record.replicas == {("t", LEADER_REPLICAS): frozenset({"0:1"})}
+    assert record.rates == {(2, FOLLOWER_RATE): "9"}
