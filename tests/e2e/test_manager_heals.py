@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 import pytest
 import yaml
-from confluent_kafka import KafkaException
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     AlterConfigOpType,
@@ -28,15 +27,14 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewTopic,
     ResourceType,
 )
+from e2e_support import ask, audit_records, live_brokers, metric, partitions, reassignments
 from helpers import kafka_conf, wait_for, wait_until_usable
 from kazoo.client import KazooClient
-from prometheus_client.parser import text_string_to_metric_families
 from prometheus_support import PrometheusServer
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from kmedic.traffic import PartitionRate, TrafficGenerator
-from manager.audit.kafka_sink import read_records
 from manager.audit.log import AuditRecord
 from manager.monitor.feeds import LatestByKey
 
@@ -57,13 +55,7 @@ class Harness:
         self.metrics_port = metrics_port
 
     def records(self, since_ms: int) -> list[AuditRecord]:
-        def read() -> list[AuditRecord] | None:
-            try:
-                return list(read_records(self.cluster.bootstrap_servers, since_ms=since_ms))
-            except KafkaException:
-                return None  # the audit topic's leader is moving; read again
-
-        return wait_for(read, timeout=60, interval=2, what="the audit topic to be readable")
+        return audit_records(self.cluster.bootstrap_servers, since_ms)
 
     def leader_of(self, topic: str, partition: int) -> int:
         return self._ask(
@@ -73,38 +65,18 @@ class Harness:
         )
 
     def _ask(self, question: Callable[[AdminClient], T]) -> T:
-        """Ask the Admin API, from a fresh client on each try: a paused broker keeps its
-        connections open and swallows whatever request reaches it."""
-        for _ in range(6):
-            try:
-                return question(AdminClient(kafka_conf(self.cluster.bootstrap_servers)))
-            except (KafkaException, TimeoutError):
-                time.sleep(1)
-        raise AssertionError("the Admin API did not answer in 6 tries")
+        return ask(self.cluster.bootstrap_servers, question)
 
     def partitions(self) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
-        def read(admin: AdminClient) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
-            meta = admin.list_topics(timeout=5)
-            return {
-                (t, p.id): (list(p.replicas), list(p.isrs))
-                for t in TOPICS
-                for p in meta.topics[t].partitions.values()
-            }
-
-        return self._ask(read)
+        return partitions(self.cluster.bootstrap_servers, TOPICS)
 
     def live_brokers(self) -> set[int]:
-        return self._ask(lambda a: {n.id for n in a.describe_cluster().result(timeout=5).nodes})
+        return live_brokers(self.cluster.bootstrap_servers)
 
     def metric(self, name: str, **labels: str) -> float:
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        text = urllib.request.urlopen(url, timeout=10).read().decode()
-        total = 0.0
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
-                    total += s.value
-        return total
+        value = metric(self.metrics_port, name, **labels)
+        assert value is not None, f"the manager serves no /metrics on {self.metrics_port}"
+        return value
 
     def restore(self) -> None:
         """Every broker running again (restarted together: while only some are back, the
@@ -335,13 +307,7 @@ def test_snapshots_replay_through_plan(harness: Harness, tmp_path: Path) -> None
 
 
 def reassignments_in_progress(h: Harness) -> int:
-    from kafka import KafkaAdminClient
-
-    client = KafkaAdminClient(bootstrap_servers=h.cluster.bootstrap_servers)
-    try:
-        return len(client.list_partition_reassignments())
-    finally:
-        client.close()
+    return len(reassignments(h.cluster.bootstrap_servers))
 
 
 def test_unexplained_under_replication_is_refused_and_alerted(

@@ -352,3 +352,37 @@ def test_a_successor_removes_what_a_crashed_leader_recorded_and_nothing_else(
         }
     finally:
         set_configs(bootstrap, ConfigResourceType.BROKER, "2", {FOLLOWER_RATE: None})
+
+
+def test_nothing_starts_or_is_throttled_unless_before_change_agrees(
+    healthy_cluster: Any, executor_factory: Any
+) -> None:
+    """The daemon's hook: a fenced plan write before every batch. Refused, nothing changes in
+    Kafka; allowed, it was told exactly the throttles kmedic then set."""
+    bootstrap = healthy_cluster.bootstrap_servers
+    topic = make_topic(bootstrap, [1, 2], megabytes=1)
+    events = Events()
+    ex = executor_factory(
+        ExecutorConfig(throttle_bytes_per_s=20_000_000, poll_interval_s=0.5), events
+    )
+    asked: list[tuple[list[Move], Any]] = []
+    ex.before_change = lambda batch, record: asked.append((batch, record)) or False
+    ex.submit([Move(topic, 0, (3, 1))])
+    ex.step()
+    assert [batch for batch, _ in asked] == [[Move(topic, 0, (3, 1))]]
+    assert events.kinds() == [] and ex.states[(topic, 0)].status == "pending"
+    assert not ex.owned_throttles()
+    assert throttle_keys(bootstrap, topic, [1, 2, 3]) == {}
+    assert partition_state(ex, topic)[2] is False, "no reassignment issued"
+
+    ex.before_change = lambda batch, record: asked.append((batch, record)) or True
+    ex.step()
+    assert events.kinds() == ["action_started"]
+    assert asked[-1][1] == ex.owned_throttles()  # stored before it was set
+    assert throttle_keys(bootstrap, topic, [1, 2, 3])[topic] == {
+        LEADER_REPLICAS: "0:1,0:2",
+        FOLLOWER_REPLICAS: "0:3",
+    }
+    state = ex.run(timeout_s=90)[(topic, 0)]
+    assert state.status == "completed", state.error
+    assert not ex.owned_throttles()

@@ -1,0 +1,90 @@
+"""What the end-to-end tests ask of the real cluster and of a manager: through fresh clients,
+retried while brokers come and go."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+from helpers import kafka_conf, wait_for
+from kafka import KafkaAdminClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from manager.audit.kafka_sink import read_records
+from manager.audit.log import AuditRecord
+
+T = TypeVar("T")
+Partitions = dict[tuple[str, int], tuple[list[int], list[int]]]
+
+
+def ask(bootstrap: str, question: Callable[[AdminClient], T]) -> T:
+    """Ask the Admin API, from a fresh client on each try: a paused broker keeps its
+    connections open and swallows whatever request reaches it."""
+    for _ in range(6):
+        try:
+            return question(AdminClient(kafka_conf(bootstrap)))
+        except (KafkaException, TimeoutError):
+            time.sleep(1)
+    raise AssertionError("the Admin API did not answer in 6 tries")
+
+
+def partitions(bootstrap: str, topics: Iterable[str]) -> Partitions:
+    """(replicas, ISR) of every partition of these topics."""
+    wanted = list(topics)
+
+    def read(admin: AdminClient) -> Partitions:
+        meta = admin.list_topics(timeout=5)
+        return {
+            (t, p.id): (list(p.replicas), list(p.isrs))
+            for t in wanted
+            for p in meta.topics[t].partitions.values()
+        }
+
+    return ask(bootstrap, read)
+
+
+def live_brokers(bootstrap: str) -> set[int]:
+    return ask(bootstrap, lambda a: {n.id for n in a.describe_cluster().result(timeout=5).nodes})
+
+
+def audit_records(bootstrap: str, since_ms: int) -> list[AuditRecord]:
+    def read() -> list[AuditRecord] | None:
+        try:
+            return list(read_records(bootstrap, since_ms=since_ms))
+        except KafkaException:
+            return None  # the audit topic's leader is moving; read again
+
+    return wait_for(read, timeout=60, interval=2, what="the audit topic to be readable")
+
+
+def metric(port: int, name: str, **labels: str) -> float | None:
+    """The sum of a metric's samples matching ``labels``; None while nothing answers."""
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+    except OSError:
+        return None
+    total = 0.0
+    for family in text_string_to_metric_families(text.decode()):
+        for s in family.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                total += s.value
+    return total
+
+
+def reassignments(bootstrap: str) -> dict[tuple[str, int], tuple[int, ...]]:
+    """Every reassignment Kafka runs, with the replicas it heads to."""
+    client = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        ongoing = client.list_partition_reassignments()
+    finally:
+        client.close()
+    return {
+        (tp.topic, tp.partition): tuple(
+            b for b in info["replicas"] if b not in info.get("removing_replicas", [])
+        )
+        for tp, info in ongoing.items()
+    }

@@ -1,0 +1,396 @@
+"""High availability on real processes: two `kmedic manager` instances beside agents and the
+Spark job, on a cluster of their own.
+
+- The leader is SIGKILLed in the middle of a heal slowed on purpose (a low replication
+  throttle): the standby takes over, adopts the stored plan and the running reassignments, and
+  finishes the heal; nothing is issued twice, epochs increase at the handover, no throttle is
+  left.
+- ZooKeeper is paused (SIGSTOP) past the session timeout while a broker is dead: nobody acts
+  during the pause; afterwards exactly one instance leads, says in the audit log why nothing
+  happened, and heals.
+
+An Admin API sampler watches every reassignment Kafka runs for the whole module.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
+from e2e_support import (
+    audit_records,
+    live_brokers,
+    metric,
+    partitions,
+    reassignments,
+)
+from helpers import kafka_conf, wait_for, wait_until_usable
+
+from composition.pipeline import Pipeline
+from kmedic.localcluster import ClusterSpec, LocalCluster, process
+from kmedic.traffic import PartitionRate, TrafficGenerator
+from manager.audit.log import AuditRecord
+from manager.monitor.feeds import LatestByKey
+
+pytestmark = pytest.mark.e2e
+
+GRACE_S = 10
+CYCLE_S = 3
+ZK_SESSION_S = 6
+TOPIC = "ha.slow"
+PARTITIONS = 6
+# 6 MB a partition copied at 250 kB/s: each move takes tens of seconds.
+MB_PER_PARTITION = 6
+THROTTLE_BYTES_PER_S = 250_000
+MANAGERS = ("manager-a", "manager-b")
+
+Sample = tuple[float, dict[tuple[str, int], tuple[int, ...]]]
+
+
+class Sampler:
+    """Every reassignment Kafka runs, sampled twice a second from the Admin API."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.samples: list[Sample] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                seen = reassignments(self.bootstrap)
+            except Exception:  # a broker is down; the next sample tells
+                continue
+            self.samples.append((time.time(), seen))
+
+    def between(self, start_s: float, end_s: float) -> list[Sample]:
+        return [s for s in self.samples if start_s <= s[0] <= end_s]
+
+    def issued_twice(self) -> dict[str, str]:
+        """Partitions whose reassignment went to more than one target, or ended and ran
+        again: what a second issue of a move would look like from Kafka's side."""
+        found: dict[str, str] = {}
+        tps = {tp for _, seen in self.samples for tp in seen}
+        for tp in sorted(tps):
+            targets = {seen[tp] for _, seen in self.samples if tp in seen}
+            running = [tp in seen for _, seen in self.samples]
+            first, last = running.index(True), len(running) - 1 - running[::-1].index(True)
+            if len(targets) > 1:
+                found[f"{tp[0]}:{tp[1]}"] = f"targets {sorted(targets)}"
+            elif not all(running[first : last + 1]):
+                found[f"{tp[0]}:{tp[1]}"] = "ran, ended and ran again"
+        return found
+
+
+@dataclass
+class Fleet:
+    cluster: LocalCluster
+    pipeline: Pipeline
+    ports: dict[str, int]
+    sampler: Sampler
+    settings: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap_servers
+
+    def partitions(self) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
+        return partitions(self.bootstrap, [TOPIC])
+
+    def records(self, since_ms: int) -> list[AuditRecord]:
+        return audit_records(self.bootstrap, since_ms)
+
+    def leading(self) -> list[str]:
+        return [m for m in MANAGERS if metric(self.ports[m], "kmedic_is_leader") == 1]
+
+    def start_manager(self, name: str) -> None:
+        self.pipeline.start_manager(name, **self.settings[name])
+
+    def healed_without(self, broker: int) -> bool:
+        return all(
+            broker not in r and len(isr) == len(r) == 2 for r, isr in self.partitions().values()
+        )
+
+    def throttles(self) -> dict[str, dict[str, str]]:
+        admin = AdminClient(kafka_conf(self.bootstrap))
+        resources = [ConfigResource(ResourceType.TOPIC, TOPIC)] + [
+            ConfigResource(ResourceType.BROKER, str(b))
+            for b in self.cluster.broker_ids
+            if self.cluster.is_alive(b)
+        ]
+        found = {}
+        for res in resources:  # one broker resource per call, as the Admin API wants
+            entries = admin.describe_configs([res])[res].result(timeout=30)
+            values = {k: v.value for k, v in entries.items() if "throttled" in k and v.value}
+            if values:
+                found[f"{res.restype} {res.name}"] = values
+        return found
+
+    def restore(self) -> None:
+        """Every broker and both managers running, every partition fully replicated, no
+        reassignment running."""
+        dead = [b for b in self.cluster.broker_ids if not self.cluster.is_alive(b)]
+        if dead:
+            self.cluster.restart_many(dead)
+        for name in MANAGERS:
+            if not self.pipeline.roles[name].running():
+                self.start_manager(name)
+        wait_for(
+            lambda: (
+                all(len(isr) == len(r) for r, isr in self.partitions().values())
+                and not reassignments(self.bootstrap)
+            ),
+            timeout=180,
+            what="every partition fully replicated, no reassignment running",
+        )
+
+        def both_up() -> bool:
+            self.pipeline.check_running()
+            connected = [metric(self.ports[m], "kmedic_zookeeper_connected") for m in MANAGERS]
+            return connected == [1, 1] and len(self.leading()) == 1
+
+        wait_for(both_up, timeout=60, what="both managers connected, one leading")
+
+
+def fill(bootstrap: str) -> None:
+    producer = Producer(kafka_conf(bootstrap, {"acks": "all", "linger.ms": 20}))
+    payload = b"x" * 1024
+    for p in range(PARTITIONS):
+        for i in range(MB_PER_PARTITION * 1024):
+            producer.produce(TOPIC, value=payload, partition=p)
+            if i % 1000 == 0:
+                producer.poll(0)
+    assert producer.flush(120) == 0
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    cluster = LocalCluster.start(
+        ClusterSpec(brokers=4, racks=("/r1", "/r2")), tmp_path_factory.mktemp("ha-cluster")
+    )
+    pipeline: Pipeline | None = None
+    sampler: Sampler | None = None
+    traffic: TrafficGenerator | None = None
+    loads: LatestByKey[bytes] | None = None
+    try:
+        bootstrap = cluster.bootstrap_servers
+        admin = AdminClient(kafka_conf(bootstrap))
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 2)])[TOPIC].result(timeout=30)
+        wait_until_usable(bootstrap, [TOPIC])
+        fill(bootstrap)
+        workdir: Path = tmp_path_factory.mktemp("ha")
+        pipeline = Pipeline(cluster, workdir, cluster_name=f"ha-{uuid.uuid4().hex[:6]}")
+        traffic = TrafficGenerator(
+            bootstrap, [PartitionRate(TOPIC, p, 5_000) for p in range(PARTITIONS)]
+        ).start()
+        loads = LatestByKey(bootstrap, "kmedic.replica-loads", lambda raw: raw).start()
+        pipeline.start_agents(interval_s=2)
+        pipeline.start_stream()
+        ports = dict(zip(MANAGERS, process.free_ports(len(MANAGERS)), strict=True))
+        fleet = Fleet(cluster, pipeline, ports, Sampler(bootstrap).start())
+        sampler = fleet.sampler
+        for name in MANAGERS:
+            fleet.settings[name] = {
+                "instance_id": name,
+                "interval_s": CYCLE_S,
+                "zookeeper": {"session_timeout_s": ZK_SESSION_S},
+                "policy": {"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1},
+                "executor": {"throttle_bytes_per_s": THROTTLE_BYTES_PER_S},
+                "http": {"port": ports[name]},
+                "snapshot_path": str(workdir / f"{name}-snapshot.json"),
+                "audit": {"spool_dir": str(workdir / f"{name}-spool")},
+            }
+            fleet.start_manager(name)
+            if name == MANAGERS[0]:
+                wait_for(
+                    lambda: (
+                        pipeline is not None
+                        and (pipeline.check_running() or fleet.leading() == [MANAGERS[0]])
+                    ),
+                    timeout=60,
+                    what=f"{MANAGERS[0]} to lead",
+                )
+        wanted = {f"{TOPIC}:{p}".encode() for p in range(PARTITIONS)}
+
+        def loads_ready() -> bool:
+            assert pipeline is not None and loads is not None
+            pipeline.check_running()
+            return wanted <= set(loads.values())
+
+        wait_for(loads_ready, timeout=420, interval=2, what="replica loads of every partition")
+        wait_for(
+            lambda: metric(ports[MANAGERS[1]], "kmedic_is_leader") == 0,
+            timeout=30,
+            what=f"{MANAGERS[1]} to run as a standby",
+        )
+        yield fleet
+    finally:
+        for stoppable in (sampler, loads, traffic, pipeline):
+            if stoppable is not None:
+                stoppable.stop()
+        cluster.resume_zookeeper()
+        cluster.stop()
+
+
+def started_moves(records: list[AuditRecord]) -> Counter[str]:
+    return Counter(p for r in records if r.kind == "action_started" for p in r.partitions)
+
+
+def test_a_standby_finishes_the_heal_of_a_leader_killed_mid_move(fleet: Fleet) -> None:
+    victim = 4
+    leader, standby = MANAGERS
+    assert fleet.leading() == [leader]
+    hosted = {f"{t}:{p}" for (t, p), (r, _) in fleet.partitions().items() if victim in r}
+    assert hosted, f"broker {victim} hosts replicas of {TOPIC}"
+    start_ms = int(time.time() * 1000)
+    fleet.cluster.kill(victim)
+
+    def moving() -> list[AuditRecord]:
+        return [r for r in fleet.records(start_ms) if r.kind == "action_started" and r.epoch > 0]
+
+    first = wait_for(moving, timeout=90, interval=1, what="the heal to start")
+    assert {r.instance for r in first} == {leader}
+    assert reassignments(fleet.bootstrap), "the heal is still copying when the leader dies"
+    fleet.pipeline.stop_role(leader, signal.SIGKILL)
+    killed_at = time.monotonic()
+    # The standby leads once the killed leader's ZooKeeper session expires (the session
+    # timeout, checked by ZooKeeper every 2 s tick) and its next cycle reports it.
+    wait_for(
+        lambda: fleet.leading() == [standby],
+        timeout=ZK_SESSION_S + 2 + CYCLE_S + 10,
+        interval=0.5,
+        what=f"{standby} to take over",
+    )
+    print(f"{standby} led {time.monotonic() - killed_at:.1f}s after {leader} was killed")
+    assert reassignments(fleet.bootstrap), "taken over while the killed leader's moves still run"
+
+    wait_for(
+        lambda: fleet.healed_without(victim),
+        timeout=300,
+        interval=2,
+        what=f"every partition fully replicated without broker {victim}",
+    )
+
+    def finished() -> list[AuditRecord]:
+        records = fleet.records(start_ms)
+        done = {p for r in records if r.kind == "action_completed" for p in r.partitions}
+        return records if hosted <= done else []
+
+    records = wait_for(finished, timeout=60, interval=2, what="every completion audited")
+    by_standby = [r for r in records if r.instance == standby]
+    adopted = [r for r in by_standby if r.summary.startswith("adopted the in-flight plan")]
+    assert adopted, "the standby adopted the stored plan"
+    assert f"by {leader}" in adopted[0].summary
+    assert any(r.kind == "action_progress" and r.details.get("adopted") for r in by_standby), (
+        "the standby adopted at least one running reassignment"
+    )
+    # Nothing issued twice: once per partition in the audit log, and Kafka never saw a
+    # partition's reassignment change target or run again.
+    assert [p for p, n in started_moves(records).items() if n > 1] == []
+    assert hosted <= set(started_moves(records))  # with kmedic's own topics' replicas
+    assert fleet.sampler.issued_twice() == {}
+    # The fencing epoch strictly increases at the handover and never goes back.
+    epochs = [(r.time_ms, r.epoch, r.instance) for r in records]
+    by_leader = [e for _, e, who in epochs if who == leader]
+    assert by_leader and min(e for _, e, who in epochs if who == standby) > max(by_leader)
+    ordered = [e for _, e, _ in sorted(epochs)]
+    assert ordered == sorted(ordered)
+    wait_for(lambda: fleet.throttles() == {}, timeout=30, what="every throttle removed")
+    fleet.restore()
+    assert fleet.throttles() == {}, "none either on the broker that was down"
+
+
+def test_zookeeper_paused_past_the_session_timeout_while_a_broker_is_dead(fleet: Fleet) -> None:
+    """A ZooKeeper pause is an outage nobody can prove leadership through: no instance acts,
+    however long a dead broker has been dead; afterwards one does, and says what happened."""
+    [leader] = wait_for(
+        lambda: fleet.leading() if len(fleet.leading()) == 1 else [],
+        timeout=60,
+        what="one leader",
+    )
+    start_ms = int(time.time() * 1000)
+    counts = Counter(b for r, _ in fleet.partitions().values() for b in r)
+    victim = max(sorted(counts), key=lambda b: counts[b])
+    fleet.cluster.pause_zookeeper()
+    paused_at = time.time()
+    try:
+        fleet.cluster.kill(victim)
+        wait_for(
+            lambda: victim not in live_brokers(fleet.bootstrap),
+            timeout=30,
+            what=f"broker {victim} fenced",
+        )
+        # Both instances cut off, for longer than the session timeout and the dead
+        # broker's grace period together.
+        deadline = time.monotonic() + GRACE_S + 2 * ZK_SESSION_S
+
+        def cut_off_long_enough() -> bool:
+            cut_off = all(
+                metric(fleet.ports[m], "kmedic_zookeeper_connected") == 0 for m in MANAGERS
+            )
+            return cut_off and time.monotonic() > deadline
+
+        wait_for(
+            cut_off_long_enough,
+            timeout=GRACE_S + 2 * ZK_SESSION_S + 30,
+            what="both managers to lose ZooKeeper for longer than the session and the grace",
+        )
+    finally:
+        fleet.cluster.resume_zookeeper()
+    resumed_at = time.time()
+    print(f"ZooKeeper paused {resumed_at - paused_at:.0f}s")
+
+    def one_leader() -> list[str]:
+        now = fleet.leading()
+        return now if len(now) == 1 else []
+
+    [after] = wait_for(one_leader, timeout=60, what="exactly one leader after the pause")
+    for _ in range(3):  # and it stays one, cycle after cycle
+        time.sleep(CYCLE_S)
+        assert fleet.leading() == [after]
+
+    def healed() -> list[AuditRecord]:
+        if not fleet.healed_without(victim):
+            return []
+        return fleet.records(start_ms)
+
+    records = wait_for(healed, timeout=300, interval=2, what="the heal after the pause")
+    during = [r for r in records if paused_at * 1000 <= r.time_ms <= resumed_at * 1000]
+    assert [r for r in during if r.kind.startswith("action_")] == []
+    assert [seen for _, seen in fleet.sampler.between(paused_at, resumed_at) if seen] == []
+    why = [
+        r
+        for r in records
+        if r.kind == "decision" and any(x.startswith("coordination_unreachable") for x in r.reasons)
+    ]
+    assert why and why[0].instance == after, "the leader after the pause audits why nothing moved"
+    assert "while ZooKeeper was unreachable" in why[0].summary
+    started = [r for r in records if r.kind == "action_started"]
+    assert started and all(r.time_ms > resumed_at * 1000 for r in started)
+    assert {r.instance for r in started} == {after}
+    assert [p for p, n in started_moves(records).items() if n > 1] == []
+    print(f"{leader} led before the pause, {after} after it")
+    fleet.restore()
