@@ -73,7 +73,7 @@ class Pipeline:
         }
 
     def start_agent(self, broker_id: int, interval_s: float = 2.0, **overrides: Any) -> None:
-        self._start(
+        self.start_role(
             f"agent-{broker_id}", "agent", self.agent_config(broker_id, interval_s, **overrides)
         )
 
@@ -96,7 +96,7 @@ class Pipeline:
         }
 
     def start_stream(self, **overrides: Any) -> None:
-        self._start("stream", "stream", self.stream_config(**overrides))
+        self.start_role("stream", "stream", self.stream_config(**overrides))
 
     def manager_config(self, **overrides: Any) -> dict[str, Any]:
         cfg: dict[str, Any] = {
@@ -116,11 +116,12 @@ class Pipeline:
         return cfg
 
     def start_manager(self, name: str = "manager", **overrides: Any) -> None:
-        self._start(name, "manager", self.manager_config(**overrides))
+        self.start_role(name, "manager", self.manager_config(**overrides))
 
     # ---- lifecycle ----------------------------------------------------------------------
 
-    def _start(self, name: str, role: str, config: dict[str, Any]) -> None:
+    def start_role(self, name: str, role: str, config: dict[str, Any]) -> None:
+        """Start ``kmedic <role>`` under ``name`` with exactly this config."""
         existing = self.roles.get(name)
         if existing is not None and existing.running():
             raise KmedicError(f"{name} is already running (pid {existing.pid})")
@@ -141,9 +142,11 @@ class Pipeline:
         log.info("role_started", role=name, pid=proc.pid, log=str(proc.log_file))
 
     def stop_role(self, name: str, sig: signal.Signals = signal.SIGTERM) -> None:
+        """Stop a role on purpose: ``check_running`` no longer expects it to run."""
         proc = self.roles.get(name)
         if proc is not None and proc.pid is not None:
             process.kill(proc.pid, proc.marker, sig)
+            proc.pid = None
 
     def check_running(self) -> None:
         """Fail loudly, naming the log, if a role died on its own."""

@@ -181,6 +181,14 @@ class LocalCluster:
             process.kill(node.pid, node.config, signal.SIGKILL)
         log.info("broker_killed", broker=broker_id)
 
+    def stop_broker(self, broker_id: int) -> None:
+        """SIGTERM one broker, as a routine restart does: a controlled shutdown that moves its
+        leaderships away first (SIGKILL after 30 s)."""
+        node = self.broker(broker_id)
+        if node.pid is not None:
+            process.kill(node.pid, node.config, signal.SIGTERM)
+        log.info("broker_stopped", broker=broker_id)
+
     def pause(self, broker_id: int) -> None:
         """SIGSTOP one broker: a process that hangs (a long GC pause) without dying."""
         _stop_process(self.broker(broker_id))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from manager.analyzer.health import recovering
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Reason
 from manager.model.snapshot import Snapshot
@@ -78,8 +79,10 @@ def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
 
 
 def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:
-    """Every under-replicated or offline partition must be explained by a dead broker."""
+    """Every under-replicated or offline partition must be explained: by a dead broker, a
+    reassignment adding the replica, or a broker catching up after it came back."""
     adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
+    back = recovering(snap)
     alive = state.alive
     unexplained: list[str] = []
     for p, reps in enumerate(state.replicas):
@@ -87,7 +90,9 @@ def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:
         if len(isr) == len(reps) and state.leader[p] is not None:
             continue
         catching_up = adding.get((state.topic[p], state.number[p]), set())
-        lagging = [b for b in reps if alive[b] and b not in isr and b not in catching_up]
+        lagging = [
+            b for b in reps if alive[b] and b not in isr and b not in catching_up and b not in back
+        ]
         offline_with_live = state.leader[p] is None and any(alive[b] for b in reps)
         if lagging or offline_with_live:
             unexplained.append(state.name(p))

@@ -19,10 +19,23 @@ class HealthFacts:
     load_valid_fraction: float
 
 
+def recovering(snap: Snapshot) -> frozenset[int]:
+    """Live brokers that came back within the recovery window: their replicas outside the ISR
+    are catching up after a restart, which a dead broker explained until it returned. (A broker
+    that hangs without leaving the metadata never returned: its lag stays unexplained.)"""
+    window = snap.policy.recovery_window_ms
+    return frozenset(
+        b.id
+        for b in snap.brokers
+        if b.alive and b.returned_at_ms is not None and snap.taken_at - b.returned_at_ms <= window
+    )
+
+
 def health_facts(snap: Snapshot) -> HealthFacts:
     """Under-replicated partitions split by whether a dead broker explains them, and how fresh
     and complete the load data is."""
     dead = {b.id for b in snap.brokers if not b.alive}
+    back = recovering(snap)
     adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
     explained = unexplained = 0
     valid = total = 0
@@ -36,7 +49,9 @@ def health_facts(snap: Snapshot) -> HealthFacts:
                 continue
             catching_up = adding.get((topic.name, p.partition), set())
             lagging_live = [
-                b for b in p.replicas if b not in dead and b not in p.isr and b not in catching_up
+                b
+                for b in p.replicas
+                if b not in dead and b not in p.isr and b not in catching_up and b not in back
             ]
             if lagging_live or (p.leader is None and any(b not in dead for b in p.replicas)):
                 unexplained += 1

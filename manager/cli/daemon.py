@@ -46,6 +46,9 @@ def cmd_manager(args: argparse.Namespace) -> int:
     finally:
         manager.stop()
         log.info("manager_stopped", instance=manager.instance)
+    reason = manager.coordinator.shutdown_reason
+    if reason is not None:  # it gave up on ZooKeeper: a supervisor must see a failure
+        raise KmedicError(f"manager {manager.instance} stopped: {reason}")
     return 0
 
 

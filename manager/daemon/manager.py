@@ -174,7 +174,8 @@ class Manager:
     def cycle(self) -> CycleOutcome:
         t0 = self.clock.monotonic()
         coord = self.coordinator
-        self.metrics.observe_leadership(coord.is_leader, coord.epoch, coord.connected)
+        # Leading means may act: an instance cut off from ZooKeeper cannot prove it leads.
+        self.metrics.observe_leadership(coord.may_act(), coord.epoch, coord.connected)
         self.audit.replay()
         self.metrics.observe_audit(self.audit.on_failover, self.audit.spool.pending())
         if self._drop_moves.is_set():

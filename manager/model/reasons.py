@@ -64,7 +64,8 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
     "unexplained_under_replication": CodeDoc(
         "refuse",
         "a partition is under-replicated or offline while the replicas missing from its ISR "
-        "are alive (and not being added by a reassignment)",
+        "are alive (not being added by a reassignment, nor on a broker that came back within "
+        "`recovery_window_ms`)",
     ),
     "stale_load_data": CodeDoc(
         "refuse",

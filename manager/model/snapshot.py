@@ -43,6 +43,12 @@ class Broker(_Frozen):
     dead_since_ms: int | None = Field(
         default=None, ge=0, description="when the broker was first seen dead (required if dead)"
     )
+    returned_at_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="when a live broker came back after being seen absent: its replicas "
+        "outside the ISR are catching up",
+    )
     capacity: Capacity | None = Field(
         default=None, description="overrides the snapshot's default_capacity"
     )
@@ -129,6 +135,12 @@ class Policy(_Frozen):
         default=1.10, ge=1.0, description="busiest broker's network load / cluster average"
     )
     dead_grace_ms: int = Field(default=600_000, ge=0)
+    recovery_window_ms: int = Field(
+        default=1_800_000,
+        ge=0,
+        description="how long after a broker comes back its replicas outside the ISR count as "
+        "catching up (explained), not as unexplained under-replication",
+    )
     max_dead_brokers: int = Field(default=2, ge=0)
     max_dead_fraction: float = Field(default=0.25, ge=0, le=1)
     min_valid_load_fraction: float = Field(default=0.9, ge=0, le=1)

@@ -85,6 +85,8 @@ class Observation:
     own_moves: frozenset[TopicPartition]  # partitions of kmedic's in-flight plan
     moves_last_hour: int
     first_absent_ms: dict[int, int] = field(default_factory=dict)
+    # When each broker was last seen back in the metadata after being seen absent.
+    returned_ms: dict[int, int] = field(default_factory=dict)
     known_racks: dict[int, str] = field(default_factory=dict)
 
 
@@ -176,6 +178,7 @@ def _broker(b: int, obs: Observation, ev: DeathEvidence, capacity: CapacitySetti
         alive=dead_since is None,
         last_stats_ms=agent.last_healthy_ms if agent else None,
         dead_since_ms=dead_since,
+        returned_at_ms=obs.returned_ms.get(b) if dead_since is None else None,
         capacity=own_capacity,
         disk_used_bytes=_disk_used(agent.healthy if agent else None),
     )

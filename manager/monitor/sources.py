@@ -113,6 +113,7 @@ class ClusterSources:
         self.loads: LatestByKey[LoadView] = LatestByKey(bootstrap, loads_topic, decode_load)
         # Memory across cycles: when each broker was first seen missing, and its last rack.
         self.first_absent_ms: dict[int, int] = {}
+        self.returned_ms: dict[int, int] = {}
         self.known_racks: dict[int, str] = {}
 
     def start(self) -> ClusterSources:
@@ -172,6 +173,7 @@ class ClusterSources:
             own_moves=own_moves,
             moves_last_hour=moves_last_hour,
             first_absent_ms=dict(self.first_absent_ms),
+            returned_ms=dict(self.returned_ms),
             known_racks=dict(self.known_racks),
         )
 
@@ -206,7 +208,8 @@ class ClusterSources:
         replica_ids: set[int],
     ) -> None:
         for b, n in live.items():
-            self.first_absent_ms.pop(b, None)
+            if self.first_absent_ms.pop(b, None) is not None:
+                self.returned_ms[b] = now_ms  # back: its replicas catch up from here
             if n.rack:
                 self.known_racks[b] = n.rack
         for b in (set(agents) | replica_ids) - set(live):

@@ -8,6 +8,10 @@ Spark job, on a cluster of their own.
 - ZooKeeper is paused (SIGSTOP) past the session timeout while a broker is dead: nobody acts
   during the pause; afterwards exactly one instance leads, says in the audit log why nothing
   happened, and heals.
+- The leader's own link to ZooKeeper is cut (each instance reaches ZooKeeper through a TCP
+  proxy of its own) until its session expires: the standby takes over and heals, the cut-off
+  instance starts nothing and comes back as a standby; alone, it leads again; under the
+  ``shutdown`` policy it exits non-zero saying why.
 
 An Admin API sampler watches every reassignment Kafka runs for the whole module.
 """
@@ -15,6 +19,8 @@ An Admin API sampler watches every reassignment Kafka runs for the whole module.
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -24,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
@@ -39,6 +46,9 @@ from e2e_support import (
     reassignments,
 )
 from helpers import kafka_conf, wait_for, wait_until_usable
+from kazoo.client import KazooClient
+from prometheus_support import PrometheusServer
+from zk_support import TcpProxy
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
@@ -89,14 +99,16 @@ class Sampler:
     def between(self, start_s: float, end_s: float) -> list[Sample]:
         return [s for s in self.samples if start_s <= s[0] <= end_s]
 
-    def issued_twice(self) -> dict[str, str]:
+    def issued_twice(self, since_s: float) -> dict[str, str]:
         """Partitions whose reassignment went to more than one target, or ended and ran
-        again: what a second issue of a move would look like from Kafka's side."""
+        again, since ``since_s``: what a second issue of a move would look like from Kafka's
+        side."""
         found: dict[str, str] = {}
-        tps = {tp for _, seen in self.samples for tp in seen}
+        samples = self.between(since_s, time.time())
+        tps = {tp for _, seen in samples for tp in seen}
         for tp in sorted(tps):
-            targets = {seen[tp] for _, seen in self.samples if tp in seen}
-            running = [tp in seen for _, seen in self.samples]
+            targets = {seen[tp] for _, seen in samples if tp in seen}
+            running = [tp in seen for _, seen in samples]
             first, last = running.index(True), len(running) - 1 - running[::-1].index(True)
             if len(targets) > 1:
                 found[f"{tp[0]}:{tp[1]}"] = f"targets {sorted(targets)}"
@@ -111,6 +123,7 @@ class Fleet:
     pipeline: Pipeline
     ports: dict[str, int]
     sampler: Sampler
+    proxies: dict[str, TcpProxy]
     settings: dict[str, dict[str, object]] = field(default_factory=dict)
 
     @property
@@ -128,6 +141,32 @@ class Fleet:
 
     def start_manager(self, name: str) -> None:
         self.pipeline.start_manager(name, **self.settings[name])
+
+    def one_leader(self) -> list[str]:
+        now = self.leading()
+        return now if len(now) == 1 else []
+
+    def leader_znode_held(self) -> bool:
+        """Whether anyone holds the leader znode, asked of ZooKeeper directly."""
+        zk = KazooClient(hosts=self.cluster.zk_connect)
+        zk.start(timeout=15)
+        try:
+            path = f"/kmedic/{self.pipeline.cluster_name}/manager/leader"
+            return zk.exists(path) is not None
+        finally:
+            zk.stop()
+            zk.close()
+
+    def log_events(self, name: str) -> list[str]:
+        return [
+            line
+            for line in self.pipeline.roles[name].log_file.read_text().splitlines()
+            if '"event"' in line
+        ]
+
+    def most_loaded_broker(self) -> int:
+        counts = Counter(b for r, _ in self.partitions().values() for b in r)
+        return max(sorted(counts), key=lambda b: counts[b])
 
     def healed_without(self, broker: int) -> bool:
         return all(
@@ -192,6 +231,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         ClusterSpec(brokers=4, racks=("/r1", "/r2")), tmp_path_factory.mktemp("ha-cluster")
     )
     pipeline: Pipeline | None = None
+    proxies: dict[str, TcpProxy] = {}
     sampler: Sampler | None = None
     traffic: TrafficGenerator | None = None
     loads: LatestByKey[bytes] | None = None
@@ -210,13 +250,17 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         pipeline.start_agents(interval_s=2)
         pipeline.start_stream()
         ports = dict(zip(MANAGERS, process.free_ports(len(MANAGERS)), strict=True))
-        fleet = Fleet(cluster, pipeline, ports, Sampler(bootstrap).start())
+        proxies = {m: TcpProxy(cluster.zk_connect).start() for m in MANAGERS}
+        fleet = Fleet(cluster, pipeline, ports, Sampler(bootstrap).start(), proxies)
         sampler = fleet.sampler
         for name in MANAGERS:
             fleet.settings[name] = {
                 "instance_id": name,
                 "interval_s": CYCLE_S,
-                "zookeeper": {"session_timeout_s": ZK_SESSION_S},
+                "zookeeper": {
+                    "zk_connect": proxies[name].address,
+                    "session_timeout_s": ZK_SESSION_S,
+                },
                 "policy": {"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1},
                 "executor": {"throttle_bytes_per_s": THROTTLE_BYTES_PER_S},
                 "http": {"port": ports[name]},
@@ -248,7 +292,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         )
         yield fleet
     finally:
-        for stoppable in (sampler, loads, traffic, pipeline):
+        for stoppable in (sampler, loads, traffic, pipeline, *proxies.values()):
             if stoppable is not None:
                 stoppable.stop()
         cluster.resume_zookeeper()
@@ -311,7 +355,7 @@ def test_a_standby_finishes_the_heal_of_a_leader_killed_mid_move(fleet: Fleet) -
     # partition's reassignment change target or run again.
     assert [p for p, n in started_moves(records).items() if n > 1] == []
     assert hosted <= set(started_moves(records))  # with kmedic's own topics' replicas
-    assert fleet.sampler.issued_twice() == {}
+    assert fleet.sampler.issued_twice(start_ms / 1000) == {}
     # The fencing epoch strictly increases at the handover and never goes back.
     epochs = [(r.time_ms, r.epoch, r.instance) for r in records]
     by_leader = [e for _, e, who in epochs if who == leader]
@@ -326,14 +370,9 @@ def test_a_standby_finishes_the_heal_of_a_leader_killed_mid_move(fleet: Fleet) -
 def test_zookeeper_paused_past_the_session_timeout_while_a_broker_is_dead(fleet: Fleet) -> None:
     """A ZooKeeper pause is an outage nobody can prove leadership through: no instance acts,
     however long a dead broker has been dead; afterwards one does, and says what happened."""
-    [leader] = wait_for(
-        lambda: fleet.leading() if len(fleet.leading()) == 1 else [],
-        timeout=60,
-        what="one leader",
-    )
+    [leader] = wait_for(fleet.one_leader, timeout=60, what="one leader")
     start_ms = int(time.time() * 1000)
-    counts = Counter(b for r, _ in fleet.partitions().values() for b in r)
-    victim = max(sorted(counts), key=lambda b: counts[b])
+    victim = fleet.most_loaded_broker()
     fleet.cluster.pause_zookeeper()
     paused_at = time.time()
     try:
@@ -363,11 +402,7 @@ def test_zookeeper_paused_past_the_session_timeout_while_a_broker_is_dead(fleet:
     resumed_at = time.time()
     print(f"ZooKeeper paused {resumed_at - paused_at:.0f}s")
 
-    def one_leader() -> list[str]:
-        now = fleet.leading()
-        return now if len(now) == 1 else []
-
-    [after] = wait_for(one_leader, timeout=60, what="exactly one leader after the pause")
+    [after] = wait_for(fleet.one_leader, timeout=60, what="exactly one leader after the pause")
     for _ in range(3):  # and it stays one, cycle after cycle
         time.sleep(CYCLE_S)
         assert fleet.leading() == [after]
@@ -394,3 +429,209 @@ def test_zookeeper_paused_past_the_session_timeout_while_a_broker_is_dead(fleet:
     assert [p for p, n in started_moves(records).items() if n > 1] == []
     print(f"{leader} led before the pause, {after} after it")
     fleet.restore()
+
+
+def test_a_leader_cut_off_past_its_session_hands_over_and_comes_back_a_standby(
+    fleet: Fleet,
+) -> None:
+    [leader] = wait_for(fleet.one_leader, timeout=60, what="one leader")
+    [standby] = [m for m in MANAGERS if m != leader]
+    start_ms = int(time.time() * 1000)
+    victim = fleet.most_loaded_broker()
+    fleet.proxies[leader].block()
+    cut_at = time.time()
+    try:
+        fleet.cluster.kill(victim)
+        wait_for(
+            lambda: fleet.leading() == [standby],
+            timeout=ZK_SESSION_S + 2 + CYCLE_S + 15,
+            interval=0.5,
+            what=f"{standby} to take over from the cut-off {leader}",
+        )
+        print(f"{standby} led {time.time() - cut_at:.1f}s after {leader} was cut off")
+    finally:
+        # Within the reconnect tries (max_reconnect_tries, about 40 s by default).
+        fleet.proxies[leader].unblock()
+
+    def back_as_standby() -> bool:
+        fleet.pipeline.check_running()
+        connected = metric(fleet.ports[leader], "kmedic_zookeeper_connected") == 1
+        return connected and fleet.leading() == [standby]
+
+    wait_for(back_as_standby, timeout=60, what=f"{leader} back, as a standby")
+    wait_for(
+        lambda: fleet.healed_without(victim),
+        timeout=300,
+        interval=2,
+        what=f"{standby} to heal broker {victim}",
+    )
+    for _ in range(3):  # it stays one, cycle after cycle
+        time.sleep(CYCLE_S)
+        assert fleet.leading() == [standby]
+    assert any("another instance took leadership" in e for e in fleet.log_events(leader))
+    records = fleet.records(start_ms)
+    started = [r for r in records if r.kind == "action_started"]
+    assert started and {r.instance for r in started} == {standby}
+    assert [p for p, n in started_moves(records).items() if n > 1] == []
+    assert not [r for r in records if r.instance == leader and r.time_ms > cut_at * 1000]
+    assert fleet.sampler.issued_twice(cut_at) == {}
+    fleet.restore()
+
+
+def test_a_leader_alone_cut_off_past_its_session_leads_again(fleet: Fleet) -> None:
+    """Policy ``reconnect``: nobody took leadership during the outage, so the instance takes
+    it back with a new epoch."""
+    [leader] = wait_for(fleet.one_leader, timeout=60, what="one leader")
+    [other] = [m for m in MANAGERS if m != leader]
+    fleet.pipeline.stop_role(other)
+    epoch = metric(fleet.ports[leader], "kmedic_fencing_epoch")
+    assert epoch is not None and epoch > 0
+    fleet.proxies[leader].block()
+    try:
+        wait_for(
+            lambda: not fleet.leader_znode_held(),
+            timeout=ZK_SESSION_S + 15,
+            what=f"ZooKeeper to expire the session of {leader}",
+        )
+    finally:
+        fleet.proxies[leader].unblock()
+    wait_for(
+        lambda: (
+            fleet.leading() == [leader]
+            and metric(fleet.ports[leader], "kmedic_fencing_epoch") == epoch + 1
+        ),
+        timeout=60,
+        what=f"{leader} to lead again with epoch {epoch + 1:.0f}",
+    )
+    assert any("leadership_reacquiring" in e for e in fleet.log_events(leader))
+    fleet.restore()
+
+
+def test_under_the_shutdown_policy_an_expired_session_ends_the_process(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """The only instance, under ``session_expired_policy: shutdown``: once its session expired
+    it exits non-zero with one line saying why (a supervisor restarts it as a new instance)."""
+    for name in MANAGERS:
+        fleet.pipeline.stop_role(name)
+    proxy = TcpProxy(fleet.cluster.zk_connect).start()
+    port = process.free_ports(1)[0]
+    config = tmp_path / "manager-c.yaml"
+    settings = fleet.pipeline.manager_config(
+        instance_id="manager-c",
+        interval_s=CYCLE_S,
+        zookeeper={
+            "zk_connect": proxy.address,
+            "session_timeout_s": ZK_SESSION_S,
+            "session_expired_policy": "shutdown",
+        },
+        policy={"dead_grace_ms": GRACE_S * 1000},
+        http={"port": port},
+        snapshot_path=str(tmp_path / "snapshot.json"),
+        audit={"spool_dir": str(tmp_path / "spool")},
+    )
+    config.write_text(yaml.safe_dump(settings))
+    cmd = [sys.executable, "-m", "composition.cli", "manager", "--config", str(config)]
+    with (tmp_path / "stderr").open("w+") as stderr:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            wait_for(
+                lambda: proc.poll() is None and metric(port, "kmedic_is_leader") == 1,
+                timeout=60,
+                what="manager-c to lead",
+            )
+            proxy.block()
+            wait_for(
+                lambda: not fleet.leader_znode_held(),
+                timeout=ZK_SESSION_S + 15,
+                what="ZooKeeper to expire the session of manager-c",
+            )
+            proxy.unblock()
+            code = proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proxy.stop()
+        stderr.seek(0)
+        lines = stderr.read().splitlines()
+    assert code != 0
+    assert (
+        "kmedic: error: manager manager-c stopped: "
+        "ZooKeeper session lost and the policy is `shutdown`"
+    ) in lines
+    fleet.restore()
+
+
+# Longer than the `for: 2m` of the shipped page alerts; far inside the shipped 10-minute grace.
+DOWN_S = 130
+
+
+@pytest.mark.timeout(4 * (DOWN_S + 180) + 300)  # four brokers, each down DOWN_S, then back
+def test_a_rolling_restart_under_the_shipped_defaults_moves_nothing_and_pages_nobody(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """Every broker stopped in turn (a controlled shutdown) and down for over two minutes,
+    under one manager with the shipped defaults and a real Prometheus evaluating the shipped
+    rules: no data moves, no page-severity alert is ever active (not even pending), and the
+    audit log tells each wait."""
+    for name in MANAGERS:
+        fleet.pipeline.stop_role(name)
+    port = process.free_ports(1)[0]
+    shipped = {  # only what names this cluster and this machine; every policy as shipped
+        "cluster": fleet.pipeline.cluster_name,
+        "bootstrap": fleet.bootstrap,
+        "zookeeper": {"zk_connect": fleet.cluster.zk_connect},
+        "instance_id": "manager-shipped",
+        "http": {"port": port},
+        "audit": {"spool_dir": str(tmp_path / "spool")},
+    }
+    fleet.pipeline.start_role("manager-shipped", "manager", shipped)
+    prometheus = PrometheusServer(tmp_path / "prometheus", [f"127.0.0.1:{port}"]).start()
+    try:
+        wait_for(
+            lambda: prometheus.query("kmedic_is_leader == 1"),
+            timeout=90,
+            what="the shipped manager to lead, scraped",
+        )
+        started = time.time()
+        for broker in fleet.cluster.broker_ids:
+            fleet.cluster.stop_broker(broker)
+            down_at = time.monotonic()
+
+            def waited_long_enough(down_at: float = down_at) -> bool:
+                fleet.pipeline.check_running()
+                waiting = metric(port, "kmedic_waiting_brokers") == 1
+                return waiting and time.monotonic() - down_at > DOWN_S
+
+            wait_for(
+                waited_long_enough,
+                timeout=DOWN_S + 60,
+                interval=5,
+                what=f"the manager to wait for broker {broker} for {DOWN_S}s",
+            )
+            fleet.cluster.restart(broker)
+            wait_for(
+                lambda: (
+                    all(len(isr) == len(r) for r, isr in fleet.partitions().values())
+                    and metric(port, "kmedic_waiting_brokers") == 0
+                ),
+                timeout=120,
+                what=f"broker {broker} back in every ISR, the wait over",
+            )
+        seconds = int(time.time() - started) + 5
+        paged = prometheus.query(f'count_over_time(ALERTS{{severity="page"}}[{seconds}s])')
+        assert paged == [], f"page alerts were active: {[p['metric'] for p in paged]}"
+        records = fleet.records(int(started * 1000))
+        assert [r.summary for r in records if r.kind.startswith("action_")] == []
+        assert [seen for _, seen in fleet.sampler.between(started, time.time()) if seen] == []
+        summaries = [r.summary for r in records if r.kind == "decision"]
+        for broker in fleet.cluster.broker_ids:
+            assert any(
+                s.startswith("wait") and not s.startswith("wait over") and f"broker {broker} " in s
+                for s in summaries
+            ), f"the wait for broker {broker} is not audited: {summaries}"
+            assert f"wait over: broker {broker} is back" in summaries
+    finally:
+        prometheus.stop()
+        fleet.pipeline.stop_role("manager-shipped")

@@ -336,6 +336,10 @@ def test_a_zookeeper_outage_is_audited_once_by_the_instance_that_leads_after_it(
         assert rig.manager.cycle().kind == "blind"
         rig.clock.advance(5)
     assert rig.sink.records == []  # nobody can prove it leads: nobody writes
+    # and it does not claim to lead: its kmedic_is_leader is 0 while it is cut off
+    registry = rig.manager.metrics.registry
+    assert registry.get_sample_value("kmedic_is_leader", {"cluster": "c"}) == 0
+    assert registry.get_sample_value("kmedic_zookeeper_connected", {"cluster": "c"}) == 0
     rig.coordinator.connected = True
     rig.manager.cycle()
     [outage] = [r for r in rig.sink.records if "ZooKeeper" in r.summary]

@@ -20,6 +20,7 @@ from manager.monitor.observe import (
     build_snapshot,
     death_evidence,
 )
+from manager.monitor.sources import ClusterSources
 
 NOW = 1_800_000_000_000
 
@@ -153,3 +154,24 @@ def test_disk_capacity_is_discovered_or_unbounded() -> None:
     assert brokers(configured)[1].capacity is None
     assert configured.default_capacity is not None
     assert configured.default_capacity.disk_bytes == 5000
+
+
+def test_a_broker_seen_back_after_an_absence_is_remembered_as_returned() -> None:
+    sources = ClusterSources(
+        cluster="c", bootstrap="127.0.0.1:1", stats_topic="s", loads_topic="l", stats_lookback_s=60
+    )
+    sources._remember(NOW, {1: node("/r1")}, {}, {1, 2})
+    assert sources.first_absent_ms == {2: NOW} and sources.returned_ms == {}
+    both = {1: node("/r1"), 2: node("/r2")}
+    sources._remember(NOW + 5, both, {}, {1, 2})
+    assert sources.first_absent_ms == {} and sources.returned_ms == {2: NOW + 5}
+    sources._remember(NOW + 10, both, {}, {1, 2})
+    assert sources.returned_ms == {2: NOW + 5}, "back once, not again every cycle"
+
+
+def test_only_a_live_broker_carries_when_it_returned() -> None:
+    obs = observation(returned_ms={3: NOW - 1000, 4: NOW - 5000}, first_absent_ms={4: NOW - 1})
+    found = brokers(snapshot(obs))
+    assert found[3].returned_at_ms == NOW - 1000
+    assert found[4].alive is False and found[4].returned_at_ms is None
+    assert found[1].returned_at_ms is None

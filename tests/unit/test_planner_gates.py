@@ -8,6 +8,7 @@ import pytest
 from planner_fixtures import HOUR, NOW, broker, make, part
 
 from manager.analyzer.gates import failing_gates, gate_budget
+from manager.analyzer.health import health_facts
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.planner import decide
 
@@ -96,6 +97,37 @@ def test_under_replication_explained_by_dead_broker_or_own_catch_up() -> None:
     assert "unexplained_under_replication" not in _codes(
         _snap(dead=False, topics=topics, reassignments=reassign)
     )
+
+
+@pytest.mark.parametrize(
+    ("returned_ago_ms", "explained"),
+    [
+        (60_000, True),  # restarted a minute ago: catching up
+        (30 * 60_000, True),  # the window's last moment
+        (30 * 60_000 + 1, False),  # still out of the ISR half an hour later: a person looks
+        (None, False),  # never left the metadata (a hang, not a restart)
+    ],
+)
+def test_a_broker_catching_up_after_it_came_back_is_explained_within_the_window(
+    returned_ago_ms: int | None, explained: bool
+) -> None:
+    back = {} if returned_ago_ms is None else {"returned_at_ms": NOW - returned_ago_ms}
+    brokers = [broker(i, f"/r{(i - 1) % 3 + 1}", **(back if i == 3 else {})) for i in range(1, 7)]
+    topics = {"t": [part(0, [1, 2, 3], isr=[1, 2])]}
+    snap = _snap(dead=False, brokers=brokers, topics=topics)
+    assert ("unexplained_under_replication" not in _codes(snap)) is explained
+    facts = health_facts(snap)
+    assert (facts.urp_explained, facts.urp_unexplained) == ((1, 0) if explained else (0, 1))
+
+
+def test_the_recovery_window_is_a_policy() -> None:
+    brokers = [
+        broker(i, "/r1", **({"returned_at_ms": NOW - 120_000} if i == 3 else {}))
+        for i in range(1, 7)
+    ]
+    topics = {"t": [part(0, [1, 2, 3], isr=[1, 2])]}
+    snap = _snap(dead=False, brokers=brokers, topics=topics, policy={"recovery_window_ms": 60_000})
+    assert "unexplained_under_replication" in _codes(snap)
 
 
 def test_offline_partition_with_live_replicas_is_unexplained() -> None:
