@@ -105,7 +105,7 @@ class Manager:
         executor.on_event = self.trail.move_event
         executor.before_change = self._before_change
         coordinator.watch(
-            on_leadership_acquired=lambda epoch: self._adopt.set(),
+            on_leadership_acquired=self._on_leadership_acquired,
             on_leadership_lost=self._on_leadership_lost,
             on_shutdown=lambda reason: self._stop.set(),
         )
@@ -174,8 +174,7 @@ class Manager:
     def cycle(self) -> CycleOutcome:
         t0 = self.clock.monotonic()
         coord = self.coordinator
-        # Leading means may act: an instance cut off from ZooKeeper cannot prove it leads.
-        self.metrics.observe_leadership(coord.may_act(), coord.epoch, coord.connected)
+        self._observe_leadership()
         self.audit.replay()
         self.metrics.observe_audit(self.audit.on_failover, self.audit.spool.pending())
         if self._drop_moves.is_set():
@@ -423,11 +422,21 @@ class Manager:
         oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
         self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.timed_out))
 
+    def _on_leadership_acquired(self, epoch: int) -> None:
+        self._adopt.set()
+        self._observe_leadership()  # at once, not at the next cycle (30 s by default)
+
     def _on_leadership_lost(self, reason: str) -> None:
         # Drop in-flight decisions: the next leader adopts the stored plan; Kafka keeps running
         # the reassignments already issued.
         log.warning("leadership_lost", reason=reason)
         self._drop_moves.set()
+        self._observe_leadership()
+
+    def _observe_leadership(self) -> None:
+        coord = self.coordinator
+        # Leading means may act: an instance cut off from ZooKeeper cannot prove it leads.
+        self.metrics.observe_leadership(coord.may_act(), coord.epoch, coord.connected)
 
     # ---- health -------------------------------------------------------------------------
 

@@ -47,7 +47,6 @@ from e2e_support import (
 )
 from helpers import kafka_conf, wait_for, wait_until_usable
 from kazoo.client import KazooClient
-from prometheus_support import PrometheusServer
 from zk_support import TcpProxy
 
 from composition.pipeline import Pipeline
@@ -561,77 +560,3 @@ def test_under_the_shutdown_policy_an_expired_session_ends_the_process(
         "ZooKeeper session lost and the policy is `shutdown`"
     ) in lines
     fleet.restore()
-
-
-# Longer than the `for: 2m` of the shipped page alerts; far inside the shipped 10-minute grace.
-DOWN_S = 130
-
-
-@pytest.mark.timeout(4 * (DOWN_S + 180) + 300)  # four brokers, each down DOWN_S, then back
-def test_a_rolling_restart_under_the_shipped_defaults_moves_nothing_and_pages_nobody(
-    fleet: Fleet, tmp_path: Path
-) -> None:
-    """Every broker stopped in turn (a controlled shutdown) and down for over two minutes,
-    under one manager with the shipped defaults and a real Prometheus evaluating the shipped
-    rules: no data moves, no page-severity alert is ever active (not even pending), and the
-    audit log tells each wait."""
-    for name in MANAGERS:
-        fleet.pipeline.stop_role(name)
-    port = process.free_ports(1)[0]
-    shipped = {  # only what names this cluster and this machine; every policy as shipped
-        "cluster": fleet.pipeline.cluster_name,
-        "bootstrap": fleet.bootstrap,
-        "zookeeper": {"zk_connect": fleet.cluster.zk_connect},
-        "instance_id": "manager-shipped",
-        "http": {"port": port},
-        "audit": {"spool_dir": str(tmp_path / "spool")},
-    }
-    fleet.pipeline.start_role("manager-shipped", "manager", shipped)
-    prometheus = PrometheusServer(tmp_path / "prometheus", [f"127.0.0.1:{port}"]).start()
-    try:
-        wait_for(
-            lambda: prometheus.query("kmedic_is_leader == 1"),
-            timeout=90,
-            what="the shipped manager to lead, scraped",
-        )
-        started = time.time()
-        for broker in fleet.cluster.broker_ids:
-            fleet.cluster.stop_broker(broker)
-            down_at = time.monotonic()
-
-            def waited_long_enough(down_at: float = down_at) -> bool:
-                fleet.pipeline.check_running()
-                waiting = metric(port, "kmedic_waiting_brokers") == 1
-                return waiting and time.monotonic() - down_at > DOWN_S
-
-            wait_for(
-                waited_long_enough,
-                timeout=DOWN_S + 60,
-                interval=5,
-                what=f"the manager to wait for broker {broker} for {DOWN_S}s",
-            )
-            fleet.cluster.restart(broker)
-            wait_for(
-                lambda: (
-                    all(len(isr) == len(r) for r, isr in fleet.partitions().values())
-                    and metric(port, "kmedic_waiting_brokers") == 0
-                ),
-                timeout=120,
-                what=f"broker {broker} back in every ISR, the wait over",
-            )
-        seconds = int(time.time() - started) + 5
-        paged = prometheus.query(f'count_over_time(ALERTS{{severity="page"}}[{seconds}s])')
-        assert paged == [], f"page alerts were active: {[p['metric'] for p in paged]}"
-        records = fleet.records(int(started * 1000))
-        assert [r.summary for r in records if r.kind.startswith("action_")] == []
-        assert [seen for _, seen in fleet.sampler.between(started, time.time()) if seen] == []
-        summaries = [r.summary for r in records if r.kind == "decision"]
-        for broker in fleet.cluster.broker_ids:
-            assert any(
-                s.startswith("wait") and not s.startswith("wait over") and f"broker {broker} " in s
-                for s in summaries
-            ), f"the wait for broker {broker} is not audited: {summaries}"
-            assert f"wait over: broker {broker} is back" in summaries
-    finally:
-        prometheus.stop()
-        fleet.pipeline.stop_role("manager-shipped")

@@ -363,3 +363,14 @@ def test_a_standby_after_the_outage_leaves_it_to_the_leader(rig: Rig) -> None:
     rig.coordinator.is_leader = True
     rig.manager.cycle()
     assert not [r for r in rig.sink.records if "ZooKeeper" in r.summary]
+
+
+def test_the_leader_gauge_follows_leadership_at_once_not_at_the_next_cycle(rig: Rig) -> None:
+    rig.coordinator.is_leader = False
+    rig.manager.cycle()
+    assert _gauge(rig, "kmedic_is_leader") == 0
+    rig.coordinator.acquire(EPOCH + 1)  # no cycle in between
+    assert _gauge(rig, "kmedic_is_leader") == 1
+    assert _gauge(rig, "kmedic_fencing_epoch") == EPOCH + 1
+    rig.coordinator.lose("the leader znode was deleted or taken over")
+    assert _gauge(rig, "kmedic_is_leader") == 0
