@@ -17,12 +17,18 @@ from streaming import synthetic, validate
 from streaming.config import ValidationConfig
 from streaming.schema import NULLABLE_LOG_DIR, NULLABLE_TOP_LEVEL, brokerstats_schema
 
-NOW_MS = int(time.time() * 1000)
+NOW_MS = int(time.time() * 1000)  # only a bound for generated timestamps
+
+
+def _now_ms() -> int:
+    """Now, read when a test builds its records: the suite runs for over half an hour, so a
+    time taken at collection would make "30 minutes ago" late by the time the test runs."""
+    return int(time.time() * 1000)
 
 
 def _valid() -> dict[str, Any]:
     layout = synthetic.Layout(brokers=3, topics=1, partitions=3, replication_factor=2)
-    stats = synthetic.broker_stats(layout, broker_id=1, timestamp_ms=NOW_MS - 60_000, tick=1)
+    stats = synthetic.broker_stats(layout, broker_id=1, timestamp_ms=_now_ms() - 60_000, tick=1)
     data: dict[str, Any] = json.loads(bs.to_json(stats))
     data["reassigning"] = [
         {
@@ -82,57 +88,82 @@ def test_a_valid_record_passes_with_every_field_parsed(spark: Any) -> None:
     assert record["totals"] == original["totals"]
 
 
-BAD_RECORDS: list[tuple[str, bytes | None, str, str]] = [
-    # (case, raw value, reason, a fragment of the detail)
-    ("plain text", b"not json", "invalid_json", "not a JSON object"),
-    ("truncated", b'{"schema_version": 1, "broker_id"', "invalid_json", "not a JSON object"),
-    ("an array", b"[1, 2]", "invalid_json", "not a JSON object"),
-    ("empty", b"", "invalid_json", "not a JSON object"),
-    ("null value", None, "invalid_json", "not a JSON object"),
-    ("not utf-8", b"\xff\xfe{", "invalid_json", "not a JSON object"),
-    ("version 2", _with("schema_version", 2), "unsupported_schema_version", "schema_version 2"),
-    ("no version", _with("schema_version", "DELETE"), "unsupported_schema_version", "missing"),
-    ("version text", _with("schema_version", "one"), "unsupported_schema_version", "one"),
-    ("missing broker_id", _with("broker_id", "DELETE"), "schema_mismatch", "broker_id"),
-    ("broker_id text", _with("broker_id", "one"), "schema_mismatch", "broker_id"),
-    ("null timestamp", _with("timestamp_ms", None), "schema_mismatch", "timestamp_ms"),
-    ("leaders object", _with("leaders", {"topic": "t"}), "schema_mismatch", "leaders"),
-    ("leader partition", _with("leaders.0.partition", "x"), "schema_mismatch", "partition"),
-    ("leader no topic", _with("leaders.0.topic", "DELETE"), "schema_mismatch", "leaders[].topic"),
-    ("follower isr", _with("followers.0.in_isr", "DELETE"), "schema_mismatch", "in_isr"),
-    ("totals missing", _with("totals.leader_count", "DELETE"), "schema_mismatch", "totals."),
-    ("totals number", _with("totals", 7), "schema_mismatch", "totals"),
-    ("negative broker", _with("broker_id", -1), "schema_mismatch", "broker_id: negative"),
-    ("negative partition", _with("leaders.0.partition", -2), "schema_mismatch", "negative"),
-    ("unknown estimate", _with("leaders.0.estimate", "guess"), "schema_mismatch", "estimate"),
-    (
-        "unknown failure",
-        _with("failure", {"reason": "gremlins", "message": "x"}),
-        "schema_mismatch",
-        "failure.reason",
-    ),
-    ("failure text", _with("failure", {"reason": "disk_error"}), "schema_mismatch", "failure"),
-    ("chunk index", _with("chunk_index", 3), "schema_mismatch", "chunk_index"),
-    ("zero interval", _with("interval_s", 0), "schema_mismatch", "interval_s"),
-    ("negative rate", _with("leaders.0.bytes_in_per_s", -5.0), "invalid_rate", "bytes_in_per_s"),
-    ("NaN rate", _with("leaders.0.bytes_out_per_s", float("nan")), "invalid_rate", "bytes_out"),
-    ("inf rate", _with("leaders.0.messages_in_per_s", float("inf")), "invalid_rate", "messages"),
-    ("negative total", _with("totals.bytes_in_per_s", -1.0), "invalid_rate", "totals."),
-    ("NaN window", _with("rate_window_s", float("nan")), "invalid_rate", "rate_window_s"),
-    ("future", _with("timestamp_ms", NOW_MS + 3_600_000), "future_timestamp", "ahead of"),
-    ("late", _with("timestamp_ms", NOW_MS - 3 * 3_600_000), "late_record", "past the watermark"),
-]
-# Lateness is counted from the Kafka append time (now, in these tests); an hour leaves room for
-# the time between collecting the tests (NOW_MS) and running them.
+def _bad_records() -> list[tuple[str, bytes | None, str, str]]:
+    """Every bad-record class, built when the test runs (timestamps relative to then)."""
+    now_ms = _now_ms()
+    return [
+        # (case, raw value, reason, a fragment of the detail)
+        ("plain text", b"not json", "invalid_json", "not a JSON object"),
+        ("truncated", b'{"schema_version": 1, "broker_id"', "invalid_json", "not a JSON object"),
+        ("an array", b"[1, 2]", "invalid_json", "not a JSON object"),
+        ("empty", b"", "invalid_json", "not a JSON object"),
+        ("null value", None, "invalid_json", "not a JSON object"),
+        ("not utf-8", b"\xff\xfe{", "invalid_json", "not a JSON object"),
+        ("version 2", _with("schema_version", 2), "unsupported_schema_version", "schema_version 2"),
+        ("no version", _with("schema_version", "DELETE"), "unsupported_schema_version", "missing"),
+        ("version text", _with("schema_version", "one"), "unsupported_schema_version", "one"),
+        ("missing broker_id", _with("broker_id", "DELETE"), "schema_mismatch", "broker_id"),
+        ("broker_id text", _with("broker_id", "one"), "schema_mismatch", "broker_id"),
+        ("null timestamp", _with("timestamp_ms", None), "schema_mismatch", "timestamp_ms"),
+        ("leaders object", _with("leaders", {"topic": "t"}), "schema_mismatch", "leaders"),
+        ("leader partition", _with("leaders.0.partition", "x"), "schema_mismatch", "partition"),
+        (
+            "leader no topic",
+            _with("leaders.0.topic", "DELETE"),
+            "schema_mismatch",
+            "leaders[].topic",
+        ),
+        ("follower isr", _with("followers.0.in_isr", "DELETE"), "schema_mismatch", "in_isr"),
+        ("totals missing", _with("totals.leader_count", "DELETE"), "schema_mismatch", "totals."),
+        ("totals number", _with("totals", 7), "schema_mismatch", "totals"),
+        ("negative broker", _with("broker_id", -1), "schema_mismatch", "broker_id: negative"),
+        ("negative partition", _with("leaders.0.partition", -2), "schema_mismatch", "negative"),
+        ("unknown estimate", _with("leaders.0.estimate", "guess"), "schema_mismatch", "estimate"),
+        (
+            "unknown failure",
+            _with("failure", {"reason": "gremlins", "message": "x"}),
+            "schema_mismatch",
+            "failure.reason",
+        ),
+        ("failure text", _with("failure", {"reason": "disk_error"}), "schema_mismatch", "failure"),
+        ("chunk index", _with("chunk_index", 3), "schema_mismatch", "chunk_index"),
+        ("zero interval", _with("interval_s", 0), "schema_mismatch", "interval_s"),
+        (
+            "negative rate",
+            _with("leaders.0.bytes_in_per_s", -5.0),
+            "invalid_rate",
+            "bytes_in_per_s",
+        ),
+        ("NaN rate", _with("leaders.0.bytes_out_per_s", float("nan")), "invalid_rate", "bytes_out"),
+        (
+            "inf rate",
+            _with("leaders.0.messages_in_per_s", float("inf")),
+            "invalid_rate",
+            "messages",
+        ),
+        ("negative total", _with("totals.bytes_in_per_s", -1.0), "invalid_rate", "totals."),
+        ("NaN window", _with("rate_window_s", float("nan")), "invalid_rate", "rate_window_s"),
+        ("future", _with("timestamp_ms", now_ms + 3_600_000), "future_timestamp", "ahead of"),
+        (
+            "late",
+            _with("timestamp_ms", now_ms - 3 * 3_600_000),
+            "late_record",
+            "past the watermark",
+        ),
+    ]
+
+
+# Lateness is counted from the Kafka append time (now, in these tests).
 LATENESS = ValidationConfig(max_lateness="1h")
 
 
 def test_every_bad_record_class_gets_its_reason(spark: Any) -> None:
-    got = _reasons(spark, [value for _, value, _, _ in BAD_RECORDS], LATENESS)
-    for (case, _, reason, fragment), (got_reason, detail) in zip(BAD_RECORDS, got, strict=True):
+    bad_records = _bad_records()
+    got = _reasons(spark, [value for _, value, _, _ in bad_records], LATENESS)
+    for (case, _, reason, fragment), (got_reason, detail) in zip(bad_records, got, strict=True):
         assert got_reason == reason, f"{case}: {got_reason} ({detail})"
         assert fragment in detail, f"{case}: {detail!r} lacks {fragment!r}"
-    assert {reason for _, _, reason, _ in BAD_RECORDS} == set(validate.REASONS) - {"oversize_array"}
+    assert {reason for _, _, reason, _ in bad_records} == set(validate.REASONS) - {"oversize_array"}
 
 
 def test_oversize_arrays_are_refused_for_each_array(spark: Any) -> None:
@@ -155,12 +186,12 @@ def test_oversize_arrays_are_refused_for_each_array(spark: Any) -> None:
 
 def test_a_future_timestamp_within_the_allowed_skew_passes(spark: Any) -> None:
     cfg = ValidationConfig(max_future_skew="1h")
-    got = _reasons(spark, [_with("timestamp_ms", NOW_MS + 600_000)], cfg)
+    got = _reasons(spark, [_with("timestamp_ms", _now_ms() + 600_000)], cfg)
     assert got == [(None, None)]
 
 
 def test_lateness_within_the_bound_passes_and_no_bound_checks_none(spark: Any) -> None:
-    values = [_with("timestamp_ms", NOW_MS - 30 * 60_000), _with("timestamp_ms", 0)]
+    values = [_with("timestamp_ms", _now_ms() - 30 * 60_000), _with("timestamp_ms", 0)]
     assert [reason for reason, _ in _reasons(spark, values, LATENESS)] == [None, "late_record"]
     assert _reasons(spark, values, ValidationConfig()) == [(None, None), (None, None)]
 
