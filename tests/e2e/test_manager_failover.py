@@ -12,6 +12,9 @@ Spark job, on a cluster of their own.
   proxy of its own) until its session expires: the standby takes over and heals, the cut-off
   instance starts nothing and comes back as a standby; alone, it leads again; under the
   ``shutdown`` policy it exits non-zero saying why.
+- A rolling restart of every broker, each down past the two minutes of the page alerts, under
+  one manager with the shipped defaults and the shipped rules in a real Prometheus: nothing
+  moves, nothing pages, the audit log tells each wait.
 
 An Admin API sampler watches every reassignment Kafka runs for the whole module.
 """
@@ -47,6 +50,7 @@ from e2e_support import (
 )
 from helpers import kafka_conf, wait_for, wait_until_usable
 from kazoo.client import KazooClient
+from prometheus_support import PrometheusServer
 from zk_support import TcpProxy
 
 from composition.pipeline import Pipeline
@@ -62,9 +66,11 @@ CYCLE_S = 3
 ZK_SESSION_S = 6
 TOPIC = "ha.slow"
 PARTITIONS = 6
-# 6 MB a partition copied at 250 kB/s: each move takes tens of seconds.
+# 6 MB a partition copied at 250 kB/s: each move takes tens of seconds, for the test that kills
+# the leader mid-move; the tests that only need a heal to happen copy at 20 MB/s.
 MB_PER_PARTITION = 6
-THROTTLE_BYTES_PER_S = 250_000
+SLOW_THROTTLE_BYTES_PER_S = 250_000
+FAST_THROTTLE_BYTES_PER_S = 20_000_000
 MANAGERS = ("manager-a", "manager-b")
 
 Sample = tuple[float, dict[tuple[str, int], tuple[int, ...]]]
@@ -141,6 +147,19 @@ class Fleet:
     def start_manager(self, name: str) -> None:
         self.pipeline.start_manager(name, **self.settings[name])
 
+    def wait_for_takeover(self, standby: str, since: float, cause: str) -> None:
+        """Wait until ``standby`` alone leads, and print how long it took since ``since``
+        (``time.monotonic()``): the old leader's session expires after the session timeout,
+        ZooKeeper checks every 2 s tick, and the standby's watch fires at once; a cycle of
+        slack on top."""
+        wait_for(
+            lambda: self.leading() == [standby],
+            timeout=ZK_SESSION_S + 2 + CYCLE_S + 15,
+            interval=0.5,
+            what=f"{standby} to take over after {cause}",
+        )
+        print(f"{standby} led {time.monotonic() - since:.1f}s after {cause}")
+
     def one_leader(self) -> list[str]:
         now = self.leading()
         return now if len(now) == 1 else []
@@ -186,6 +205,17 @@ class Fleet:
             if values:
                 found[f"{res.restype} {res.name}"] = values
         return found
+
+    def use_throttle(self, bytes_per_s: int) -> None:
+        """Both managers running with this replication throttle: restarted with it unless
+        they already use it."""
+        wanted = {"throttle_bytes_per_s": bytes_per_s}
+        if all(self.settings[m]["executor"] == wanted for m in MANAGERS):
+            return
+        for name in MANAGERS:
+            self.pipeline.stop_role(name)
+            self.settings[name]["executor"] = wanted
+        self.restore()
 
     def restore(self) -> None:
         """Every broker and both managers running, every partition fully replicated, no
@@ -261,7 +291,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
                     "session_timeout_s": ZK_SESSION_S,
                 },
                 "policy": {"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1},
-                "executor": {"throttle_bytes_per_s": THROTTLE_BYTES_PER_S},
+                "executor": {"throttle_bytes_per_s": SLOW_THROTTLE_BYTES_PER_S},
                 "http": {"port": ports[name]},
                 "snapshot_path": str(workdir / f"{name}-snapshot.json"),
                 "audit": {"spool_dir": str(workdir / f"{name}-spool")},
@@ -304,8 +334,9 @@ def started_moves(records: list[AuditRecord]) -> Counter[str]:
 
 def test_a_standby_finishes_the_heal_of_a_leader_killed_mid_move(fleet: Fleet) -> None:
     victim = 4
-    leader, standby = MANAGERS
-    assert fleet.leading() == [leader]
+    fleet.use_throttle(SLOW_THROTTLE_BYTES_PER_S)
+    [leader] = wait_for(fleet.one_leader, timeout=60, what="one leader")
+    [standby] = [m for m in MANAGERS if m != leader]
     hosted = {f"{t}:{p}" for (t, p), (r, _) in fleet.partitions().items() if victim in r}
     assert hosted, f"broker {victim} hosts replicas of {TOPIC}"
     start_ms = int(time.time() * 1000)
@@ -318,16 +349,7 @@ def test_a_standby_finishes_the_heal_of_a_leader_killed_mid_move(fleet: Fleet) -
     assert {r.instance for r in first} == {leader}
     assert reassignments(fleet.bootstrap), "the heal is still copying when the leader dies"
     fleet.pipeline.stop_role(leader, signal.SIGKILL)
-    killed_at = time.monotonic()
-    # The standby leads once the killed leader's ZooKeeper session expires (the session
-    # timeout, checked by ZooKeeper every 2 s tick) and its next cycle reports it.
-    wait_for(
-        lambda: fleet.leading() == [standby],
-        timeout=ZK_SESSION_S + 2 + CYCLE_S + 10,
-        interval=0.5,
-        what=f"{standby} to take over",
-    )
-    print(f"{standby} led {time.monotonic() - killed_at:.1f}s after {leader} was killed")
+    fleet.wait_for_takeover(standby, time.monotonic(), f"{leader} was killed")
     assert reassignments(fleet.bootstrap), "taken over while the killed leader's moves still run"
 
     wait_for(
@@ -369,6 +391,7 @@ def test_a_standby_finishes_the_heal_of_a_leader_killed_mid_move(fleet: Fleet) -
 def test_zookeeper_paused_past_the_session_timeout_while_a_broker_is_dead(fleet: Fleet) -> None:
     """A ZooKeeper pause is an outage nobody can prove leadership through: no instance acts,
     however long a dead broker has been dead; afterwards one does, and says what happened."""
+    fleet.use_throttle(FAST_THROTTLE_BYTES_PER_S)
     [leader] = wait_for(fleet.one_leader, timeout=60, what="one leader")
     start_ms = int(time.time() * 1000)
     victim = fleet.most_loaded_broker()
@@ -433,6 +456,7 @@ def test_zookeeper_paused_past_the_session_timeout_while_a_broker_is_dead(fleet:
 def test_a_leader_cut_off_past_its_session_hands_over_and_comes_back_a_standby(
     fleet: Fleet,
 ) -> None:
+    fleet.use_throttle(FAST_THROTTLE_BYTES_PER_S)
     [leader] = wait_for(fleet.one_leader, timeout=60, what="one leader")
     [standby] = [m for m in MANAGERS if m != leader]
     start_ms = int(time.time() * 1000)
@@ -441,13 +465,7 @@ def test_a_leader_cut_off_past_its_session_hands_over_and_comes_back_a_standby(
     cut_at = time.time()
     try:
         fleet.cluster.kill(victim)
-        wait_for(
-            lambda: fleet.leading() == [standby],
-            timeout=ZK_SESSION_S + 2 + CYCLE_S + 15,
-            interval=0.5,
-            what=f"{standby} to take over from the cut-off {leader}",
-        )
-        print(f"{standby} led {time.time() - cut_at:.1f}s after {leader} was cut off")
+        fleet.wait_for_takeover(standby, time.monotonic(), f"{leader} was cut off")
     finally:
         # Within the reconnect tries (max_reconnect_tries, about 40 s by default).
         fleet.proxies[leader].unblock()
@@ -559,4 +577,87 @@ def test_under_the_shutdown_policy_an_expired_session_ends_the_process(
         "kmedic: error: manager manager-c stopped: "
         "ZooKeeper session lost and the policy is `shutdown`"
     ) in lines
+    fleet.restore()
+
+
+# Longer than the `for: 2m` of the shipped page alerts; far inside the shipped 10-minute grace.
+DOWN_S = 130
+
+
+@pytest.mark.timeout(4 * (DOWN_S + 180) + 300)  # four brokers, each down DOWN_S, then back
+def test_a_rolling_restart_under_the_shipped_defaults_moves_nothing_and_pages_nobody(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """Every broker stopped in turn (a controlled shutdown) and down for over two minutes,
+    under one manager with the shipped defaults and a real Prometheus evaluating the shipped
+    rules every second: no data moves, no page-severity alert is ever active (not even
+    pending), and the audit log tells each wait."""
+    for name in MANAGERS:
+        fleet.pipeline.stop_role(name)
+    port = process.free_ports(1)[0]
+    shipped = {  # only what names this cluster and this machine; every policy as shipped
+        "cluster": fleet.pipeline.cluster_name,
+        "bootstrap": fleet.bootstrap,
+        "zookeeper": {"zk_connect": fleet.cluster.zk_connect},
+        "instance_id": "manager-shipped",
+        "http": {"port": port},
+        "audit": {"spool_dir": str(tmp_path / "spool")},
+    }
+    fleet.pipeline.start_role("manager-shipped", "manager", shipped)
+    prometheus = PrometheusServer(tmp_path / "prometheus", [f"127.0.0.1:{port}"]).start()
+    try:
+        # The window opens once the start is over: before the first scrape the manager is
+        # missing, and before it leads there is no leader. Neither is part of the restart.
+        wait_for(
+            lambda: (
+                prometheus.query("kmedic_is_leader == 1")
+                and not prometheus.query('ALERTS{severity="page"}')
+            ),
+            timeout=90,
+            what="the shipped manager to lead, scraped, and no page alert active or pending",
+        )
+        started = time.time()
+        for broker in fleet.cluster.broker_ids:
+            fleet.cluster.stop_broker(broker)
+            down_at = time.monotonic()
+
+            def waited_long_enough(down_at: float = down_at) -> bool:
+                fleet.pipeline.check_running()
+                waiting = metric(port, "kmedic_waiting_brokers") == 1
+                return waiting and time.monotonic() - down_at > DOWN_S
+
+            wait_for(
+                waited_long_enough,
+                timeout=DOWN_S + 60,
+                interval=5,
+                what=f"the manager to wait for broker {broker} for {DOWN_S}s",
+            )
+            fleet.cluster.restart(broker)
+            wait_for(
+                lambda: (
+                    all(len(isr) == len(r) for r, isr in fleet.partitions().values())
+                    and metric(port, "kmedic_waiting_brokers") == 0
+                ),
+                timeout=120,
+                what=f"broker {broker} back in every ISR, the wait over",
+            )
+        window = f"{int(time.time() - started)}s"
+        # Prometheus saw the waits (so the rules had something to fire on), and nothing paged.
+        waited = prometheus.query(f"max_over_time(kmedic_waiting_brokers[{window}])")
+        assert [float(w["value"][1]) for w in waited] == [1.0]
+        paged = prometheus.query(f'count_over_time(ALERTS{{severity="page"}}[{window}])')
+        assert paged == [], f"page alerts were active: {[p['metric'] for p in paged]}"
+        records = fleet.records(int(started * 1000))
+        assert [r.summary for r in records if r.kind.startswith("action_")] == []
+        assert [seen for _, seen in fleet.sampler.between(started, time.time()) if seen] == []
+        summaries = [r.summary for r in records if r.kind == "decision"]
+        for broker in fleet.cluster.broker_ids:
+            assert any(
+                s.startswith("wait") and not s.startswith("wait over") and f"broker {broker} " in s
+                for s in summaries
+            ), f"the wait for broker {broker} is not audited: {summaries}"
+            assert f"wait over: broker {broker} is back" in summaries
+    finally:
+        prometheus.stop()
+        fleet.pipeline.stop_role("manager-shipped")
     fleet.restore()
