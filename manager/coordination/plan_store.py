@@ -1,10 +1,11 @@
 """The in-flight plan, kept in ZooKeeper at ``<root>/<cluster>/manager/plan``.
 
-A leader writes the plan before it starts the moves and clears it when they are done, so a
-successor (or the same instance after a restart) adopts the moves in flight and the hourly
-move budget instead of starting over. Every write goes through the coordinator's fenced
-transaction: a stale leader cannot overwrite what the current one stored. The version of the
-znode guards against two writers of the same epoch (compare-and-set).
+A leader writes the plan before it starts the moves and empties it when they are done (the
+move history it carries outlives them), so a successor (or the same instance after a restart)
+adopts the moves in flight and the hourly move budget instead of starting over. Every write
+goes through the coordinator's fenced transaction: a stale leader cannot overwrite what the
+current one stored. The version of the znode guards against two writers of the same epoch
+(compare-and-set).
 """
 
 from __future__ import annotations

@@ -47,6 +47,22 @@ def partitions(bootstrap: str, topics: Iterable[str]) -> Partitions:
     return ask(bootstrap, read)
 
 
+def under_replicated(bootstrap: str) -> list[str]:
+    """Every partition of every topic (kmedic's own and Kafka's among them) whose ISR is
+    short of its replicas: what a test waits out before the next one kills a broker."""
+
+    def read(admin: AdminClient) -> list[str]:
+        meta = admin.list_topics(timeout=5)
+        return sorted(
+            f"{t}:{p.id}"
+            for t, topic in meta.topics.items()
+            for p in topic.partitions.values()
+            if len(p.isrs) < len(p.replicas)
+        )
+
+    return ask(bootstrap, read)
+
+
 def live_brokers(bootstrap: str) -> set[int]:
     return ask(bootstrap, lambda a: {n.id for n in a.describe_cluster().result(timeout=5).nodes})
 

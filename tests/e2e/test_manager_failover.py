@@ -21,6 +21,7 @@ An Admin API sampler watches every reassignment Kafka runs for the whole module.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -47,6 +48,7 @@ from e2e_support import (
     metric,
     partitions,
     reassignments,
+    under_replicated,
 )
 from helpers import kafka_conf, wait_for, wait_until_usable
 from kazoo.client import KazooClient
@@ -175,6 +177,21 @@ class Fleet:
             zk.stop()
             zk.close()
 
+    def moves_left(self) -> int:
+        """Moves the stored plan still lists (running or queued), read from ZooKeeper: a heal
+        is over, and its throttles due to go, when none is left."""
+        zk = KazooClient(hosts=self.cluster.zk_connect)
+        zk.start(timeout=15)
+        try:
+            path = f"/kmedic/{self.pipeline.cluster_name}/manager/plan"
+            if zk.exists(path) is None:
+                return 0
+            data, _ = zk.get(path)
+        finally:
+            zk.stop()
+            zk.close()
+        return len(json.loads(data)["plan"].get("moves", []))
+
     def log_events(self, name: str) -> list[str]:
         return [
             line
@@ -228,11 +245,12 @@ class Fleet:
                 self.start_manager(name)
         wait_for(
             lambda: (
-                all(len(isr) == len(r) for r, isr in self.partitions().values())
+                under_replicated(self.bootstrap) == []
                 and not reassignments(self.bootstrap)
+                and self.moves_left() == 0
             ),
             timeout=180,
-            what="every partition fully replicated, no reassignment running",
+            what="every partition fully replicated, no move running or queued",
         )
 
         def both_up() -> bool:
@@ -383,6 +401,9 @@ def test_a_standby_finishes_the_heal_of_a_leader_killed_mid_move(fleet: Fleet) -
     assert by_leader and min(e for _, e, who in epochs if who == standby) > max(by_leader)
     ordered = [e for _, e, _ in sorted(epochs)]
     assert ordered == sorted(ordered)
+    # The heal goes on with the replicas of kmedic's own topics the victim held; its
+    # throttles go when its last move ends.
+    wait_for(lambda: fleet.moves_left() == 0, timeout=180, interval=2, what="the heal to end")
     wait_for(lambda: fleet.throttles() == {}, timeout=30, what="every throttle removed")
     fleet.restore()
     assert fleet.throttles() == {}, "none either on the broker that was down"
