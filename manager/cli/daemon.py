@@ -68,7 +68,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         while time.monotonic() < deadline and not all(s.caught_up for s in sources.feed_status()):
             time.sleep(0.5)
         zk = cfg.zookeeper
-        with zk_session(zk.zk_connect, zk.session_timeout_s) as client:
+        with zk_session(zk.zk_connect, zk.session_timeout_s, zk.auth) as client:
             state = read_state(client, cfg.cluster, zk.root)
         # A saved snapshot is for replay: it holds no leadership of its own.
         epoch = state.current_epoch

@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
+from manager.coordination.acls import ZooKeeperAuth, fix_tree, kazoo_security, tree_problems
 from manager.coordination.plan_store import PlanStore
 from manager.coordination.state import CoordinationState, read_state
 from manager.coordination.znodes import CoordinationError, decode_json, manager_path, parse_epoch
@@ -67,6 +68,10 @@ class CoordinationConfig(BaseModel):
     max_reconnect_tries: int = Field(default=10, ge=1)
     reconnect_delay_s: float = Field(default=0.5, gt=0)
     reconnect_max_delay_s: float = Field(default=5.0, gt=0)
+    auth: ZooKeeperAuth | None = Field(
+        default=None,
+        description="digest identity for kmedic's session and the ACLs of its znodes",
+    )
 
 
 class FencedError(KmedicError):
@@ -113,6 +118,7 @@ class Coordinator:
             timeout=config.session_timeout_s,
             connection_retry=retry,
             command_retry={"max_tries": 3, "delay": 0.2, "max_delay": 1.0},
+            **kazoo_security(config.auth),
         )
         self._events: queue.Queue[str] = queue.Queue()
         self._lock = threading.Lock()
@@ -129,6 +135,15 @@ class Coordinator:
         self._pending_reacquire: int | None = None
         self._shutdown_reason: str | None = None
 
+    # -- ACLs ------------------------------------------------------------------------------
+
+    def acl_problems(self) -> dict[str, str]:
+        """kmedic's znodes whose ACL is not kmedic's, with what they have (none without auth)."""
+        return tree_problems(self._client, self.config.root, self.cluster, self.config.auth)
+
+    def fix_acls(self) -> list[str]:
+        return fix_tree(self._client, self.config.root, self.cluster, self.config.auth)
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self, timeout_s: float = 15.0) -> None:
@@ -144,6 +159,11 @@ class Coordinator:
         self._connected = True
         self._started = True
         self._client.ensure_path(self.epoch_path)
+        if self.config.auth is not None:
+            wrong = self.acl_problems()
+            if wrong:
+                # Reported, not changed: who else relies on these znodes is the operator's call.
+                log.warning("zookeeper_acls_not_kmedics", znodes=wrong, count=len(wrong))
         self._thread = threading.Thread(
             target=self._run, name=f"kmedic-coordination-{self.instance_id}", daemon=True
         )

@@ -28,6 +28,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from pydantic import ValidationError
 
 from kmedic.errors import KmedicError
+from manager.coordination.acls import ZooKeeperAuth
 from manager.coordination.session import zk_session
 from manager.model.placement_config import (
     KIND_DIRS,
@@ -54,9 +55,14 @@ class ZkConfigStore:
     @classmethod
     @contextmanager
     def connect(
-        cls, zk_connect: str, cluster: str, root: str = "/kmedic", timeout_s: float = 10.0
+        cls,
+        zk_connect: str,
+        cluster: str,
+        root: str = "/kmedic",
+        timeout_s: float = 10.0,
+        auth: ZooKeeperAuth | None = None,
     ) -> Iterator[ZkConfigStore]:
-        with zk_session(zk_connect, timeout_s) as client:
+        with zk_session(zk_connect, timeout_s, auth) as client:
             yield cls(client, cluster, root)
 
     # -- reads -----------------------------------------------------------------------------

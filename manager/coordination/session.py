@@ -13,11 +13,14 @@ from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kmedic.errors import KmedicError
+from manager.coordination.acls import ZooKeeperAuth, kazoo_security
 
 
 @contextmanager
-def zk_session(zk_connect: str, timeout_s: float = 10.0) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_connect, timeout=timeout_s)
+def zk_session(
+    zk_connect: str, timeout_s: float = 10.0, auth: ZooKeeperAuth | None = None
+) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zk_connect, timeout=timeout_s, **kazoo_security(auth))
     try:
         client.start(timeout=timeout_s)
     except KazooTimeoutError as exc:
