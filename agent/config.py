@@ -60,6 +60,11 @@ class AgentConfig(BaseModel):
         default=9464, ge=0, le=65535, description="port of the agent's /metrics; null: off"
     )
     metrics_host: str = "0.0.0.0"
+    web_config_file: Path | None = Field(
+        default=None,
+        description="Prometheus web-config file (tls_server_config, basic_auth_users) "
+        "protecting the HTTP endpoints; docs/security.md",
+    )
     max_queued_records: int = Field(
         default=1000, ge=1, description="records held while the stats topic is unavailable"
     )

@@ -20,6 +20,7 @@ from agent.record import split_record
 from agent.sampler import Backoff, Sampler
 from kmedic import brokerstats as bs
 from kmedic.logging import get_logger
+from kmedic.web_config import load_web_config
 
 log = get_logger(__name__)
 
@@ -120,7 +121,8 @@ def run_agent(config: AgentConfig) -> int:
     agent = Agent(config)
     server = None
     if config.metrics_port is not None:
-        server = agent.metrics.serve(config.metrics_host, config.metrics_port)
+        web = load_web_config(config.web_config_file) if config.web_config_file else None
+        server = agent.metrics.serve(config.metrics_host, config.metrics_port, web)
     log.info(
         "agent_started",
         broker=config.broker_id,
@@ -133,7 +135,7 @@ def run_agent(config: AgentConfig) -> int:
         agent.run(stop)
     finally:
         if server is not None:
-            server.shutdown()
+            server.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0

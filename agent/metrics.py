@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kmedic import brokerstats as bs
+from kmedic.http_server import HttpServer
 from kmedic.metrics_http import serve_metrics
+from kmedic.web_config import WebConfig
 
 
 class AgentMetrics:
@@ -86,6 +86,6 @@ class AgentMetrics:
         self.publish_latency.observe(latency_s)
         self.last_delivery.set(now_s)
 
-    def serve(self, host: str, port: int) -> Any:
-        """Start the /metrics HTTP server; returns the server (call ``shutdown()`` to stop)."""
-        return serve_metrics(self.registry, host, port)
+    def serve(self, host: str, port: int, web: WebConfig | None = None) -> HttpServer:
+        """Start the /metrics HTTP server; returns the server (call ``stop()`` to stop)."""
+        return serve_metrics(self.registry, host, port, web)

@@ -3,18 +3,17 @@ agent and the Spark job; the manager's server also has /healthz and /status)."""
 
 from __future__ import annotations
 
-from typing import Any
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from prometheus_client import CollectorRegistry, start_http_server
+from kmedic.http_server import HttpServer
+from kmedic.web_config import WebConfig
 
-from kmedic.errors import KmedicError
 
-
-def serve_metrics(registry: CollectorRegistry, host: str, port: int) -> Any:
-    """Start the /metrics HTTP server in a daemon thread; returns the server (``server_port``
-    is the bound port, ``shutdown()`` stops it). A port in use is a KmedicError naming it."""
-    try:
-        server, _thread = start_http_server(port, addr=host, registry=registry)
-    except OSError as exc:
-        raise KmedicError(f"cannot serve /metrics on {host}:{port}: {exc.strerror}") from exc
-    return server
+def serve_metrics(
+    registry: CollectorRegistry, host: str, port: int, web: WebConfig | None = None
+) -> HttpServer:
+    """Serve /metrics in a daemon thread (``port`` is the bound port, ``stop()`` ends it),
+    behind TLS and basic authentication when ``web`` says so. A port in use is a
+    KmedicError naming it."""
+    routes = {"/metrics": lambda: (200, CONTENT_TYPE_LATEST, generate_latest(registry))}
+    return HttpServer(routes, host, port, web=web, name="kmedic-metrics", what="/metrics").start()

@@ -41,6 +41,11 @@ class AuditSettings(_Settings):
 class HttpSettings(_Settings):
     host: str = "127.0.0.1"
     port: int = Field(default=9309, ge=0, le=65535, description="0: pick a free port")
+    web_config_file: Path | None = Field(
+        default=None,
+        description="Prometheus web-config file (tls_server_config, basic_auth_users) "
+        "protecting the HTTP endpoints; docs/security.md",
+    )
 
 
 class ManagerConfig(_Settings):

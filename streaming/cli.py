@@ -15,6 +15,7 @@ from typing import Any
 
 from kmedic.errors import KmedicError, first_line
 from kmedic.logging import get_logger
+from kmedic.web_config import load_web_config
 from streaming.config import StreamConfig, load_stream_config
 
 log = get_logger(__name__)
@@ -86,8 +87,11 @@ def run(cfg: StreamConfig) -> int:
     metrics = StreamMetrics(cfg.cluster)
     server = None
     if cfg.metrics_port is not None:
-        server = metrics.serve(cfg.metrics_host, cfg.metrics_port)
-        log.info("stream_metrics_serving", host=cfg.metrics_host, port=server.server_port)
+        web = load_web_config(cfg.web_config_file) if cfg.web_config_file else None
+        server = metrics.serve(cfg.metrics_host, cfg.metrics_port, web)
+        log.info(
+            "stream_metrics_serving", host=cfg.metrics_host, port=server.port, scheme=server.scheme
+        )
     spark = build_session(cfg.spark)
     queries: list[Any] = []
 
@@ -120,7 +124,7 @@ def run(cfg: StreamConfig) -> int:
         log.info("stream_queries_stopped")
         stop_spark(spark, already_going=stop.is_set())
         if server is not None:
-            server.shutdown()
+            server.stop()
     log.info("stream_stopped")
     return 0
 

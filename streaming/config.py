@@ -161,6 +161,11 @@ class StreamConfig(BaseModel):
     # The job's own /metrics (streaming/metrics.py); null: off.
     metrics_port: int | None = Field(default=9465, ge=0, le=65535)
     metrics_host: str = "0.0.0.0"
+    web_config_file: Path | None = Field(
+        default=None,
+        description="Prometheus web-config file (tls_server_config, basic_auth_users) "
+        "protecting the HTTP endpoints; docs/security.md",
+    )
     spark: SparkConfig = Field(default_factory=SparkConfig)
 
     @field_validator("window", "slide", "watermark", "trigger_interval")

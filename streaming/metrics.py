@@ -15,8 +15,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from kmedic.http_server import HttpServer
 from kmedic.logging import get_logger
 from kmedic.metrics_http import serve_metrics
+from kmedic.web_config import WebConfig
 
 log = get_logger(__name__)
 
@@ -121,9 +123,9 @@ class StreamMetrics:
                 log.warning("stream_progress_unreadable", error=f"{type(exc).__name__}: {exc}")
         self.queries_active.set(active)
 
-    def serve(self, host: str, port: int) -> Any:
-        """Start the /metrics HTTP server; returns the server (call ``shutdown()`` to stop)."""
-        return serve_metrics(self.registry, host, port)
+    def serve(self, host: str, port: int, web: WebConfig | None = None) -> HttpServer:
+        """Start the /metrics HTTP server; returns the server (call ``stop()`` to stop)."""
+        return serve_metrics(self.registry, host, port, web)
 
 
 def _reports_newest_first(query: Any) -> Iterator[Mapping[str, Any]]:

@@ -29,10 +29,19 @@ def prometheus_missing() -> str | None:
 class PrometheusServer:
     """Scrapes ``targets`` (host:port of /metrics) and evaluates the rules every second."""
 
-    def __init__(self, workdir: Path, targets: list[str], rules: Path = ALERT_RULES) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        targets: list[str],
+        rules: Path = ALERT_RULES,
+        jobs: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        """``jobs``: more scrape jobs by name, each a Prometheus scrape_config without its
+        job_name (scheme, tls_config, basic_auth, static_configs...)."""
         self.workdir = workdir
         self.targets = targets
         self.rules = rules
+        self.jobs = jobs or {}
         self.port = process.free_ports(1)[0]
         self.config = workdir / "prometheus.yml"
         self.log = workdir / "prometheus.log"
@@ -50,7 +59,8 @@ class PrometheusServer:
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(self.rules)],
             "scrape_configs": [
-                {"job_name": "kmedic-manager", "static_configs": [{"targets": self.targets}]}
+                {"job_name": "kmedic-manager", "static_configs": [{"targets": self.targets}]},
+                *({"job_name": name, **job} for name, job in self.jobs.items()),
             ],
         }
         self.config.write_text(yaml.safe_dump(config))

@@ -20,6 +20,7 @@ from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
+from kmedic.web_config import load_web_config
 from manager.analyzer.health import alerts_for, heal_needed, health_facts
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditLog
@@ -114,8 +115,9 @@ class Manager:
 
     def start(self) -> Manager:
         http = self.cfg.http
+        web = load_web_config(http.web_config_file) if http.web_config_file else None
         self.server = MetricsServer(
-            self.metrics.registry, self.health, http.host, http.port, status=self.status
+            self.metrics.registry, self.health, http.host, http.port, status=self.status, web=web
         ).start()
         self.sources.start()
         self.coordinator.start()

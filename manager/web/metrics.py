@@ -8,9 +8,7 @@ codes (one per confidence gate), never free text, to keep label cardinality boun
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from prometheus_client import (
@@ -23,7 +21,9 @@ from prometheus_client import (
 )
 
 from kmedic.errors import KmedicError
+from kmedic.http_server import HttpServer, Reply, Route
 from kmedic.logging import get_logger
+from kmedic.web_config import WebConfig
 from manager.web.status_page import render_html
 
 log = get_logger(__name__)
@@ -242,7 +242,8 @@ StatusPage = Callable[[], dict[str, Any]]
 
 class MetricsServer:
     """Serves ``/metrics`` (Prometheus text format), ``/healthz`` (200 or 503 with JSON) and,
-    given a status callback, ``/status`` (HTML) and ``/status.json``."""
+    given a status callback, ``/status`` (HTML) and ``/status.json``; behind TLS and basic
+    authentication when a web config says so."""
 
     def __init__(
         self,
@@ -252,74 +253,46 @@ class MetricsServer:
         port: int = 0,
         *,
         status: StatusPage | None = None,
+        web: WebConfig | None = None,
     ) -> None:
         self.registry = registry
         self.health = health
         self.status = status
-        try:
-            self._server = ThreadingHTTPServer((host, port), self._handler())
-        except OSError as exc:
-            raise KmedicError(f"cannot serve metrics on {host}:{port}: {exc.strerror}") from exc
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        routes: dict[str, Route] = {"/metrics": self._metrics, "/healthz": self._healthz}
+        if status is not None:
+            routes["/status"] = lambda: self._status(html=True)
+            routes["/status.json"] = lambda: self._status(html=False)
+        self._http = HttpServer(routes, host, port, web=web, name="kmedic-metrics", what="metrics")
 
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        return self._http.port
 
     def start(self) -> MetricsServer:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="kmedic-metrics", daemon=True
-        )
-        self._thread.start()
-        log.info("metrics_serving", port=self.port)
+        self._http.start()
+        log.info("metrics_serving", port=self.port, scheme=self._http.scheme)
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._http.stop()
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+    def _metrics(self) -> Reply:
+        return 200, CONTENT_TYPE_LATEST, generate_latest(self.registry)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    self._reply(200, CONTENT_TYPE_LATEST, generate_latest(server.registry))
-                elif path == "/healthz":
-                    try:
-                        ok, details = server.health()
-                    except Exception as exc:  # a broken check is itself unhealthy
-                        ok, details = False, {"error": repr(exc)}
-                    body = json.dumps({"healthy": ok, **details}, sort_keys=True).encode()
-                    self._reply(200 if ok else 503, "application/json", body)
-                elif path in ("/status", "/status.json") and server.status is not None:
-                    try:
-                        doc = server.status()
-                    except Exception as exc:  # the page must not take the server down
-                        body = f"status unavailable: {exc!r}\n".encode()
-                        self._reply(500, "text/plain", body)
-                        return
-                    if path == "/status.json":
-                        body = json.dumps(doc, sort_keys=True).encode()
-                        self._reply(200, "application/json", body)
-                    else:
-                        self._reply(200, "text/html; charset=utf-8", render_html(doc).encode())
-                else:
-                    known = "/metrics, /healthz" + (", /status" if server.status else "")
-                    self._reply(404, "text/plain", f"not found: try {known}\n".encode())
+    def _healthz(self) -> Reply:
+        try:
+            ok, details = self.health()
+        except Exception as exc:  # a broken check is itself unhealthy
+            ok, details = False, {"error": repr(exc)}
+        body = json.dumps({"healthy": ok, **details}, sort_keys=True).encode()
+        return 200 if ok else 503, "application/json", body
 
-            def _reply(self, code: int, ctype: str, body: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # scrapes every few seconds would drown the logs
-
-        return Handler
+    def _status(self, *, html: bool) -> Reply:
+        assert self.status is not None
+        try:
+            doc = self.status()
+        except Exception as exc:  # the page must not take the server down
+            return 500, "text/plain", f"status unavailable: {exc!r}\n".encode()
+        if html:
+            return 200, "text/html; charset=utf-8", render_html(doc).encode()
+        return 200, "application/json", json.dumps(doc, sort_keys=True).encode()

@@ -241,7 +241,7 @@ def test_sigkill_gives_failure_records_and_restart_recovers(
     topic = f"kmedic.brokerstats.test-{uuid.uuid4().hex[:6]}"
     agent = run_agent(agent_config(cluster, broker, topic=topic))
     server = agent.agent.metrics.serve("127.0.0.1", 0)
-    metrics_url = f"http://127.0.0.1:{server.server_port}/metrics"
+    metrics_url = f"http://127.0.0.1:{server.port}/metrics"
     try:
         wait_for(
             lambda: any(r.failure is None for r in agent.since(0)),
@@ -287,4 +287,4 @@ def test_sigkill_gives_failure_records_and_restart_recovers(
             _metric(metrics_url, "kmedic_agent_last_success_timestamp_seconds") * 1000 > started_ms
         )
     finally:
-        server.shutdown()
+        server.stop()

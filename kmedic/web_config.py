@@ -1,0 +1,132 @@
+"""Protecting kmedic's HTTP endpoints the way Prometheus exporters do: a web-config file with
+``tls_server_config`` and bcrypt ``basic_auth_users`` (the exporter-toolkit format), so an
+operator reuses the file, the hashes and the scrape config they already have.
+
+Rules: with ``tls_server_config`` every connection is TLS (1.2 at least), and a
+``client_auth_type`` of ``RequireAndVerifyClientCert`` refuses clients without a certificate
+from ``client_ca_file``; with ``basic_auth_users`` every request needs a user and password
+whose bcrypt hash matches, else 401. A file that cannot be read or parsed stops the role at
+start with the file and the field named; nothing is served unprotected by accident.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import ssl
+import threading
+from pathlib import Path
+from typing import Literal
+
+import bcrypt
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kmedic.config import describe_validation_error
+from kmedic.errors import ConfigError
+
+ClientAuth = Literal["NoClientCert", "RequireAndVerifyClientCert", "VerifyClientCertIfGiven"]
+
+
+class TlsServerConfig(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)  # exporter-toolkit has more keys
+
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path | None = None
+    client_auth_type: ClientAuth = "NoClientCert"
+
+
+class WebConfig(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    tls_server_config: TlsServerConfig | None = None
+    basic_auth_users: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("basic_auth_users")
+    @classmethod
+    def _bcrypt_hashes(cls, users: dict[str, str]) -> dict[str, str]:
+        bad = [u for u, h in users.items() if not h.startswith(("$2a$", "$2b$", "$2y$"))]
+        if bad:
+            raise ValueError(f"not a bcrypt hash for user(s): {', '.join(sorted(bad))}")
+        return users
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        tls = self.tls_server_config
+        if tls is None:
+            return None
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            ctx.load_cert_chain(tls.cert_file, tls.key_file)
+            if tls.client_ca_file is not None:
+                ctx.load_verify_locations(tls.client_ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"web config: tls_server_config: {exc}") from exc
+        if tls.client_auth_type == "RequireAndVerifyClientCert":
+            ctx.verify_mode = ssl.CERT_REQUIRED
+        elif tls.client_auth_type == "VerifyClientCertIfGiven":
+            ctx.verify_mode = ssl.CERT_OPTIONAL
+        if ctx.verify_mode != ssl.CERT_NONE and tls.client_ca_file is None:
+            raise ConfigError(
+                f"web config: tls_server_config: client_auth_type {tls.client_auth_type} "
+                "needs client_ca_file"
+            )
+        return ctx
+
+
+def load_web_config(path: Path) -> WebConfig:
+    """The web-config file at ``path``, or a ConfigError naming the file and the field."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the web config: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the web config must be a mapping")
+    try:
+        web = WebConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, str(path))) from exc
+    web.ssl_context()  # unreadable certificates fail at start, not at the first scrape
+    return web
+
+
+class BasicAuth:
+    """Checks an ``Authorization: Basic`` header against bcrypt hashes. bcrypt is slow on
+    purpose (tens of ms); a scrape every few seconds would pay it each time, so a verified
+    credential is remembered by its SHA-256 (never in clear) until the hash table changes."""
+
+    def __init__(self, users: dict[str, str]) -> None:
+        self._users = dict(users)
+        self._verified: set[bytes] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._users)
+
+    def allows(self, header: str | None) -> bool:
+        if not self._users:
+            return True
+        if not header or not header.startswith("Basic "):
+            return False
+        try:
+            decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        user, sep, password = decoded.partition(":")
+        hashed = self._users.get(user)
+        if not sep or hashed is None:
+            return False
+        key = hashlib.sha256(f"{user}\0{password}\0{hashed}".encode()).digest()
+        with self._lock:
+            if key in self._verified:
+                return True
+        if not bcrypt.checkpw(password.encode(), hashed.encode()):
+            return False
+        with self._lock:
+            self._verified.add(key)
+        return True
