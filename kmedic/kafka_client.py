@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from kmedic import secrets
 from kmedic.errors import ConfigError
 
 Protocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
@@ -111,6 +112,7 @@ class KafkaClientSettings(BaseModel):
     def resolved_password(self) -> str:
         """The SASL password, read from ``password_file`` when one is given."""
         if self.password is not None:
+            secrets.register(self.password.get_secret_value())
             return self.password.get_secret_value()
         if self.password_file is None:
             return ""
@@ -122,7 +124,13 @@ class KafkaClientSettings(BaseModel):
             ) from exc
         if not lines or not lines[0]:
             raise ConfigError(f"kafka.password_file: {self.password_file} is empty")
+        secrets.register(lines[0])
         return lines[0]
+
+    def _key_password(self) -> str:
+        assert self.ssl_key_password is not None
+        secrets.register(self.ssl_key_password.get_secret_value())
+        return self.ssl_key_password.get_secret_value()
 
     def _check_files(self) -> None:
         for name in ("ssl_ca_file", "ssl_cert_file", "ssl_key_file"):
@@ -148,7 +156,7 @@ class KafkaClientSettings(BaseModel):
                 conf["ssl.certificate.location"] = str(self.ssl_cert_file)
                 conf["ssl.key.location"] = str(self.ssl_key_file)
             if self.ssl_key_password is not None:
-                conf["ssl.key.password"] = self.ssl_key_password.get_secret_value()
+                conf["ssl.key.password"] = self._key_password()
         return conf
 
     def kafka_python(self) -> dict[str, object]:
@@ -170,7 +178,7 @@ class KafkaClientSettings(BaseModel):
                 kwargs["ssl_certfile"] = str(self.ssl_cert_file)
                 kwargs["ssl_keyfile"] = str(self.ssl_key_file)
             if self.ssl_key_password is not None:
-                kwargs["ssl_password"] = self.ssl_key_password.get_secret_value()
+                kwargs["ssl_password"] = self._key_password()
         return kwargs
 
     def spark(self) -> dict[str, str]:
@@ -200,7 +208,7 @@ class KafkaClientSettings(BaseModel):
                 opts["kafka.ssl.keystore.certificate.chain"] = _read_pem(self.ssl_cert_file)
                 opts["kafka.ssl.keystore.key"] = _read_pem(self.ssl_key_file)
             if self.ssl_key_password is not None:
-                opts["kafka.ssl.key.password"] = self.ssl_key_password.get_secret_value()
+                opts["kafka.ssl.key.password"] = self._key_password()
         return opts
 
     def secrets(self) -> list[str]:
@@ -209,7 +217,7 @@ class KafkaClientSettings(BaseModel):
         if self.sasl and (self.password is not None or self.password_file is not None):
             found.append(self.resolved_password())
         if self.ssl_key_password is not None:
-            found.append(self.ssl_key_password.get_secret_value())
+            found.append(self._key_password())
         return [s for s in found if s]
 
 

@@ -12,6 +12,8 @@ from typing import Any, TextIO
 
 import structlog
 
+from kmedic.secrets import redact_event
+
 _configured = False
 
 
@@ -60,6 +62,7 @@ def setup_logging(level: str = "INFO", *, json: bool | None = None) -> None:
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
+            redact_event,  # last before rendering: exception texts are redacted too
             renderer,
         ],
     )

@@ -22,6 +22,7 @@ from typing import Any
 from kazoo.security import ACL, Id, Permissions, make_digest_acl_credential
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from kmedic import secrets
 from kmedic.errors import ConfigError
 
 DIGEST_ID = re.compile(r"^[^:\s]+:[A-Za-z0-9+/]{27}=$")
@@ -71,6 +72,7 @@ class ZooKeeperAuth(BaseModel):
 
     def resolved_password(self) -> str:
         if self.password is not None:
+            secrets.register(self.password.get_secret_value())
             return self.password.get_secret_value()
         assert self.password_file is not None
         try:
@@ -82,6 +84,7 @@ class ZooKeeperAuth(BaseModel):
             ) from exc
         if not lines or not lines[0]:
             raise ConfigError(f"zookeeper.auth.password_file: {self.password_file} is empty")
+        secrets.register(lines[0])
         return lines[0]
 
     def auth_data(self) -> list[tuple[str, str]]:
