@@ -11,6 +11,7 @@ from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
+from kmedic.kafka_client import Cluster
 from kmedic.metadata import (
     BrokerNode,
     LogDirInfo,
@@ -51,7 +52,7 @@ def tcp_reachable(host: str, port: int, timeout_s: float) -> bool:
 class AdminSource:
     """Reads the AdminView; reconnects lazily after failures."""
 
-    def __init__(self, bootstrap: str, broker_id: int, timeout_s: float) -> None:
+    def __init__(self, bootstrap: Cluster, broker_id: int, timeout_s: float) -> None:
         self._bootstrap = bootstrap
         self._broker_id = broker_id
         self._timeout_ms = int(timeout_s * 1000)

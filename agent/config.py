@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kmedic.config import load_config
+from kmedic.kafka_client import Cluster, KafkaClientSettings, one_cluster
 
 ENV_PREFIX = "KMEDIC_AGENT"
 
@@ -27,7 +28,12 @@ class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     broker_id: int = Field(ge=0, description="node.id of the broker this agent watches")
-    bootstrap: str = Field(min_length=1, description="bootstrap servers of the cluster")
+    bootstrap: str | None = Field(
+        default=None, min_length=1, description="shorthand for kafka.bootstrap (plaintext)"
+    )
+    kafka: KafkaClientSettings | None = Field(
+        default=None, description="how to reach the cluster (docs/security.md)"
+    )
     exporter_url: str = Field(
         pattern=r"^https?://[^/\s]+",
         description="the broker's JMX exporter /metrics URL (http:// or https://)",
@@ -37,6 +43,9 @@ class AgentConfig(BaseModel):
     topic: str = Field(default="kmedic.brokerstats", min_length=1)
     publish_bootstrap: str | None = Field(
         default=None, description="where to publish records; default: the watched cluster"
+    )
+    publish_kafka: KafkaClientSettings | None = Field(
+        default=None, description="publish_bootstrap with security settings"
     )
     broker_address: str | None = Field(
         default=None,
@@ -70,6 +79,25 @@ class AgentConfig(BaseModel):
     )
     create_topic: bool = True
     topic_settings: TopicSettings = Field(default_factory=TopicSettings)
+
+    @model_validator(mode="after")
+    def _one_way_to_each_cluster(self) -> AgentConfig:
+        one_cluster(self.bootstrap, self.kafka, "")
+        if self.publish_bootstrap is not None and self.publish_kafka is not None:
+            raise ValueError("give at most one of publish_bootstrap and publish_kafka")
+        return self
+
+    @property
+    def cluster_client(self) -> Cluster:
+        """The watched cluster."""
+        return one_cluster(self.bootstrap, self.kafka, "")
+
+    @property
+    def publish_client(self) -> Cluster:
+        """Where records go: the publish cluster, or the watched one."""
+        if self.publish_kafka is not None:
+            return self.publish_kafka
+        return self.publish_bootstrap or self.cluster_client
 
 
 def load_agent_config(path: str | Path | None) -> AgentConfig:

@@ -19,6 +19,7 @@ from confluent_kafka import KafkaException
 from agent.config import AgentConfig
 from kmedic import brokerstats as bs
 from kmedic.errors import KmedicError
+from kmedic.kafka_client import confluent_conf
 from kmedic.logging import get_logger
 
 log = get_logger(__name__)
@@ -28,20 +29,22 @@ DeliveryHook = Callable[[float | None, str | None], None]
 
 
 def producer_settings(config: AgentConfig) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": config.publish_bootstrap or config.bootstrap,
-        "client.id": f"kmedic-agent-{config.broker_id}",
-        "acks": "all",
-        "enable.idempotence": True,
-        "compression.type": config.compression,
-        "linger.ms": 20,
-        "message.max.bytes": config.max_record_bytes + 100_000,
-        "queue.buffering.max.messages": config.max_queued_records,
-        "queue.buffering.max.kbytes": max(1024, config.max_queued_records * 64),
-        "message.timeout.ms": int(max(60.0, config.interval_s * 10) * 1000),
-        # librdkafka's own log lines go through the standard logging pipeline, not raw stderr.
-        "logger": logging.getLogger(f"{__name__}.rdkafka"),
-    }
+    return confluent_conf(
+        config.publish_client,
+        {
+            "client.id": f"kmedic-agent-{config.broker_id}",
+            "acks": "all",
+            "enable.idempotence": True,
+            "compression.type": config.compression,
+            "linger.ms": 20,
+            "message.max.bytes": config.max_record_bytes + 100_000,
+            "queue.buffering.max.messages": config.max_queued_records,
+            "queue.buffering.max.kbytes": max(1024, config.max_queued_records * 64),
+            "message.timeout.ms": int(max(60.0, config.interval_s * 10) * 1000),
+            # librdkafka's own log lines go through the standard logging pipeline, not raw stderr.
+            "logger": logging.getLogger(f"{__name__}.rdkafka"),
+        },
+    )
 
 
 def ensure_topic(config: AgentConfig, timeout_s: float = 15.0) -> bool:
@@ -50,10 +53,9 @@ def ensure_topic(config: AgentConfig, timeout_s: float = 15.0) -> bool:
     from confluent_kafka.admin import AdminClient
     from confluent_kafka.cimpl import NewTopic
 
-    settings: dict[str, Any] = {
-        "bootstrap.servers": config.publish_bootstrap or config.bootstrap,
-        "logger": logging.getLogger(f"{__name__}.rdkafka"),
-    }
+    settings = confluent_conf(
+        config.publish_client, {"logger": logging.getLogger(f"{__name__}.rdkafka")}
+    )
     admin = AdminClient(settings)
     try:
         md = admin.list_topics(timeout=timeout_s)

@@ -77,7 +77,7 @@ class Sampler:
     ) -> None:
         self.config = config
         self.admin = admin or AdminSource(
-            config.bootstrap, config.broker_id, config.request_timeout_s
+            config.cluster_client, config.broker_id, config.request_timeout_s
         )
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._prev: ExporterSample | None = None

@@ -96,6 +96,24 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
+SECRET_KEYS = ("password", "ssl_key_password")
+
+
+def _secrets_in_clear(node: Any, where: tuple[str, ...] = ()) -> list[str]:
+    """The dotted paths of secrets written in the file itself, in a section that does not say
+    ``password_in_config: true`` (environment overrides are applied later and never count)."""
+    if not isinstance(node, dict):
+        return []
+    found = [
+        ".".join((*where, key))
+        for key in SECRET_KEYS
+        if node.get(key) not in (None, "") and node.get("password_in_config") is not True
+    ]
+    for key, child in node.items():
+        found += _secrets_in_clear(child, (*where, str(key)))
+    return found
+
+
 def load_config(
     model: type[M],
     path: str | Path | None,
@@ -123,6 +141,12 @@ def load_config(
                 f"{path}: the top level must be a mapping, not {type(loaded).__name__}"
             )
         data = loaded
+        clear = _secrets_in_clear(data)
+        if clear:
+            raise ConfigError(
+                f"{path}: {', '.join(clear)}: a password in clear in a config file; use a "
+                "password_file or the environment, or set password_in_config: true beside it"
+            )
     data = _apply_env(data, env_prefix, os.environ if env is None else env)
     try:
         return model.model_validate(data)

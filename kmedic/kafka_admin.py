@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.kafka_client import Cluster, client_settings
 
 
 def connect_admin(
-    bootstrap: str,
+    cluster: Cluster,
     *,
     client_id: str,
     timeout_ms: int,
@@ -18,10 +19,12 @@ def connect_admin(
     """A connected KafkaAdminClient, or ``error`` naming the cluster that could not be reached."""
     from kafka import KafkaAdminClient
 
+    settings = client_settings(cluster)
+    bootstrap = settings.bootstrap
     try:
         # The bootstrap bound matters when every broker is down: its default is 30 s.
         return KafkaAdminClient(
-            bootstrap_servers=bootstrap,
+            **settings.kafka_python(),
             client_id=client_id,
             request_timeout_ms=timeout_ms,
             bootstrap_timeout_ms=timeout_ms,

@@ -12,8 +12,9 @@ accepted only with ``password_in_config: true``, the operator's explicit choice.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
@@ -99,15 +100,6 @@ class KafkaClientSettings(BaseModel):
     @property
     def tls(self) -> bool:
         return self.security_protocol in ("SSL", "SASL_SSL")
-
-    def check_inline_secrets(self, source: str) -> None:
-        """Refuse a password written in clear in the config file ``source`` unless the
-        operator said so (call it on the file's contents, before environment overrides)."""
-        if self.password is not None and not self.password_in_config:
-            raise ConfigError(
-                f"{source}: kafka.password: a password in clear in a config file; use "
-                "password_file or the environment, or set password_in_config: true"
-            )
 
     def resolved_password(self) -> str:
         """The SASL password, read from ``password_file`` when one is given."""
@@ -231,3 +223,33 @@ def _read_pem(path: Path) -> str:
         return path.read_text(encoding="ascii")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"kafka: cannot read PEM file {path}: {exc}") from exc
+
+
+Cluster = str | KafkaClientSettings
+"""Where a client connects: a full ``kafka:`` section, or a bare bootstrap string (plaintext:
+the local cluster, tests, and configs written before the section existed)."""
+
+
+def one_cluster(bootstrap: str | None, kafka: KafkaClientSettings | None, where: str) -> Cluster:
+    """A role's cluster from its config: the ``kafka:`` section, or the ``bootstrap``
+    shorthand (plaintext); exactly one of them."""
+    if (bootstrap is None) == (kafka is None):
+        raise ValueError(f"give exactly one of {where}bootstrap and {where}kafka")
+    return kafka if kafka is not None else str(bootstrap)
+
+
+def client_settings(cluster: Cluster) -> KafkaClientSettings:
+    if isinstance(cluster, KafkaClientSettings):
+        return cluster
+    return KafkaClientSettings(bootstrap=cluster)
+
+
+def confluent_conf(cluster: Cluster, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """librdkafka settings for ``cluster``, with a client's own settings on top (they may not
+    override how it connects and authenticates)."""
+    base = client_settings(cluster).confluent()
+    extra = extra or {}
+    clash = sorted(set(base) & set(extra))
+    if clash:
+        raise ValueError(f"client settings may not override {', '.join(clash)}")
+    return {**base, **extra}

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kmedic.config import load_config
+from kmedic.kafka_client import Cluster, KafkaClientSettings, one_cluster
 from manager.coordination.leadership import CoordinationConfig
 from manager.executor.executor import ExecutorConfig
 from manager.model.snapshot import Policy
@@ -33,6 +34,9 @@ class AuditSettings(_Settings):
         default=None,
         description="a second cluster that takes audit records while the primary cannot",
     )
+    secondary_kafka: KafkaClientSettings | None = Field(
+        default=None, description="secondary_bootstrap with security settings"
+    )
     spool_dir: Path = Field(default=Path("var/kmedic/spool"), description="local fsync'd spool")
     write_timeout_s: float = Field(default=5.0, gt=0)
     retry_interval_s: float = Field(default=5.0, gt=0)
@@ -50,7 +54,12 @@ class HttpSettings(_Settings):
 
 class ManagerConfig(_Settings):
     cluster: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
-    bootstrap: str = Field(min_length=1, description="the Kafka cluster kmedic looks after")
+    bootstrap: str | None = Field(
+        default=None, min_length=1, description="shorthand for kafka.bootstrap (plaintext)"
+    )
+    kafka: KafkaClientSettings | None = Field(
+        default=None, description="the Kafka cluster kmedic looks after (docs/security.md)"
+    )
     zookeeper: CoordinationConfig
     instance_id: str | None = Field(default=None, description="default: host-pid")
     interval_s: float = Field(default=30.0, gt=0, description="seconds between cycles")
@@ -66,6 +75,22 @@ class ManagerConfig(_Settings):
     audit: AuditSettings = AuditSettings()
     executor: ExecutorConfig = ExecutorConfig()
     http: HttpSettings = HttpSettings()
+
+    @model_validator(mode="after")
+    def _one_way_to_each_cluster(self) -> ManagerConfig:
+        one_cluster(self.bootstrap, self.kafka, "")
+        audit = self.audit
+        if audit.secondary_bootstrap is not None and audit.secondary_kafka is not None:
+            raise ValueError("give at most one of audit.secondary_bootstrap and secondary_kafka")
+        return self
+
+    @property
+    def cluster_client(self) -> Cluster:
+        return one_cluster(self.bootstrap, self.kafka, "")
+
+    @property
+    def secondary_client(self) -> Cluster | None:
+        return self.audit.secondary_kafka or self.audit.secondary_bootstrap
 
 
 def load_manager_config(path: str | Path | None) -> ManagerConfig:

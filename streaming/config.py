@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kmedic.config import load_config
+from kmedic.kafka_client import Cluster, KafkaClientSettings
 from streaming.supervise import RestartPolicy
 
 ENV_PREFIX = "KMEDIC_STREAM"
@@ -137,12 +138,15 @@ class StreamConfig(BaseModel):
 
     # The cluster's name in the job's metric labels (the agents' and the manager's name).
     cluster: str = Field(default="default", min_length=1)
+    # Shorthand for kafka.bootstrap (plaintext); give one or the other.
     bootstrap_servers: str = "127.0.0.1:9092"
-    # Passed to Spark's Kafka source and sink as kafka.<key>: Java client settings (security,
-    # timeouts and the like).
+    # How to reach the cluster, security included (docs/security.md).
+    kafka: KafkaClientSettings | None = None
+    # Tuning on top, passed to Spark's Kafka source and sink as kafka.<key>: Java client
+    # settings (timeouts and the like; not how to connect, which is kafka:).
     kafka_options: dict[str, str] = Field(default_factory=dict)
     # The same for the admin client that creates missing output topics, which is librdkafka
-    # (confluent-kafka): its names differ, e.g. sasl.username instead of sasl.jaas.config.
+    # (confluent-kafka): its names differ.
     admin_options: dict[str, str] = Field(default_factory=dict)
     topics: TopicsConfig = Field(default_factory=TopicsConfig)
     window: str = "48h"
@@ -180,6 +184,16 @@ class StreamConfig(BaseModel):
         if not match or (match.group(2) is not None and not 0 < float(match.group(2)) < 100):
             raise ValueError(f"{value!r} is not a statistic: use max or pNN (0 < NN < 100)")
         return value
+
+    @property
+    def cluster_client(self) -> Cluster:
+        return self.kafka if self.kafka is not None else self.bootstrap_servers
+
+    @model_validator(mode="after")
+    def _one_way_to_the_cluster(self) -> StreamConfig:
+        if self.kafka is not None and "bootstrap_servers" in self.model_fields_set:
+            raise ValueError("give exactly one of bootstrap_servers and kafka")
+        return self
 
     @model_validator(mode="after")
     def _check_window(self) -> StreamConfig:

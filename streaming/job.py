@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kmedic.errors import first_line
+from kmedic.errors import KmedicError, first_line
+from kmedic.kafka_client import client_settings
 from kmedic.logging import get_logger
 from streaming import loads, validate
 from streaming.config import StreamConfig, spark_interval
@@ -37,9 +38,12 @@ LOADS_QUERY = "kmedic-loads"
 
 
 def kafka_options(cfg: StreamConfig) -> dict[str, str]:
-    options = {"kafka.bootstrap.servers": cfg.bootstrap_servers}
-    options.update({f"kafka.{k}": v for k, v in cfg.kafka_options.items()})
-    return options
+    options = client_settings(cfg.cluster_client).spark()
+    extra = {f"kafka.{k}": v for k, v in cfg.kafka_options.items()}
+    clash = sorted(set(options) & set(extra))
+    if clash:
+        raise KmedicError(f"kafka_options may not set {', '.join(clash)}: use the kafka: section")
+    return {**options, **extra}
 
 
 def read_source(spark: SparkSession, cfg: StreamConfig) -> DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.kafka_client import client_settings, confluent_conf
 from kmedic.logging import get_logger
 from kmedic.topic_wait import broker_addresses, wait_until_known
 from streaming.config import StreamConfig
@@ -26,10 +27,11 @@ def admin_client(cfg: StreamConfig) -> Any:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    conf: dict[str, Any] = {"bootstrap.servers": cfg.bootstrap_servers, "log_level": 0}
-    conf.update(cfg.admin_options)
     try:
+        conf = confluent_conf(cfg.cluster_client, {"log_level": 0, **cfg.admin_options})
         return AdminClient(conf)
+    except ValueError as exc:
+        raise KmedicError(f"admin_options: {exc}") from exc
     except KafkaException as exc:
         raise KmedicError(f"admin_options: {exc.args[0].str()}") from exc
 
@@ -57,7 +59,8 @@ def ensure_output_topics(cfg: StreamConfig) -> list[str]:
         metadata = admin.list_topics(timeout=_TIMEOUT_S)
     except KafkaException as exc:
         raise KmedicError(
-            f"cannot reach Kafka at {cfg.bootstrap_servers} to check the output topics: {exc}"
+            f"cannot reach Kafka at {client_settings(cfg.cluster_client).bootstrap} "
+            f"to check the output topics: {exc}"
         ) from exc
     brokers = max(1, len(metadata.brokers))
     replication = min(cfg.topics.replication_factor, brokers)

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from pydantic import ValidationError
 
 from kmedic.errors import KmedicError
+from kmedic.kafka_client import Cluster, client_settings, confluent_conf
 from kmedic.logging import get_logger
 from manager.audit.log import AuditRecord
 
@@ -28,9 +29,10 @@ class KafkaAuditSink:
     """An idempotent, acks=all producer to the audit topic; records of one cluster share a
     key, hence a partition, hence their order."""
 
-    def __init__(self, name: str, bootstrap_servers: str, topic: str = DEFAULT_TOPIC) -> None:
+    def __init__(self, name: str, cluster: Cluster, topic: str = DEFAULT_TOPIC) -> None:
         self.name = name
-        self.bootstrap_servers = bootstrap_servers
+        self.cluster = cluster
+        self.bootstrap_servers = client_settings(cluster).bootstrap
         self.topic = topic
         self._producer: Any = None
         self._fatal: KafkaError | None = None
@@ -47,20 +49,22 @@ class KafkaAuditSink:
         self._fatal = None
         self._timeout_ms = timeout_ms
         self._producer = Producer(
-            {
-                "bootstrap.servers": self.bootstrap_servers,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                # The bound: a record not acknowledged by then is reported failed, not retried
-                # forever in the background (it goes to the failover sink instead).
-                "message.timeout.ms": timeout_ms,
-                "socket.connection.setup.timeout.ms": max(1000, timeout_ms // 2),
-                "reconnect.backoff.max.ms": 1000,
-                "error_cb": self._on_error,
-                # librdkafka's own lines go through logging like everything else.
-                "logger": logging.getLogger(f"{__name__}.rdkafka.{self.name}"),
-            }
+            confluent_conf(
+                self.cluster,
+                {
+                    "enable.idempotence": True,
+                    "acks": "all",
+                    "linger.ms": 5,
+                    # The bound: a record not acknowledged by then is reported failed, not retried
+                    # forever in the background (it goes to the failover sink instead).
+                    "message.timeout.ms": timeout_ms,
+                    "socket.connection.setup.timeout.ms": max(1000, timeout_ms // 2),
+                    "reconnect.backoff.max.ms": 1000,
+                    "error_cb": self._on_error,
+                    # librdkafka's own lines go through logging like everything else.
+                    "logger": logging.getLogger(f"{__name__}.rdkafka.{self.name}"),
+                },
+            )
         )
         return self._producer
 
@@ -122,14 +126,12 @@ class KafkaAuditSink:
 
 
 def ensure_audit_topic(
-    bootstrap_servers: str, topic: str = DEFAULT_TOPIC, replication_factor: int = 3
+    cluster: Cluster, topic: str = DEFAULT_TOPIC, replication_factor: int = 3
 ) -> None:
     """Create the audit topic when missing (one partition: one order for everything), with
     at most as many replicas as the cluster has brokers."""
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap_servers,
-        "logger": logging.getLogger(f"{__name__}.admin"),
-    }
+    bootstrap_servers = client_settings(cluster).bootstrap
+    conf = confluent_conf(cluster, {"logger": logging.getLogger(f"{__name__}.admin")})
     admin = AdminClient(conf)
     try:
         brokers = len(admin.list_topics(timeout=15).brokers)
@@ -156,7 +158,7 @@ def ensure_audit_topic(
 
 
 def read_records(
-    bootstrap_servers: str,
+    cluster: Cluster,
     topic: str = DEFAULT_TOPIC,
     *,
     since_ms: int | None = None,
@@ -170,16 +172,19 @@ def read_records(
     ``follow`` a transient error (brokers restarting, a connection lost) is told to
     ``notice`` once, reading goes on, and ``notice`` hears again when records flow again."""
     problems: list[KafkaError] = []  # errors of the client itself (brokers down, ...)
+    bootstrap_servers = client_settings(cluster).bootstrap
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "error_cb": problems.append,
-            "group.id": f"kmedic-actions-tail-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "enable.partition.eof": False,
-            "logger": logging.getLogger(f"{__name__}.reader"),
-        }
+        confluent_conf(
+            cluster,
+            {
+                "error_cb": problems.append,
+                "group.id": f"kmedic-actions-tail-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": False,
+                "logger": logging.getLogger(f"{__name__}.reader"),
+            },
+        )
     )
     try:
         meta = consumer.list_topics(topic, timeout=timeout_s)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.kafka_client import Cluster
 from manager.audit.kafka_sink import DEFAULT_TOPIC, read_records
 from manager.audit.log import render_line
 
@@ -44,7 +45,11 @@ def register(subparsers: Any) -> None:
         default=os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
         help="Kafka bootstrap servers (default: $KMEDIC_BOOTSTRAP_SERVERS)",
     )
-    tail.add_argument("--topic", default=DEFAULT_TOPIC, help=f"default {DEFAULT_TOPIC}")
+    tail.add_argument(
+        "--config",
+        help="a manager config: read its kafka: section (security included) and audit topic",
+    )
+    tail.add_argument("--topic", help=f"default: the config's, or {DEFAULT_TOPIC}")
     tail.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
     tail.add_argument("--since", help="only records from then on: 15m, 2h, 1d or an ISO time")
     tail.add_argument("--cluster", help="only records about this Kafka cluster")
@@ -57,14 +62,22 @@ def _say(sentence: str) -> None:
 
 
 def run_tail(args: argparse.Namespace) -> int:
-    if not args.bootstrap:
+    cluster: Cluster
+    topic = args.topic or DEFAULT_TOPIC
+    if args.config:
+        from manager.config import load_manager_config
+
+        cfg = load_manager_config(args.config)
+        cluster, topic = cfg.cluster_client, args.topic or cfg.topics.actions
+    elif args.bootstrap:
+        cluster = args.bootstrap
+    else:
         raise KmedicError(
-            "no Kafka given: pass --bootstrap HOST:PORT or set KMEDIC_BOOTSTRAP_SERVERS"
+            "no Kafka given: pass --config MANAGER.yaml, --bootstrap HOST:PORT or set "
+            "KMEDIC_BOOTSTRAP_SERVERS"
         )
     since = None if args.since is None else parse_since(args.since, int(time.time() * 1000))
-    records = read_records(
-        args.bootstrap, args.topic, since_ms=since, follow=args.follow, notice=_say
-    )
+    records = read_records(cluster, topic, since_ms=since, follow=args.follow, notice=_say)
     for record in records:
         if args.cluster and record.cluster != args.cluster:
             continue

@@ -63,13 +63,6 @@ class ZooKeeperAuth(BaseModel):
             raise ValueError("exactly one of password and password_file is required")
         return self
 
-    def check_inline_secrets(self, source: str) -> None:
-        if self.password is not None and not self.password_in_config:
-            raise ConfigError(
-                f"{source}: zookeeper.auth.password: a password in clear in a config file; use "
-                "password_file or the environment, or set password_in_config: true"
-            )
-
     def resolved_password(self) -> str:
         if self.password is not None:
             secrets.register(self.password.get_secret_value())

@@ -19,7 +19,7 @@ log = get_logger(__name__)
 def sources_for(cfg: ManagerConfig) -> ClusterSources:
     return ClusterSources(
         cluster=cfg.cluster,
-        bootstrap=cfg.bootstrap,
+        bootstrap=cfg.cluster_client,
         stats_topic=cfg.topics.brokerstats,
         loads_topic=cfg.topics.replica_loads,
         stats_lookback_s=cfg.stats_lookback_s,
@@ -29,12 +29,12 @@ def sources_for(cfg: ManagerConfig) -> ClusterSources:
 def build_manager(cfg: ManagerConfig) -> Manager:
     instance = cfg.instance_id or default_instance_id()
     try:
-        ensure_audit_topic(cfg.bootstrap, cfg.topics.actions)
+        ensure_audit_topic(cfg.cluster_client, cfg.topics.actions)
     except KmedicError as exc:  # the audit log fails over; the topic can come later
         log.warning("audit_topic_unavailable", error=str(exc))
-    secondary = cfg.audit.secondary_bootstrap
+    secondary = cfg.secondary_client
     audit = AuditLog(
-        KafkaAuditSink("primary", cfg.bootstrap, cfg.topics.actions),
+        KafkaAuditSink("primary", cfg.cluster_client, cfg.topics.actions),
         cfg.audit.spool_dir,
         secondary=KafkaAuditSink("secondary", secondary, cfg.topics.actions) if secondary else None,
         write_timeout_s=cfg.audit.write_timeout_s,
@@ -45,6 +45,6 @@ def build_manager(cfg: ManagerConfig) -> Manager:
         instance=instance,
         sources=sources_for(cfg),
         coordinator=Coordinator(cfg.zookeeper, cfg.cluster, instance),
-        executor=Executor(cfg.bootstrap, cfg.executor),
+        executor=Executor(cfg.cluster_client, cfg.executor),
         audit=audit,
     )

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
+from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from manager.executor.batches import select_batch, throttle_targets
 from manager.executor.throttles import ThrottleChange, Throttles
@@ -98,7 +99,7 @@ class ClusterView:
 class Executor:
     def __init__(
         self,
-        bootstrap_servers: str,
+        bootstrap_servers: Cluster,
         config: ExecutorConfig | None = None,
         *,
         on_event: EventCallback | None = None,

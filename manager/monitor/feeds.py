@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from kmedic.kafka_client import Cluster, confluent_conf
 from kmedic.logging import get_logger
 
 log = get_logger(__name__)
@@ -44,7 +45,7 @@ class LatestByKey(Generic[V]):
 
     def __init__(
         self,
-        bootstrap: str,
+        bootstrap: Cluster,
         topic: str,
         decode: Callable[[bytes], V],
         *,
@@ -57,16 +58,18 @@ class LatestByKey(Generic[V]):
         self._merge = merge
         self._lookback_ms = lookback_ms
         self._consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"{client_id}-unused",  # required by the client; never committed
-                "enable.auto.commit": False,
-                "client.id": client_id,
-                "enable.partition.eof": True,
-                "topic.metadata.refresh.interval.ms": 10000,
-                # librdkafka's own lines go through logging like everything else.
-                "logger": logging.getLogger(f"{__name__}.rdkafka.{topic}"),
-            }
+            confluent_conf(
+                bootstrap,
+                {
+                    "group.id": f"{client_id}-unused",  # required by the client; never committed
+                    "enable.auto.commit": False,
+                    "client.id": client_id,
+                    "enable.partition.eof": True,
+                    "topic.metadata.refresh.interval.ms": 10000,
+                    # librdkafka's own lines go through logging like everything else.
+                    "logger": logging.getLogger(f"{__name__}.rdkafka.{topic}"),
+                },
+            )
         )
         self._lock = threading.Lock()
         self._values: dict[bytes, V] = {}

@@ -14,6 +14,7 @@ from typing import Any
 from kmedic.brokerstats import BrokerStats, from_json
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
+from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from kmedic.metadata import (
     BrokerNode,
@@ -93,7 +94,7 @@ class ClusterSources:
         self,
         *,
         cluster: str,
-        bootstrap: str,
+        bootstrap: Cluster,
         stats_topic: str,
         loads_topic: str,
         stats_lookback_s: float,
