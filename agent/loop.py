@@ -19,6 +19,7 @@ from agent.publisher import Publisher, ensure_topic
 from agent.record import split_record
 from agent.sampler import Backoff, Sampler
 from kmedic import brokerstats as bs
+from kmedic.kafka_preflight import check_credentials
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
 
@@ -117,6 +118,9 @@ def run_agent(config: AgentConfig) -> int:
         log.info("agent_stopping", signal=signal.Signals(signum).name)
         stop.set()
 
+    check_credentials(config.cluster_client, role="agent")
+    if config.publish_client != config.cluster_client:
+        check_credentials(config.publish_client, role="agent (publish_kafka)")
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     agent = Agent(config)
     server = None

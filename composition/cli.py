@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from kmedic import __version__
+from kmedic import __version__, secrets
 from kmedic.errors import KmedicError
 from kmedic.logging import setup_logging
 
@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kmedic.cluster_cli",
     "composition.demo",
     "manager.cli.admin",
+    "manager.cli.zk_acls",
     "manager.cli.actions",
     "agent.cli",
     "manager.cli.plan",
@@ -60,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except KmedicError as exc:
-        print(f"kmedic: error: {exc}", file=sys.stderr)
+        print(f"kmedic: error: {secrets.redact(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("kmedic: interrupted", file=sys.stderr)
@@ -69,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A failure nobody anticipated still gets one line; the traceback goes to the log
         # at DEBUG (run with --log-level DEBUG to see it).
         logging.getLogger(__name__).debug("unexpected failure", exc_info=True)
-        print(f"kmedic: error: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+        text = secrets.redact(str(exc))
+        print(f"kmedic: error: unexpected {type(exc).__name__}: {text}", file=sys.stderr)
         return 1
     return code
 

@@ -16,7 +16,9 @@ from typing import Any
 import yaml
 
 from kmedic.errors import KmedicError
+from kmedic.kafka_acls import Role
 from kmedic.localcluster import LocalCluster, process
+from kmedic.localcluster.security import role_user
 from kmedic.logging import get_logger
 
 log = get_logger(__name__)
@@ -60,7 +62,7 @@ class Pipeline:
     def agent_config(self, broker_id: int, interval_s: float, **overrides: Any) -> dict[str, Any]:
         return {
             "broker_id": broker_id,
-            "bootstrap": self.cluster.bootstrap_servers,
+            **self._kafka("bootstrap", "agent"),
             "exporter_url": self.cluster.exporter_url(broker_id),
             "broker_address": f"127.0.0.1:{self.cluster.broker(broker_id).port}",
             "log_dirs": [str(self.cluster.data_dir(broker_id))],
@@ -80,7 +82,7 @@ class Pipeline:
     def stream_config(self, **overrides: Any) -> dict[str, Any]:
         return {
             "cluster": self.cluster_name,
-            "bootstrap_servers": self.cluster.bootstrap_servers,
+            **self._kafka("bootstrap_servers", "stream"),
             "window": "30s",
             "slide": "10s",
             "watermark": "20s",
@@ -101,7 +103,7 @@ class Pipeline:
     def manager_config(self, **overrides: Any) -> dict[str, Any]:
         cfg: dict[str, Any] = {
             "cluster": self.cluster_name,
-            "bootstrap": self.cluster.bootstrap_servers,
+            **self._kafka("bootstrap", "manager"),
             "zookeeper": {"zk_connect": self.cluster.zk_connect, "session_timeout_s": 6},
             "interval_s": 3,
             "snapshot_path": str(self.workdir / "snapshot.json"),
@@ -117,6 +119,13 @@ class Pipeline:
 
     def start_manager(self, name: str = "manager", **overrides: Any) -> None:
         self.start_role(name, "manager", self.manager_config(**overrides))
+
+    def _kafka(self, shorthand: str, role: Role) -> dict[str, Any]:
+        """How a role's config reaches the cluster: the plaintext shorthand key, or on a
+        secured cluster the ``kafka:`` section of the role's own user."""
+        if self.cluster.security is None:
+            return {shorthand: self.cluster.bootstrap_servers}
+        return {"kafka": self.cluster.kafka_section(role_user(role))}
 
     # ---- lifecycle ----------------------------------------------------------------------
 

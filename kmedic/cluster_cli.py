@@ -10,11 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from kmedic.errors import KmedicError
+from kmedic.kafka_acls import ROLES
 from kmedic.localcluster import ClusterSpec, LocalCluster
+from kmedic.localcluster.security import role_user
 
 
 def default_dir() -> Path:
@@ -41,6 +46,11 @@ def register(sub: Any) -> None:
         type=parse_racks,
         default=("/r1", "/r2"),
         help="comma-separated rack names, assigned round-robin (default /r1,/r2)",
+    )
+    up.add_argument(
+        "--secure",
+        action="store_true",
+        help="SASL_SSL-only client listeners, a generated CA and SCRAM users (admin, kmedic)",
     )
     up.set_defaults(func=cmd_up)
 
@@ -73,7 +83,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     if args.brokers < 1:
         raise KmedicError(f"--brokers must be at least 1, got {args.brokers}")
     cluster = LocalCluster.start(
-        ClusterSpec(brokers=args.brokers, racks=args.racks), _dir(args), stop_at_exit=False
+        ClusterSpec(brokers=args.brokers, racks=args.racks, secure=args.secure),
+        _dir(args),
+        stop_at_exit=False,
     )
     print(f"cluster up in {cluster.workdir}")
     print(f"  bootstrap servers: {cluster.bootstrap_servers}")
@@ -83,6 +95,12 @@ def cmd_up(args: argparse.Namespace) -> int:
             f"  broker {broker_id}: rack {cluster.rack(broker_id)}, "
             f"exporter {cluster.exporter_url(broker_id)}"
         )
+    if cluster.security is not None:
+        print("  secured: SASL_SSL only; each role connects as its own user, with this section:")
+        for role in ROLES:
+            section = yaml.safe_dump({"kafka": cluster.kafka_section(role_user(role))})
+            print(f"  {role}:")
+            print(textwrap.indent(section, "    "))
     return 0
 
 

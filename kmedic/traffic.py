@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, Producer
 
+from kmedic.kafka_client import Cluster, confluent_conf
 from kmedic.logging import get_logger
 
 log = get_logger(__name__)
@@ -33,19 +34,23 @@ class PartitionRate:
 class TrafficGenerator:
     """A background thread producing each PartitionRate on schedule until ``stop``."""
 
-    def __init__(self, bootstrap: str, rates: list[PartitionRate], *, tick_s: float = 0.1) -> None:
+    def __init__(
+        self, cluster: Cluster, rates: list[PartitionRate], *, tick_s: float = 0.1
+    ) -> None:
         self._rates = rates
         self._tick_s = tick_s
         self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "acks": "1",
-                "linger.ms": 20,
-                "compression.type": "none",  # compressed bytes would blur the known rates
-                "message.timeout.ms": 30000,
-                # A dead broker is expected here; failures are counted, not logged per retry.
-                "log_level": 0,
-            }
+            confluent_conf(
+                cluster,
+                {
+                    "acks": "1",
+                    "linger.ms": 20,
+                    "compression.type": "none",  # compressed bytes would blur the known rates
+                    "message.timeout.ms": 30000,
+                    # A dead broker is expected here; failures are counted, not logged.
+                    "log_level": 0,
+                },
+            )
         )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="traffic", daemon=True)

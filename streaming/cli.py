@@ -14,6 +14,7 @@ from types import FrameType
 from typing import Any
 
 from kmedic.errors import KmedicError, first_line
+from kmedic.kafka_preflight import check_credentials
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
 from streaming.config import StreamConfig, load_stream_config
@@ -82,6 +83,7 @@ def run(cfg: StreamConfig) -> int:
 
     stop = threading.Event()
     _stop_on_signals(stop)
+    check_credentials(cfg.cluster_client, role="stream")
     if cfg.create_topics:
         topics.ensure_output_topics(cfg)
     metrics = StreamMetrics(cfg.cluster)

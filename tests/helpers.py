@@ -11,19 +11,20 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kmedic.kafka_client import Cluster, client_settings
+
 T = TypeVar("T")
 
 
-def kafka_conf(bootstrap: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """confluent-kafka settings for test clients. Their librdkafka logs (connection refused
-    while a test has a broker down) go through logging, shown with a failing test's output,
-    instead of as raw ``%3|FAIL`` lines on stderr."""
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "logger": logging.getLogger("tests.kafka"),
-    }
-    conf.update(settings or {})
-    return conf
+def kafka_conf(cluster: Cluster, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """confluent-kafka settings for test clients of a plaintext (bootstrap string) or secured
+    (``kafka:`` settings) cluster. Their librdkafka logs (connection refused while a test has
+    a broker down) go through logging, shown with a failing test's output, instead of as raw
+    ``%3|FAIL`` lines on stderr."""
+    conf = client_settings(cluster).confluent()
+    conf_any: dict[str, Any] = {**conf, "logger": logging.getLogger("tests.kafka")}
+    conf_any.update(settings or {})
+    return conf_any
 
 
 def wait_for(
@@ -64,7 +65,7 @@ def create_placed_topic(bootstrap: str, name: str, assignment: list[list[int]]) 
     wait_until_usable(bootstrap, [name])
 
 
-def wait_until_usable(bootstrap: str, topics: list[str]) -> None:
+def wait_until_usable(bootstrap: Cluster, topics: list[str]) -> None:
     """Until every broker knows the new topics with their leaders (kmedic.topic_wait): a
     client reading or describing a topic the moment it was created is otherwise refused by a
     broker that has not heard of it yet."""

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.kafka_client import Cluster, KafkaClientSettings, confluent_conf
 from kmedic.localcluster import configs, process
 from kmedic.localcluster.configs import CONTROLLER_ID, HOST, ClusterSpec
+from kmedic.localcluster.security import ADMIN, ClusterSecurity, grant_role_acls
 from kmedic.logging import get_logger
 from kmedic.paths import config_file, jvm_jars
 
@@ -67,11 +69,20 @@ class Node:
 class LocalCluster:
     """Handle on a running (or stopped) local cluster. Create with ``start`` or ``load``."""
 
-    def __init__(self, workdir: Path, cluster_id: str, nodes: list[Node], owned: bool) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        cluster_id: str,
+        nodes: list[Node],
+        owned: bool,
+        security: ClusterSecurity | None = None,
+    ) -> None:
         self.workdir = workdir
         self.cluster_id = cluster_id
         self._nodes = nodes
         self._owned = owned
+        # Set on a secured cluster: its CA, certificates and SCRAM users' password files.
+        self.security = security
 
     # ---- construction -------------------------------------------------------------------
 
@@ -96,7 +107,14 @@ class LocalCluster:
         if workdir.exists():
             shutil.rmtree(workdir)
         workdir.mkdir(parents=True)
-        cluster = cls(workdir, configs.new_cluster_id(), _plan_nodes(spec, workdir), stop_at_exit)
+        security = ClusterSecurity.create(workdir / "security") if spec.secure else None
+        cluster = cls(
+            workdir,
+            configs.new_cluster_id(),
+            _plan_nodes(spec, workdir, security),
+            stop_at_exit,
+            security,
+        )
         cluster._format()
         cluster._save()
         if stop_at_exit:
@@ -105,6 +123,8 @@ class LocalCluster:
             for node in cluster._nodes:
                 cluster._launch(node)
             cluster._wait_ready(cluster._nodes, timeout)
+            if security is not None:
+                grant_role_acls(confluent_conf(cluster.client, {"log_level": 0}))
         except BaseException:
             cluster.stop()
             raise
@@ -114,6 +134,7 @@ class LocalCluster:
             bootstrap=cluster.bootstrap_servers,
             zookeeper=cluster.zk_connect,
             brokers=cluster.broker_ids,
+            secure=security is not None,
         )
         return cluster
 
@@ -133,7 +154,14 @@ class LocalCluster:
         try:
             state = json.loads(path.read_text())
             nodes = [Node(**n) for n in state["nodes"]]
-            return cls(workdir, state["cluster_id"], nodes, owned=False)
+            security = state.get("security")
+            return cls(
+                workdir,
+                state["cluster_id"],
+                nodes,
+                owned=False,
+                security=ClusterSecurity.from_state(security) if security else None,
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise KmedicError(f"{path} is not a valid cluster state file: {exc}") from exc
 
@@ -150,6 +178,25 @@ class LocalCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{HOST}:{n.port}" for n in self.brokers)
+
+    def client_as(self, user: str) -> Cluster:
+        """How a client reaches this cluster as ``user``: the bootstrap string of a plaintext
+        cluster, the full ``kafka:`` settings of a secured one (``user`` must exist there)."""
+        if self.security is None:
+            return self.bootstrap_servers
+        return self.security.client(self.bootstrap_servers, user)
+
+    @property
+    def client(self) -> Cluster:
+        """The operator's (admin's) connection: what the cluster's own checks use."""
+        return self.client_as(ADMIN)
+
+    def kafka_section(self, user: str) -> dict[str, Any]:
+        """A role config's ``kafka:`` section for ``user`` (passwords by file, never inline)."""
+        settings = self.client_as(user)
+        if not isinstance(settings, KafkaClientSettings):
+            return {"bootstrap": settings}
+        return settings.model_dump(mode="json", exclude_defaults=True)
 
     @property
     def zk_connect(self) -> str:
@@ -258,20 +305,36 @@ class LocalCluster:
         raise KmedicError(f"this cluster has no {kind} {node_id}; brokers are {self.broker_ids}")
 
     def _save(self) -> None:
-        state = {"cluster_id": self.cluster_id, "nodes": [asdict(n) for n in self._nodes]}
+        state: dict[str, Any] = {
+            "cluster_id": self.cluster_id,
+            "nodes": [asdict(n) for n in self._nodes],
+        }
+        if self.security is not None:
+            state["security"] = self.security.to_state()
         tmp = self.workdir / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state, indent=2))
         tmp.replace(self.workdir / STATE_FILE)
 
     def _format(self) -> None:
         classpath = jvm_jars("kafka")
+        # SCRAM credentials go into the metadata log's bootstrap records, before any broker
+        # exists: there is no unauthenticated moment in which to create them later.
+        scram = self.security.scram_arguments() if self.security is not None else []
         for node in self._nodes:
             if node.kind == "zookeeper":
                 continue
             cmd = process.java_command(
                 classpath=classpath,
                 main_class="kafka.tools.StorageTool",
-                args=["format", "-t", self.cluster_id, "-c", node.config, "--ignore-formatted"],
+                args=[
+                    "format",
+                    "-t",
+                    self.cluster_id,
+                    "-c",
+                    node.config,
+                    "--ignore-formatted",
+                    *scram,
+                ],
                 heap_mb=128,
                 system_properties={"log4j2.configurationFile": str(_log4j_path(node))},
             )
@@ -312,7 +375,7 @@ class LocalCluster:
     def _registered_brokers(self) -> set[int]:
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        admin = AdminClient(confluent_conf(self.client, {"log_level": 0}))
         try:
             meta = admin.list_topics(timeout=2)
         except Exception:  # any client error means "not ready yet"
@@ -324,7 +387,7 @@ def _log4j_path(node: Node) -> Path:
     return Path(node.directory) / "log4j2.properties"
 
 
-def _plan_nodes(spec: ClusterSpec, workdir: Path) -> list[Node]:
+def _plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | None) -> list[Node]:
     """Lay out directories and config files and build each node's command line."""
     ports = process.free_ports(2 + 2 * spec.brokers)
     zk_port, controller_port = ports[0], ports[1]
@@ -357,6 +420,7 @@ def _plan_nodes(spec: ClusterSpec, workdir: Path) -> list[Node]:
         node_dir.mkdir(parents=True)
         cfg = node_dir / "server.properties"
         cfg.write_text(props)
+        cfg.chmod(0o600)  # a secured broker's file holds the inter-broker password
         (node_dir / "log4j2.properties").write_text(
             configs.log4j2_properties(str(node_dir / "server.log"))
         )
@@ -380,7 +444,10 @@ def _plan_nodes(spec: ClusterSpec, workdir: Path) -> list[Node]:
             CONTROLLER_ID,
             controller_port,
             configs.controller_properties(
-                controller_port, str(workdir / "controller" / "data"), spec.controller_overrides
+                controller_port,
+                str(workdir / "controller" / "data"),
+                spec.controller_overrides,
+                super_user=ADMIN if security is not None else None,
             ),
             None,
             None,
@@ -398,6 +465,7 @@ def _plan_nodes(spec: ClusterSpec, workdir: Path) -> list[Node]:
             data_dir=str(workdir / f"broker-{broker_id}" / "data"),
             broker_count=spec.brokers,
             overrides=spec.broker_overrides,
+            secure=security.listener() if security is not None else None,
         )
         nodes.append(kafka_node("broker", broker_id, port, props, exporter_port, rack))
     return nodes

@@ -10,11 +10,15 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass, field
+from typing import Final
 
 from kmedic.errors import ConfigError
 
 CONTROLLER_ID = 100
 HOST = "127.0.0.1"
+# What brokers use among themselves on a secured cluster; clients may use either SCRAM.
+INTER_BROKER_MECHANISM: Final = "SCRAM-SHA-512"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class ClusterSpec:
     broker_heap_mb: int = 384
     controller_heap_mb: int = 256
     zookeeper_heap_mb: int = 128
+    # SASL_SSL-only client listeners, SCRAM users, a generated CA (see localcluster.security).
+    secure: bool = False
 
     def __post_init__(self) -> None:
         if self.brokers < 1:
@@ -62,6 +68,53 @@ def new_cluster_id() -> str:
             return cid
 
 
+@dataclass(frozen=True)
+class SecureListener:
+    """What a broker's SASL_SSL listener needs: its PEM key store (private key, then
+    certificate) and trust store (the CA), and the SCRAM identity brokers use between
+    themselves."""
+
+    keystore: str
+    truststore: str
+    inter_broker_user: str
+    inter_broker_password: str
+
+
+def authorizer_properties(super_user: str) -> dict[str, object]:
+    """Kafka's own authorizer on every node, denying what no ACL allows. Brokers reach the
+    controller on its plaintext loopback listener as ``ANONYMOUS``, so that principal is a
+    super user there (no client listener ever authenticates as it: they are SASL_SSL)."""
+    return {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": f"User:{super_user};User:ANONYMOUS",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+
+
+def secure_listener_properties(port: int, secure: SecureListener) -> dict[str, object]:
+    """The broker settings of a SASL_SSL-only client listener (the controller's listener
+    stays plaintext on loopback: no client ever talks to it)."""
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{secure.inter_broker_user}" password="{secure.inter_broker_password}";'
+    )
+    listener = INTER_BROKER_MECHANISM.lower()
+    return {
+        "listeners": f"SASL_SSL://{HOST}:{port}",
+        "advertised.listeners": f"SASL_SSL://{HOST}:{port}",
+        "inter.broker.listener.name": "SASL_SSL",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
+        "sasl.enabled.mechanisms": ",".join(SCRAM_MECHANISMS),
+        "sasl.mechanism.inter.broker.protocol": INTER_BROKER_MECHANISM,
+        f"listener.name.sasl_ssl.{listener}.sasl.jaas.config": jaas,
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": secure.keystore,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": secure.truststore,
+        **authorizer_properties(secure.inter_broker_user),
+    }
+
+
 def _properties(values: dict[str, object]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
 
@@ -81,7 +134,10 @@ def _common(controller_port: int) -> dict[str, object]:
 
 
 def controller_properties(
-    controller_port: int, data_dir: str, overrides: dict[str, str] | None = None
+    controller_port: int,
+    data_dir: str,
+    overrides: dict[str, str] | None = None,
+    super_user: str | None = None,
 ) -> str:
     return _properties(
         {
@@ -92,6 +148,7 @@ def controller_properties(
             **_common(controller_port),
             # The controller fences a broker whose heartbeats stop for this long.
             "broker.session.timeout.ms": 6000,
+            **(authorizer_properties(super_user) if super_user is not None else {}),
             **(overrides or {}),
         }
     )
@@ -106,6 +163,7 @@ def broker_properties(
     data_dir: str,
     broker_count: int,
     overrides: dict[str, str] | None = None,
+    secure: SecureListener | None = None,
 ) -> str:
     rf = min(3, broker_count)
     return _properties(
@@ -130,6 +188,7 @@ def broker_properties(
             "broker.heartbeat.interval.ms": 1000,
             "replica.lag.time.max.ms": 10000,
             "log.segment.bytes": 16 * 1024 * 1024,
+            **(secure_listener_properties(port, secure) if secure is not None else {}),
             **(overrides or {}),
         }
     )

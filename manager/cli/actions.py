@@ -12,6 +12,7 @@ from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster
+from kmedic.kafka_preflight import check_credentials
 from manager.audit.kafka_sink import DEFAULT_TOPIC, read_records
 from manager.audit.log import render_line
 
@@ -77,6 +78,7 @@ def run_tail(args: argparse.Namespace) -> int:
             "KMEDIC_BOOTSTRAP_SERVERS"
         )
     since = None if args.since is None else parse_since(args.since, int(time.time() * 1000))
+    check_credentials(cluster, role="actions tail")
     records = read_records(cluster, topic, since_ms=since, follow=args.follow, notice=_say)
     for record in records:
         if args.cluster and record.cluster != args.cluster:

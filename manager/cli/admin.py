@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from kmedic.errors import KmedicError
+from manager.cli.zk_args import common_parser, zk_target
 from manager.coordination.placement_store import ZkConfigStore
 from manager.model.placement_config import (
     AntiAffinityGroup,
@@ -50,23 +49,6 @@ def name_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--zk",
-        default=os.environ.get("KMEDIC_ZK_CONNECT"),
-        help="ZooKeeper connect string (default: $KMEDIC_ZK_CONNECT)",
-    )
-    common.add_argument(
-        "--cluster",
-        default=os.environ.get("KMEDIC_CLUSTER"),
-        help="Kafka cluster name the configuration belongs to (default: $KMEDIC_CLUSTER)",
-    )
-    common.add_argument("--root", default="/kmedic", help="ZooKeeper root (default /kmedic)")
-    common.add_argument("--json", action="store_true", help="print JSON instead of text")
-    return common
-
-
 def _crud(
     sub: Any, common: argparse.ArgumentParser, kind: Kind, add_fields: Callable[..., None]
 ) -> None:
@@ -98,7 +80,7 @@ def _topic_fields(p: argparse.ArgumentParser, required: bool) -> None:
 
 
 def register(subparsers: Any) -> None:
-    common = _common()
+    common = common_parser()
     domains = subparsers.add_parser("domains", help="failure domains (named sets of brokers)")
     _crud(domains.add_subparsers(dest="verb", required=True), common, "domain", _broker_fields)
 
@@ -128,11 +110,8 @@ def register(subparsers: Any) -> None:
 
 
 def _store(args: argparse.Namespace) -> Any:
-    if not args.zk:
-        raise KmedicError("no ZooKeeper given: pass --zk HOST:PORT or set KMEDIC_ZK_CONNECT")
-    if not args.cluster:
-        raise KmedicError("no cluster given: pass --cluster NAME or set KMEDIC_CLUSTER")
-    return ZkConfigStore.connect(args.zk, args.cluster, args.root)
+    target = zk_target(args)
+    return ZkConfigStore.connect(target.zk_connect, target.cluster, target.root, auth=target.auth)
 
 
 def _record_from(args: argparse.Namespace, kind: Kind, base: Record | None) -> Record:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.kafka_preflight import check_credentials
 from kmedic.logging import get_logger
 from manager.config import load_manager_config
 
@@ -33,7 +34,11 @@ def register(sub: Any) -> None:
 def cmd_manager(args: argparse.Namespace) -> int:
     from manager.daemon.wiring import build_manager
 
-    manager = build_manager(load_manager_config(args.config))
+    cfg = load_manager_config(args.config)
+    check_credentials(cfg.cluster_client, role="manager")
+    if cfg.secondary_client is not None:
+        check_credentials(cfg.secondary_client, role="manager (audit.secondary_kafka)")
+    manager = build_manager(cfg)
     signal.signal(signal.SIGTERM, lambda *_: manager.request_stop())
     try:
         manager.start()

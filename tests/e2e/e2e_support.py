@@ -14,6 +14,7 @@ from helpers import kafka_conf, wait_for
 from kafka import KafkaAdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from kmedic.kafka_client import Cluster, client_settings
 from manager.audit.kafka_sink import read_records
 from manager.audit.log import AuditRecord
 
@@ -21,7 +22,7 @@ T = TypeVar("T")
 Partitions = dict[tuple[str, int], tuple[list[int], list[int]]]
 
 
-def ask(bootstrap: str, question: Callable[[AdminClient], T]) -> T:
+def ask(bootstrap: Cluster, question: Callable[[AdminClient], T]) -> T:
     """Ask the Admin API, from a fresh client on each try: a paused broker keeps its
     connections open and swallows whatever request reaches it."""
     for _ in range(6):
@@ -32,7 +33,7 @@ def ask(bootstrap: str, question: Callable[[AdminClient], T]) -> T:
     raise AssertionError("the Admin API did not answer in 6 tries")
 
 
-def partitions(bootstrap: str, topics: Iterable[str]) -> Partitions:
+def partitions(bootstrap: Cluster, topics: Iterable[str]) -> Partitions:
     """(replicas, ISR) of every partition of these topics."""
     wanted = list(topics)
 
@@ -47,7 +48,7 @@ def partitions(bootstrap: str, topics: Iterable[str]) -> Partitions:
     return ask(bootstrap, read)
 
 
-def under_replicated(bootstrap: str) -> list[str]:
+def under_replicated(bootstrap: Cluster) -> list[str]:
     """Every partition of every topic (kmedic's own and Kafka's among them) whose ISR is
     short of its replicas: what a test waits out before the next one kills a broker."""
 
@@ -63,11 +64,11 @@ def under_replicated(bootstrap: str) -> list[str]:
     return ask(bootstrap, read)
 
 
-def live_brokers(bootstrap: str) -> set[int]:
+def live_brokers(bootstrap: Cluster) -> set[int]:
     return ask(bootstrap, lambda a: {n.id for n in a.describe_cluster().result(timeout=5).nodes})
 
 
-def audit_records(bootstrap: str, since_ms: int) -> list[AuditRecord]:
+def audit_records(bootstrap: Cluster, since_ms: int) -> list[AuditRecord]:
     def read() -> list[AuditRecord] | None:
         try:
             return list(read_records(bootstrap, since_ms=since_ms))
@@ -91,9 +92,9 @@ def metric(port: int, name: str, **labels: str) -> float | None:
     return total
 
 
-def reassignments(bootstrap: str) -> dict[tuple[str, int], tuple[int, ...]]:
+def reassignments(bootstrap: Cluster) -> dict[tuple[str, int], tuple[int, ...]]:
     """Every reassignment Kafka runs, with the replicas it heads to."""
-    client = KafkaAdminClient(bootstrap_servers=bootstrap)
+    client = KafkaAdminClient(**client_settings(bootstrap).kafka_python())
     try:
         ongoing = client.list_partition_reassignments()
     finally:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from composition.cli import main
+from kmedic.errors import KmedicError
 
 
 def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,3 +51,24 @@ def test_an_unexpected_failure_is_one_line_not_a_traceback(
     err = capsys.readouterr().err
     assert "kmedic: error: unexpected RuntimeError: boom" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("error", [RuntimeError, KmedicError])
+def test_a_known_secret_never_reaches_the_error_line(
+    error: type[Exception],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import kmedic.cluster_cli
+    from kmedic import secrets
+
+    secrets.register("s3cret-for-the-cli-test")
+
+    def leak(_: Path) -> None:
+        raise error("connecting with password s3cret-for-the-cli-test failed")
+
+    monkeypatch.setattr(kmedic.cluster_cli.LocalCluster, "load", staticmethod(leak))
+    assert main(["cluster", "--dir", str(tmp_path), "status"]) == 1
+    err = capsys.readouterr().err
+    assert "s3cret" not in err and "password *** failed" in err

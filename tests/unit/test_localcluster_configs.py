@@ -72,3 +72,35 @@ def test_the_controller_fences_and_overrides_win() -> None:
         )
     )
     assert broker["num.partitions"] == "8"
+
+
+def test_a_secured_broker_has_only_a_sasl_ssl_listener_for_clients_and_brokers() -> None:
+    secure = configs.SecureListener(
+        keystore="/s/broker-keystore.pem",
+        truststore="/s/ca.pem",
+        inter_broker_user="admin",
+        inter_broker_password="0123abcd",
+    )
+    props = parse(
+        configs.broker_properties(
+            2,
+            port=9094,
+            controller_port=9000,
+            rack="/r1",
+            data_dir="/d",
+            broker_count=3,
+            secure=secure,
+        )
+    )
+    assert props["listeners"] == "SASL_SSL://127.0.0.1:9094"
+    assert props["advertised.listeners"] == "SASL_SSL://127.0.0.1:9094"
+    assert props["inter.broker.listener.name"] == "SASL_SSL"
+    # No PLAINTEXT listener left in the map: nothing a client could fall back to.
+    assert props["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL"
+    assert props["sasl.enabled.mechanisms"] == "SCRAM-SHA-256,SCRAM-SHA-512"
+    assert props["sasl.mechanism.inter.broker.protocol"] == "SCRAM-SHA-512"
+    jaas = props["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"]
+    assert 'username="admin"' in jaas and 'password="0123abcd"' in jaas
+    assert props["ssl.keystore.type"] == props["ssl.truststore.type"] == "PEM"
+    assert props["ssl.keystore.location"] == "/s/broker-keystore.pem"
+    assert props["ssl.truststore.location"] == "/s/ca.pem"

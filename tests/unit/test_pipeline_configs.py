@@ -8,7 +8,9 @@ from typing import Any, cast
 
 from agent.config import AgentConfig
 from composition.pipeline import Pipeline
+from kmedic.kafka_client import KafkaClientSettings
 from kmedic.localcluster import LocalCluster
+from kmedic.localcluster.security import ClusterSecurity
 from manager.config import ManagerConfig
 from streaming.config import StreamConfig
 
@@ -23,6 +25,13 @@ class _FakeCluster:
     bootstrap_servers = "127.0.0.1:19092"
     zk_connect = "127.0.0.1:12181"
     broker_ids = (1, 2)
+    security: ClusterSecurity | None = None
+
+    def kafka_section(self, user: str) -> dict[str, Any]:
+        assert self.security is not None
+        return self.security.client(self.bootstrap_servers, user).model_dump(
+            mode="json", exclude_defaults=True
+        )
 
     def exporter_url(self, broker_id: int) -> str:
         return f"http://127.0.0.1:{17000 + broker_id}/metrics"
@@ -59,3 +68,21 @@ def test_the_manager_config_loads_with_overrides_merged(tmp_path: Path) -> None:
     cfg = ManagerConfig(**doc)
     assert cfg.policy.max_dead_brokers == 1
     assert cfg.snapshot_path == tmp_path / "snapshot.json"
+
+
+def test_on_a_secured_cluster_every_role_connects_by_its_kafka_section(tmp_path: Path) -> None:
+    fake = _FakeCluster()
+    fake.security = ClusterSecurity.create(tmp_path / "security")
+    pipeline = Pipeline(cast(LocalCluster, fake), tmp_path / "pipeline")
+    clients = {
+        "agent": AgentConfig(**pipeline.agent_config(1, 2.0)).cluster_client,
+        "stream": StreamConfig(**pipeline.stream_config()).cluster_client,
+        "manager": ManagerConfig(**pipeline.manager_config()).cluster_client,
+    }
+    for role, client in clients.items():
+        # Each role connects as its own user: the authorizer grants each only what it needs.
+        assert isinstance(client, KafkaClientSettings)
+        assert client.security_protocol == "SASL_SSL" and client.username == f"kmedic-{role}"
+        assert client.password is None and client.password_file is not None
+        assert client.resolved_password() == fake.security.password(f"kmedic-{role}")
+        assert client.ssl_ca_file == fake.security.ca_file

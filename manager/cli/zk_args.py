@@ -1,0 +1,79 @@
+"""How the ZooKeeper tools (``domains``, ``groups``, ``maintenance``, ``zk-acls``) find
+kmedic's tree and prove who they are. Each setting comes from its flag, else the environment,
+else the manager's config file (``--config``), so an operator can point every tool at the
+file the manager runs with and nothing is typed twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kmedic.errors import KmedicError
+from manager.config import load_manager_config
+from manager.coordination.acls import ZooKeeperAuth
+
+
+@dataclass(frozen=True)
+class ZkTarget:
+    zk_connect: str
+    cluster: str
+    root: str
+    auth: ZooKeeperAuth | None
+
+
+def common_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    env = os.environ.get
+    common.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="the manager's YAML: ZooKeeper, cluster, root and credentials come from it",
+    )
+    common.add_argument(
+        "--zk",
+        default=env("KMEDIC_ZK_CONNECT"),
+        help="ZooKeeper connect string (default: $KMEDIC_ZK_CONNECT)",
+    )
+    common.add_argument(
+        "--cluster",
+        default=env("KMEDIC_CLUSTER"),
+        help="Kafka cluster name the configuration belongs to (default: $KMEDIC_CLUSTER)",
+    )
+    common.add_argument("--root", default=None, help="ZooKeeper root (default /kmedic)")
+    common.add_argument(
+        "--zk-username",
+        default=env("KMEDIC_ZK_USERNAME"),
+        help="kmedic's ZooKeeper digest user (default: $KMEDIC_ZK_USERNAME)",
+    )
+    common.add_argument(
+        "--zk-password-file",
+        type=Path,
+        default=env("KMEDIC_ZK_PASSWORD_FILE"),
+        help="file holding that user's password (default: $KMEDIC_ZK_PASSWORD_FILE)",
+    )
+    common.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return common
+
+
+def zk_target(args: argparse.Namespace) -> ZkTarget:
+    manager = load_manager_config(args.config) if args.config is not None else None
+    cfg = manager.zookeeper if manager is not None else None
+    zk = args.zk or (cfg.zk_connect if cfg else None)
+    cluster = args.cluster or (manager.cluster if manager is not None else None)
+    if not zk:
+        raise KmedicError(
+            "no ZooKeeper given: pass --zk HOST:PORT, set KMEDIC_ZK_CONNECT or --config"
+        )
+    if not cluster:
+        raise KmedicError("no cluster given: pass --cluster NAME, set KMEDIC_CLUSTER or --config")
+    root = args.root or (cfg.root if cfg else "/kmedic")
+    auth = cfg.auth if cfg else None
+    if args.zk_username or args.zk_password_file:
+        if not (args.zk_username and args.zk_password_file):
+            raise KmedicError("--zk-username and --zk-password-file go together")
+        auth = ZooKeeperAuth(username=args.zk_username, password_file=args.zk_password_file)
+    return ZkTarget(zk, cluster, root, auth)
