@@ -33,6 +33,7 @@ from composition.demo_views import (
 from composition.pipeline import Pipeline
 from kmedic.brokerstats import BrokerStats, from_json, summarize
 from kmedic.errors import KmedicError
+from kmedic.kafka_client import confluent_conf
 from kmedic.localcluster import ClusterSpec, LocalCluster
 from kmedic.traffic import PartitionRate, TrafficGenerator
 from manager.audit.log import AuditRecord
@@ -90,10 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
-    conf: dict[str, Any] = {
-        "bootstrap.servers": cluster.bootstrap_servers,
-        "logger": logging.getLogger(f"{__name__}.rdkafka"),
-    }
+    conf = confluent_conf(cluster.client, {"logger": logging.getLogger(f"{__name__}.rdkafka")})
     admin = AdminClient(conf)
     story.step("create topics and start steady traffic")
     create_topics(admin, TOPICS)
@@ -107,7 +105,7 @@ def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
             f"{t.name}: {t.partitions} partitions, RF {t.replication}, "
             f"{t.bytes_per_s / 1000:.0f} kB/s"
         )
-    with TrafficGenerator(cluster.bootstrap_servers, rates) as traffic:
+    with TrafficGenerator(cluster.client, rates) as traffic:
         wait(lambda: traffic.sent_records > 200, 30, "traffic to flow")
         story.say(f"traffic flowing ({traffic.sent_records} records so far)")
         show_agents(cluster, story, pipeline)
@@ -179,7 +177,7 @@ def show_loads(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
 
 def start_manager(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> AuditFollower:
     story.step(f"start the manager (kmedic manager: a cycle every {CYCLE_S} s, grace {GRACE_S} s)")
-    follower = AuditFollower(cluster.bootstrap_servers, int(time.time() * 1000))
+    follower = AuditFollower(cluster.client, int(time.time() * 1000))
     pipeline.start_manager(
         interval_s=CYCLE_S, policy={"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1}
     )

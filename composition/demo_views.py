@@ -14,6 +14,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kmedic.errors import KmedicError
+from kmedic.kafka_client import Cluster
 from kmedic.localcluster import LocalCluster
 from manager.audit.kafka_sink import read_records
 from manager.audit.log import AuditRecord, render_line
@@ -68,7 +69,7 @@ def describe(view: LatestByKey[Any]) -> str:
 def topic_view(
     cluster: LocalCluster, topic: str, decode: Callable[[bytes], T]
 ) -> Iterator[LatestByKey[T]]:
-    view = LatestByKey(cluster.bootstrap_servers, topic, decode, client_id="kmedic-demo").start()
+    view = LatestByKey(cluster.client, topic, decode, client_id="kmedic-demo").start()
     try:
         yield view
     finally:
@@ -115,7 +116,7 @@ class AuditFollower:
     """Reads the audit topic from a point in time and returns what is new since the last call;
     a decision that repeats the previous one word for word is not shown again."""
 
-    def __init__(self, bootstrap: str, since_ms: int) -> None:
+    def __init__(self, bootstrap: Cluster, since_ms: int) -> None:
         self._bootstrap = bootstrap
         self._since = since_ms
         self._seen: set[str] = set()

@@ -107,3 +107,30 @@ def test_keys_are_pkcs8_and_owner_only(ca: LocalCa, tmp_path: Path) -> None:
     for key in (ca.key, pair.key):
         assert key.read_text().startswith("-----BEGIN PRIVATE KEY-----")  # PKCS#8, clear
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
+
+
+def test_the_secured_clusters_files_are_private_and_its_users_are_every_role(
+    tmp_path: Path,
+) -> None:
+    from kmedic.localcluster.security import USERS, ClusterSecurity
+
+    security = ClusterSecurity.create(tmp_path / "security")
+    assert USERS == ("admin", "kmedic-agent", "kmedic-stream", "kmedic-manager")
+    for path in (tmp_path / "security").iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    passwords = {security.password(u) for u in USERS}
+    assert len(passwords) == len(USERS) and all(len(p) == 32 for p in passwords)
+    # One key store file, key first: what Kafka's PEM key store reads.
+    keystore = security.keystore.read_text()
+    assert keystore.startswith("-----BEGIN PRIVATE KEY-----")
+    assert "-----BEGIN CERTIFICATE-----" in keystore
+    args = security.scram_arguments()
+    assert len(args) == 2 * 2 * len(USERS)
+    assert f"SCRAM-SHA-512=[name=admin,password={security.password('admin')}]" in args
+    # The same CA signs what brokers present: a client trusting ca.pem accepts it.
+    pair = IssuedPair(
+        tmp_path / "security" / "broker.pem", tmp_path / "security" / "broker-key.pem"
+    )
+    assert "broker" in handshake(pair, security.ca_file, "127.0.0.1")
+    client = security.client("127.0.0.1:9093", "kmedic-agent")
+    assert client.confluent()["sasl.password"] == security.password("kmedic-agent")
