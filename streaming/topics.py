@@ -82,7 +82,9 @@ def ensure_output_topics(cfg: StreamConfig) -> list[str]:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise KmedicError(f"cannot create output topic {name}: {exc}") from exc
     if created:
-        wait_until_known(created, broker_addresses(metadata), admin_conf=cfg.admin_options)
+        # Each broker is asked with the job's own connection settings (security included).
+        conf = confluent_conf(cfg.cluster_client, {"log_level": 0, **cfg.admin_options})
+        wait_until_known(created, broker_addresses(metadata), admin_conf=conf)
     _warn_if_not_compacted(admin, cfg, skip=set(created))
     return created
 

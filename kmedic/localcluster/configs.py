@@ -98,7 +98,13 @@ def secure_listener_properties(port: int, secure: SecureListener) -> dict[str, o
         "org.apache.kafka.common.security.scram.ScramLoginModule required "
         f'username="{secure.inter_broker_user}" password="{secure.inter_broker_password}";'
     )
-    listener = INTER_BROKER_MECHANISM.lower()
+    # Each enabled mechanism needs its own login entry on the listener (the broker's side of
+    # SCRAM reads credentials from the metadata log; the username and password here are what
+    # this broker sends when it is the client, between brokers).
+    logins = {
+        f"listener.name.sasl_ssl.{mechanism.lower()}.sasl.jaas.config": jaas
+        for mechanism in SCRAM_MECHANISMS
+    }
     return {
         "listeners": f"SASL_SSL://{HOST}:{port}",
         "advertised.listeners": f"SASL_SSL://{HOST}:{port}",
@@ -106,7 +112,7 @@ def secure_listener_properties(port: int, secure: SecureListener) -> dict[str, o
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
         "sasl.enabled.mechanisms": ",".join(SCRAM_MECHANISMS),
         "sasl.mechanism.inter.broker.protocol": INTER_BROKER_MECHANISM,
-        f"listener.name.sasl_ssl.{listener}.sasl.jaas.config": jaas,
+        **logins,
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": secure.keystore,
         "ssl.truststore.type": "PEM",
