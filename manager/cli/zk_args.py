@@ -66,10 +66,13 @@ def zk_target(args: argparse.Namespace) -> ZkTarget:
     cluster = args.cluster or (manager.cluster if manager is not None else None)
     if not zk:
         raise KmedicError(
-            "no ZooKeeper given: pass --zk HOST:PORT, set KMEDIC_ZK_CONNECT or --config"
+            "no ZooKeeper given: pass --zk HOST:PORT or --config MANAGER.yaml, "
+            "or set KMEDIC_ZK_CONNECT"
         )
     if not cluster:
-        raise KmedicError("no cluster given: pass --cluster NAME, set KMEDIC_CLUSTER or --config")
+        raise KmedicError(
+            "no cluster given: pass --cluster NAME or --config MANAGER.yaml, or set KMEDIC_CLUSTER"
+        )
     root = args.root or (cfg.root if cfg else "/kmedic")
     auth = cfg.auth if cfg else None
     if args.zk_username or args.zk_password_file:

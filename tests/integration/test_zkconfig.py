@@ -164,7 +164,8 @@ def test_cli_subprocess_names_missing_zookeeper_and_bad_broker_ids(cluster: str)
     )
     assert proc.returncode == 1
     assert proc.stderr.strip() == (
-        "kmedic: error: no ZooKeeper given: pass --zk HOST:PORT or set KMEDIC_ZK_CONNECT"
+        "kmedic: error: no ZooKeeper given: pass --zk HOST:PORT or --config MANAGER.yaml, "
+        "or set KMEDIC_ZK_CONNECT"
     )
     proc = subprocess.run(
         [sys.executable, "-m", "composition.cli", "domains", "create", "d", "--brokers", "1,x"],
