@@ -103,21 +103,7 @@ class KafkaClientSettings(BaseModel):
 
     def resolved_password(self) -> str:
         """The SASL password, read from ``password_file`` when one is given."""
-        if self.password is not None:
-            secrets.register(self.password.get_secret_value())
-            return self.password.get_secret_value()
-        if self.password_file is None:
-            return ""
-        try:
-            lines = self.password_file.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ConfigError(
-                f"kafka.password_file: {self.password_file}: cannot read it ({exc.strerror})"
-            ) from exc
-        if not lines or not lines[0]:
-            raise ConfigError(f"kafka.password_file: {self.password_file} is empty")
-        secrets.register(lines[0])
-        return lines[0]
+        return secrets.resolve(self.password, self.password_file, "kafka.password_file")
 
     def _key_password(self) -> str:
         assert self.ssl_key_password is not None

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import MutableMapping
+from pathlib import Path
 from typing import Any
+
+from pydantic import SecretStr
+
+from kmedic.errors import ConfigError
 
 MIN_LENGTH = 4
 MASK = "***"
@@ -23,6 +28,25 @@ def register(*values: str) -> None:
     """Remember secret values so that no log line shows them."""
     with _lock:
         _known.update(v for v in values if len(v) >= MIN_LENGTH)
+
+
+def resolve(inline: SecretStr | None, file: Path | None, setting: str) -> str:
+    """A password given inline, else the first line of ``file`` (read now, so a rotated file
+    is picked up), registered for redaction; "" when neither is given. ``setting`` names the
+    config key in errors (``kafka.password_file``)."""
+    if inline is not None:
+        register(inline.get_secret_value())
+        return inline.get_secret_value()
+    if file is None:
+        return ""
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{setting}: {file}: cannot read it ({exc.strerror})") from exc
+    if not lines or not lines[0]:
+        raise ConfigError(f"{setting}: {file} is empty")
+    register(lines[0])
+    return lines[0]
 
 
 def redact(text: str) -> str:

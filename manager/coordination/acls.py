@@ -23,7 +23,6 @@ from kazoo.security import ACL, Id, Permissions, make_digest_acl_credential
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from kmedic import secrets
-from kmedic.errors import ConfigError
 
 DIGEST_ID = re.compile(r"^[^:\s]+:[A-Za-z0-9+/]{27}=$")
 
@@ -64,21 +63,8 @@ class ZooKeeperAuth(BaseModel):
         return self
 
     def resolved_password(self) -> str:
-        if self.password is not None:
-            secrets.register(self.password.get_secret_value())
-            return self.password.get_secret_value()
-        assert self.password_file is not None
-        try:
-            lines = self.password_file.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ConfigError(
-                f"zookeeper.auth.password_file: {self.password_file}: cannot read it "
-                f"({exc.strerror})"
-            ) from exc
-        if not lines or not lines[0]:
-            raise ConfigError(f"zookeeper.auth.password_file: {self.password_file} is empty")
-        secrets.register(lines[0])
-        return lines[0]
+        # Exactly one of the two is set (checked at validation).
+        return secrets.resolve(self.password, self.password_file, "zookeeper.auth.password_file")
 
     def auth_data(self) -> list[tuple[str, str]]:
         """What kazoo sends to authenticate the session."""
