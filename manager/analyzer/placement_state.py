@@ -19,8 +19,11 @@ from manager.model.snapshot import Capacity, Snapshot
 class ClusterState:
     """Mutable, index-based view of a snapshot; partitions are numbered 0..n-1."""
 
-    def __init__(self, snap: Snapshot) -> None:
+    def __init__(self, snap: Snapshot, *, use_loads: bool = True) -> None:
+        """``use_loads=False``: every partition's traffic counts as zero, and targets are
+        ranked by disk use, then replica count (a heal while the loads are stale)."""
         policy = snap.policy
+        self.use_loads = use_loads
         self.policy = policy
         self.kind = policy.placement
         self.broker_ids: list[int] = sorted(b.id for b in snap.brokers)
@@ -118,7 +121,7 @@ class ClusterState:
             name = topic.name
             for part in topic.partitions:
                 reps = part.replicas
-                load = part.load
+                load = part.load if self.use_loads else None
                 if load is None:
                     bi = bo = mi = 0.0
                 else:
@@ -170,6 +173,10 @@ class ClusterState:
 
     def load_key(self, b: int) -> float:
         """How loaded a broker is when picking the least-loaded target."""
+        if not self.use_loads:
+            # Share of disk used; among equals, the broker with fewer replicas (a replica is
+            # worth far less than the smallest share of disk that can be told apart).
+            return self.load_disk[b] / self.cap_disk[b] + self.count[b] * 1e-12
         if self.policy.prefer_emptier_disks:
             return self.load_disk[b] / self.cap_disk[b]
         return self.net_util(b)

@@ -3,10 +3,15 @@
 Order of business: dead brokers are healed before anything is balanced (a cycle does one or the
 other); with an own reassignment still running the planner waits (noop); the plan is checked
 against the hard constraints; then every failing gate turns the decision into a refusal.
+A heal never waits for the load pipeline: restoring redundancy needs no traffic figures, so
+with stale loads it places replicas by size and replica count (every constraint still held)
+and says so; balancing still needs fresh loads.
 Pure: the same snapshot always gives the same decision.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from manager.analyzer.balance import BalancePlan, plan_balance
 from manager.analyzer.gates import (
@@ -53,10 +58,12 @@ def decide(snap: Snapshot) -> Decision:
     before = broker_loads(state)
     gates = failing_gates(snap, state)
     health = [r for r in gates if r.code not in AUTHORITY_CODES]
+    stale = [r for r in gates if r.code == "stale_load_data"]
+    heal_gates = [r for r in gates if r.code != "stale_load_data"]
     over = {b: o for b in state.broker_ids if state.usable(b) and (o := state.over_limits(b))}
     if any(r.started_by_kmedic for r in snap.reassignments):
         # Our own moves are still running: plan nothing until they finish.
-        blocking = gates if (state.dead or over) else health
+        blocking = heal_gates if state.dead else gates if over else health
         if blocking:
             return _refuse(None, blocking, before, before)
         return Decision(
@@ -70,10 +77,13 @@ def decide(snap: Snapshot) -> Decision:
             before,
         )
     totals = BrokerTotals.of(state)
-    # A dead broker that held no replica needs no healing (plan_heal finds nothing to move).
-    heal = plan_heal(state) if state.dead else None
-    if heal is not None and (heal.moves or heal.blocked):
-        return _finish_heal(snap, state, heal, gates, totals, before)
+    if state.dead:
+        # Stale loads never hold up a heal: it places by size and count instead.
+        sized = ClusterState(snap, use_loads=False) if stale else state
+        # A dead broker that held no replica needs no healing (plan_heal finds nothing).
+        heal = plan_heal(sized)
+        if heal.moves or heal.blocked:
+            return _finish_heal(snap, sized, heal, heal_gates, stale, totals, before)
     if not over:
         if health:
             return _refuse(None, health, before, before)
@@ -111,6 +121,7 @@ def _finish_heal(
     state: ClusterState,
     plan: HealPlan,
     gates: list[Reason],
+    stale: list[Reason],
     totals: BrokerTotals,
     before: dict[int, BrokerLoad],
 ) -> Decision:
@@ -133,21 +144,46 @@ def _finish_heal(
         changes = [(m.p, m.before, m.after) for m in plan.moves]
         reasons += gate_plan_constraints(check_plan(state, totals, changes))
         reasons += gate_budget(snap, len(plan.moves))
+    after = _after_heal(state, before)
     if reasons:
-        return _refuse("heal", reasons, before, broker_loads(state) if not plan.blocked else before)
+        return _refuse("heal", reasons, before, after if not plan.blocked else before)
     dead = ", ".join(str(b) for b in state.dead)
     summary = (
         f"heal dead brokers {dead}: {len(plan.moves)} partitions reassigned, "
         f"{plan.bytes_to_move} bytes to copy"
     )
-    info = tuple(
+    info = [
         Reason("broker_dead", f"broker {b} is dead past its grace period; its replicas move")
         for b in state.dead
-    )
+    ]
+    if stale:
+        info.append(
+            Reason(
+                "heal_without_loads",
+                "replicas placed by partition size and replica count, because the loads are "
+                "stale: " + "; ".join(r.message for r in stale),
+            )
+        )
     actions = tuple(_reassign(state, m) for m in plan.moves)
-    return Decision(
-        "act", "heal", summary, info, actions, plan.bytes_to_move, before, broker_loads(state)
-    )
+    return Decision("act", "heal", summary, tuple(info), actions, plan.bytes_to_move, before, after)
+
+
+def _after_heal(state: ClusterState, before: dict[int, BrokerLoad]) -> dict[int, BrokerLoad]:
+    """Each broker after the heal. A heal planned without loads knows no traffic: the network
+    figures stay those of ``before`` rather than showing zero."""
+    after = broker_loads(state)
+    if state.use_loads:
+        return after
+    return {
+        b: replace(
+            load,
+            network_in=before[b].network_in,
+            network_out=before[b].network_out,
+            messages_in=before[b].messages_in,
+            network_util=before[b].network_util,
+        )
+        for b, load in after.items()
+    }
 
 
 def _finish_balance(

@@ -32,6 +32,7 @@ ReasonCode = Literal[
     # explanations on act and noop
     "own_reassignment_in_progress",
     "broker_dead",
+    "heal_without_loads",
     "over_limit",
     "limits_unresolved",
     "budget_truncated",
@@ -109,6 +110,12 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "noop", "a reassignment kmedic started is still running"
     ),
     "broker_dead": CodeDoc("act", "a broker is dead past its grace period; its replicas move"),
+    "heal_without_loads": CodeDoc(
+        "act",
+        "a heal planned while the loads are stale or missing: replicas placed by partition "
+        "size (the agents' log sizes) and replica count, every constraint held; balancing "
+        "still waits for fresh loads",
+    ),
     "over_limit": CodeDoc("act", "a broker is over its network or disk limit"),
     "limits_unresolved": CodeDoc(
         "act", "a broker stays over a limit after the plan (the budget or constraints stop it)"
