@@ -5,6 +5,13 @@ replica goes to the best eligible broker (see ``manager.analyzer.placement``), a
 brings is reserved on that broker at once, so one plan never overloads a target. All or nothing: if
 any replica finds no eligible broker the result carries every blocker and no moves are used.
 
+One replica at a time, an early choice can take the room a later partition needed. So when the
+greedy pass falls short - a partition finds no broker for a reason capacity explains, or a
+replica lands on a repeated rack (or outside its isolation group's primary brokers) although a
+broker with room before the heal would have given it a better place - the whole heal is solved
+exactly (``manager.analyzer.heal_solver``). The exact plan replaces the greedy one when it heals
+what the greedy could not or places strictly better; otherwise the greedy plan stands.
+
 The new replica takes the dead one's place in the list; the current leader (alive, or the
 partition would be offline) is then put first, so the preferred leader stays where traffic
 already is and no election is needed.
@@ -12,8 +19,10 @@ already is and no election is needed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from manager.analyzer.heal_solver import DeadReplica, Quality, quality, solve_heal
 from manager.analyzer.placement import Blocked, LoadOrder, choose_target, diagnose, rack_shortfall
 from manager.analyzer.placement_state import ClusterState
 
@@ -32,6 +41,8 @@ class HealPlan:
     moves: list[ReplicaMove] = field(default_factory=list)
     blocked: list[Blocked] = field(default_factory=list)
     bytes_to_move: int = 0
+    # Set when the one-at-a-time placement fell short and the exact search ran: what it found.
+    exact: str | None = None
 
 
 def plan_heal(state: ClusterState) -> HealPlan:
@@ -42,19 +53,52 @@ def plan_heal(state: ClusterState) -> HealPlan:
         return plan
     affected = [p for p, reps in enumerate(state.replicas) if not dead.isdisjoint(reps)]
     affected.sort(key=lambda p: (-state.size[p], state.topic[p], state.number[p]))
+    start = _Room.of(state)
     order = LoadOrder(state)
+    short: list[int] = []
     for p in affected:
-        blocker = _heal_partition(state, order, p, dead, plan)
+        blocker = _heal_partition(state, order, p, dead, plan, start, short)
         if blocker is not None:
             plan.blocked.append(blocker)
+    if plan.blocked or short:
+        # One replica at a time, an early choice can take the room a later one needed.
+        _solve_exactly(state, affected, dead, plan, short)
     if plan.blocked:
         plan.moves.clear()
         plan.bytes_to_move = 0
     return plan
 
 
+@dataclass(frozen=True, slots=True)
+class _Room:
+    """Broker loads before the heal: what each broker could take on its own."""
+
+    load_in: dict[int, float]
+    load_disk: dict[int, float]
+    count: dict[int, int]
+
+    @classmethod
+    def of(cls, state: ClusterState) -> _Room:
+        return cls(dict(state.load_in), dict(state.load_disk), dict(state.count))
+
+    def fits(self, state: ClusterState, b: int, p: int) -> bool:
+        cap = state.policy.max_replicas_per_broker
+        d_in, size = state.bin[p], state.size[p]
+        return (
+            (d_in <= 0 or self.load_in[b] + d_in <= state.lim_in[b])
+            and (size <= 0 or self.load_disk[b] + size <= state.lim_disk[b])
+            and (cap is None or self.count[b] + 1 <= cap)
+        )
+
+
 def _heal_partition(
-    state: ClusterState, order: LoadOrder, p: int, dead: frozenset[int], plan: HealPlan
+    state: ClusterState,
+    order: LoadOrder,
+    p: int,
+    dead: frozenset[int],
+    plan: HealPlan,
+    start: _Room,
+    short: list[int],
 ) -> Blocked | None:
     before = state.replicas[p]
     name = state.name(p)
@@ -67,22 +111,160 @@ def _heal_partition(
     if leader in state.frozen:
         return Blocked("maintenance", f"{name} is led by a broker in maintenance")
     d_in = state.bin[p]
+    placed: list[tuple[int, int]] = []
     for gone in before:
         if gone not in dead:
             continue
         others = tuple(x for x in state.replicas[p] if x != gone and x not in dead)
         target = choose_target(state, order, state.topic[p], state.size[p], others, d_in, 0.0)
         if target is None:
+            _undo(state, order, p, before, placed)
             return diagnose(state, p, others, d_in, 0.0)
+        if _better_elsewhere(state, start, p, others, target):
+            short.append(p)
         state.move_replica(p, gone, target)
         order.update(target)
+        placed.append((gone, target))
     after = state.replicas[p]
-    short = rack_shortfall(state, after)
-    if short is not None:
-        return Blocked("min_racks", f"{name}: the live brokers allow only a set that {short}")
-    if after[0] != leader:
+    short_racks = rack_shortfall(state, after)
+    if short_racks is not None:
+        _undo(state, order, p, before, placed)
+        return Blocked("min_racks", f"{name}: the live brokers allow only a set that {short_racks}")
+    _record(state, plan, p, before, dead)
+    return None
+
+
+def _record(
+    state: ClusterState, plan: HealPlan, p: int, before: tuple[int, ...], dead: frozenset[int]
+) -> None:
+    """The leader (alive, or the partition would be offline) goes first: no election needed."""
+    leader = state.leader[p]
+    after = state.replicas[p]
+    if leader is not None and after[0] != leader:
         after = (leader, *(x for x in after if x != leader))
         state.set_replicas(p, after)
     plan.moves.append(ReplicaMove(p, before, after))
     plan.bytes_to_move += state.size[p] * sum(1 for x in before if x in dead)
-    return None
+
+
+def _undo(
+    state: ClusterState,
+    order: LoadOrder | None,
+    p: int,
+    before: tuple[int, ...],
+    placed: list[tuple[int, int]],
+) -> None:
+    """Take back the moves ``placed`` (dead broker, new broker) of ``p``; loads as before."""
+    for gone, target in reversed(placed):
+        state.move_replica(p, target, gone)
+        if order is not None:
+            order.update(target)
+    state.set_replicas(p, before)
+
+
+def _key(state: ClusterState, p: int, others: tuple[int, ...], b: int) -> tuple[bool, bool, bool]:
+    """(in the primary isolation set, a new top, a new rack): what the greedy choice ranks by."""
+    sets = state.allowed_sets(p)
+    loc = state.loc[b]
+    return (
+        sets is None or b in sets[0],
+        all(state.loc[o].top != loc.top for o in others),
+        all(state.loc[o].rack != loc.rack for o in others),
+    )
+
+
+def _better_elsewhere(
+    state: ClusterState, start: _Room, p: int, others: tuple[int, ...], target: int
+) -> bool:
+    """Could a broker that had room before the heal have placed this replica better?"""
+    got = _key(state, p, others, target)
+    if all(got):
+        return False
+    sets = state.allowed_sets(p)
+    allowed = frozenset().union(*sets) if sets is not None else None
+    return any(
+        _key(state, p, others, b) > got
+        for b in state.broker_ids
+        if state.usable(b)
+        and b not in others
+        and (allowed is None or b in allowed)
+        and start.fits(state, b, p)
+    )
+
+
+def _solve_exactly(
+    state: ClusterState, affected: list[int], dead: frozenset[int], plan: HealPlan, short: list[int]
+) -> None:
+    """Replace the greedy plan by the exact one when it heals what the greedy could not, or
+    places the same replicas better; otherwise the greedy plan (or refusal) stands."""
+    if any(b.constraint not in SOLVABLE for b in plan.blocked):
+        return  # a partition no placement can heal: the refusal stands as it is
+    greedy = [(m, quality(state, [m.p])) for m in plan.moves]
+    for m, _ in reversed(greedy):
+        _undo(state, None, m.p, m.before, _pairs(m, dead))
+    replicas = [DeadReplica(p, b) for p in affected for b in state.replicas[p] if b in dead]
+    solution = solve_heal(state, replicas)
+    got = solution.quality
+    before = _sum(q for _, q in greedy)
+    if solution.targets is None or got is None or not (plan.blocked or got > before):
+        for m, _ in greedy:
+            _redo(state, m, dead)
+        if plan.blocked:
+            plan.exact = f"exact search over {len(replicas)} replicas: {solution.status}"
+        return
+    placed = f"the exact search placed all {len(replicas)} replicas ({solution.status})"
+    if plan.blocked:
+        plan.exact = (
+            f"{len(plan.blocked)} partitions found no broker one replica at a time; {placed}: "
+            f"{_describe(state, got)}"
+        )
+    else:
+        plan.exact = (
+            f"{len(short)} replicas took a repeated rack or a secondary group one at a time; "
+            f"{placed}: {_describe(state, got)}, against {_describe(state, before)}"
+        )
+    plan.moves.clear()
+    plan.blocked.clear()
+    plan.bytes_to_move = 0
+    for p in affected:
+        before_p = state.replicas[p]
+        for gone in before_p:
+            if gone in dead:
+                state.move_replica(p, gone, solution.targets[DeadReplica(p, gone)])
+        _record(state, plan, p, before_p, dead)
+
+
+SOLVABLE = frozenset({"capacity", "max_replicas_per_broker", "min_racks"})
+
+
+def _pairs(m: ReplicaMove, dead: frozenset[int]) -> list[tuple[int, int]]:
+    gone = [x for x in m.before if x in dead]
+    new = [x for x in m.after if x not in m.before]
+    return list(zip(gone, new, strict=True))
+
+
+def _redo(state: ClusterState, m: ReplicaMove, dead: frozenset[int]) -> None:
+    for gone, target in _pairs(m, dead):
+        state.move_replica(m.p, gone, target)
+    state.set_replicas(m.p, m.after)
+
+
+def _sum(qualities: Iterable[Quality]) -> Quality:
+    primary = tops = racks = 0
+    for q in qualities:
+        primary, tops, racks = primary + q.primary, tops + q.tops, racks + q.racks
+    return Quality(primary, tops, racks)
+
+
+def _describe(state: ClusterState, q: Quality) -> str:
+    """The quality in the placement policy's words, summed over the healed partitions."""
+    units = {"rack": None, "region": "regions", "zone": "zones"}[state.kind]
+    racks = "upgrade domains" if state.kind == "zone" else "racks"
+    words = (
+        f"{q.racks} distinct {racks}"
+        if units is None
+        else (f"{q.tops} distinct {units} and {q.racks} distinct {racks}")
+    )
+    if any(state.allowed_sets(p) is not None for p in range(state.partition_count)):
+        words += f", {q.primary} replicas in primary isolation groups"
+    return words

@@ -133,6 +133,8 @@ def _finish_heal(
             else "plan_violates_constraints"
         )
         reasons.append(Reason(code, f"{blocked.message} (constraint: {blocked.constraint})"))
+    if plan.blocked and plan.exact is not None:
+        reasons.append(Reason("plan_violates_constraints", plan.exact))
     if len(plan.blocked) > MAX_BLOCKERS_LISTED:
         reasons.append(
             Reason(
@@ -156,6 +158,8 @@ def _finish_heal(
         Reason("broker_dead", f"broker {b} is dead past its grace period; its replicas move")
         for b in state.dead
     ]
+    if plan.exact is not None:
+        info.append(Reason("heal_exact_placement", plan.exact))
     if stale:
         info.append(
             Reason(

@@ -33,6 +33,7 @@ ReasonCode = Literal[
     "own_reassignment_in_progress",
     "broker_dead",
     "heal_without_loads",
+    "heal_exact_placement",
     "over_limit",
     "limits_unresolved",
     "budget_truncated",
@@ -115,6 +116,12 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "a heal planned while the loads are stale or missing: replicas placed by partition "
         "size (the agents' log sizes) and replica count, every constraint held; balancing "
         "still waits for fresh loads",
+    ),
+    "heal_exact_placement": CodeDoc(
+        "act",
+        "placing replicas one at a time would have refused or repeated a rack (or left an "
+        "isolation group's primary brokers); an exact search over the whole heal found a "
+        "placement that holds every constraint, and the message compares the two",
     ),
     "over_limit": CodeDoc("act", "a broker is over its network or disk limit"),
     "limits_unresolved": CodeDoc(
