@@ -10,8 +10,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
+from confluent_kafka import KafkaException
+from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.kafka_client import Cluster, client_settings
+from manager.audit.kafka_sink import read_records
+from manager.audit.log import AuditRecord
 
 T = TypeVar("T")
 
@@ -75,3 +79,25 @@ def wait_until_usable(bootstrap: Cluster, topics: list[str]) -> None:
 
     brokers = broker_addresses(AdminClient(kafka_conf(bootstrap)).list_topics(timeout=15))
     wait_until_known(topics, brokers, admin_conf=kafka_conf(bootstrap))
+
+
+def scrape(port: int, name: str, **labels: str) -> float | None:
+    """The first sample of metric ``name`` with these labels on a local /metrics page; None
+    while the page does not answer or has no such sample yet."""
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    except OSError:
+        return None  # still starting
+    for family in text_string_to_metric_families(text.decode()):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return None
+
+
+def read_audit(bootstrap: Cluster, topic: str) -> list[AuditRecord]:
+    """Every audit record in ``topic`` so far; [] while a leader moves (read again)."""
+    try:
+        return list(read_records(bootstrap, topic, timeout_s=10))
+    except KafkaException:
+        return []

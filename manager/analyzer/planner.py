@@ -20,8 +20,10 @@ from manager.analyzer.gates import (
     gate_plan_constraints,
 )
 from manager.analyzer.heal import HealPlan, ReplicaMove, plan_heal
+from manager.analyzer.health import recovering
 from manager.analyzer.placement_check import BrokerTotals, check_existing, check_plan
 from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.spread import out_of_band, plan_spread
 from manager.model.decision import (
     Action,
     BrokerLoad,
@@ -87,6 +89,9 @@ def decide(snap: Snapshot) -> Decision:
     if not over:
         if health:
             return _refuse(None, health, before, before)
+        spread = None if gates else _even_spread(snap, state, totals, before)
+        if spread is not None:
+            return spread
         summary = "every broker is alive and within its limits"
         if state.dead:
             dead = ", ".join(str(b) for b in state.dead)
@@ -198,6 +203,7 @@ def _finish_balance(
     totals: BrokerTotals,
     before: dict[int, BrokerLoad],
     over: dict[int, list[str]],
+    why: list[Reason] | None = None,
 ) -> Decision:
     after = broker_loads(state)
     reasons = list(gates)
@@ -220,6 +226,7 @@ def _finish_balance(
         Reason("over_limit", f"broker {b} is over its {' and '.join(o)} limit")
         for b, o in sorted(over.items())
     ]
+    info += why or []
     for b, o in sorted(plan.still_over.items()):
         info.append(
             Reason("limits_unresolved", f"broker {b} stays over its {' and '.join(o)} limit")
@@ -234,13 +241,68 @@ def _finish_balance(
             actions.append(Reassign(topic, number, lm.before, lm.after))
         actions.append(ElectPreferredLeader(topic, number, lm.leader))
     actions += [_reassign(state, m) for m in plan.replica_moves]
+    what = f"balance {len(over)} brokers over their limits" if over else "even out network load"
     summary = (
-        f"balance {len(over)} brokers over their limits: {len(plan.leader_moves)} leadership "
+        f"{what}: {len(plan.leader_moves)} leadership "
         f"moves, {len(plan.replica_moves)} replica moves, {plan.bytes_to_move} bytes to copy; "
         f"busiest broker at {plan.busiest_ratio:.2f}x the average network load"
     )
     return Decision(
         "act", "balance", summary, tuple(info), tuple(actions), plan.bytes_to_move, before, after
+    )
+
+
+def _even_spread(
+    snap: Snapshot, state: ClusterState, totals: BrokerTotals, before: dict[int, BrokerLoad]
+) -> Decision | None:
+    """Even out a cluster with no broker over a limit; None when it is even, or it is no time
+    to (a broker dead or just back, moves running, partitions catching up)."""
+    policy = snap.policy
+    if not policy.even_spread or state.dead or recovering(snap) or snap.reassignments:
+        return None
+    if not all(state.in_sync(p) for p in range(state.partition_count)):
+        return None
+    uneven = out_of_band(state, policy.even_spread_threshold)
+    if not uneven:
+        return None
+    told = [Reason("uneven_spread", o.sentence()) for o in uneven[:MAX_EXAMPLES]]
+    if len(uneven) > MAX_EXAMPLES:
+        told.append(Reason("uneven_spread", f"and {len(uneven) - MAX_EXAMPLES} more"))
+    budget = max(
+        0,
+        min(
+            policy.max_moves_per_cycle,
+            policy.max_moves_per_hour - snap.recent_actions.moves_last_hour,
+        ),
+    )
+    plan = plan_spread(state, policy.even_spread_threshold, budget)
+    if not plan.moves and {o.dimension for o in uneven} == {"network"}:
+        # Network alone: the evenness phase of balance moves leadership first.
+        network = plan_balance(state, budget)
+        if network.move_count:
+            return _finish_balance(snap, state, network, [], totals, before, {}, told)
+    if not plan.moves:
+        why = (
+            "no move budget is left this hour"
+            if plan.budget_hit
+            else ("no replica move narrows it within the placement constraints and limits")
+        )
+        summary = f"the cluster is uneven, and stays so: {why}"
+        return Decision("noop", None, summary, tuple(told), (), 0, before, before)
+    changes = [(m.p, m.before, m.after) for m in plan.moves]
+    problems = gate_plan_constraints(check_plan(state, totals, changes))
+    after = broker_loads(state)
+    if problems:
+        return _refuse("balance", problems, before, after)
+    if plan.budget_hit:
+        told.append(Reason("budget_truncated", "the plan stops at the move budget"))
+    summary = (
+        f"even out an uneven cluster: {len(plan.moves)} replica moves, {plan.bytes_to_move} "
+        f"bytes to copy ({uneven[0].sentence()})"
+    )
+    actions = tuple(_reassign(state, m) for m in plan.moves)
+    return Decision(
+        "act", "balance", summary, tuple(told), actions, plan.bytes_to_move, before, after
     )
 
 

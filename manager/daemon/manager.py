@@ -148,7 +148,35 @@ class Manager:
         while not self._stop.is_set():
             started = self.clock.monotonic()
             self.run_once()
-            self._stop.wait(max(0.0, self.cfg.interval_s - (self.clock.monotonic() - started)))
+            self._between_cycles(started + self.cfg.interval_s)
+
+    def _between_cycles(self, next_cycle: float) -> None:
+        """Wait for the next cycle; while moves run, poll the executor on the way: when one
+        completes, the next move of the plan starts at once rather than a whole cycle later
+        (the per-broker and per-cluster limits, and the fenced plan write, still apply)."""
+        poll = self.executor.config.poll_interval_s
+        while (left := next_cycle - self.clock.monotonic()) > 0:
+            if not self._may_step():
+                self._stop.wait(left)
+                return
+            if self._stop.wait(min(left, poll)):
+                return
+            try:
+                if self.executor.poll():
+                    self._sync_plan()
+                    self._observe_moves()
+            except Exception as exc:  # the next cycle tries again, and says why
+                log.warning("executor_poll_failed", error=str(exc))
+                return
+
+    def _may_step(self) -> bool:
+        coord = self.coordinator
+        return (
+            bool(self.executor.active())
+            and coord.connected
+            and coord.is_leader
+            and not self._drop_moves.is_set()
+        )
 
     def run_once(self) -> CycleOutcome | None:
         """One cycle, its outcome logged once (None: the cycle failed; logged with why)."""

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.state import CoordinationState
-from manager.executor.executor import ChangeGuard, EventCallback, MoveState
+from manager.executor.executor import ChangeGuard, EventCallback, ExecutorConfig, MoveState
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
@@ -96,6 +96,7 @@ class Coordinator(Protocol):
 
 
 class Executor(Protocol):
+    config: ExecutorConfig
     on_event: EventCallback | None
     before_change: ChangeGuard | None
 
@@ -106,6 +107,8 @@ class Executor(Protocol):
     def in_flight(self) -> list[MoveState]: ...
 
     def step(self) -> None: ...
+
+    def poll(self) -> bool: ...
 
     def forget_moves(self) -> None: ...
 

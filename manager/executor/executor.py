@@ -62,7 +62,11 @@ class ExecutorConfig(BaseModel):
     )
     move_timeout_s: float = Field(default=3600.0, gt=0)
     cancel_on_timeout: bool = False
-    poll_interval_s: float = Field(default=2.0, gt=0)
+    poll_interval_s: float = Field(
+        default=0.5,
+        gt=0,
+        description="how often moves in flight are checked for completion between steps",
+    )
     progress_interval_s: float = Field(default=60.0, gt=0)
     elect_preferred_leaders: bool = True
     request_timeout_s: float = Field(default=30.0, gt=0)
@@ -149,6 +153,21 @@ class Executor:
         self._track(view)
         self._start_next(view)
         self._apply_throttles()
+
+    def poll(self) -> bool:
+        """A cheap look between steps: one reassignment listing. Steps (and returns True) only
+        when a move in flight has left Kafka's list - it completed or was cancelled - so the
+        next move can start at once instead of at the next step."""
+        flying = {s.move.tp for s in self.in_flight()}
+        if not flying:
+            return False
+        ongoing = self._retrying(
+            lambda kp: kp.list_partition_reassignments(), "list partition reassignments"
+        )
+        if flying <= {(tp.topic, tp.partition) for tp in ongoing}:
+            return False
+        self.step()
+        return True
 
     def run(self, timeout_s: float) -> dict[TopicPartition, MoveState]:
         """Step until every submitted move finished (completed, failed or cancelled)."""

@@ -38,6 +38,7 @@ ReasonCode = Literal[
     "limits_unresolved",
     "budget_truncated",
     "placement_violation",
+    "uneven_spread",
 ]
 
 Outcomes = Literal["refuse", "wait", "act", "noop", "act, noop"]
@@ -130,6 +131,12 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
     "budget_truncated": CodeDoc("act", "the plan stops at the move budget"),
     "placement_violation": CodeDoc(
         "act, noop", "the existing placement breaks the policy (count and examples)"
+    ),
+    "uneven_spread": CodeDoc(
+        "act, noop",
+        "no broker is over a limit, but one's disk share, replica count or network share is "
+        "outside `even_spread_threshold` x the average (a new empty broker, say): the plan "
+        "evens it out, or the noop says why it cannot",
     ),
 }
 

@@ -134,6 +134,17 @@ class Policy(_Frozen):
     balance_threshold: float = Field(
         default=1.10, ge=1.0, description="busiest broker's network load / cluster average"
     )
+    even_spread: bool = Field(
+        default=True,
+        description="balance an uneven cluster (a new empty broker, say) even when no broker "
+        "is over a limit; never during a heal, a broker's recovery window or a degraded mode",
+    )
+    even_spread_threshold: float = Field(
+        default=1.20,
+        ge=1.0,
+        description="a broker's disk share, replica count or network share above this x the "
+        "average, or below the average / this, is uneven (docs/planner.md, 'Even spread')",
+    )
     dead_grace_ms: int = Field(default=600_000, ge=0)
     recovery_window_ms: int = Field(
         default=1_800_000,

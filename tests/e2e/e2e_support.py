@@ -3,6 +3,7 @@ retried while brokers come and go."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 import urllib.request
 from collections.abc import Callable, Iterable
@@ -12,6 +13,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 from helpers import kafka_conf, wait_for
 from kafka import KafkaAdminClient
+from kafka import TopicPartition as KpTopicPartition
+from kafka.errors import KafkaError as KpKafkaError
 from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.kafka_client import Cluster, client_settings
@@ -105,3 +108,49 @@ def reassignments(bootstrap: Cluster) -> dict[tuple[str, int], tuple[int, ...]]:
         )
         for tp, info in ongoing.items()
     }
+
+
+Placement = dict[tuple[str, int], list[int]]
+
+
+def placement(bootstrap: Cluster) -> Placement:
+    """The replica list of every partition of every topic, Kafka's own and kmedic's among them."""
+
+    def read(admin: AdminClient) -> Placement:
+        meta = admin.list_topics(timeout=5)
+        return {
+            (t, p.id): list(p.replicas)
+            for t, topic in meta.topics.items()
+            for p in topic.partitions.values()
+        }
+
+    return ask(bootstrap, read)
+
+
+def put_back(bootstrap: Cluster, initial: Placement) -> int:
+    """Every partition that still exists back on the replicas ``initial`` gave it (a heal test
+    leaves the broker it killed emptier), its preferred leader elected; how many moved."""
+    now = placement(bootstrap)
+    moved = {
+        key: replicas for key, replicas in initial.items() if now.get(key) not in (None, replicas)
+    }
+    if moved:
+        client = KafkaAdminClient(**client_settings(bootstrap).kafka_python())
+        try:
+            client.alter_partition_reassignments(
+                {KpTopicPartition(t, p): replicas for (t, p), replicas in moved.items()}
+            )
+            wait_for(
+                lambda: not client.list_partition_reassignments(),
+                timeout=180,
+                what=f"{len(moved)} partitions back on their first replicas",
+            )
+            by_topic: dict[str, list[int]] = {}
+            for t, p in moved:
+                by_topic.setdefault(t, []).append(p)
+            # Some may be led by their preferred replica already: nothing to elect there.
+            with contextlib.suppress(KpKafkaError):
+                client.elect_leaders(0, by_topic, timeout_ms=30_000)  # 0: preferred
+        finally:
+            client.close()
+    return len(moved)

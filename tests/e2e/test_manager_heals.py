@@ -202,7 +202,9 @@ def alert_states(server: PrometheusServer, name: str, cluster: str) -> set[str]:
 def manager_settings(metrics_port: int) -> dict[str, Any]:
     return {
         "interval_s": CYCLE_S,
-        "policy": {"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1},
+        # Even spread off: a broker back from a heal test is emptier; filling it is not what
+        # these tests count.
+        "policy": {"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1, "even_spread": False},
         "http": {"port": metrics_port},
     }
 

@@ -176,7 +176,7 @@ def healing(secure_cluster: LocalCluster, pipeline: Pipeline) -> Iterator[dict[s
         pipeline.start_stream()
         pipeline.start_manager(
             interval_s=3,
-            policy={"dead_grace_ms": 10_000, "max_dead_brokers": 1},
+            policy={"dead_grace_ms": 10_000, "max_dead_brokers": 1, "even_spread": False},
             http={"port": http_port},
         )
         wanted = {f"{TOPIC}:{p}".encode() for p in range(PARTITIONS)}

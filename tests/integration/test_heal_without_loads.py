@@ -1,48 +1,36 @@
 """A heal never waits for the load pipeline: with the Spark job not running and its loads topic
 holding only records an hour old (what a job that stopped leaves behind), agents and the
 manager as processes heal a SIGKILLed broker on the real cluster, and the decision says it
-placed replicas by size and count because the loads are stale."""
+placed replicas by size and count because the loads are stale. The executor is event-driven:
+with a long cycle and one move per broker, each move starts moments after one completes."""
 
 from __future__ import annotations
 
 import json
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-from helpers import kafka_conf, wait_for, wait_until_usable
-from prometheus_client.parser import text_string_to_metric_families
+from helpers import kafka_conf, read_audit, scrape, wait_for, wait_until_usable
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
-from manager.audit.kafka_sink import read_records
 from manager.audit.log import AuditRecord
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 HOUR_MS = 3_600_000
-
-
-def metric(port: int, name: str) -> float | None:
-    try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
-    except OSError:
-        return None  # still starting
-    for family in text_string_to_metric_families(text.decode()):
-        for sample in family.samples:
-            if sample.name == name:
-                return float(sample.value)
-    return None
+CYCLE_S = 10
+POLL_GAP_MS = 3_000  # a completion seen (poll every 0.5 s), the next batch written and started
 
 
 def loads_stale(port: int) -> bool:
-    valid = metric(port, "kmedic_load_data_valid_fraction")
+    valid = scrape(port, "kmedic_load_data_valid_fraction")
     return valid is not None and valid < 0.9
 
 
@@ -67,13 +55,6 @@ def write_stale_loads(bootstrap: str, loads_topic: str, topic: str) -> None:
 def replicas_of(bootstrap: str, topic: str) -> dict[int, tuple[list[int], list[int]]]:
     meta = AdminClient(kafka_conf(bootstrap)).list_topics(topic, timeout=10).topics[topic]
     return {p.id: (list(p.replicas), list(p.isrs)) for p in meta.partitions.values()}
-
-
-def audit(bootstrap: str, topic: str) -> list[AuditRecord]:
-    try:
-        return list(read_records(bootstrap, topic, timeout_s=10))
-    except KafkaException:
-        return []  # a leader is moving; read again
 
 
 def test_a_dead_broker_is_healed_while_the_load_pipeline_is_down(
@@ -101,20 +82,23 @@ def test_a_dead_broker_is_healed_while_the_load_pipeline_is_down(
     try:
         pipeline.start_agents(interval_s=2, topic=topics["brokerstats"])
         pipeline.start_manager(
-            interval_s=2,
+            # A long cycle, one move per broker: a move that starts well before the next cycle
+            # was started by the executor's poll, the moment an earlier one completed.
+            interval_s=CYCLE_S,
             topics=topics,
             policy={
                 "dead_grace_ms": 3000,
                 "max_dead_brokers": 1,
+                "even_spread": False,  # the shared cluster is not this test's to even out
                 # Every replica the dead broker held moves, the session's other tests' too.
                 "max_moves_per_cycle": 10_000,
                 "max_moves_per_hour": 100_000,
             },
-            executor={"max_moves_per_broker": 20, "max_moves_in_flight": 60},
+            executor={"max_moves_per_broker": 1, "max_moves_in_flight": 3},
             http={"port": port},
         )
         wait_for(
-            lambda: pipeline.check_running() or metric(port, "kmedic_is_leader") == 1,
+            lambda: pipeline.check_running() or scrape(port, "kmedic_is_leader") == 1,
             timeout=60,
             what="the manager to lead",
         )
@@ -136,7 +120,7 @@ def test_a_dead_broker_is_healed_while_the_load_pipeline_is_down(
         def heal_decision() -> list[AuditRecord]:
             return [
                 r
-                for r in audit(bootstrap, topics["actions"])
+                for r in read_audit(bootstrap, topics["actions"])
                 if r.kind == "decision" and r.summary.startswith("act: heal")
             ]
 
@@ -146,5 +130,14 @@ def test_a_dead_broker_is_healed_while_the_load_pipeline_is_down(
         assert not any(r.startswith("stale_load_data:") for r in reasons), reasons
         # The stale loads stay visible to the alert (KmedicStaleLoadData reads the load age).
         assert loads_stale(port)
+        # Event-driven: after the first batch, every move started within seconds of a
+        # completion, not a cycle (CYCLE_S) later.
+        moves = read_audit(bootstrap, topics["actions"])
+        done = sorted(r.time_ms for r in moves if r.kind == "action_completed")
+        started = sorted(r.time_ms for r in moves if r.kind == "action_started")
+        assert len(started) > 3, [r.summary for r in moves]
+        later = [t for t in started if t > started[0] + 1000]
+        late = [t for t in later if not any(0 <= t - c <= POLL_GAP_MS for c in done)]
+        assert later and not late, (started, done)
     finally:
         pipeline.stop()

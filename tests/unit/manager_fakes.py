@@ -14,7 +14,7 @@ from manager.config import ManagerConfig
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.state import CoordinationState
 from manager.daemon.manager import Manager
-from manager.executor.executor import ChangeGuard, EventCallback, MoveState
+from manager.executor.executor import ChangeGuard, EventCallback, ExecutorConfig, MoveState
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
@@ -211,6 +211,8 @@ class FakeCoordinator:
 
 class FakeExecutor:
     def __init__(self) -> None:
+        self.config = ExecutorConfig(poll_interval_s=0.01)
+        self.on_step: Callable[[], None] | None = None
         self.on_event: EventCallback | None = None
         self.before_change: ChangeGuard | None = None
         self.states: dict[TopicPartition, MoveState] = {}
@@ -238,6 +240,8 @@ class FakeExecutor:
         ``before_change`` first, as the real one does); after ``complete_all``, finds every
         move completed and its throttles gone."""
         self.steps += 1
+        if self.on_step is not None:
+            self.on_step()
         pending = [s for s in self.active() if s.status == "pending"]
         if pending and not self._complete:
             wanted = ThrottleRecord(
@@ -256,6 +260,11 @@ class FakeExecutor:
             elif state in pending:
                 state.status = "in_flight"
                 state.started_at = 100.0
+
+    def poll(self) -> bool:
+        """As if a move in flight always just left the reassignment list."""
+        self.step()
+        return True
 
     def complete_all(self) -> None:
         self._complete = True
