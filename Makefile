@@ -22,7 +22,7 @@ integration: bootstrap
 	$(PY) -m pytest tests/integration tests/e2e -q
 
 test: lint typecheck
-	$(PY) -m pytest tests -q --durations=10
+	$(PY) -m pytest tests -q --durations=25
 
 demo: bootstrap
 	$(VENV_BIN)/kmedic demo

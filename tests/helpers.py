@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import KafkaException
 from prometheus_client.parser import text_string_to_metric_families
 
+from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster, client_settings
 from manager.audit.kafka_sink import read_records
 from manager.audit.log import AuditRecord
@@ -96,8 +97,9 @@ def scrape(port: int, name: str, **labels: str) -> float | None:
 
 
 def read_audit(bootstrap: Cluster, topic: str) -> list[AuditRecord]:
-    """Every audit record in ``topic`` so far; [] while a leader moves (read again)."""
+    """Every audit record in ``topic`` so far; [] while the topic does not exist yet or a
+    leader moves (read again)."""
     try:
         return list(read_records(bootstrap, topic, timeout_s=10))
-    except KafkaException:
+    except (KafkaException, KmedicError):
         return []

@@ -77,8 +77,23 @@ def check_plan(
     return problems
 
 
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One partition breaking the placement policy as it is: ``rule`` is ``racks`` (replicas
+    share a rack, or span fewer than an enforced ``min_racks``) or ``isolation``."""
+
+    p: int
+    rule: str
+    message: str
+
+
 def check_existing(state: ClusterState) -> list[str]:
-    """Violations in the placement as it is (BookKeeper's auditor's job): reported, not repaired.
+    """Violations in the placement as it is (BookKeeper's auditor's job), as sentences."""
+    return [v.message for v in violations(state)]
+
+
+def violations(state: ClusterState) -> list[Violation]:
+    """Every partition that breaks the policy as it is.
 
     A partition breaks the policy when its replicas share a rack (zone) although the cluster
     has enough racks for them to be apart, or when it spans fewer racks than an enforced
@@ -89,19 +104,21 @@ def check_existing(state: ClusterState) -> list[str]:
     available = len(set(unit.values()))
     min_racks = state.policy.min_racks if state.policy.enforce_min_racks else 0
     word = "zones" if kind == "zone" else "racks"
-    problems: list[str] = []
+    found: list[Violation] = []
     # One pass over every partition each cycle: kept to plain set sizes, no helper calls.
     for p, reps in enumerate(state.replicas):
         n = len(reps)
         units = len({unit[b] for b in reps})
         if units < n and units < available:
-            problems.append(f"{state.name(p)}: replicas {list(reps)} share a rack")
+            message = f"{state.name(p)}: replicas {list(reps)} share a rack"
+            found.append(Violation(p, "racks", message))
         elif units < min_racks and units < n:
             need = min(min_racks, n)
-            problems.append(
+            message = (
                 f"{state.name(p)}: replicas {list(reps)} span {units} {word}, "
                 f"min_racks requires {need}"
             )
+            found.append(Violation(p, "racks", message))
     allowed = {
         t: frozenset().union(*sets)
         for t in set(state.topic)
@@ -111,7 +128,6 @@ def check_existing(state: ClusterState) -> list[str]:
         for p, topic in enumerate(state.topic):
             ok = allowed.get(topic)
             if ok is not None and (outside := [b for b in state.replicas[p] if b not in ok]):
-                problems.append(
-                    f"{state.name(p)}: brokers {outside} are outside its isolation group"
-                )
-    return problems
+                message = f"{state.name(p)}: brokers {outside} are outside its isolation group"
+                found.append(Violation(p, "isolation", message))
+    return found

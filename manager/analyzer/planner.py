@@ -5,7 +5,9 @@ other); with an own reassignment still running the planner waits (noop); the pla
 against the hard constraints; then every failing gate turns the decision into a refusal.
 A heal never waits for the load pipeline: restoring redundancy needs no traffic figures, so
 with stale loads it places replicas by size and replica count (every constraint still held)
-and says so; balancing still needs fresh loads.
+and says so; balancing still needs fresh loads. With nothing dead and nobody over a limit, a
+quiet cluster (nothing just back, no move running, everything in sync) may still get placement
+repairs (``repair_placement``) or an even-spread balance (``even_spread``): ``goals``.
 Pure: the same snapshot always gives the same decision.
 """
 
@@ -19,17 +21,17 @@ from manager.analyzer.gates import (
     gate_budget,
     gate_plan_constraints,
 )
-from manager.analyzer.heal import HealPlan, ReplicaMove, plan_heal
-from manager.analyzer.health import recovering
+from manager.analyzer.goals import quiet, repair_decision, spread_decision
+from manager.analyzer.heal import HealPlan, plan_heal
 from manager.analyzer.placement_check import BrokerTotals, check_existing, check_plan
 from manager.analyzer.placement_state import ClusterState
-from manager.analyzer.spread import out_of_band, plan_spread
+from manager.analyzer.spread import out_of_band
+from manager.analyzer.verdict import MAX_EXAMPLES, broker_loads, move_budget, reassign, refuse
 from manager.model.decision import (
     Action,
     BrokerLoad,
     Decision,
     ElectPreferredLeader,
-    PlanKind,
     Reason,
     Reassign,
 )
@@ -37,22 +39,6 @@ from manager.model.reasons import AUTHORITY_CODES, ReasonCode
 from manager.model.snapshot import Snapshot
 
 MAX_BLOCKERS_LISTED = 20
-MAX_EXAMPLES = 5
-
-
-def broker_loads(state: ClusterState) -> dict[int, BrokerLoad]:
-    return {
-        b: BrokerLoad(
-            network_in=state.load_in[b],
-            network_out=state.load_out[b],
-            messages_in=state.load_msgs[b],
-            disk_bytes=state.load_disk[b],
-            replicas=state.count[b],
-            leaders=state.leaders[b],
-            network_util=state.net_util(b),
-        )
-        for b in state.broker_ids
-    }
 
 
 def decide(snap: Snapshot) -> Decision:
@@ -67,7 +53,7 @@ def decide(snap: Snapshot) -> Decision:
         # Our own moves are still running: plan nothing until they finish.
         blocking = heal_gates if state.dead else gates if over else health
         if blocking:
-            return _refuse(None, blocking, before, before)
+            return refuse(None, blocking, before, before)
         return Decision(
             "noop",
             None,
@@ -88,37 +74,30 @@ def decide(snap: Snapshot) -> Decision:
             return _finish_heal(snap, sized, heal, heal_gates, stale, totals, before)
     if not over:
         if health:
-            return _refuse(None, health, before, before)
-        spread = None if gates else _even_spread(snap, state, totals, before)
-        if spread is not None:
-            return spread
+            return refuse(None, health, before, before)
+        calm = not gates and quiet(snap, state)
+        repair = repair_decision(snap, state, totals, before) if calm else None
+        if repair is not None:
+            return repair
+        even = calm and snap.policy.even_spread
+        uneven = out_of_band(state, snap.policy.even_spread_threshold) if even else []
+        if {o.dimension for o in uneven} == {"network"}:
+            # Network alone: the evenness phase of balance moves leadership first.
+            network = plan_balance(state, move_budget(snap))
+            if network.move_count:
+                why = [Reason("uneven_spread", o.sentence()) for o in uneven[:MAX_EXAMPLES]]
+                return _finish_balance(snap, state, network, [], totals, before, {}, why)
+        if uneven:
+            return spread_decision(snap, state, totals, before, uneven)
         summary = "every broker is alive and within its limits"
         if state.dead:
             dead = ", ".join(str(b) for b in state.dead)
             summary = f"dead brokers {dead} hold no replicas; every live broker is within limits"
-        return Decision("noop", None, summary, _placement_reasons(state), (), 0, before, before)
-    budget = min(
-        snap.policy.max_moves_per_cycle,
-        snap.policy.max_moves_per_hour - snap.recent_actions.moves_last_hour,
-    )
+        told, left = _placement_reasons(state)
+        return Decision("noop", None, summary, told, (), 0, before, before, left)
     return _finish_balance(
-        snap, state, plan_balance(state, max(budget, 0)), gates, totals, before, over
+        snap, state, plan_balance(state, move_budget(snap)), gates, totals, before, over
     )
-
-
-def _refuse(
-    kind: PlanKind | None,
-    reasons: list[Reason],
-    before: dict[int, BrokerLoad],
-    after: dict[int, BrokerLoad],
-) -> Decision:
-    codes = sorted({r.code for r in reasons})
-    if codes == ["dead_within_grace"]:
-        # Only the grace period stands in the way: wait for it (audited, counted, no page).
-        summary = "; ".join(r.message for r in reasons)
-        return Decision("wait", kind, summary, tuple(reasons), (), 0, before, after)
-    summary = f"refusing to act: {', '.join(codes)}"
-    return Decision("refuse", kind, summary, tuple(reasons), (), 0, before, after)
 
 
 def _finish_heal(
@@ -153,7 +132,7 @@ def _finish_heal(
         reasons += gate_budget(snap, len(plan.moves))
     after = _after_heal(state, before)
     if reasons:
-        return _refuse("heal", reasons, before, after if not plan.blocked else before)
+        return refuse("heal", reasons, before, after if not plan.blocked else before)
     dead = ", ".join(str(b) for b in state.dead)
     summary = (
         f"heal dead brokers {dead}: {len(plan.moves)} partitions reassigned, "
@@ -173,7 +152,7 @@ def _finish_heal(
                 "stale: " + "; ".join(r.message for r in stale),
             )
         )
-    actions = tuple(_reassign(state, m) for m in plan.moves)
+    actions = tuple(reassign(state, m) for m in plan.moves)
     return Decision("act", "heal", summary, tuple(info), actions, plan.bytes_to_move, before, after)
 
 
@@ -221,7 +200,7 @@ def _finish_balance(
             )
         )
     if reasons:
-        return _refuse("balance", reasons, before, after)
+        return refuse("balance", reasons, before, after)
     info = [
         Reason("over_limit", f"broker {b} is over its {' and '.join(o)} limit")
         for b, o in sorted(over.items())
@@ -233,14 +212,15 @@ def _finish_balance(
         )
     if plan.budget_hit:
         info.append(Reason("budget_truncated", "the plan stops at the move budget"))
-    info += _placement_reasons(state)
+    told, left = _placement_reasons(state)
+    info += told
     actions: list[Action] = []
     for lm in plan.leader_moves:
         topic, number = state.topic[lm.p], state.number[lm.p]
         if lm.before[0] != lm.leader:
             actions.append(Reassign(topic, number, lm.before, lm.after))
         actions.append(ElectPreferredLeader(topic, number, lm.leader))
-    actions += [_reassign(state, m) for m in plan.replica_moves]
+    actions += [reassign(state, m) for m in plan.replica_moves]
     what = f"balance {len(over)} brokers over their limits" if over else "even out network load"
     summary = (
         f"{what}: {len(plan.leader_moves)} leadership "
@@ -248,78 +228,26 @@ def _finish_balance(
         f"busiest broker at {plan.busiest_ratio:.2f}x the average network load"
     )
     return Decision(
-        "act", "balance", summary, tuple(info), tuple(actions), plan.bytes_to_move, before, after
+        "act",
+        "balance",
+        summary,
+        tuple(info),
+        tuple(actions),
+        plan.bytes_to_move,
+        before,
+        after,
+        left,
     )
 
 
-def _even_spread(
-    snap: Snapshot, state: ClusterState, totals: BrokerTotals, before: dict[int, BrokerLoad]
-) -> Decision | None:
-    """Even out a cluster with no broker over a limit; None when it is even, or it is no time
-    to (a broker dead or just back, moves running, partitions catching up)."""
-    policy = snap.policy
-    if not policy.even_spread or state.dead or recovering(snap) or snap.reassignments:
-        return None
-    if not all(state.in_sync(p) for p in range(state.partition_count)):
-        return None
-    uneven = out_of_band(state, policy.even_spread_threshold)
-    if not uneven:
-        return None
-    told = [Reason("uneven_spread", o.sentence()) for o in uneven[:MAX_EXAMPLES]]
-    if len(uneven) > MAX_EXAMPLES:
-        told.append(Reason("uneven_spread", f"and {len(uneven) - MAX_EXAMPLES} more"))
-    budget = max(
-        0,
-        min(
-            policy.max_moves_per_cycle,
-            policy.max_moves_per_hour - snap.recent_actions.moves_last_hour,
-        ),
-    )
-    plan = plan_spread(state, policy.even_spread_threshold, budget)
-    if not plan.moves and {o.dimension for o in uneven} == {"network"}:
-        # Network alone: the evenness phase of balance moves leadership first.
-        network = plan_balance(state, budget)
-        if network.move_count:
-            return _finish_balance(snap, state, network, [], totals, before, {}, told)
-    if not plan.moves:
-        why = (
-            "no move budget is left this hour"
-            if plan.budget_hit
-            else ("no replica move narrows it within the placement constraints and limits")
-        )
-        summary = f"the cluster is uneven, and stays so: {why}"
-        return Decision("noop", None, summary, tuple(told), (), 0, before, before)
-    changes = [(m.p, m.before, m.after) for m in plan.moves]
-    problems = gate_plan_constraints(check_plan(state, totals, changes))
-    after = broker_loads(state)
-    if problems:
-        return _refuse("balance", problems, before, after)
-    if plan.budget_hit:
-        told.append(Reason("budget_truncated", "the plan stops at the move budget"))
-    summary = (
-        f"even out an uneven cluster: {len(plan.moves)} replica moves, {plan.bytes_to_move} "
-        f"bytes to copy ({uneven[0].sentence()})"
-    )
-    actions = tuple(_reassign(state, m) for m in plan.moves)
-    return Decision(
-        "act", "balance", summary, tuple(told), actions, plan.bytes_to_move, before, after
-    )
-
-
-def _reassign(state: ClusterState, m: ReplicaMove) -> Reassign:
-    return Reassign(state.topic[m.p], state.number[m.p], m.before, m.after)
-
-
-def _placement_reasons(state: ClusterState) -> tuple[Reason, ...]:
-    """Existing placement violations, reported every cycle (not repaired)."""
+def _placement_reasons(state: ClusterState) -> tuple[tuple[Reason, ...], int]:
+    """Existing placement violations, reported every cycle, and how many there are."""
     problems = check_existing(state)
     if not problems:
-        return ()
+        return (), 0
     shown = "; ".join(problems[:MAX_EXAMPLES])
     more = f"; and {len(problems) - MAX_EXAMPLES} more" if len(problems) > MAX_EXAMPLES else ""
-    return (
-        Reason(
-            "placement_violation",
-            f"{len(problems)} placement policy violations: {shown}{more}",
-        ),
+    told = Reason(
+        "placement_violation", f"{len(problems)} placement policy violations: {shown}{more}"
     )
+    return (told,), len(problems)

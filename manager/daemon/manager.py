@@ -252,6 +252,8 @@ class Manager:
         self.metrics.record_decision(
             decision.outcome, [r.code for r in decision.reasons], heal_needed=heal_needed(snap)
         )
+        if decision.placement_violations is not None:  # a heal does not look: keep the last
+            self.metrics.observe_placement(decision.placement_violations)
         self.trail.decision(decision, snap, self._evidence)
         self.trail.alerts(alerts_for(decision, audit_on_failover=self.audit.on_failover))
         outcome = CycleOutcome.of(decision)

@@ -21,6 +21,7 @@ def _replace(
         0,
         decision.loads_before,
         decision.loads_before,
+        decision.placement_violations,
     )
 
 

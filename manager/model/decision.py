@@ -103,6 +103,9 @@ class Decision:
     bytes_to_move: int = 0
     loads_before: dict[int, BrokerLoad] = field(default_factory=dict)
     loads_after: dict[int, BrokerLoad] = field(default_factory=dict)
+    # Partitions breaking the placement policy that this decision leaves as they are; None
+    # when not checked (a heal skips the check to stay fast).
+    placement_violations: int | None = None
 
     @property
     def exit_code(self) -> int:

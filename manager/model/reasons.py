@@ -38,6 +38,7 @@ ReasonCode = Literal[
     "limits_unresolved",
     "budget_truncated",
     "placement_violation",
+    "placement_repair",
     "uneven_spread",
 ]
 
@@ -131,6 +132,11 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
     "budget_truncated": CodeDoc("act", "the plan stops at the move budget"),
     "placement_violation": CodeDoc(
         "act, noop", "the existing placement breaks the policy (count and examples)"
+    ),
+    "placement_repair": CodeDoc(
+        "act",
+        "with `repair_placement` on, a partition breaking the placement policy as it is gets "
+        "one replica moved where the policy wants it (the violation, in its words)",
     ),
     "uneven_spread": CodeDoc(
         "act, noop",

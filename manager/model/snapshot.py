@@ -145,6 +145,11 @@ class Policy(_Frozen):
         description="a broker's disk share, replica count or network share above this x the "
         "average, or below the average / this, is uneven (docs/planner.md, 'Even spread')",
     )
+    repair_placement: bool = Field(
+        default=False,
+        description="move replicas that break the placement policy as it is (two in one rack "
+        "although enough racks are live, a topic outside its isolation group)",
+    )
     dead_grace_ms: int = Field(default=600_000, ge=0)
     recovery_window_ms: int = Field(
         default=1_800_000,

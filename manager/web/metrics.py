@@ -52,6 +52,13 @@ class ManagerMetrics:
             c,
             registry=r,
         )
+        self.placement_violations = Gauge(
+            "kmedic_placement_violations",
+            "Partitions breaking the placement policy that the last checked decision left as "
+            "they are (repair_placement off, or no legal move)",
+            c,
+            registry=r,
+        )
         self.waiting_brokers = Gauge(
             "kmedic_waiting_brokers",
             "Dead brokers still inside their grace period: the manager waits (no page)",
@@ -161,6 +168,7 @@ class ManagerMetrics:
         for gauge in (
             self.dead_brokers,
             self.waiting_brokers,
+            self.placement_violations,
             self.refusing_to_heal,
             self.moves_in_flight,
         ):
@@ -178,6 +186,9 @@ class ManagerMetrics:
         self.waiting_brokers.labels(self.cluster).set(waiting_brokers)
         self.under_replicated.labels(self.cluster, "true").set(urp_explained)
         self.under_replicated.labels(self.cluster, "false").set(urp_unexplained)
+
+    def observe_placement(self, violations: int) -> None:
+        self.placement_violations.labels(self.cluster).set(violations)
 
     def record_decision(
         self, outcome: Outcome, reasons: Iterable[str], *, heal_needed: bool | None = False

@@ -1,0 +1,138 @@
+"""Placement repair: with ``repair_placement`` on, partitions that break the placement policy
+as they are get one replica moved where the policy wants it; left alone, they are counted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from planner_fixtures import broker, make, part
+
+from manager.analyzer.placement_check import violations
+from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.planner import decide
+from manager.model.decision import Decision, Reassign
+from manager.model.snapshot import Snapshot
+
+QUIET = 10 * 1000
+RACKS = {1: "/r1", 2: "/r1", 3: "/r2", 4: "/r2", 5: "/r3", 6: "/r3"}
+
+
+def _snap(parts: list[dict[str, Any]], **policy: Any) -> Snapshot:
+    brokers = [broker(b, RACKS[b]) for b in RACKS]
+    # Even spread off: these tests are about repairs alone.
+    return make(brokers, {"t": parts}, policy={"even_spread": False, **policy})
+
+
+def _even(n: int) -> list[dict[str, Any]]:
+    """Partitions 1..n-1 on distinct racks, spread over every broker."""
+    pairs = [(1, 3), (3, 5), (5, 2), (2, 4), (4, 6), (6, 1)]
+    return [
+        part(i, list(pairs[i % len(pairs)]), bytes_in=QUIET, bytes_out=QUIET) for i in range(1, n)
+    ]
+
+
+def _moves(decision: Decision) -> list[Reassign]:
+    return [a for a in decision.actions if isinstance(a, Reassign)]
+
+
+def test_two_replicas_in_one_rack_get_a_new_rack() -> None:
+    parts = [part(0, [1, 2], bytes_in=QUIET, bytes_out=QUIET), *_even(7)]
+    decision = decide(_snap(parts, repair_placement=True))
+    assert decision.outcome == "act" and decision.kind == "balance", decision.summary
+    assert decision.summary.startswith("repair placement: 1 replica moves")
+    (move,) = _moves(decision)
+    assert move.partition == 0 and move.replicas_to[0] == 1  # the leader stays
+    assert RACKS[move.replicas_to[1]] != "/r1"
+    assert [r.code for r in decision.reasons] == ["placement_repair"]
+    assert "t:0: replicas [1, 2] share a rack" in decision.reasons[0].message
+    assert decision.placement_violations == 0
+
+
+def test_off_by_default_the_violation_is_reported_and_counted() -> None:
+    parts = [part(0, [1, 2], bytes_in=QUIET, bytes_out=QUIET), *_even(7)]
+    decision = decide(_snap(parts))
+    assert decision.outcome == "noop"
+    assert decision.placement_violations == 1
+    assert "placement_violation" in {r.code for r in decision.reasons}
+
+
+def test_a_replica_outside_its_isolation_group_is_brought_home() -> None:
+    parts = [part(0, [1, 3], bytes_in=QUIET, bytes_out=QUIET), *_even(7)]
+    brokers = [broker(b, RACKS[b]) for b in RACKS]
+    snap = make(
+        brokers,
+        {"t": parts[:1], "u": parts[1:]},
+        policy={"even_spread": False, "repair_placement": True},
+        broker_groups=[{"name": "gold", "brokers": [1, 4, 6]}],
+        isolation_groups=[{"name": "i", "topics": ["t"], "primary": "gold"}],
+    )
+    decision = decide(snap)
+    assert decision.outcome == "act", decision.summary
+    (move,) = _moves(decision)
+    assert move.topic == "t" and set(move.replicas_to) <= {1, 4, 6}
+    assert len({RACKS[b] for b in move.replicas_to}) == 2
+
+
+def test_a_violation_no_move_can_fix_is_left_and_counted() -> None:
+    # Every broker of the other racks holds its cap of 2 replicas: a new rack cannot be had.
+    parts = [part(0, [1, 2], bytes_in=QUIET, bytes_out=QUIET), *_even(7)]
+    decision = decide(_snap(parts, repair_placement=True, max_replicas_per_broker=2))
+    assert decision.outcome == "noop", decision.summary
+    assert decision.placement_violations == 1
+
+
+def test_never_while_a_broker_is_dead() -> None:
+    brokers = [broker(b, RACKS[b]) for b in RACKS] + [broker(7, "/r3", alive=False)]
+    parts = [part(0, [1, 2], bytes_in=QUIET, bytes_out=QUIET), *_even(7)]
+    snap = make(brokers, {"t": parts}, policy={"even_spread": False, "repair_placement": True})
+    assert decide(snap).outcome == "noop"
+
+
+def test_the_move_budget_bounds_the_repairs() -> None:
+    parts = [part(i, [1, 2], bytes_in=QUIET, bytes_out=QUIET) for i in range(3)]
+    decision = decide(_snap(parts, repair_placement=True, max_moves_per_cycle=2))
+    assert len(_moves(decision)) == 2
+    assert "budget_truncated" in {r.code for r in decision.reasons}
+    assert decision.placement_violations == 1
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> Snapshot:
+    n = draw(st.integers(3, 7))
+    racks = draw(st.integers(1, 3))
+    brokers = [broker(b, f"/r{b % racks}") for b in range(1, n + 1)]
+    parts = []
+    for p in range(draw(st.integers(1, 12))):
+        rf = draw(st.integers(1, min(3, n)))
+        reps = list(draw(st.permutations(range(1, n + 1)))[:rf])
+        parts.append(part(p, reps, bytes_in=QUIET, bytes_out=QUIET))
+    policy = {
+        "repair_placement": True,
+        "even_spread": draw(st.booleans()),
+        "enforce_min_racks": draw(st.booleans()),
+        "max_replicas_per_broker": draw(st.none() | st.integers(2, 8)),
+    }
+    return make(brokers, {"t": parts}, policy=policy)
+
+
+@SETTINGS
+@given(clusters())
+def test_repairs_only_ever_reduce_violations(snap: Snapshot) -> None:
+    decision = decide(snap)
+    assert decide(snap) == decision
+    if not decision.summary.startswith("repair placement"):
+        return
+    state = ClusterState(snap)
+    before = len(violations(state))
+    index = {(state.topic[p], state.number[p]): p for p in range(state.partition_count)}
+    for m in _moves(decision):
+        p = index[(m.topic, m.partition)]
+        (old,) = set(m.replicas_from) - set(m.replicas_to)
+        (new,) = set(m.replicas_to) - set(m.replicas_from)
+        state.move_replica(p, old, new)
+    assert len(violations(state)) == decision.placement_violations < before
