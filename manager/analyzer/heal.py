@@ -45,9 +45,10 @@ class HealPlan:
     exact: str | None = None
 
 
-def plan_heal(state: ClusterState) -> HealPlan:
-    """Reassign every replica of the dead brokers; ``blocked`` non-empty means refuse."""
-    dead = frozenset(state.dead)
+def plan_heal(state: ClusterState, leaving: frozenset[int] | None = None) -> HealPlan:
+    """Reassign every replica of the dead brokers (or of ``leaving``: brokers being drained,
+    alive or not); ``blocked`` non-empty means refuse."""
+    dead = frozenset(state.dead) if leaving is None else leaving
     plan = HealPlan()
     if not dead:
         return plan
@@ -103,7 +104,7 @@ def _heal_partition(
     before = state.replicas[p]
     name = state.name(p)
     leader = state.leader[p]
-    if leader is None or leader in dead:
+    if leader is None or not state.alive[leader]:
         return Blocked(
             "no_live_replica",
             f"{name} has no live leader to copy from; healing it needs an unclean election",
@@ -116,10 +117,13 @@ def _heal_partition(
         if gone not in dead:
             continue
         others = tuple(x for x in state.replicas[p] if x != gone and x not in dead)
-        target = choose_target(state, order, state.topic[p], state.size[p], others, d_in, 0.0)
+        # A drained leader hands its traffic out to the replica that replaces it.
+        d_out = state.bout[p] if gone == leader else 0.0
+        topic, size = state.topic[p], state.size[p]
+        target = choose_target(state, order, topic, size, others, d_in, d_out)
         if target is None:
             _undo(state, order, p, before, placed)
-            return diagnose(state, p, others, d_in, 0.0)
+            return diagnose(state, p, others, d_in, d_out)
         if _better_elsewhere(state, start, p, others, target):
             short.append(p)
         state.move_replica(p, gone, target)
@@ -137,10 +141,11 @@ def _heal_partition(
 def _record(
     state: ClusterState, plan: HealPlan, p: int, before: tuple[int, ...], dead: frozenset[int]
 ) -> None:
-    """The leader (alive, or the partition would be offline) goes first: no election needed."""
+    """The leader (alive, or the partition would be offline) goes first: no election needed.
+    A leader that is being drained was replaced in place, its successor first already."""
     leader = state.leader[p]
     after = state.replicas[p]
-    if leader is not None and after[0] != leader:
+    if leader is not None and leader in after and after[0] != leader:
         after = (leader, *(x for x in after if x != leader))
         state.set_replicas(p, after)
     plan.moves.append(ReplicaMove(p, before, after))

@@ -55,6 +55,10 @@ class ClusterState:
             b for b, d in self.domain.items() if d in maintenance
         )
         self.dead: list[int] = [b for b in self.broker_ids if not self.alive[b]]
+        # Brokers an operator asked to drain: they only give replicas away, whatever the plan.
+        self.leaving: frozenset[int] = frozenset(
+            b for r in snap.requests if r.kind == "drain" for b in r.brokers
+        )
 
         self.topic: list[str] = []
         self.number: list[int] = []
@@ -158,8 +162,9 @@ class ClusterState:
         return f"{self.topic[p]}:{self.number[p]}"
 
     def usable(self, b: int) -> bool:
-        """A broker that may gain or lose replicas or leadership."""
-        return self.alive[b] and b not in self.frozen
+        """A broker that may gain or lose replicas or leadership (a broker being drained may
+        only lose them)."""
+        return self.alive[b] and b not in self.frozen and b not in self.leaving
 
     def allowed_sets(self, p: int) -> tuple[frozenset[int], ...] | None:
         """Broker sets the partition may live on, most preferred first; None: anywhere."""

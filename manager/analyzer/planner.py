@@ -25,6 +25,7 @@ from manager.analyzer.goals import quiet, repair_decision, spread_decision
 from manager.analyzer.heal import HealPlan, plan_heal
 from manager.analyzer.placement_check import BrokerTotals, check_existing, check_plan
 from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.requests import request_decision
 from manager.analyzer.spread import out_of_band
 from manager.analyzer.verdict import MAX_EXAMPLES, broker_loads, move_budget, reassign, refuse
 from manager.model.decision import (
@@ -72,6 +73,14 @@ def decide(snap: Snapshot) -> Decision:
         heal = plan_heal(sized)
         if heal.moves or heal.blocked:
             return _finish_heal(snap, sized, heal, heal_gates, stale, totals, before)
+    if snap.requests:
+        # The oldest unfinished operator request; a drain or demote, like a heal, does not
+        # wait for loads.
+        request = snap.requests[0]
+        applies = gates if request.kind == "fill" else heal_gates
+        drain_sized = request.kind == "drain" and stale
+        served = ClusterState(snap, use_loads=False) if drain_sized else state
+        return request_decision(snap, served, request, applies, totals, before)
     if not over:
         if health:
             return refuse(None, health, before, before)

@@ -104,9 +104,36 @@ def plan_spread(state: ClusterState, threshold: float, max_moves: int) -> Spread
 MAX_STUCK_PAIRS = 50
 
 
+def plan_fill(
+    state: ClusterState, brokers: frozenset[int], threshold: float, max_moves: int
+) -> SpreadPlan:
+    """Moves onto ``brokers`` only (an operator's fill of new brokers), from the fullest of
+    the others, until each is within the band of disk share and then of replica count."""
+    leveler = _Leveler(state, threshold, max_moves, receivers=brokers)
+    for d in ("disk", "replicas"):
+        leveler.level(d)
+    return leveler.plan
+
+
+def below_band(state: ClusterState, brokers: frozenset[int], threshold: float) -> list[OutOfBand]:
+    """Which of ``brokers`` are still below the band of disk share or replica count."""
+    return [
+        o
+        for o in out_of_band(state, threshold)
+        if o.broker in brokers and o.dimension != "network" and o.value < o.average
+    ]
+
+
 class _Leveler:
-    def __init__(self, state: ClusterState, threshold: float, max_moves: int) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        threshold: float,
+        max_moves: int,
+        receivers: frozenset[int] | None = None,
+    ) -> None:
         self.s = state
+        self.receivers = receivers
         self.threshold = threshold
         self.max_moves = max_moves
         self.avg = averages(state)
@@ -121,7 +148,7 @@ class _Leveler:
         order = LoadOrder(s, key=lambda b: value(s, d, b))
         stuck: set[tuple[int, int]] = set()
         while len(stuck) < MAX_STUCK_PAIRS:
-            pair = _next_pair(s, d, order.brokers(), low, high, stuck)
+            pair = _next_pair(s, d, order.brokers(), low, high, stuck, self.receivers)
             if pair is None:
                 return
             if len(self.plan.moves) >= self.max_moves:
@@ -207,13 +234,22 @@ def _next_pair(
     low: float,
     high: float,
     stuck: set[tuple[int, int]],
+    receivers: frozenset[int] | None = None,
 ) -> tuple[int, int] | None:
-    """The fullest donor and emptiest receiver not yet found stuck, while one is out of band."""
+    """The fullest donor and emptiest receiver not yet found stuck, while one is out of band;
+    with ``receivers``, only those receive (while below the band) and never give."""
     for receiver in brokers:
+        if receivers is not None and (
+            receiver not in receivers or value(state, d, receiver) >= low
+        ):
+            continue
         for donor in reversed(brokers):
             if donor == receiver or value(state, d, donor) <= value(state, d, receiver):
                 break
-            if low <= value(state, d, receiver) and value(state, d, donor) <= high:
+            if receivers is not None:
+                if donor in receivers:
+                    continue
+            elif low <= value(state, d, receiver) and value(state, d, donor) <= high:
                 return None
             if (donor, receiver) not in stuck:
                 return donor, receiver

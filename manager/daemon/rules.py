@@ -22,6 +22,7 @@ def _replace(
         decision.loads_before,
         decision.loads_before,
         decision.placement_violations,
+        decision.request,
     )
 
 

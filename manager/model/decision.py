@@ -106,6 +106,9 @@ class Decision:
     # Partitions breaking the placement policy that this decision leaves as they are; None
     # when not checked (a heal skips the check to stay fast).
     placement_violations: int | None = None
+    # The operator request this decision serves, and whether it found it finished.
+    request: str | None = None
+    request_done: bool = False
 
     @property
     def exit_code(self) -> int:

@@ -40,9 +40,10 @@ ReasonCode = Literal[
     "placement_violation",
     "placement_repair",
     "uneven_spread",
+    "operator_request",
 ]
 
-Outcomes = Literal["refuse", "wait", "act", "noop", "act, noop"]
+Outcomes = Literal["refuse", "wait", "act", "noop", "act, noop", "act, noop, refuse"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,11 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "no broker is over a limit, but one's disk share, replica count or network share is "
         "outside `even_spread_threshold` x the average (a new empty broker, say): the plan "
         "evens it out, or the noop says why it cannot",
+    ),
+    "operator_request": CodeDoc(
+        "act, noop, refuse",
+        "the decision serves an operator's drain, fill or demote request (its id, what it "
+        "moves, or that it is done; on a refusal the gates that stop it follow)",
     ),
 }
 

@@ -167,6 +167,19 @@ class Policy(_Frozen):
     max_moves_per_hour: int = Field(default=4_000, ge=0)
 
 
+RequestKind = Literal["drain", "fill", "demote"]
+
+
+class OperatorRequest(_Frozen):
+    """A request an operator stored (``kmedic drain|fill|demote``) that is not finished yet:
+    the planner serves the oldest one after any heal and before any balance."""
+
+    id: str = Field(min_length=1)
+    kind: RequestKind
+    brokers: tuple[int, ...] = Field(min_length=1)
+    created_ms: int = Field(ge=0)
+
+
 class Leadership(_Frozen):
     holder: str = Field(description="manager instance that built this snapshot")
     epoch: int = Field(ge=0, description="fencing epoch this instance holds")
@@ -194,3 +207,6 @@ class Snapshot(_Frozen):
     policy: Policy = Policy()
     leadership: Leadership
     recent_actions: RecentActions = RecentActions()
+    requests: tuple[OperatorRequest, ...] = Field(
+        default=(), description="operator requests not finished yet, oldest first"
+    )

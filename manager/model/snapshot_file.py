@@ -75,6 +75,10 @@ def find_problems(snap: Snapshot) -> list[str]:
             problems.append(f"{where}.capacity: missing and there is no default_capacity")
     problems += _check_topics(snap, broker_ids)
     problems += _check_groups(snap, broker_ids)
+    for ri, r in enumerate(snap.requests):
+        unknown = sorted(b for b in r.brokers if b not in broker_ids)
+        if unknown:
+            problems.append(f"requests.{ri}.brokers: unknown brokers {unknown} ({r.id})")
     return problems
 
 
