@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from manager.analyzer.gates import gate_plan_constraints
 from manager.analyzer.health import recovering
-from manager.analyzer.placement_check import BrokerTotals, check_plan
+from manager.analyzer.placement_check import BrokerTotals, check_plan, violations
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.repair import plan_repair
 from manager.analyzer.spread import OutOfBand, plan_spread
@@ -40,10 +40,13 @@ def repair_decision(
     if len(plan.fixed) > MAX_EXAMPLES:
         more = f"and {len(plan.fixed) - MAX_EXAMPLES} more partitions repaired"
         told.append(Reason("placement_repair", more))
-    if plan.left:
-        shown = "; ".join(v.message for v in plan.left[:MAX_EXAMPLES])
+    # What still breaks the policy once the plan is done: partitions left alone, and those a
+    # single move improves but does not fix (three replicas in one rack take two moves).
+    remaining = violations(state)
+    if remaining:
+        shown = "; ".join(v.message for v in remaining[:MAX_EXAMPLES])
         told.append(
-            Reason("placement_violation", f"{len(plan.left)} left for later or unfixable: {shown}")
+            Reason("placement_violation", f"{len(remaining)} left for later or unfixable: {shown}")
         )
     if plan.budget_hit:
         told.append(Reason("budget_truncated", "the plan stops at the move budget"))
@@ -61,7 +64,7 @@ def repair_decision(
         plan.bytes_to_move,
         before,
         after,
-        len(plan.left),
+        len(remaining),
     )
 
 

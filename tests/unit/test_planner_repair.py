@@ -90,6 +90,17 @@ def test_never_while_a_broker_is_dead() -> None:
     assert decide(snap).outcome == "noop"
 
 
+def test_three_replicas_in_one_rack_take_two_plans_and_the_count_says_so() -> None:
+    # One move per partition per plan: after it, two replicas still share rack r1.
+    brokers = [broker(b, f"/r{b % 3}") for b in range(1, 8)]
+    parts = [part(0, [1, 7, 4], bytes_in=QUIET, bytes_out=QUIET)]
+    policy = {"even_spread": False, "repair_placement": True}
+    decision = decide(make(brokers, {"t": parts}, policy=policy))
+    assert decision.outcome == "act" and len(_moves(decision)) == 1
+    assert decision.placement_violations == 1
+    assert "placement_violation" in {r.code for r in decision.reasons}
+
+
 def test_the_move_budget_bounds_the_repairs() -> None:
     parts = [part(i, [1, 2], bytes_in=QUIET, bytes_out=QUIET) for i in range(3)]
     decision = decide(_snap(parts, repair_placement=True, max_moves_per_cycle=2))
