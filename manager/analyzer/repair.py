@@ -17,7 +17,7 @@ from manager.analyzer.heal import ReplicaMove
 from manager.analyzer.placement import LoadOrder, choose_target
 from manager.analyzer.placement_check import Violation, violations
 from manager.analyzer.placement_state import ClusterState
-from manager.model.racks import spread
+from manager.model.racks import min_rack_units, spread
 
 
 @dataclass
@@ -90,12 +90,11 @@ def _misplaced(state: ClusterState, p: int, rule: str) -> int | None:
 
 
 def _better(state: ClusterState, p: int, before: tuple[int, ...], after: tuple[int, ...]) -> bool:
-    """Rack spread no worse, and strictly better unless the move brings a replica home into
-    its isolation group."""
+    """Rack spread no worse, and more of the units the policy counts (zones under ``zone``,
+    racks otherwise) unless the move brings a replica home into its isolation group: a move
+    that only adds a rack inside the same zone fixes nothing a zone policy asks for."""
     locs = state.loc
-    spread_before = spread(locs[b] for b in before)
-    spread_after = spread(locs[b] for b in after)
-    if spread_after < spread_before:
+    if spread(locs[b] for b in after) < spread(locs[b] for b in before):
         return False
     sets = state.allowed_sets(p)
     if sets is not None:
@@ -106,4 +105,5 @@ def _better(state: ClusterState, p: int, before: tuple[int, ...], after: tuple[i
             return False
         if inside_after > inside_before:
             return True
-    return spread_after > spread_before
+    units_before = min_rack_units((locs[b] for b in before), state.kind)
+    return min_rack_units((locs[b] for b in after), state.kind) > units_before
