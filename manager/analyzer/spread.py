@@ -145,7 +145,7 @@ class _Leveler:
         s, avg = self.s, self.avg
         low = avg[d] / self.threshold - SLACK[d]
         high = avg[d] * self.threshold + SLACK[d]
-        order = LoadOrder(s, key=lambda b: value(s, d, b))
+        order = LoadOrder(s, key=lambda b: _rank(s, d, b))
         stuck: set[tuple[int, int]] = set()
         while len(stuck) < MAX_STUCK_PAIRS:
             pair = _next_pair(s, d, order.brokers(), low, high, stuck, self.receivers)
@@ -220,11 +220,25 @@ class _Leveler:
         net = (s.load_in[receiver] + d_in + s.load_out[receiver] + d_out) / (
             s.cap_in[receiver] + s.cap_out[receiver]
         )
+        # Never past the band, and a disk move never leaves the receiver holding more
+        # replicas than the fullest broker holds now: levelling disk must not unlevel counts.
         return (
             disk <= avg["disk"] * t + SLACK["disk"]
             and s.count[receiver] + 1 <= avg["replicas"] * t + SLACK["replicas"]
+            and s.count[receiver] + 1 <= max(s.count[b] for b in s.broker_ids if s.usable(b))
             and (d_in + d_out <= 0 or net <= avg["network"] * t + SLACK["network"])
         )
+
+
+def _rank(state: ClusterState, d: Dimension, b: int) -> float:
+    """``d``'s value, ties broken by the other dimension: of two brokers with equal disk
+    shares the one with fewer replicas receives first, and the reverse (a replica is worth
+    less than any disk share told apart, a share less than one replica)."""
+    if d == "disk":
+        return value(state, d, b) + state.count[b] * 1e-12
+    if d == "replicas":
+        return value(state, d, b) + min(value(state, "disk", b), 1.0) * 1e-3
+    return value(state, d, b)
 
 
 def _next_pair(

@@ -73,6 +73,22 @@ def test_the_moves_keep_racks_apart() -> None:
         assert len({racks[b] for b in m.replicas_to}) == 2, m
 
 
+def test_of_two_brokers_with_empty_disks_the_one_with_fewer_replicas_receives() -> None:
+    # Brokers 1 and 5 both hold no bytes, broker 1 six empty replicas, broker 5 none; broker
+    # 4 is the fullest. Broker 1 could take a seventh within the band, but it receives nothing.
+    brokers = [broker(b, "/r0") for b in range(1, 6)]
+    sizes = {1: 0, 2: 2 * GB, 3: 2 * GB, 4: 10 * GB}
+    parts = [
+        part(6 * (b - 1) + n, [b], size=size, bytes_in=QUIET, bytes_out=QUIET)
+        for b, size in sizes.items()
+        for n in range(6)
+    ]
+    decision = decide(make(brokers, {"t": parts}, policy={"max_moves_per_cycle": 1}))
+    assert decision.summary.startswith("even out an uneven cluster"), decision.summary
+    (move,) = _moves(decision)
+    assert set(move.replicas_to) - set(move.replicas_from) == {5}
+
+
 def test_an_even_cluster_is_left_alone() -> None:
     decision = decide(_cluster(new_broker=False))
     assert decision.outcome == "noop", decision.summary
