@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 VENV_BIN := .venv/bin
 
-.PHONY: bootstrap test lint typecheck unit integration demo bench clean
+.PHONY: bootstrap test lint typecheck unit integration shake demo bench clean
 
 bootstrap:
 	@python3 scripts/bootstrap.py
@@ -23,6 +23,13 @@ integration: bootstrap
 
 test: lint typecheck
 	$(PY) -m pytest tests -q --durations=25
+
+# The property tests under SEEDS random seeds (`make test` draws the same examples every run).
+SEEDS ?= 5
+shake: bootstrap
+	@files=$$(grep -l "@given" tests/unit/*.py); for s in $$(seq 1 $(SEEDS)); do \
+	  echo "== seed $$s"; KMEDIC_HYPOTHESIS=shake $(PY) -m pytest -q -p no:cacheprovider \
+	  --hypothesis-seed=$$s $$files || exit 1; done
 
 demo: bootstrap
 	$(VENV_BIN)/kmedic demo

@@ -13,11 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster
 
 CLUSTER_KIND = os.environ.get("KMEDIC_TEST_CLUSTER", "local")
+
+# `make test` runs every property on the same examples each time, so a landing never fails on
+# a case no earlier run drew; `make shake` searches for new ones with many random seeds
+# (docs/testing.md). Loaded here, before any test module builds its own settings from it.
+settings.register_profile("repeatable", derandomize=True, print_blob=True)
+settings.register_profile("shake", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("KMEDIC_HYPOTHESIS", "repeatable"))
 
 
 def _docker_reachable() -> str | None:
