@@ -96,5 +96,17 @@ def in_grace(snap: Snapshot) -> list[int]:
     ]
 
 
+def next_grace_end_ms(snap: Snapshot) -> int | None:
+    """When the first grace period still running ends (None: none runs): the cycle that sees
+    it over is the one that may heal, so the daemon holds one then, not at its next tick."""
+    grace = snap.policy.dead_grace_ms
+    ends = [
+        b.dead_since_ms + grace
+        for b in snap.brokers
+        if not b.alive and b.dead_since_ms is not None and b.dead_since_ms + grace > snap.taken_at
+    ]
+    return min(ends, default=None)
+
+
 def heal_needed(snap: Snapshot) -> bool:
     return any(not b.alive for b in snap.brokers)

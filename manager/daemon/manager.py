@@ -21,7 +21,7 @@ from typing import Any
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
-from manager.analyzer.health import alerts_for, heal_needed, health_facts
+from manager.analyzer.health import alerts_for, heal_needed, health_facts, next_grace_end_ms
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
@@ -53,6 +53,8 @@ from manager.web.metrics import ManagerMetrics, MetricsServer
 from manager.web.status_page import status_document
 
 log = get_logger(__name__)
+
+MIN_CYCLE_GAP_S = 0.5  # between two cycles, however soon a grace period ends
 
 ZK_OUTAGE: ReasonCode = "coordination_unreachable"
 
@@ -148,7 +150,20 @@ class Manager:
         while not self._stop.is_set():
             started = self.clock.monotonic()
             self.run_once()
-            self._between_cycles(started + self.cfg.interval_s)
+            self._between_cycles(self._next_cycle_at(started))
+
+    def _next_cycle_at(self, started: float) -> float:
+        """One interval after the cycle started, or sooner when a dead broker's grace period
+        ends before then: the heal then starts when the grace is over, not up to a whole
+        interval later."""
+        at = started + self.cfg.interval_s
+        snap = self.last_snapshot
+        end_ms = next_grace_end_ms(snap) if snap is not None else None
+        if end_ms is None:
+            return at
+        # Just past the end, so that cycle's snapshot sees the grace over.
+        wake = self.clock.monotonic() + (end_ms - self.clock.time() * 1000) / 1000 + 0.05
+        return max(min(at, wake), self.clock.monotonic() + MIN_CYCLE_GAP_S)
 
     def _between_cycles(self, next_cycle: float) -> None:
         """Wait for the next cycle; while moves run, poll the executor on the way: when one
