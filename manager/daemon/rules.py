@@ -6,23 +6,24 @@ rebalance at all right now, and whether a plan of its own is still running.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from manager.model.decision import Decision, Outcome, Reason
 
 
 def _replace(
     decision: Decision, outcome: Outcome, summary: str, reasons: tuple[Reason, ...]
 ) -> Decision:
-    return Decision(
-        outcome,
-        decision.kind,
-        summary,
-        reasons,
-        (),
-        0,
-        decision.loads_before,
-        decision.loads_before,
-        decision.placement_violations,
-        decision.request,
+    """The same decision, nothing to do: no action, the loads left as they are."""
+    return replace(
+        decision,
+        outcome=outcome,
+        summary=summary,
+        reasons=reasons,
+        actions=(),
+        bytes_to_move=0,
+        loads_after=decision.loads_before,
+        request_done=False,
     )
 
 

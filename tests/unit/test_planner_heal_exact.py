@@ -223,6 +223,10 @@ def _short_of_racks(state: ClusterState, reps: list[int]) -> bool:
 
 
 def _quality_of(state: ClusterState, sets_of: dict[int, list[int]]) -> Quality:
+    """The oracle's own measure of a placement, written apart from the solver's objective on
+    purpose: replicas in their group's primary set, then distinct tops, then distinct racks,
+    summed over partitions. If both were one function, a wrong objective would agree with
+    itself and the property could not fail."""
     primary = tops = racks = 0
     for p, reps in sets_of.items():
         sets = state.allowed_sets(p)
