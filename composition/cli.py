@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kmedic.cluster_cli",
     "composition.demo",
     "manager.cli.admin",
+    "manager.cli.requests",
     "manager.cli.zk_acls",
     "manager.cli.actions",
     "agent.cli",

@@ -48,6 +48,7 @@ from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.coordination.acls import ZooKeeperAuth, fix_tree, kazoo_security, tree_problems
 from manager.coordination.plan_store import PlanStore
+from manager.coordination.request_store import RequestStore
 from manager.coordination.state import CoordinationState, read_state
 from manager.coordination.znodes import CoordinationError, decode_json, manager_path, parse_epoch
 
@@ -103,6 +104,7 @@ class Coordinator:
         self.leader_path = f"{base}/leader"
         self.epoch_path = f"{base}/epoch"
         self.plans = PlanStore(self, f"{base}/plan")
+        self.requests = RequestStore(self, base)
         self._on_acquired = on_leadership_acquired
         self._on_lost = on_leadership_lost
         self._on_shutdown = on_shutdown

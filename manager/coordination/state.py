@@ -1,5 +1,5 @@
-"""What a cycle reads from ZooKeeper, in one go: the placement config, the in-flight plan and
-the current fencing epoch.
+"""What a cycle reads from ZooKeeper, in one go: the placement config, the in-flight plan, the
+current fencing epoch and the operator requests.
 
 The leader reads it on its coordinator's own session once per cycle and uses that one read
 for the whole cycle (the plan's version for its compare-and-set writes included). Tools that
@@ -18,6 +18,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from manager.coordination.placement_store import ZkConfigStore
 from manager.coordination.plan_store import StoredPlan, parse_stored_plan
+from manager.coordination.request_store import StoredRequest, read_requests
 from manager.coordination.znodes import CoordinationError, decode_json, manager_path, parse_epoch
 from manager.model.placement_config import PlacementConfig
 
@@ -28,6 +29,7 @@ class CoordinationState:
     plan: StoredPlan | None
     current_epoch: int
     leader: dict[str, Any] | None  # the leader znode: {instance, epoch, session}, None: nobody
+    requests: tuple[StoredRequest, ...] = ()  # operator requests, oldest first
 
 
 def read_state(client: KazooClient, cluster: str, root: str) -> CoordinationState:
@@ -40,6 +42,7 @@ def read_state(client: KazooClient, cluster: str, root: str) -> CoordinationStat
         plan_req = client.get_async(plan_path)
         leader_req = client.get_async(leader_path)
         placement = ZkConfigStore(client, cluster, root).load()
+        requests = read_requests(client, base)
         epoch, plan, leader = _value(epoch_req), _value(plan_req), _value(leader_req)
     except (KazooException, KazooTimeoutError) as exc:
         raise CoordinationError(f"cannot read {base} from ZooKeeper: {exc!r}") from exc
@@ -48,6 +51,7 @@ def read_state(client: KazooClient, cluster: str, root: str) -> CoordinationStat
         plan=None if plan is None else parse_stored_plan(decode_json(plan[0], plan_path), plan[1]),
         current_epoch=0 if epoch is None else parse_epoch(epoch[0], epoch_path),
         leader=None if leader is None else decode_json(leader[0], leader_path),
+        requests=requests,
     )
 
 

@@ -41,6 +41,7 @@ from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.observation import ClusterUnobservable, observe_cluster
 from manager.daemon.outcome import CycleOutcome
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
+from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind, degrade, wait_for_plan
 from manager.executor.executor import MoveState
 from manager.model.decision import Decision
@@ -105,6 +106,7 @@ class Manager:
             instance=instance,
             epoch=lambda: coordinator.epoch,
         )
+        self.requests = RequestFollower(coordinator, self.trail, self.metrics)
         executor.on_event = self.trail.move_event
         executor.before_change = self._before_change
         coordinator.watch(
@@ -274,6 +276,7 @@ class Manager:
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
             outcome = self._execute(decision, snap)
+        self.requests.follow(decision, state.requests, started=outcome.kind == "act")
         self.last_decision = decision
         self._observe_moves()
         self._last_cycle_ok = self.clock.monotonic()
@@ -338,6 +341,10 @@ class Manager:
             running=[s.move.tp for s in self.executor.active()],
             history=self._moves_started,
         )
+        if state.requests:
+            known = (b.id for b in snap.brokers)
+            opened = self.requests.for_planner(state.requests, known)
+            snap = snap.model_copy(update={"requests": opened})
         self.last_snapshot = snap
         if self.cfg.snapshot_path is not None:
             _write_atomically(self.cfg.snapshot_path, snap.model_dump_json(indent=1))

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from manager.coordination.plan_store import StoredPlan
+from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
 from manager.executor.executor import ChangeGuard, EventCallback, ExecutorConfig, MoveState
 from manager.model.moves import Move, TopicPartition
@@ -60,6 +61,10 @@ class PlanWriter(Protocol):
     def write(self, plan: dict[str, Any], expected_version: int | None) -> StoredPlan: ...
 
 
+class RequestWriter(Protocol):
+    def mark(self, request: StoredRequest, state: RequestState, note: str) -> StoredRequest: ...
+
+
 class Coordinator(Protocol):
     @property
     def is_leader(self) -> bool: ...
@@ -75,6 +80,9 @@ class Coordinator(Protocol):
 
     @property
     def plans(self) -> PlanWriter: ...
+
+    @property
+    def requests(self) -> RequestWriter: ...
 
     def start(self) -> None: ...
 

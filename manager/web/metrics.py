@@ -8,7 +8,7 @@ codes (one per confidence gate), never free text, to keep label cardinality boun
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from prometheus_client import (
@@ -57,6 +57,12 @@ class ManagerMetrics:
             "Partitions breaking the placement policy that the last checked decision left as "
             "they are (repair_placement off, or no legal move)",
             c,
+            registry=r,
+        )
+        self.requests = Gauge(
+            "kmedic_requests",
+            "Operator requests (drain, fill, demote) by state, as stored in ZooKeeper",
+            [*c, "state"],
             registry=r,
         )
         self.waiting_brokers = Gauge(
@@ -186,6 +192,10 @@ class ManagerMetrics:
         self.waiting_brokers.labels(self.cluster).set(waiting_brokers)
         self.under_replicated.labels(self.cluster, "true").set(urp_explained)
         self.under_replicated.labels(self.cluster, "false").set(urp_unexplained)
+
+    def observe_requests(self, by_state: Mapping[str, int]) -> None:
+        for state in ("pending", "running", "done", "failed", "cancelled"):
+            self.requests.labels(self.cluster, state).set(by_state.get(state, 0))
 
     def observe_placement(self, violations: int) -> None:
         self.placement_violations.labels(self.cluster).set(violations)

@@ -4,6 +4,7 @@ ZooKeeper. The audit log is the real one over an in-memory sink."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from kmedic.metadata import BrokerNode, PartitionInfo
 from manager.audit.log import AuditLog, AuditRecord
 from manager.config import ManagerConfig
 from manager.coordination.plan_store import StoredPlan
+from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
 from manager.daemon.manager import Manager
 from manager.executor.executor import ChangeGuard, EventCallback, ExecutorConfig, MoveState
@@ -160,6 +162,17 @@ class FakePlans:
         return stored
 
 
+class FakeRequests:
+    """Request writes, kept: ``marked`` lists (id, state) in order."""
+
+    def __init__(self) -> None:
+        self.marked: list[tuple[str, str]] = []
+
+    def mark(self, request: StoredRequest, state: RequestState, note: str) -> StoredRequest:
+        self.marked.append((request.id, state))
+        return replace(request, state=state, note=note, version=request.version + 1)
+
+
 class FakeCoordinator:
     def __init__(self) -> None:
         self.is_leader = True
@@ -170,6 +183,8 @@ class FakeCoordinator:
         self.read_error: Exception | None = None
         self.stored: StoredPlan | None = None
         self.plans = FakePlans(self)
+        self.requests = FakeRequests()
+        self.open_requests: tuple[StoredRequest, ...] = ()
         self.reads = 0
         self.callbacks: dict[str, Callable[..., None] | None] = {}
 
@@ -193,7 +208,9 @@ class FakeCoordinator:
         if self.read_error is not None:
             raise self.read_error
         leader = {"instance": "m1" if self.is_leader else "m2", "epoch": self.epoch}
-        return CoordinationState(PlacementConfig(), self.stored, self.epoch, leader)
+        return CoordinationState(
+            PlacementConfig(), self.stored, self.epoch, leader, self.open_requests
+        )
 
     # what ZooKeeper would tell the coordinator
     def acquire(self, epoch: int) -> None:

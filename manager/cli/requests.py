@@ -1,0 +1,110 @@
+"""`kmedic drain|fill|demote BROKER...` and `kmedic requests list|cancel`: operator requests
+stored in ZooKeeper for the leading manager to carry out (manager/coordination/request_store.py
+has the rules). Every command only writes or reads the request znodes: nothing here talks to
+Kafka, and nothing moves until a leading manager plans it through its gates."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import socket
+import time
+from typing import Any
+
+from kmedic.errors import KmedicError
+from manager.cli.zk_args import common_parser, zk_target
+from manager.coordination.request_store import StoredRequest, cancel, read_requests, submit
+from manager.coordination.session import zk_session
+from manager.coordination.znodes import manager_path
+from manager.model.snapshot import RequestKind
+
+HELP: dict[RequestKind, str] = {
+    "drain": "move every replica off these brokers (decommission)",
+    "fill": "move load onto these (new) brokers until the cluster is even",
+    "demote": "move leadership off these brokers (before a restart); no data moves",
+}
+
+
+def broker_id(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a broker id is an integer; {text!r} is not") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a broker id is not negative; {value} is")
+    return value
+
+
+def register(sub: Any) -> None:
+    common = common_parser()
+    for kind, text in HELP.items():
+        p = sub.add_parser(kind, parents=[common], help=text, description=text)
+        p.add_argument("brokers", nargs="+", type=broker_id, metavar="BROKER")
+        p.add_argument(
+            "--wait",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="wait up to this long for the request to be done (exit 1 if it is not)",
+        )
+        p.set_defaults(func=_submit, kind=kind)
+    p = sub.add_parser("requests", help="list or cancel operator requests")
+    verbs = p.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+    listing = verbs.add_parser("list", parents=[common], help="every request and its state")
+    listing.set_defaults(func=_list)
+    stop = verbs.add_parser(
+        "cancel", parents=[common], help="cancel a request; moves in flight finish"
+    )
+    stop.add_argument("id", help="the request id, e.g. req-0000000003")
+    stop.set_defaults(func=_cancel)
+
+
+def _submit(args: argparse.Namespace) -> int:
+    target = zk_target(args)
+    base = manager_path(target.root, target.cluster)
+    by = f"{getpass.getuser()}@{socket.gethostname()}"
+    with zk_session(target.zk_connect, auth=target.auth) as client:
+        request = submit(client, base, args.kind, args.brokers, by)
+        _show(args, [request])
+        if args.wait is None:
+            return 0
+        deadline = time.monotonic() + args.wait
+        seen = request.state
+        while time.monotonic() < deadline:
+            time.sleep(2)
+            now = {r.id: r for r in read_requests(client, base)}.get(request.id)
+            if now is None:
+                raise KmedicError(f"request {request.id} disappeared from ZooKeeper")
+            if now.state != seen:
+                seen = now.state
+                _show(args, [now])
+            if not now.open:
+                return 0 if now.state == "done" else 1
+    raise KmedicError(f"request {request.id} is still {seen} after {args.wait:.0f}s")
+
+
+def _list(args: argparse.Namespace) -> int:
+    target = zk_target(args)
+    with zk_session(target.zk_connect, auth=target.auth) as client:
+        _show(args, list(read_requests(client, manager_path(target.root, target.cluster))))
+    return 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    target = zk_target(args)
+    with zk_session(target.zk_connect, auth=target.auth) as client:
+        _show(args, [cancel(client, manager_path(target.root, target.cluster), args.id)])
+    return 0
+
+
+def _show(args: argparse.Namespace, requests: list[StoredRequest]) -> None:
+    if args.json:
+        for r in requests:
+            print(json.dumps(r.document(), sort_keys=True))
+        return
+    if not requests:
+        print("no requests")
+    for r in requests:
+        print(r.sentence())

@@ -1,0 +1,75 @@
+"""The leader's side of operator requests, with fakes around the manager: the open ones reach
+the planner, and each moves pending -> running -> done (or failed) by fenced writes, audited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from manager_fakes import NOW_MS, Rig
+
+from manager.coordination.request_store import RequestState, StoredRequest
+from manager.model.snapshot import RequestKind
+
+
+def _request(
+    kind: RequestKind, *brokers: int, state: RequestState = "pending", rid: str = "req-1"
+) -> StoredRequest:
+    return StoredRequest(
+        id=rid,
+        kind=kind,
+        brokers=brokers,
+        state=state,
+        created_ms=NOW_MS - 60_000,
+        by="op@host",
+        updated_ms=NOW_MS - 60_000,
+        note="",
+        version=0,
+    )
+
+
+def test_a_demote_starts_and_its_request_runs(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.coordinator.open_requests = (_request("demote", 1),)
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "act", outcome.sentence
+    assert rig.manager.last_snapshot is not None
+    assert [r.id for r in rig.manager.last_snapshot.requests] == ["req-1"]
+    assert rig.coordinator.requests.marked == [("req-1", "running")]
+    assert any("req-1" in s and "is running" in s for s in rig.summaries())
+
+
+def test_a_request_already_met_is_done(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.coordinator.open_requests = (_request("demote", 4),)  # broker 4 leads nothing
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "noop", outcome.sentence
+    assert rig.coordinator.requests.marked == [("req-1", "done")]
+    assert any("req-1" in s and "is done" in s for s in rig.summaries())
+
+
+def test_a_request_naming_a_missing_broker_fails_and_is_not_planned(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.coordinator.open_requests = (_request("drain", 9),)
+    rig.manager.cycle()
+    assert rig.manager.last_snapshot is not None and rig.manager.last_snapshot.requests == ()
+    assert rig.coordinator.requests.marked == [("req-1", "failed")]
+    assert any("no broker [9]" in s for s in rig.summaries())
+
+
+def test_cancelled_and_finished_requests_are_not_planned(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.coordinator.open_requests = (
+        _request("demote", 1, state="cancelled", rid="req-1"),
+        _request("drain", 2, state="done", rid="req-2"),
+    )
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "noop", outcome.sentence
+    assert rig.coordinator.requests.marked == []
+
+
+def test_a_standby_changes_no_request(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.coordinator.is_leader = False
+    rig.coordinator.open_requests = (_request("drain", 9),)
+    rig.manager.cycle()
+    assert rig.coordinator.requests.marked == []
