@@ -507,6 +507,7 @@ class Manager:
             alerts=self.trail.active_alerts,
             moves=self._moves_view,
             recent=self.trail.recent_records(),
+            requests=[r.document() for r in self.requests.latest],
         )
 
     def health(self) -> tuple[bool, dict[str, Any]]:

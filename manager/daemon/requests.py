@@ -33,6 +33,7 @@ class RequestFollower:
         self.coordinator = coordinator
         self.trail = trail
         self.metrics = metrics
+        self.latest: tuple[StoredRequest, ...] = ()  # as last read, for the status page
 
     def for_planner(
         self, requests: Iterable[StoredRequest], brokers: Iterable[int]
@@ -41,6 +42,7 @@ class RequestFollower:
         broker the cluster does not have is failed (it could never be met)."""
         known = set(brokers)
         found = list(requests)
+        self.latest = tuple(found)
         self.metrics.observe_requests(Counter(r.state for r in found))
         out = []
         for r in found:

@@ -29,6 +29,7 @@ def status_document(
     alerts: Mapping[str, str],
     moves: Iterable[MoveState],
     recent: Iterable[AuditRecord],
+    requests: Iterable[Mapping[str, Any]] = (),
     now_ms: int | None = None,
 ) -> dict[str, Any]:
     loads = decision.loads_before if decision else {}
@@ -72,6 +73,8 @@ def status_document(
             }
             for m in moves
         ],
+        # Operator requests as last read from ZooKeeper, oldest first (the order served).
+        "requests": [dict(r) for r in requests],
         # Newest first: what on-call wants to see at the top.
         "recent_audit": [
             {"line": render_line(r), "kind": r.kind, "time_ms": r.time_ms, "id": r.id}
@@ -177,6 +180,23 @@ def render_html(doc: Mapping[str, Any]) -> str:
                 for m in doc["moves"]
             ],
             "no move in flight",
+        ),
+        "<h2>Operator requests</h2>",
+        _table(
+            ["request", "kind", "brokers", "state", "by", "updated", "last note"],
+            [
+                [
+                    r["id"],
+                    r["kind"],
+                    ", ".join(map(str, r["brokers"])),
+                    r["state"],
+                    r["by"],
+                    _ms(r["updated_ms"]),
+                    r["note"],
+                ]
+                for r in doc["requests"]
+            ],
+            "none stored (kmedic drain, fill or demote)",
         ),
         "<h2>Recent audit records</h2>",
         _table(["record"], [[r["line"]] for r in doc["recent_audit"]], "none yet"),

@@ -1,9 +1,11 @@
-"""Operator requests carried out on the real cluster by a manager process: `kmedic demote`
-moves leadership off a broker, `kmedic drain --wait` empties it, `kmedic fill --wait` brings
-load back onto it; each request ends `done`, in the audit log and in `requests list`."""
+"""Operator requests carried out on the real cluster by manager processes: `kmedic demote`
+moves leadership off a broker; `kmedic drain` empties it, and the leader is SIGKILLed while
+the drain runs, so the standby finishes it; `kmedic fill --wait` brings load back onto it.
+Each request ends `done`, in the audit log and in `requests list`."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import uuid
@@ -11,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
-from helpers import kafka_conf, read_audit, scrape, wait_for
+from helpers import create_placed_topic, kafka_conf, read_audit, scrape, wait_for
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
@@ -20,6 +23,7 @@ from kmedic.localcluster import process
 pytestmark = pytest.mark.integration
 
 TARGET = 4
+SLOW_MB = 8  # on one partition of TARGET, copied at 1 MB/s: the drain runs for seconds
 
 
 def kmedic(*args: str) -> subprocess.CompletedProcess[str]:
@@ -31,11 +35,20 @@ def kmedic(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def states(where: list[str]) -> list[str]:
+    listed = kmedic("requests", "list", *where)
+    return [line.rsplit(" is ", 1)[1].split(":")[0] for line in listed.stdout.splitlines()]
+
+
 def on_target(admin: AdminClient) -> tuple[int, int]:
     """(replicas on TARGET, partitions it leads), over every topic."""
     meta = admin.list_topics(timeout=10)
     parts = [p for t in meta.topics.values() for p in t.partitions.values()]
     return sum(TARGET in p.replicas for p in parts), sum(p.leader == TARGET for p in parts)
+
+
+def replicas_of(admin: AdminClient, topic: str) -> list[int]:
+    return list(admin.list_topics(topic, timeout=10).topics[topic].partitions[0].replicas)
 
 
 def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) -> None:
@@ -49,24 +62,40 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         "broker_loads": f"kmedic.broker-loads.{name}",
         "actions": f"kmedic.actions.{name}",
     }
-    port = process.free_ports(1)[0]
+    slow = f"{name}.slow"
+    create_placed_topic(bootstrap, slow, [[TARGET, 1 if TARGET != 1 else 2]])
+    producer = Producer(kafka_conf(bootstrap, {"acks": "all"}))
+    for _ in range(SLOW_MB * 10):
+        producer.produce(slow, b"x" * 100_000)
+    assert producer.flush(60) == 0
+    ports = dict(zip(("m1", "m2"), process.free_ports(2), strict=True))
     pipeline = Pipeline(cluster, tmp_path, cluster_name=name)
     where = ["--zk", cluster.zk_connect, "--cluster", name]
     try:
         pipeline.start_agents(interval_s=2, topic=topics["brokerstats"])
-        pipeline.start_manager(
-            interval_s=2,
-            topics=topics,
-            # No Spark job: a fill needs loads to pass its gate, and none are measured here.
-            policy={"min_valid_load_fraction": 0.0, "even_spread": False},
-            executor={"max_moves_per_broker": 10, "max_moves_in_flight": 30},
-            http={"port": port},
-        )
-        wait_for(
-            lambda: pipeline.check_running() or scrape(port, "kmedic_is_leader") == 1,
-            timeout=60,
-            what="the manager to lead",
-        )
+        for instance, port in ports.items():
+            pipeline.start_manager(
+                instance,
+                instance_id=instance,
+                interval_s=2,
+                topics=topics,
+                # No Spark job: a fill needs loads to pass its gate, and none are measured here.
+                policy={"min_valid_load_fraction": 0.0, "even_spread": False},
+                executor={
+                    "max_moves_per_broker": 10,
+                    "max_moves_in_flight": 30,
+                    "throttle_bytes_per_s": 1_000_000,
+                },
+                http={"port": port},
+            )
+            if instance == "m1":  # m1 leads, m2 stands by
+                wait_for(
+                    lambda: (
+                        pipeline.check_running() or scrape(ports["m1"], "kmedic_is_leader") == 1
+                    ),
+                    timeout=60,
+                    what="m1 to lead",
+                )
         held, led = on_target(admin)
         assert held and led, f"broker {TARGET} holds {held} replicas and leads {led}"
 
@@ -75,20 +104,33 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         assert "is done" in done.stdout.splitlines()[-1], done.stdout
         assert on_target(admin)[1] == 0
 
-        done = kmedic("drain", str(TARGET), "--wait", "240", *where)
-        assert done.returncode == 0, done.stdout + done.stderr
+        # The drain starts under m1; the slow partition is still copying when m1 dies.
+        started = kmedic("drain", str(TARGET), *where)
+        assert started.returncode == 0, started.stdout + started.stderr
+        wait_for(lambda: states(where)[-1] == "running", timeout=60, what="the drain to run")
+        assert TARGET in replicas_of(admin, slow), "the slow partition moved before the kill"
+        pipeline.stop_role("m1", signal.SIGKILL)
+        wait_for(
+            lambda: pipeline.check_running() or scrape(ports["m2"], "kmedic_is_leader") == 1,
+            timeout=60,
+            what="m2 to take over",
+        )
+        wait_for(lambda: states(where)[-1] == "done", timeout=240, what="m2 to finish the drain")
         assert on_target(admin)[0] == 0
 
         done = kmedic("fill", str(TARGET), "--wait", "240", *where)
         assert done.returncode == 0, done.stdout + done.stderr
         assert on_target(admin)[0] > 0
 
-        listed = kmedic("requests", "list", *where)
-        states = [line.rsplit(" is ", 1)[1].split(":")[0] for line in listed.stdout.splitlines()]
-        assert states == ["done", "done", "done"], listed.stdout
+        assert states(where) == ["done", "done", "done"]
         told = [r.summary for r in read_audit(bootstrap, topics["actions"])]
         for kind in ("demote", "drain", "fill"):
             assert any(f"({kind} brokers {TARGET}) is running" in s for s in told), told
             assert any(f"({kind} brokers {TARGET}) is done" in s for s in told), told
+        # The drain ran under m1 and was finished by m2, with the newer epoch.
+        records = read_audit(bootstrap, topics["actions"])
+        (ran,) = [r for r in records if f"(drain brokers {TARGET}) is running" in r.summary]
+        (ended,) = [r for r in records if f"(drain brokers {TARGET}) is done" in r.summary]
+        assert (ran.instance, ended.instance) == ("m1", "m2") and ended.epoch > ran.epoch
     finally:
         pipeline.stop()

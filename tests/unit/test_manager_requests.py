@@ -36,6 +36,8 @@ def test_a_demote_starts_and_its_request_runs(tmp_path: Path) -> None:
     assert [r.id for r in rig.manager.last_snapshot.requests] == ["req-1"]
     assert rig.coordinator.requests.marked == [("req-1", "running")]
     assert any("req-1" in s and "is running" in s for s in rig.summaries())
+    # The status page lists the request as the cycle read it.
+    assert [(r["id"], r["kind"]) for r in rig.manager.status()["requests"]] == [("req-1", "demote")]
 
 
 def test_a_request_already_met_is_done(tmp_path: Path) -> None:

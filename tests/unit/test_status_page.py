@@ -73,6 +73,37 @@ def test_html_escapes_everything_it_shows() -> None:
     assert "DEAD since" in page and "orders:0" in page
 
 
+def test_operator_requests_are_listed_oldest_first_and_escaped() -> None:
+    stored = [
+        {
+            "id": "req-0000000001",
+            "kind": "drain",
+            "brokers": [4, 5],
+            "state": "running",
+            "created_ms": NOW - 60_000,
+            "by": "alice@host",
+            "updated_ms": NOW - 30_000,
+            "note": "drain: 12 replica moves <left>",
+        },
+        {
+            "id": "req-0000000002",
+            "kind": "demote",
+            "brokers": [2],
+            "state": "pending",
+            "created_ms": NOW,
+            "by": "bob@host",
+            "updated_ms": NOW,
+            "note": "",
+        },
+    ]
+    doc = document(requests=stored)
+    assert [r["id"] for r in doc["requests"]] == ["req-0000000001", "req-0000000002"]
+    page = render_html(doc)
+    assert "Operator requests" in page and "<td>4, 5</td><td>running</td>" in page
+    assert "12 replica moves &lt;left&gt;" in page
+    assert "none stored" in render_html(document())
+
+
 def test_a_standby_without_snapshot_renders_too() -> None:
     doc = document(leader=False, snapshot=None, decision=None, alerts={}, moves=[], recent=[])
     page = render_html(doc)
