@@ -19,6 +19,7 @@ from helpers import create_placed_topic, kafka_conf, read_audit, scrape, wait_fo
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
+from manager.audit.log import render_line
 
 pytestmark = pytest.mark.integration
 
@@ -132,5 +133,7 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         (ran,) = [r for r in records if f"(drain brokers {TARGET}) is running" in r.summary]
         (ended,) = [r for r in records if f"(drain brokers {TARGET}) is done" in r.summary]
         assert (ran.instance, ended.instance) == ("m1", "m2") and ended.epoch > ran.epoch
+        # What on-call reads, kept beside the test's logs (docs/operations-requests.md quotes it).
+        (tmp_path / "audit.txt").write_text("\n".join(render_line(r) for r in records) + "\n")
     finally:
         pipeline.stop()
