@@ -63,10 +63,11 @@ class RequestFollower:
         request = next((r for r in requests if r.id == decision.request), None)
         if request is None or not request.open:
             return
+        note = _note(request, decision.summary)
         if decision.request_done:
-            self._move(request, "done", decision.summary)
+            self._move(request, "done", note)
         elif started and request.state == "pending":
-            self._move(request, "running", decision.summary)
+            self._move(request, "running", note)
 
     def _move(self, request: StoredRequest, state: RequestState, note: str) -> None:
         try:
@@ -79,3 +80,13 @@ class RequestFollower:
             updated.sentence(),
             details={"request": updated.document()},
         )
+
+
+def _note(request: StoredRequest, summary: str) -> str:
+    """The decision's summary without the request's own name, which the request's sentence
+    already starts with ("request req-7 (drain brokers 4): 9 partitions reassigned, ..." is
+    stored as "9 partitions reassigned, ...")."""
+    head = f"request {request.id} ({request.kind} brokers {', '.join(map(str, request.brokers))})"
+    if not summary.startswith(head):
+        return summary
+    return summary[len(head) :].removeprefix(" is done").removeprefix(":").strip()

@@ -5,6 +5,7 @@ Each request ends `done`, in the audit log and in `requests list`."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -37,8 +38,9 @@ def kmedic(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def states(where: list[str]) -> list[str]:
-    listed = kmedic("requests", "list", *where)
-    return [line.rsplit(" is ", 1)[1].split(":")[0] for line in listed.stdout.splitlines()]
+    listed = kmedic("requests", "list", "--json", *where)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    return [json.loads(line)["state"] for line in listed.stdout.splitlines()]
 
 
 def on_target(admin: AdminClient) -> tuple[int, int]:
@@ -130,8 +132,18 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
             assert any(f"({kind} brokers {TARGET}) is done" in s for s in told), told
         # The drain ran under m1 and was finished by m2, with the newer epoch.
         records = read_audit(bootstrap, topics["actions"])
-        (ran,) = [r for r in records if f"(drain brokers {TARGET}) is running" in r.summary]
-        (ended,) = [r for r in records if f"(drain brokers {TARGET}) is done" in r.summary]
+        drain = next(r for r in records if f"(drain brokers {TARGET}) is running" in r.summary)
+        rid = drain.summary.split()[1]
+        (ran,) = [
+            r
+            for r in records
+            if r.summary.startswith(f"request {rid} (drain brokers {TARGET}) is running")
+        ]
+        (ended,) = [
+            r
+            for r in records
+            if r.summary.startswith(f"request {rid} (drain brokers {TARGET}) is done")
+        ]
         assert (ran.instance, ended.instance) == ("m1", "m2") and ended.epoch > ran.epoch
         # What on-call reads, kept beside the test's logs (docs/operations-requests.md quotes it).
         (tmp_path / "audit.txt").write_text("\n".join(render_line(r) for r in records) + "\n")

@@ -35,7 +35,10 @@ def test_a_demote_starts_and_its_request_runs(tmp_path: Path) -> None:
     assert rig.manager.last_snapshot is not None
     assert [r.id for r in rig.manager.last_snapshot.requests] == ["req-1"]
     assert rig.coordinator.requests.marked == [("req-1", "running")]
-    assert any("req-1" in s and "is running" in s for s in rig.summaries())
+    (running,) = [s for s in rig.summaries() if s.startswith("request req-1 (demote brokers 1) is")]
+    # The note is the plan, without the request's name a second time.
+    assert running.startswith("request req-1 (demote brokers 1) is running: ")
+    assert running.count("req-1") == 1, running
     # The status page lists the request as the cycle read it.
     assert [(r["id"], r["kind"]) for r in rig.manager.status()["requests"]] == [("req-1", "demote")]
 
@@ -46,7 +49,8 @@ def test_a_request_already_met_is_done(tmp_path: Path) -> None:
     outcome = rig.manager.cycle()
     assert outcome.kind == "noop", outcome.sentence
     assert rig.coordinator.requests.marked == [("req-1", "done")]
-    assert any("req-1" in s and "is done" in s for s in rig.summaries())
+    done = [s for s in rig.summaries() if s.startswith("request req-1 (demote brokers 4) is done")]
+    assert done == ["request req-1 (demote brokers 4) is done: the brokers lead no partition"]
 
 
 def test_a_request_naming_a_missing_broker_fails_and_is_not_planned(tmp_path: Path) -> None:
