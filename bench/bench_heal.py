@@ -1,0 +1,441 @@
+"""The heal race: seconds from a broker's SIGKILL to every partition fully replicated again,
+on a real local cluster, and kmedic's plan beside the one Kafka's own
+`kafka-reassign-partitions --generate` proposes for the same broker list.
+
+Scenario: 6 brokers on 3 racks (2 per rack); one topic of 32 partitions at RF 3, one replica
+per rack; ``--produce-mb`` of records produced before the race (512 MB by default: 1.5 GB on
+the cluster's disks), and 2 MB/s of steady traffic throughout. kmedic runs as in production:
+an agent per broker and the manager as processes (no Spark job: a heal does not wait for
+loads), grace 15 s, 2 moves per broker, 10 in flight, a 3 s cycle, completions polled every
+0.5 s. Each run kills broker 6, times the kill to
+
+- fenced: the broker gone from the metadata's broker list (the controller's session timeout);
+- first move: the first ``action_started`` record in the audit log;
+- fully replicated: every partition of every topic back to its replica count, all in sync,
+  none on the dead broker;
+
+then restarts the broker, puts every partition back where it was and waits until all are in
+sync. Three runs without a replication throttle, three with 50 MB/s; medians reported.
+
+Bytes moved are counted from the moves' replica lists and the partitions' sizes on disk (their
+``.log`` segments, read before the kill); the lower bound is the dead broker's own replicas.
+Prints the figures and replaces the ``## heal`` section of docs/bench.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bench_docs import write_section
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from kafka import KafkaAdminClient
+from kafka.structs import TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+from composition.pipeline import Pipeline
+from kmedic.localcluster import ClusterSpec, LocalCluster, process
+from kmedic.paths import jvm_jars
+from manager.audit.kafka_sink import read_records
+from manager.audit.log import AuditRecord
+
+TOPIC = "bench.heal"
+PARTITIONS = 32
+RF = 3
+VICTIM = 6
+RACKS = ("/r1", "/r2", "/r3")
+GRACE_MS = 15_000
+THROTTLE = 50_000_000
+TRAFFIC_BYTES_PER_S = 2_000_000
+RECORD = 10_000
+
+T = TypeVar("T")
+Placement = dict[tuple[str, int], list[int]]
+
+
+def wait(check: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(interval)
+    raise SystemExit(f"bench_heal: timed out after {timeout:.0f}s waiting for {what}")
+
+
+def scrape(port: int, name: str, **labels: str) -> float | None:
+    import urllib.request
+
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    except OSError:
+        return None
+    for family in text_string_to_metric_families(text.decode()):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return None
+
+
+def _sized(snapshot: Path) -> bool:
+    try:
+        snap = json.loads(snapshot.read_text())
+    except (OSError, ValueError):
+        return False
+    stats = all(b.get("last_stats_ms") for b in snap["brokers"])
+    topic = next((t for t in snap.get("topics", []) if t["name"] == TOPIC), None)
+    return stats and topic is not None and all(p.get("size_bytes") for p in topic["partitions"])
+
+
+@dataclass
+class Run:
+    throttle: int | None
+    fenced_s: float
+    first_move_s: float
+    replicated_s: float
+    kmedic_bytes: int
+    kmedic_topic_bytes: int
+    lower_bound: int
+    off_victim_moves: int
+    rack_violations: int
+
+
+class Race:
+    def __init__(self, workdir: Path, produce_mb: int) -> None:
+        self.workdir = workdir
+        self.produce_mb = produce_mb
+        spec = ClusterSpec(brokers=6, racks=RACKS)
+        self.cluster = LocalCluster.start(spec, workdir / "cluster")
+        self.bootstrap = self.cluster.bootstrap_servers
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        self.kadmin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
+        self.rack = {b: spec.rack_of(b) for b in spec.broker_ids}
+        self.stop_traffic = threading.Event()
+
+    # ---- cluster ------------------------------------------------------------------------
+
+    def placement(self) -> Placement:
+        meta = self.admin.list_topics(timeout=10)
+        return {
+            (name, p.id): list(p.replicas)
+            for name, t in meta.topics.items()
+            for p in t.partitions.values()
+        }
+
+    def in_sync(self, rf: dict[tuple[str, int], int], without: int | None) -> bool:
+        meta = self.admin.list_topics(timeout=10)
+        for name, t in meta.topics.items():
+            for p in t.partitions.values():
+                want = rf.get((name, p.id))
+                if want is None:
+                    continue
+                if len(p.replicas) != want or sorted(p.isrs) != sorted(p.replicas):
+                    return False
+                if without is not None and without in p.replicas:
+                    return False
+        return True
+
+    def fenced(self, broker: int) -> bool:
+        return broker not in self.admin.list_topics(timeout=10).brokers
+
+    def sizes(self) -> dict[tuple[str, int], int]:
+        """Each partition's ``.log`` bytes, read from the directories of a replica."""
+        out: dict[tuple[str, int], int] = {}
+        for node in self.cluster.brokers:
+            for d in Path(node.directory).rglob("*-[0-9]*"):
+                if not d.is_dir() or "-" not in d.name:
+                    continue
+                topic, _, number = d.name.rpartition("-")
+                if not number.isdigit():
+                    continue
+                size = sum(f.stat().st_size for f in d.glob("*.log"))
+                key = (topic, int(number))
+                out[key] = max(out.get(key, 0), size)
+        return out
+
+    def put_back(self, initial: Placement) -> None:
+        now = self.placement()
+        moved = {k: v for k, v in initial.items() if now.get(k) not in (None, v)}
+        if moved:
+            self.kadmin.alter_partition_reassignments(
+                {TopicPartition(t, p): r for (t, p), r in moved.items()}
+            )
+            wait(lambda: not self.kadmin.list_partition_reassignments(), 600, "the put-back")
+        rf = {k: len(v) for k, v in initial.items()}
+        wait(lambda: self.in_sync(rf, None), 300, "every partition in sync after the put-back")
+
+    # ---- data ---------------------------------------------------------------------------
+
+    def fill(self) -> None:
+        topic = NewTopic(TOPIC, PARTITIONS, RF, config={"segment.bytes": str(64 * 1024 * 1024)})
+        for future in self.admin.create_topics([topic]).values():
+            future.result(timeout=60)
+        wait(lambda: TOPIC in self.admin.list_topics(timeout=10).topics, 60, "the topic")
+        producer = Producer(
+            {"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 50}
+            | {"batch.size": 1_000_000, "compression.type": "none"}
+        )
+        value = b"x" * RECORD
+        for n in range(self.produce_mb * 1024 * 1024 // RECORD):
+            while True:
+                try:
+                    producer.produce(TOPIC, value, partition=n % PARTITIONS)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+        if producer.flush(300) != 0:
+            raise SystemExit("bench_heal: records left unsent after 300 s")
+
+    def traffic(self) -> None:
+        producer = Producer(
+            {"bootstrap.servers": self.bootstrap, "acks": "1", "log_level": 0}
+            | {"message.timeout.ms": 30000}
+        )
+        value = b"t" * 1000
+        per_tick = TRAFFIC_BYTES_PER_S // 10 // len(value)
+        n = 0
+        while not self.stop_traffic.is_set():
+            for _ in range(per_tick):
+                n += 1
+                try:
+                    producer.produce(TOPIC, value, partition=n % PARTITIONS)
+                except BufferError:
+                    producer.poll(0.05)
+            producer.poll(0)
+            time.sleep(0.1)
+        producer.flush(30)
+
+    # ---- kmedic -------------------------------------------------------------------------
+
+    def race(self, run: int, throttle: int | None, initial: Placement) -> Run:
+        name = f"race{run}"
+        actions = f"kmedic.actions.{name}"
+        port = process.free_ports(1)[0]
+        pipeline = Pipeline(self.cluster, self.workdir / name, cluster_name=name)
+        sizes = self.sizes()
+        rf = {k: len(v) for k, v in initial.items()}
+        try:
+            pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
+            pipeline.start_manager(
+                interval_s=3,
+                topics={
+                    "brokerstats": f"kmedic.brokerstats.{name}",
+                    "replica_loads": f"kmedic.replica-loads.{name}",
+                    "broker_loads": f"kmedic.broker-loads.{name}",
+                    "actions": actions,
+                },
+                policy={
+                    "dead_grace_ms": GRACE_MS,
+                    "even_spread": False,
+                    "max_dead_brokers": 1,
+                    "max_moves_per_cycle": 10_000,
+                    "max_moves_per_hour": 100_000,
+                },
+                executor={
+                    "max_moves_per_broker": 2,
+                    "max_moves_in_flight": 10,
+                    "throttle_bytes_per_s": throttle,
+                    "poll_interval_s": 0.5,
+                },
+                http={"port": port},
+            )
+            wait(lambda: scrape(port, "kmedic_is_leader") == 1, 120, "the manager to lead")
+            # The manager's snapshot holds every broker's stats and the topic's sizes.
+            snapshot = self.workdir / name / "snapshot.json"
+            wait(lambda: _sized(snapshot), 120, "the sizes in the manager's snapshot", 1)
+            held = {k: v for k, v in initial.items() if VICTIM in v}
+            killed = time.time()
+            self.cluster.kill(VICTIM)
+            wait(lambda: self.fenced(VICTIM), 60, f"broker {VICTIM} fenced")
+            fenced = time.time()
+            wait(lambda: self.in_sync(rf, VICTIM), 900, "every partition fully replicated")
+            replicated = time.time()
+            records = self.audit(actions, lambda rs: any(r.kind == "action_completed" for r in rs))
+        finally:
+            pipeline.stop()
+        started = [r for r in records if r.kind == "action_started"]
+        if not started:
+            raise SystemExit("bench_heal: the heal left no action_started record")
+        moved_bytes = topic_bytes = off_victim = 0
+        for r in started:
+            topic, _, number = r.partitions[0].rpartition(":")
+            before = set((r.before or {})["replicas"])
+            after = set((r.after or {})["replicas"])
+            size = sizes.get((topic, int(number)), 0)
+            moved_bytes += size * len(after - before)
+            topic_bytes += size * len(after - before) if topic == TOPIC else 0
+            off_victim += len(before - after - {VICTIM})
+        after_placement = self.placement()
+        violations = sum(
+            1
+            for (t, _), replicas in after_placement.items()
+            if t == TOPIC and len({self.rack[b] for b in replicas}) < len(replicas)
+        )
+        result = Run(
+            throttle=throttle,
+            fenced_s=fenced - killed,
+            first_move_s=min(r.time_ms for r in started) / 1000 - killed,
+            replicated_s=replicated - killed,
+            kmedic_bytes=moved_bytes,
+            kmedic_topic_bytes=topic_bytes,
+            lower_bound=sum(sizes.get(k, 0) for k in held),
+            off_victim_moves=off_victim,
+            rack_violations=violations,
+        )
+        print(
+            f"run {run} (throttle {throttle or 'none'}): fenced {result.fenced_s:.1f} s, "
+            f"first move {result.first_move_s:.1f} s, fully replicated "
+            f"{result.replicated_s:.1f} s; {moved_bytes / 1e6:.0f} MB moved against a lower "
+            f"bound of {result.lower_bound / 1e6:.0f} MB; {off_victim} replicas moved that were "
+            f"not on broker {VICTIM}; {violations} rack violations",
+            flush=True,
+        )
+        self.cluster.restart(VICTIM)
+        self.put_back(initial)
+        return result
+
+    def audit(self, topic: str, done: Callable[[list[AuditRecord]], bool]) -> list[AuditRecord]:
+        def read() -> list[AuditRecord]:
+            records = list(read_records(self.bootstrap, topic, timeout_s=10))
+            return records if done(records) else []
+
+        return wait(read, 60, "the moves in the audit log", interval=1)
+
+    # ---- Kafka's own plan ---------------------------------------------------------------
+
+    def kafka_generate(self, initial: Placement) -> dict[str, Any]:
+        """`kafka-reassign-partitions --generate` for the topic onto every broker but the
+        victim: its bytes moved, moves off other brokers and rack violations."""
+        topics = self.workdir / "topics.json"
+        topics.write_text(json.dumps({"version": 1, "topics": [{"topic": TOPIC}]}))
+        brokers = ",".join(str(b) for b in self.cluster.broker_ids if b != VICTIM)
+        cmd = process.java_command(
+            classpath=jvm_jars("kafka-tools"),
+            main_class="org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+            args=[
+                "--bootstrap-server",
+                self.bootstrap,
+                "--topics-to-move-json-file",
+                str(topics),
+                "--broker-list",
+                brokers,
+                "--generate",
+            ],
+            heap_mb=256,
+            system_properties={},
+        )
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        marker = "Proposed partition reassignment configuration"
+        if done.returncode != 0 or marker not in done.stdout:
+            raise SystemExit(f"bench_heal: --generate failed: {done.stderr or done.stdout}")
+        proposed = json.loads(done.stdout.split(marker, 1)[1].strip().splitlines()[0])
+        sizes = self.sizes()
+        bound = sum(sizes.get(k, 0) for k, v in initial.items() if VICTIM in v and k[0] == TOPIC)
+        moved = off_victim = violations = 0
+        for entry in proposed["partitions"]:
+            key = (entry["topic"], entry["partition"])
+            before, after = set(initial[key]), set(entry["replicas"])
+            moved += sizes.get(key, 0) * len(after - before)
+            off_victim += len(before - after - {VICTIM})
+            violations += len({self.rack[b] for b in after}) < len(after)
+        return {"bytes": moved, "bound": bound, "off_victim": off_victim, "violations": violations}
+
+    def stop(self) -> None:
+        self.stop_traffic.set()
+        self.kadmin.close()
+        self.cluster.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="runs per throttle setting")
+    parser.add_argument("--produce-mb", type=int, default=512, help="MB produced at RF 3")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-heal-") as tmp:
+        race = Race(Path(tmp), args.produce_mb)
+        try:
+            t = time.monotonic()
+            race.fill()
+            print(f"produced {args.produce_mb} MB in {time.monotonic() - t:.0f} s", flush=True)
+            initial = race.placement()
+            on_disk = sum(race.sizes()[k] * len(v) for k, v in initial.items() if k[0] == TOPIC)
+            kafka = race.kafka_generate(initial)
+            traffic = threading.Thread(target=race.traffic, daemon=True)
+            traffic.start()
+            runs = [
+                race.race(n, throttle, initial)
+                for n, throttle in enumerate([None] * args.runs + [THROTTLE] * args.runs)
+            ]
+        finally:
+            race.stop()
+    text = report(args, on_disk, runs, kafka)
+    print(text)
+    if not args.no_write:
+        write_section("heal", text)
+
+
+def report(args: argparse.Namespace, on_disk: int, runs: list[Run], kafka: dict[str, Any]) -> str:
+    def med(values: list[float]) -> str:
+        return f"{statistics.median(values):.1f} s ({min(values):.1f}-{max(values):.1f})"
+
+    rows = []
+    for throttle in (None, THROTTLE):
+        mine = [r for r in runs if r.throttle == throttle]
+        if not mine:
+            continue
+        label = "none" if throttle is None else f"{throttle / 1e6:.0f} MB/s"
+        rows.append(
+            f"| {label} | {med([r.fenced_s for r in mine])} | "
+            f"{med([r.first_move_s for r in mine])} | {med([r.replicated_s for r in mine])} | "
+            f"{statistics.median(r.kmedic_topic_bytes for r in mine) / 1e6:.0f} MB "
+            f"({statistics.median(r.kmedic_bytes for r in mine) / 1e6:.0f} MB all topics) | "
+            f"{statistics.median(r.lower_bound for r in mine) / 1e6:.0f} MB | "
+            f"{max(r.off_victim_moves for r in mine)} | {max(r.rack_violations for r in mine)} |"
+        )
+    return "\n".join(
+        [
+            "## heal",
+            "",
+            "`bench/bench_heal.py`: the heal race on the local cluster. 6 brokers on 3 racks, "
+            f"{PARTITIONS} partitions at RF {RF} (one replica per rack), {args.produce_mb} MB "
+            f"produced ({on_disk / 1e9:.2f} GB on disk), 2 MB/s of traffic throughout; agents "
+            "and the manager as processes, no Spark job; grace 15 s, 2 moves per broker, 10 in "
+            "flight, a 3 s cycle, completions polled every 0.5 s. Broker 6 SIGKILLed, "
+            f"{args.runs} runs per throttle setting; times from the kill, median (range).",
+            "",
+            "| throttle | fenced | first move | fully replicated | bytes moved (topic) "
+            "| lower bound | replicas moved off other brokers | rack violations after |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            *rows,
+            "",
+            "Kafka's own `kafka-reassign-partitions --generate` for the same topic and the "
+            f"five live brokers proposes {kafka['bytes'] / 1e6:.0f} MB of copies against a lower "
+            f"bound of {kafka['bound'] / 1e6:.0f} MB at that moment, moves "
+            f"{kafka['off_victim']} replicas off brokers that are alive, and leaves "
+            f"{kafka['violations']} partitions with two replicas in one rack: it rebalances the "
+            "whole topic over the broker list rather than replacing the dead broker's replicas.",
+            "",
+            "Where the time goes: the controller fences the broker about 6 s after the kill "
+            "(`broker.session.timeout.ms` 6000 on the local cluster; Kafka's default is 9000); "
+            "the manager sees it absent at its next cycle and counts the grace from there; the "
+            "cycle after the grace is held for it, so the first move starts about 1 s after the "
+            "grace ends; the copies and the catch-up take the rest. The data grows by the "
+            "traffic from run to run (the lower bound rises with it).",
+            "",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    main()
