@@ -321,7 +321,10 @@ def test_snapshots_replay_through_plan(harness: Harness, tmp_path: Path) -> None
     """`kmedic snapshot` saves what the manager sees; `kmedic plan` replays it. The daemon's
     own per-cycle snapshot replays the same way."""
     config = tmp_path / "manager.yaml"
-    config.write_text(yaml.safe_dump(harness.pipeline.manager_config(http={"port": 0})))
+    # The running manager's own settings (its policy above all): a replay under other
+    # settings may rightly decide otherwise, e.g. even out the cluster.
+    settings = manager_settings(0)
+    config.write_text(yaml.safe_dump(harness.pipeline.manager_config(**settings)))
     saved = tmp_path / "snap.json"
     done = kmedic("snapshot", "--config", str(config), "--out", str(saved), "--wait", "15")
     assert done.returncode == 0, done.stderr
