@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -103,3 +105,13 @@ def read_audit(bootstrap: Cluster, topic: str) -> list[AuditRecord]:
         return list(read_records(bootstrap, topic, timeout_s=10))
     except (KafkaException, KmedicError):
         return []
+
+
+def kmedic_process(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`kmedic ARGS...` as its own process, as an operator runs it (output captured)."""
+    return subprocess.run(
+        [sys.executable, "-m", "composition.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
-from helpers import create_placed_topic, kafka_conf, read_audit, scrape, wait_for
+from helpers import (
+    create_placed_topic,
+    kafka_conf,
+    kmedic_process,
+    read_audit,
+    scrape,
+    wait_for,
+)
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
@@ -28,17 +33,8 @@ TARGET = 4
 SLOW_MB = 8  # on one partition of TARGET, copied at 1 MB/s: the drain runs for seconds
 
 
-def kmedic(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "composition.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def states(where: list[str]) -> list[str]:
-    listed = kmedic("requests", "list", "--json", *where)
+    listed = kmedic_process("requests", "list", "--json", *where)
     assert listed.returncode == 0, listed.stdout + listed.stderr
     return [json.loads(line)["state"] for line in listed.stdout.splitlines()]
 
@@ -102,13 +98,13 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         held, led = on_target(admin)
         assert held and led, f"broker {TARGET} holds {held} replicas and leads {led}"
 
-        done = kmedic("demote", str(TARGET), "--wait", "120", *where)
+        done = kmedic_process("demote", str(TARGET), "--wait", "120", *where)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "is done" in done.stdout.splitlines()[-1], done.stdout
         assert on_target(admin)[1] == 0
 
         # The drain starts under m1; the slow partition is still copying when m1 dies.
-        started = kmedic("drain", str(TARGET), *where)
+        started = kmedic_process("drain", str(TARGET), *where)
         assert started.returncode == 0, started.stdout + started.stderr
         wait_for(lambda: states(where)[-1] == "running", timeout=60, what="the drain to run")
         assert TARGET in replicas_of(admin, slow), "the slow partition moved before the kill"
@@ -121,7 +117,7 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         wait_for(lambda: states(where)[-1] == "done", timeout=240, what="m2 to finish the drain")
         assert on_target(admin)[0] == 0
 
-        done = kmedic("fill", str(TARGET), "--wait", "240", *where)
+        done = kmedic_process("fill", str(TARGET), "--wait", "240", *where)
         assert done.returncode == 0, done.stdout + done.stderr
         assert on_target(admin)[0] > 0
 
