@@ -107,14 +107,39 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture
 def healthy_cluster(local_cluster: Any) -> Iterator[Any]:
-    """The session cluster with every broker running, before and after the test: a test that
-    kills brokers leaves the next one a whole cluster."""
+    """The session cluster with every broker running and no replication throttle rate, before
+    and after the test: a test that kills brokers leaves the next one a whole cluster, and a
+    manager stopped mid-heal does not leave its rates to slow the next test's moves."""
     _revive(local_cluster)
+    _remove_throttle_rates(local_cluster)
     yield local_cluster
     _revive(local_cluster)
+    _remove_throttle_rates(local_cluster)
 
 
 def _revive(cluster: Any) -> None:
     for broker_id in cluster.broker_ids:
         if not cluster.is_alive(broker_id):
             cluster.restart(broker_id)
+
+
+def _remove_throttle_rates(cluster: Any) -> None:
+    """Delete both replication throttle rates on every broker (one broker per request: a
+    broker's dynamic config is changed on that broker)."""
+    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    from manager.model.throttles import RATE_KEYS
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        for broker_id in cluster.broker_ids:
+            delete = {key: (AlterConfigOp.DELETE, None) for key in RATE_KEYS}
+            results = admin.alter_configs(
+                [ConfigResource(ConfigResourceType.BROKER, str(broker_id), configs=delete)],
+                incremental=True,
+                raise_on_unknown=False,
+            )
+            failed = [o for by_name in results.values() for o in by_name.values() if o != "OK"]
+            assert not failed, f"removing broker {broker_id}'s throttle rates: {failed}"
+    finally:
+        admin.close()
