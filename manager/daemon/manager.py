@@ -5,7 +5,8 @@ immutable snapshot, runs the pure planner over it, and acts only when this insta
 with a current fencing epoch. It returns one outcome with one sentence (manager.daemon.outcome),
 which the loop logs once. Standbys observe and export metrics but neither decide nor write
 the audit log. The in-flight plan lives in ZooKeeper (compare-and-set on its version), so a
-new leader adopts it instead of starting over or leaving moves orphaned.
+new leader adopts it instead of starting over or leaving moves orphaned (the leader's side of
+that, storing plans and driving the executor: manager.daemon.plan_keeper).
 
 Collaborators (sources, coordinator, executor, audit log, clock) are passed in:
 manager.daemon.wiring builds the real ones, unit tests pass fakes.
@@ -25,30 +26,18 @@ from manager.analyzer.health import alerts_for, heal_needed, health_facts, next_
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
-from manager.coordination.leadership import FencedError
-from manager.coordination.move_budget import from_plan, with_started
-from manager.coordination.plan_document import (
-    moves_for,
-    moves_to_adopt,
-    plan_document,
-    stored_throttles,
-    synced,
-    with_throttles,
-)
-from manager.coordination.plan_store import StoredPlan
 from manager.coordination.state import CoordinationState
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.observation import ClusterUnobservable, observe_cluster
 from manager.daemon.outcome import CycleOutcome
+from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
 from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind, degrade, wait_for_plan
 from manager.executor.executor import MoveState
 from manager.model.decision import Decision
-from manager.model.moves import Move
 from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
-from manager.model.throttles import ThrottleRecord
 from manager.monitor.observe import DeathEvidence
 from manager.web.metrics import ManagerMetrics, MetricsServer
 from manager.web.status_page import status_document
@@ -85,12 +74,6 @@ class Manager:
         self.metrics = ManagerMetrics(cfg.cluster)
         self.server: MetricsServer | None = None
         self._stop = threading.Event()
-        self._adopt = threading.Event()  # set when leadership is (re)acquired
-        self._drop_moves = threading.Event()  # set when leadership is lost
-        # When moves started (wall clock), as stored with the plan: the hourly budget.
-        self._moves_started: list[tuple[float, int]] = []
-        # The in-flight plan as this cycle read it, then as this cycle last wrote it.
-        self._plan: StoredPlan | None = None
         self._started_at = self.clock.monotonic()
         self._last_cycle_ok = self._started_at
         self.last_decision: Decision | None = None
@@ -107,8 +90,8 @@ class Manager:
             epoch=lambda: coordinator.epoch,
         )
         self.requests = RequestFollower(coordinator, self.trail, self.metrics)
+        self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
         executor.on_event = self.trail.move_event
-        executor.before_change = self._before_change
         coordinator.watch(
             on_leadership_acquired=self._on_leadership_acquired,
             on_leadership_lost=self._on_leadership_lost,
@@ -180,7 +163,7 @@ class Manager:
                 return
             try:
                 if self.executor.poll():
-                    self._sync_plan()
+                    self.keeper.sync()
                     self._observe_moves()
             except Exception as exc:  # the next cycle tries again, and says why
                 log.warning("executor_poll_failed", error=str(exc))
@@ -192,7 +175,7 @@ class Manager:
             bool(self.executor.active())
             and coord.connected
             and coord.is_leader
-            and not self._drop_moves.is_set()
+            and not self.keeper.drop_moves.is_set()
         )
 
     def run_once(self) -> CycleOutcome | None:
@@ -224,8 +207,8 @@ class Manager:
         self._observe_leadership()
         self.audit.replay()
         self.metrics.observe_audit(self.audit.on_failover, self.audit.spool.pending())
-        if self._drop_moves.is_set():
-            self._drop_moves.clear()
+        if self.keeper.drop_moves.is_set():
+            self.keeper.drop_moves.clear()
             self.executor.forget_moves()
         if not coord.connected:
             since, cycles = self._zk_outage or (self.clock.time(), 0)
@@ -249,13 +232,7 @@ class Manager:
             return CycleOutcome("standby", _standby_sentence(state, facts.dead_brokers))
         if self._zk_outage is not None:
             self._audit_outage(facts.dead_brokers)
-        self._plan = state.plan
-        if self._adopt.is_set():
-            self._adopt_plan()
-        if self.executor.active():
-            self._step_executor()
-        elif self.executor.owned_throttles():
-            self._release_throttles()
+        self.keeper.lead(state.plan)
         t_plan = self.clock.monotonic()
         decision = degrade(
             decide(snap),
@@ -275,7 +252,7 @@ class Manager:
         self.trail.alerts(alerts_for(decision, audit_on_failover=self.audit.on_failover))
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
-            outcome = self._execute(decision, snap)
+            outcome = self.keeper.execute(decision, snap)
         self.requests.follow(decision, state.requests, started=outcome.kind == "act")
         self.last_decision = decision
         self._observe_moves()
@@ -339,7 +316,7 @@ class Manager:
             leadership,
             self.clock.time(),
             running=[s.move.tp for s in self.executor.active()],
-            history=self._moves_started,
+            history=self.keeper.moves_started,
         )
         if state.requests:
             known = (b.id for b in snap.brokers)
@@ -350,124 +327,7 @@ class Manager:
             _write_atomically(self.cfg.snapshot_path, snap.model_dump_json(indent=1))
         return snap
 
-    # ---- acting -------------------------------------------------------------------------
-
-    def _execute(self, decision: Decision, snap: Snapshot) -> CycleOutcome:
-        """Store the plan (fenced), then start its moves; the outcome says which happened."""
-        coord = self.coordinator
-        if self._adopt.is_set():
-            # Not yet seen: the predecessor's plan and its move history (the hourly budget).
-            why = "the stored plan has not been adopted yet"
-            return CycleOutcome.not_started("noop", decision, why)
-        if not coord.verify_leadership():
-            why = "leadership could not be verified just before acting"
-            return CycleOutcome.not_started("standby", decision, why)
-        moves = moves_for(decision, snap)
-        stored = self._plan
-        history = from_plan(stored.plan) if stored else self._moves_started
-        started = with_started(history, self.clock.time(), len(moves))
-        owned = self.executor.owned_throttles()
-        plan = plan_document(decision, moves, coord.epoch, started, owned)
-        try:
-            self._plan = coord.plans.write(plan, stored.version if stored else None)
-        except FencedError as exc:
-            self._drop_moves.set()  # a newer leader exists: its plan, not ours, is the truth
-            return CycleOutcome.not_started("standby", decision, f"fenced: {exc}")
-        except KmedicError as exc:
-            why = f"the in-flight plan could not be stored: {exc}"
-            return CycleOutcome.not_started("noop", decision, why)
-        self._moves_started = started
-        self.executor.submit(moves)
-        self._step_executor()
-        return CycleOutcome.of(decision)
-
-    def _step_executor(self) -> None:
-        try:
-            self.executor.step()
-        except KmedicError as exc:
-            log.warning("executor_step_failed", error=str(exc))
-            return
-        self._sync_plan()
-
-    def _before_change(self, batch: list[Move], throttles: ThrottleRecord) -> bool:
-        """Before every batch of moves and every throttle kmedic adds: a fenced write of the
-        plan with the throttles it will own. It fails unless this instance still leads with the
-        current epoch, so a deposed leader starts nothing, and a successor removes exactly
-        these throttles if this one crashes next."""
-        stored = self._plan
-        if stored is None:
-            log.warning("batch_refused", moves=len(batch), why="no stored plan to record it in")
-            return False
-        try:
-            self._plan = self.coordinator.plans.write(
-                with_throttles(stored.plan, throttles), stored.version
-            )
-        except FencedError as exc:
-            self._drop_moves.set()
-            log.warning("batch_refused", moves=len(batch), why=f"fenced: {exc}")
-            return False
-        except KmedicError as exc:
-            log.warning("batch_refused", moves=len(batch), why=str(exc))
-            return False
-        return True
-
-    def _release_throttles(self) -> None:
-        """No move runs: remove the throttles kmedic owns (left by a predecessor, or on a
-        broker that was down when the last move ended)."""
-        before = self.executor.owned_throttles()
-        if not self.coordinator.verify_leadership():
-            return  # a deposed leader's successor may need them for the moves it adopted
-        try:
-            left = self.executor.release_throttles()
-        except KmedicError as exc:
-            log.warning("throttle_release_failed", error=str(exc))
-            return
-        log.info(
-            "throttles_released",
-            topics=len({t for t, _ in before.replicas}),
-            brokers=len({b for b, _ in before.rates}),
-            waiting_brokers=sorted({b for b, _ in left.rates}),
-        )
-        self._sync_plan()
-
-    def _sync_plan(self) -> None:
-        """Keep the stored plan equal to the moves still active and the throttles kmedic owns;
-        when all are done it is emptied, not deleted, so that the move history it carries
-        outlives it."""
-        stored = self._plan
-        if stored is None:
-            return
-        active = {s.move.tp for s in self.executor.active()}
-        changed = synced(stored.plan, active, self.executor.owned_throttles())
-        if changed is None:
-            return
-        try:
-            self._plan = self.coordinator.plans.write(changed, stored.version)
-        except KmedicError as exc:
-            log.warning("plan_sync_failed", error=str(exc))
-
-    def _adopt_plan(self) -> None:
-        """After a restart or failover: take over the throttles the stored plan records as
-        kmedic's and continue the moves it still lists; with none left, the throttles are
-        removed at once (a throttle without a move only slows recovery). Throttles kmedic
-        did not record are never touched: they are an operator's."""
-        self._adopt.clear()
-        stored = self._plan
-        if stored is None:
-            return
-        self._moves_started = from_plan(stored.plan)
-        self.executor.adopt_throttles(stored_throttles(stored.plan))
-        if not stored.plan.get("moves"):
-            return  # released by this cycle's step, once adoption is over
-        moves = moves_to_adopt(stored.plan, {s.move.tp for s in self.executor.active()})
-        self.executor.submit(moves)
-        self.trail.record(
-            "decision",
-            f"adopted the in-flight plan of epoch {stored.epoch} by {stored.instance}: "
-            f"{len(moves)} moves to continue",
-            partitions=[m.key for m in moves],
-            details={"adopted_from": stored.instance, "adopted_epoch": stored.epoch},
-        )
+    # ---- moves and leadership -------------------------------------------------------
 
     def _observe_moves(self) -> None:
         self._moves_view = tuple(self.executor.active())  # for the status page's thread
@@ -477,14 +337,14 @@ class Manager:
         self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.timed_out))
 
     def _on_leadership_acquired(self, epoch: int) -> None:
-        self._adopt.set()
+        self.keeper.adopt.set()
         self._observe_leadership()  # at once, not at the next cycle (30 s by default)
 
     def _on_leadership_lost(self, reason: str) -> None:
         # Drop in-flight decisions: the next leader adopts the stored plan; Kafka keeps running
         # the reassignments already issued.
         log.warning("leadership_lost", reason=reason)
-        self._drop_moves.set()
+        self.keeper.drop_moves.set()
         self._observe_leadership()
 
     def _observe_leadership(self) -> None:

@@ -45,7 +45,7 @@ def test_nothing_is_stepped_when_it_may_not_be(tmp_path: Path, case: str) -> Non
     if case == "cut off":
         rig.coordinator.connected = False
     if case == "dropping":
-        rig.manager._drop_moves.set()
+        rig.manager.keeper.drop_moves.set()
     rig.manager._between_cycles(rig.clock.monotonic() + 0.05)  # a real 50 ms wait
     assert rig.executor.steps == 0
 

@@ -1,0 +1,188 @@
+"""The leader's side of acting: the in-flight plan in ZooKeeper and the executor carrying it out.
+
+The stored plan is the truth a successor adopts, so every change to the cluster is preceded by
+a fenced write of it (compare-and-set on its version, refused under a newer epoch):
+
+- a decision to act is stored, with its moves and the move history of the hourly budget,
+  before any of its moves is submitted;
+- before every batch of moves and every throttle kmedic adds, the plan is written again with
+  the throttles it will own (``before_change``), so a deposed leader starts nothing;
+- as moves end, the plan is kept equal to the moves still active and the throttles owned;
+  once all are done it is emptied, not deleted, so the history it carries outlives it.
+
+A fenced write sets ``drop_moves``: a newer leader exists and its plan, not ours, is the
+truth; the manager forgets its moves at the start of its next cycle.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+from manager.coordination.leadership import FencedError
+from manager.coordination.move_budget import from_plan, with_started
+from manager.coordination.plan_document import (
+    moves_for,
+    moves_to_adopt,
+    plan_document,
+    stored_throttles,
+    synced,
+    with_throttles,
+)
+from manager.coordination.plan_store import StoredPlan
+from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.outcome import CycleOutcome
+from manager.daemon.ports import Clock, Coordinator, Executor
+from manager.model.decision import Decision
+from manager.model.moves import Move
+from manager.model.snapshot import Snapshot
+from manager.model.throttles import ThrottleRecord
+
+log = get_logger(__name__)
+
+
+class PlanKeeper:
+    """The stored plan as this instance last read or wrote it, and the executor it drives."""
+
+    def __init__(
+        self, coordinator: Coordinator, executor: Executor, trail: AuditTrail, clock: Clock
+    ) -> None:
+        self.coordinator = coordinator
+        self.executor = executor
+        self.trail = trail
+        self.clock = clock
+        self.plan: StoredPlan | None = None
+        # When moves started (wall clock), as stored with the plan: the hourly budget.
+        self.moves_started: list[tuple[float, int]] = []
+        self.adopt = threading.Event()  # set when leadership is (re)acquired
+        self.drop_moves = threading.Event()  # set when leadership is lost or a write is fenced
+        executor.before_change = self.before_change
+
+    def lead(self, stored: StoredPlan | None) -> None:
+        """A leader's cycle: take the plan as ZooKeeper holds it now, adopt it after a
+        failover, carry on with the moves (or remove throttles no move needs any more)."""
+        self.plan = stored
+        if self.adopt.is_set():
+            self._adopt_plan()
+        if self.executor.active():
+            self.step()
+        elif self.executor.owned_throttles():
+            self._release_throttles()
+
+    def execute(self, decision: Decision, snap: Snapshot) -> CycleOutcome:
+        """Store the plan (fenced), then start its moves; the outcome says which happened."""
+        coord = self.coordinator
+        if self.adopt.is_set():
+            # Not yet seen: the predecessor's plan and its move history (the hourly budget).
+            why = "the stored plan has not been adopted yet"
+            return CycleOutcome.not_started("noop", decision, why)
+        if not coord.verify_leadership():
+            why = "leadership could not be verified just before acting"
+            return CycleOutcome.not_started("standby", decision, why)
+        moves = moves_for(decision, snap)
+        stored = self.plan
+        history = from_plan(stored.plan) if stored else self.moves_started
+        started = with_started(history, self.clock.time(), len(moves))
+        owned = self.executor.owned_throttles()
+        plan = plan_document(decision, moves, coord.epoch, started, owned)
+        try:
+            self.plan = coord.plans.write(plan, stored.version if stored else None)
+        except FencedError as exc:
+            self.drop_moves.set()
+            return CycleOutcome.not_started("standby", decision, f"fenced: {exc}")
+        except KmedicError as exc:
+            why = f"the in-flight plan could not be stored: {exc}"
+            return CycleOutcome.not_started("noop", decision, why)
+        self.moves_started = started
+        self.executor.submit(moves)
+        self.step()
+        return CycleOutcome.of(decision)
+
+    def step(self) -> None:
+        try:
+            self.executor.step()
+        except KmedicError as exc:
+            log.warning("executor_step_failed", error=str(exc))
+            return
+        self.sync()
+
+    def before_change(self, batch: list[Move], throttles: ThrottleRecord) -> bool:
+        """Before every batch of moves and every throttle kmedic adds: a fenced write of the
+        plan with the throttles it will own. It fails unless this instance still leads with the
+        current epoch, so a deposed leader starts nothing, and a successor removes exactly
+        these throttles if this one crashes next."""
+        stored = self.plan
+        if stored is None:
+            log.warning("batch_refused", moves=len(batch), why="no stored plan to record it in")
+            return False
+        try:
+            self.plan = self.coordinator.plans.write(
+                with_throttles(stored.plan, throttles), stored.version
+            )
+        except FencedError as exc:
+            self.drop_moves.set()
+            log.warning("batch_refused", moves=len(batch), why=f"fenced: {exc}")
+            return False
+        except KmedicError as exc:
+            log.warning("batch_refused", moves=len(batch), why=str(exc))
+            return False
+        return True
+
+    def sync(self) -> None:
+        """Keep the stored plan equal to the moves still active and the throttles kmedic owns;
+        when all are done it is emptied, not deleted, so that the move history it carries
+        outlives it."""
+        stored = self.plan
+        if stored is None:
+            return
+        active = {s.move.tp for s in self.executor.active()}
+        changed = synced(stored.plan, active, self.executor.owned_throttles())
+        if changed is None:
+            return
+        try:
+            self.plan = self.coordinator.plans.write(changed, stored.version)
+        except KmedicError as exc:
+            log.warning("plan_sync_failed", error=str(exc))
+
+    def _release_throttles(self) -> None:
+        """No move runs: remove the throttles kmedic owns (left by a predecessor, or on a
+        broker that was down when the last move ended)."""
+        before = self.executor.owned_throttles()
+        if not self.coordinator.verify_leadership():
+            return  # a deposed leader's successor may need them for the moves it adopted
+        try:
+            left = self.executor.release_throttles()
+        except KmedicError as exc:
+            log.warning("throttle_release_failed", error=str(exc))
+            return
+        log.info(
+            "throttles_released",
+            topics=len({t for t, _ in before.replicas}),
+            brokers=len({b for b, _ in before.rates}),
+            waiting_brokers=sorted({b for b, _ in left.rates}),
+        )
+        self.sync()
+
+    def _adopt_plan(self) -> None:
+        """After a restart or failover: take over the throttles the stored plan records as
+        kmedic's and continue the moves it still lists; with none left, the throttles are
+        removed at once (a throttle without a move only slows recovery). Throttles kmedic
+        did not record are never touched: they are an operator's."""
+        self.adopt.clear()
+        stored = self.plan
+        if stored is None:
+            return
+        self.moves_started = from_plan(stored.plan)
+        self.executor.adopt_throttles(stored_throttles(stored.plan))
+        if not stored.plan.get("moves"):
+            return  # released by this cycle's step, once adoption is over
+        moves = moves_to_adopt(stored.plan, {s.move.tp for s in self.executor.active()})
+        self.executor.submit(moves)
+        self.trail.record(
+            "decision",
+            f"adopted the in-flight plan of epoch {stored.epoch} by {stored.instance}: "
+            f"{len(moves)} moves to continue",
+            partitions=[m.key for m in moves],
+            details={"adopted_from": stored.instance, "adopted_epoch": stored.epoch},
+        )
