@@ -107,11 +107,25 @@ def read_audit(bootstrap: Cluster, topic: str) -> list[AuditRecord]:
         return []
 
 
-def kmedic_process(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`kmedic ARGS...` as its own process, as an operator runs it (output captured)."""
+def kmedic_process(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`kmedic ARGS...` as its own process, as an operator runs it (output captured; ``env``
+    replaces the environment when given)."""
     return subprocess.run(
         [sys.executable, "-m", "composition.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
+
+
+def kmedic_in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`kmedic ARGS...` called in the test's own process: (exit code, stdout, stderr). Quicker
+    than kmedic_process where the process boundary is not what is tested."""
+    from composition.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err

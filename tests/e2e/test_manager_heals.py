@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -39,7 +37,7 @@ from e2e_support import (
     reassignments,
     under_replicated,
 )
-from helpers import kafka_conf, wait_for, wait_until_usable
+from helpers import kafka_conf, kmedic_process, wait_for, wait_until_usable
 from kazoo.client import KazooClient
 from prometheus_support import PrometheusServer
 
@@ -308,15 +306,6 @@ def test_throttles_a_crashed_leader_recorded_are_removed_and_an_operators_kept(
     )
 
 
-def kmedic(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "composition.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_snapshots_replay_through_plan(harness: Harness, tmp_path: Path) -> None:
     """`kmedic snapshot` saves what the manager sees; `kmedic plan` replays it. The daemon's
     own per-cycle snapshot replays the same way."""
@@ -326,11 +315,11 @@ def test_snapshots_replay_through_plan(harness: Harness, tmp_path: Path) -> None
     settings = manager_settings(0)
     config.write_text(yaml.safe_dump(harness.pipeline.manager_config(**settings)))
     saved = tmp_path / "snap.json"
-    done = kmedic("snapshot", "--config", str(config), "--out", str(saved), "--wait", "15")
+    done = kmedic_process("snapshot", "--config", str(config), "--out", str(saved), "--wait", "15")
     assert done.returncode == 0, done.stderr
     assert "4 brokers" in done.stdout
     for path in (saved, harness.pipeline.workdir / "snapshot.json"):
-        plan = kmedic("plan", "--snapshot", str(path), "--json")
+        plan = kmedic_process("plan", "--snapshot", str(path), "--json")
         assert plan.returncode in (0, 2), plan.stderr
         decision = json.loads(plan.stdout)
         assert decision["outcome"] in ("noop", "refuse")

@@ -8,10 +8,10 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from helpers import kmedic_in_process
 from kazoo.client import KazooClient
 from zk_support import zk_connect_for
 
-from composition.cli import main
 from kmedic.errors import KmedicError
 from manager.coordination.leadership import CoordinationConfig, Coordinator, FencedError
 from manager.coordination.request_store import read_requests
@@ -34,20 +34,14 @@ def client(zk_hosts: str) -> Iterator[KazooClient]:
     zk.close()
 
 
-def kmedic(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_requests_are_stored_in_order_listed_and_cancelled(
     zk_hosts: str, client: KazooClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster = f"req-{uuid.uuid4().hex[:8]}"
     where = ["--zk", zk_hosts, "--cluster", cluster]
-    code, out, _ = kmedic(capsys, "drain", "5", "4", *where)
+    code, out, _ = kmedic_in_process(capsys, "drain", "5", "4", *where)
     assert code == 0 and "(drain brokers 4, 5) is pending" in out, out
-    code, out, _ = kmedic(capsys, "demote", "2", *where)
+    code, out, _ = kmedic_in_process(capsys, "demote", "2", *where)
     assert code == 0, out
     stored = read_requests(client, manager_path("/kmedic", cluster))
     assert [(r.kind, r.brokers, r.state) for r in stored] == [
@@ -55,15 +49,15 @@ def test_requests_are_stored_in_order_listed_and_cancelled(
         ("demote", (2,), "pending"),
     ]
     assert stored[0].id < stored[1].id and stored[0].by
-    code, out, _ = kmedic(capsys, "requests", "list", *where)
+    code, out, _ = kmedic_in_process(capsys, "requests", "list", *where)
     assert out.splitlines() == [r.sentence() for r in stored]
-    code, out, _ = kmedic(capsys, "requests", "cancel", stored[0].id, *where)
+    code, out, _ = kmedic_in_process(capsys, "requests", "cancel", stored[0].id, *where)
     assert code == 0 and "is cancelled: cancelled by an operator" in out
-    code, _, err = kmedic(capsys, "requests", "cancel", stored[0].id, *where)
+    code, _, err = kmedic_in_process(capsys, "requests", "cancel", stored[0].id, *where)
     assert code == 1 and "only a pending or running one can be cancelled" in err
-    code, _, err = kmedic(capsys, "requests", "cancel", "req-9999999999", *where)
+    code, _, err = kmedic_in_process(capsys, "requests", "cancel", "req-9999999999", *where)
     assert code == 1 and "no request req-9999999999" in err
-    code, _, err = kmedic(capsys, "fill", "3", "--wait", "3", *where)
+    code, _, err = kmedic_in_process(capsys, "fill", "3", "--wait", "3", *where)
     assert code == 1 and "still pending after 3s" in err
 
 
@@ -71,7 +65,7 @@ def test_the_leaders_writes_are_fenced_and_lose_to_a_cancel(
     zk_hosts: str, client: KazooClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster = f"req-{uuid.uuid4().hex[:8]}"
-    kmedic(capsys, "drain", "3", "--zk", zk_hosts, "--cluster", cluster)
+    kmedic_in_process(capsys, "drain", "3", "--zk", zk_hosts, "--cluster", cluster)
     base = manager_path("/kmedic", cluster)
     config = CoordinationConfig(zk_connect=zk_hosts, session_timeout_s=6.0)
     old = Coordinator(config, cluster, "old")
@@ -82,12 +76,14 @@ def test_the_leaders_writes_are_fenced_and_lose_to_a_cancel(
         running = old.requests.mark(request, "running", "3 replicas move off")
         assert read_requests(client, base)[0].state == "running"
         # An operator cancels; the leader's next write, from what it read before, loses.
-        kmedic(capsys, "requests", "cancel", request.id, "--zk", zk_hosts, "--cluster", cluster)
+        kmedic_in_process(
+            capsys, "requests", "cancel", request.id, "--zk", zk_hosts, "--cluster", cluster
+        )
         with pytest.raises(KmedicError, match="changed underneath"):
             old.requests.mark(running, "done", "drained")
         assert read_requests(client, base)[0].state == "cancelled"
         # A standby never held the epoch: its writes are fenced.
-        kmedic(capsys, "demote", "1", "--zk", zk_hosts, "--cluster", cluster)
+        kmedic_in_process(capsys, "demote", "1", "--zk", zk_hosts, "--cluster", cluster)
         demote = read_requests(client, base)[1]
         standby = Coordinator(config, cluster, "standby")
         standby.start()

@@ -6,8 +6,6 @@ identity reads and cannot write; an open tree is reported at start and fixed on 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import wait_for
+from helpers import kmedic_process, wait_for
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import OPEN_ACL_UNSAFE
@@ -157,15 +155,6 @@ def test_without_auth_nothing_changes(zk_hosts: str) -> None:
         coord.stop()
 
 
-def kmedic_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "composition.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_the_cli_checks_and_fixes_acls_and_the_admin_tools_use_the_credentials(
     zk_hosts: str, tmp_path: Path
 ) -> None:
@@ -189,24 +178,24 @@ def test_the_cli_checks_and_fixes_acls_and_the_admin_tools_use_the_credentials(
     anyone = client(zk_hosts)
     try:
         anyone.create(f"{root}/c1/manager/epoch", b"3", makepath=True, acl=OPEN_ACL_UNSAFE)
-        check = kmedic_cli("zk-acls", "check", "--config", str(config))
+        check = kmedic_process("zk-acls", "check", "--config", str(config))
         assert check.returncode == 1, check.stderr
         assert f"{root}/c1/manager/epoch: world:anyone:cdrwa" in check.stdout
-        fixed = kmedic_cli("zk-acls", "fix", "--config", str(config), "--json")
+        fixed = kmedic_process("zk-acls", "fix", "--config", str(config), "--json")
         assert fixed.returncode == 0, fixed.stderr
         assert f"{root}/c1/manager/epoch" in json.loads(fixed.stdout)["fixed"]
-        again = kmedic_cli("zk-acls", "check", "--config", str(config))
+        again = kmedic_process("zk-acls", "check", "--config", str(config))
         assert again.returncode == 0 and "carries kmedic's ACL" in again.stdout, again.stdout
         with pytest.raises(NoAuthError):
             anyone.set(f"{root}/c1/manager/epoch", b"999")
 
         # The placement tools authenticate from the same file, or from flags.
-        made = kmedic_cli(
+        made = kmedic_process(
             "domains", "create", "rack-a", "--brokers", "1,2", "--config", str(config)
         )
         assert made.returncode == 0, made.stderr
         flags = ["--zk", zk_hosts, "--cluster", "c1", "--root", root]
-        listed = kmedic_cli(
+        listed = kmedic_process(
             "domains",
             "list",
             *flags,
@@ -217,7 +206,7 @@ def test_the_cli_checks_and_fixes_acls_and_the_admin_tools_use_the_credentials(
         )
         assert listed.returncode == 0 and "rack-a" in listed.stdout, listed.stderr
         # Without them: one line, no traceback, nothing read.
-        refused = kmedic_cli("domains", "list", *flags)
+        refused = kmedic_process("domains", "list", *flags)
         assert refused.returncode == 1
         assert refused.stderr.startswith("kmedic: error:") and "NoAuth" in refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr

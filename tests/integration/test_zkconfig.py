@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 
 import pytest
+from helpers import kmedic_in_process, kmedic_process
 from kazoo.client import KazooClient
 from zk_support import zk_connect_for
 
-from composition.cli import main
 from kmedic.errors import KmedicError
 from manager.coordination.placement_store import ZkConfigStore
 from manager.model.placement_config import BrokerGroup, Domain, IsolationGroup
@@ -105,34 +103,36 @@ def test_corrupt_znode_is_reported_with_its_path(store: ZkConfigStore, zk_hosts:
         store.load()
 
 
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_domains_groups_maintenance(
     capsys: pytest.CaptureFixture[str], zk_hosts: str, cluster: str
 ) -> None:
     at = ["--zk", zk_hosts, "--cluster", cluster]
-    assert run_cli(capsys, "domains", "create", "r1", "--brokers", "1,3", *at)[0] == 0
-    assert run_cli(capsys, "domains", "create", "r2", "--brokers", "2,4", *at)[0] == 0
-    code, _, err = run_cli(capsys, "domains", "update", "r2", "--brokers", "2,3", *at)
+    assert kmedic_in_process(capsys, "domains", "create", "r1", "--brokers", "1,3", *at)[0] == 0
+    assert kmedic_in_process(capsys, "domains", "create", "r2", "--brokers", "2,4", *at)[0] == 0
+    code, _, err = kmedic_in_process(capsys, "domains", "update", "r2", "--brokers", "2,3", *at)
     assert code == 1 and "broker 3 is in domain 'r1' and 'r2'" in err
-    code, out, _ = run_cli(capsys, "domains", "list", *at)
+    code, out, _ = kmedic_in_process(capsys, "domains", "list", *at)
     assert out.splitlines() == ["r1: brokers 1,3", "r2: brokers 2,4"]
-    code, out, _ = run_cli(capsys, "domains", "get", "r1", "--json", *at)
+    code, out, _ = kmedic_in_process(capsys, "domains", "get", "r1", "--json", *at)
     assert json.loads(out) == [{"name": "r1", "brokers": [1, 3]}]
 
-    code, _, err = run_cli(capsys, "maintenance", "start", "r7", "--reason", "x", *at)
+    code, _, err = kmedic_in_process(capsys, "maintenance", "start", "r7", "--reason", "x", *at)
     assert code == 1 and "unknown domain 'r7'" in err
-    assert run_cli(capsys, "maintenance", "start", "r2", "--reason", "kernel upgrade", *at)[0] == 0
-    code, out, _ = run_cli(capsys, "maintenance", "list", *at)
+    assert (
+        kmedic_in_process(capsys, "maintenance", "start", "r2", "--reason", "kernel upgrade", *at)[
+            0
+        ]
+        == 0
+    )
+    code, out, _ = kmedic_in_process(capsys, "maintenance", "list", *at)
     assert out.startswith("r2: since ") and out.rstrip().endswith("kernel upgrade")
-    assert run_cli(capsys, "maintenance", "end", "r2", *at)[0] == 0
+    assert kmedic_in_process(capsys, "maintenance", "end", "r2", *at)[0] == 0
 
-    assert run_cli(capsys, "groups", "broker", "create", "fast", "--brokers", "1,2", *at)[0] == 0
-    code, out, _ = run_cli(
+    assert (
+        kmedic_in_process(capsys, "groups", "broker", "create", "fast", "--brokers", "1,2", *at)[0]
+        == 0
+    )
+    code, out, _ = kmedic_in_process(
         capsys,
         "groups",
         "isolation",
@@ -145,45 +145,30 @@ def test_cli_domains_groups_maintenance(
         *at,
     )
     assert code == 0 and "pay: topics payments,refunds on fast" in out
-    code, _, err = run_cli(
+    code, _, err = kmedic_in_process(
         capsys, "groups", "anti-affinity", "create", "aa", "--topics", "bad topic!", *at
     )
     assert code == 1 and "invalid topic names ['bad topic!']" in err
-    code, out, _ = run_cli(capsys, "groups", "isolation", "list", "--json", *at)
+    code, out, _ = kmedic_in_process(capsys, "groups", "isolation", "list", "--json", *at)
     assert json.loads(out)[0]["primary"] == "fast"
 
 
 def test_cli_subprocess_names_missing_zookeeper_and_bad_broker_ids(cluster: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "KMEDIC_ZK_CONNECT"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "composition.cli", "domains", "list", "--cluster", cluster],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    proc = kmedic_process("domains", "list", "--cluster", cluster, timeout=60, env=env)
     assert proc.returncode == 1
     assert proc.stderr.strip() == (
         "kmedic: error: no ZooKeeper given: pass --zk HOST:PORT or --config MANAGER.yaml, "
         "or set KMEDIC_ZK_CONNECT"
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "composition.cli", "domains", "create", "d", "--brokers", "1,x"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    proc = kmedic_process("domains", "create", "d", "--brokers", "1,x", timeout=60, env=env)
     assert proc.returncode == 2 and "'x' is not one" in proc.stderr
 
 
 def test_cli_subprocess_against_zookeeper(zk_hosts: str, cluster: str) -> None:
-    base = [sys.executable, "-m", "composition.cli", "domains"]
     at = ["--zk", zk_hosts, "--cluster", cluster]
-    made = subprocess.run(
-        [*base, "create", "d1", "--brokers", "5", *at], capture_output=True, text=True, timeout=60
-    )
+    made = kmedic_process("domains", "create", "d1", "--brokers", "5", *at, timeout=60)
     assert made.returncode == 0, made.stderr
     assert made.stdout.strip() == "created domain d1: brokers 5"
-    listed = subprocess.run([*base, "list", *at], capture_output=True, text=True, timeout=60)
+    listed = kmedic_process("domains", "list", *at, timeout=60)
     assert listed.stdout.strip() == "d1: brokers 5"
