@@ -45,6 +45,9 @@ from manager.web.status_page import status_document
 log = get_logger(__name__)
 
 MIN_CYCLE_GAP_S = 0.5  # between two cycles, however soon a grace period ends
+# A fresh instance reads the stats and load topics to their ends before its first decision,
+# for at most this long: judged half-read, the loads look stale and a heal looks unneeded.
+WARM_UP_LIMIT_S = 30.0
 
 ZK_OUTAGE: ReasonCode = "coordination_unreachable"
 
@@ -75,6 +78,8 @@ class Manager:
         self.server: MetricsServer | None = None
         self._stop = threading.Event()
         self._started_at = self.clock.monotonic()
+        self._warm = False  # every feed was read to its end once (or the warm-up ran out)
+        self._reading: list[str] = []  # the topics the last cycle was still reading
         self._last_cycle_ok = self._started_at
         self.last_decision: Decision | None = None
         self.last_snapshot: Snapshot | None = None
@@ -142,6 +147,8 @@ class Manager:
         ends before then: the heal then starts when the grace is over, not up to a whole
         interval later."""
         at = started + self.cfg.interval_s
+        if self._reading:  # the first decision waits for them: look again soon
+            return min(at, started + MIN_CYCLE_GAP_S)
         snap = self.last_snapshot
         end_ms = next_grace_end_ms(snap) if snap is not None else None
         if end_ms is None:
@@ -216,6 +223,9 @@ class Manager:
             return CycleOutcome(
                 "blind", "blind: ZooKeeper is unreachable, so leadership cannot be proven"
             )
+        if reading := self._still_reading():
+            topics = ", ".join(reading)
+            return CycleOutcome("wait", f"wait: reading {topics} to the end before deciding")
         try:
             state = self._read_state()
             snap = self._snapshot(state)
@@ -259,6 +269,16 @@ class Manager:
         self._last_cycle_ok = self.clock.monotonic()
         self.metrics.observe_cycle(self._last_cycle_ok - t0, self.clock.time())
         return outcome
+
+    def _still_reading(self) -> list[str]:
+        """The topics a fresh instance has not yet read to their end (empty once it has, or
+        once WARM_UP_LIMIT_S is over: then stale or missing records are judged as such)."""
+        if not self._warm:
+            behind = [f.topic for f in self.sources.feed_status() if not f.caught_up]
+            if not behind or self.clock.monotonic() - self._started_at >= WARM_UP_LIMIT_S:
+                self._warm = True
+            self._reading = [] if self._warm else behind
+        return self._reading
 
     def _refuse_blind(self, why: str) -> CycleOutcome:
         """A cycle that could not read the cluster: a standby only says so; the leader also

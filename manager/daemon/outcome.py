@@ -4,7 +4,8 @@
 
 - ``act``: moves were started (or a leadership-only plan issued);
 - ``noop``: the leader looked and had nothing to start (all well, or its own plan still running);
-- ``wait``: a dead broker is still inside its grace period; audited and counted, never paged;
+- ``wait``: a dead broker is still inside its grace period (audited and counted, never paged),
+  or a fresh instance is still reading its topics to their ends (nothing decided yet);
 - ``refuse``: the leader would not act; the reasons are audited and alerted;
 - ``standby``: another instance leads (or this one could not prove it still does);
 - ``blind``: this instance could not see the cluster or ZooKeeper; nothing was decided.

@@ -31,7 +31,7 @@ class FeedStatus:
     keys: int
     records: int
     bad_records: int
-    caught_up: bool
+    caught_up: bool  # read to the end of every partition, or the topic does not exist
     last_error: str | None
 
 
@@ -77,6 +77,7 @@ class LatestByKey(Generic[V]):
         self._bad = 0
         self._eof: set[int] = set()
         self._partitions: set[int] = set()
+        self._missing = False  # the topic does not exist (yet): nothing to catch up on
         self._last_error: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"feed-{topic}", daemon=True)
@@ -97,7 +98,7 @@ class LatestByKey(Generic[V]):
 
     def status(self) -> FeedStatus:
         with self._lock:
-            caught_up = bool(self._partitions) and self._partitions <= self._eof
+            caught_up = self._missing or (bool(self._partitions) and self._partitions <= self._eof)
             return FeedStatus(
                 self.topic,
                 len(self._values),
@@ -110,6 +111,11 @@ class LatestByKey(Generic[V]):
     def _assign(self) -> bool:
         meta = self._consumer.list_topics(self.topic, timeout=5)
         tmeta = meta.topics.get(self.topic)
+        unknown = tmeta is None or (
+            tmeta.error is not None and tmeta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        )
+        with self._lock:
+            self._missing = unknown
         if tmeta is None or tmeta.error is not None or not tmeta.partitions:
             return False
         parts = [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in tmeta.partitions]

@@ -88,6 +88,7 @@ class FakeSources:
         self.dead: set[int] = set()
         self.unavailable: str | None = None
         self.calls: list[dict[str, Any]] = []
+        self.feeds: list[FeedStatus] = []
 
     def start(self) -> FakeSources:
         return self
@@ -96,7 +97,7 @@ class FakeSources:
         pass
 
     def feed_status(self) -> list[FeedStatus]:
-        return []
+        return list(self.feeds)
 
     def observe(
         self,
