@@ -216,6 +216,32 @@ class LocalCluster:
     def data_dir(self, broker_id: int) -> Path:
         return Path(self.broker(broker_id).directory) / "data"
 
+    def log_dirs(self, broker_id: int) -> list[Path]:
+        """The broker's log directories, as its configuration names them."""
+        for line in Path(self.broker(broker_id).config).read_text().splitlines():
+            if line.startswith("log.dirs="):
+                return [Path(d) for d in line.split("=", 1)[1].split(",")]
+        return [self.data_dir(broker_id)]
+
+    def break_log_dir(self, broker_id: int, index: int) -> Path:
+        """Make one log directory unusable, as a failed disk is: the directory is moved aside
+        and a plain file takes its place, so the broker's next file operation in it fails
+        (Kafka then takes the directory offline). Returns the path."""
+        path = self.log_dirs(broker_id)[index]
+        path.rename(path.with_name(path.name + ".failed"))
+        path.write_text("this log directory failed on purpose (LocalCluster.break_log_dir)\n")
+        return path
+
+    def repair_log_dir(self, broker_id: int, index: int) -> None:
+        """Undo ``break_log_dir`` with an empty, formatted directory, as a replaced disk; the
+        broker brings it online only when it restarts."""
+        path = self.log_dirs(broker_id)[index]
+        if path.is_file():
+            path.unlink()
+            shutil.rmtree(path.with_name(path.name + ".failed"), ignore_errors=True)
+            path.mkdir()
+            self._format(self.broker(broker_id))
+
     # ---- lifecycle ----------------------------------------------------------------------
 
     def is_alive(self, broker_id: int) -> bool:
@@ -315,12 +341,12 @@ class LocalCluster:
         tmp.write_text(json.dumps(state, indent=2))
         tmp.replace(self.workdir / STATE_FILE)
 
-    def _format(self) -> None:
+    def _format(self, only: Node | None = None) -> None:
         classpath = jvm_jars("kafka")
         # SCRAM credentials go into the metadata log's bootstrap records, before any broker
         # exists: there is no unauthenticated moment in which to create them later.
         scram = self.security.scram_arguments() if self.security is not None else []
-        for node in self._nodes:
+        for node in [only] if only is not None else self._nodes:
             if node.kind == "zookeeper":
                 continue
             cmd = process.java_command(
@@ -462,7 +488,10 @@ def _plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | No
             port=port,
             controller_port=controller_port,
             rack=rack,
-            data_dir=str(workdir / f"broker-{broker_id}" / "data"),
+            data_dir=",".join(
+                str(workdir / f"broker-{broker_id}" / ("data" if n == 1 else f"data-{n}"))
+                for n in range(1, spec.log_dirs + 1)
+            ),
             broker_count=spec.brokers,
             overrides=spec.broker_overrides,
             secure=security.listener() if security is not None else None,

@@ -37,10 +37,14 @@ class ClusterSpec:
     zookeeper_heap_mb: int = 128
     # SASL_SSL-only client listeners, SCRAM users, a generated CA (see localcluster.security).
     secure: bool = False
+    # Log directories per broker (JBOD): ``data``, then ``data-2``, ``data-3``...
+    log_dirs: int = 1
 
     def __post_init__(self) -> None:
         if self.brokers < 1:
             raise ConfigError(f"brokers must be at least 1, got {self.brokers}")
+        if self.log_dirs < 1:
+            raise ConfigError(f"log_dirs must be at least 1, got {self.log_dirs}")
         if not self.racks and not self.rack_map:
             raise ConfigError("racks must name at least one rack")
         unknown = set(self.rack_map) - set(self.broker_ids)
