@@ -18,6 +18,8 @@ class PartitionInfo:
     leader: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    # Replicas the broker cannot serve: their broker lost the log directory holding them.
+    offline: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ def parse_topics(topics: list[dict[str, Any]]) -> list[PartitionInfo]:
                     leader=int(p["leader_id"]),
                     replicas=tuple(int(r) for r in p["replica_nodes"]),
                     isr=tuple(int(r) for r in p["isr_nodes"]),
+                    offline=tuple(int(r) for r in p.get("offline_replicas") or ()),
                 )
             )
     return out

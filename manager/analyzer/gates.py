@@ -90,10 +90,20 @@ def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:
         if len(isr) == len(reps) and state.leader[p] is not None:
             continue
         catching_up = adding.get((state.topic[p], state.number[p]), set())
+        # A live broker whose copy Kafka reports offline lost its log directory: explained.
+        lost = state.offline.get(p, frozenset())
         lagging = [
-            b for b in reps if alive[b] and b not in isr and b not in catching_up and b not in back
+            b
+            for b in reps
+            if alive[b]
+            and b not in isr
+            and b not in catching_up
+            and b not in back
+            and b not in lost
         ]
-        offline_with_live = state.leader[p] is None and any(alive[b] for b in reps)
+        offline_with_live = state.leader[p] is None and any(
+            alive[b] and b not in lost for b in reps
+        )
         if lagging or offline_with_live:
             unexplained.append(state.name(p))
     if not unexplained:
@@ -103,6 +113,22 @@ def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:
             "unexplained_under_replication",
             f"{len(unexplained)} partitions are under-replicated or offline with their brokers "
             f"alive (slow follower, disk or network?): {_examples(unexplained)}",
+        )
+    ]
+
+
+def gate_failed_disks(snap: Snapshot, state: ClusterState) -> list[Reason]:
+    """Offline replicas on more live brokers than ``max_failed_disk_brokers``: disks rarely
+    fail together, so that looks like something systemic, which moving data would not fix."""
+    brokers = sorted({b for gone in state.offline.values() for b in gone})
+    limit = snap.policy.max_failed_disk_brokers
+    if len(brokers) <= limit:
+        return []
+    return [
+        Reason(
+            "too_many_failed_disks",
+            f"brokers {', '.join(map(str, brokers))} have offline replicas (a failed log "
+            f"directory each; max {limit} at once): that looks systemic, not a disk failure",
         )
     ]
 
@@ -189,6 +215,7 @@ def failing_gates(
     reasons = gate_leadership(snap)
     reasons += gate_dead_brokers(snap, state)
     reasons += gate_under_replication(snap, state)
+    reasons += gate_failed_disks(snap, state)
     reasons += gate_load_data(snap, state)
     reasons += gate_reassignments(snap)
     if plan_moves is not None:

@@ -1,4 +1,7 @@
-"""Heal: give every replica on a dead broker a new home, moving nothing else.
+"""Heal: give every lost replica a new home, moving nothing else. A replica is lost when its
+broker is dead, or when Kafka reports it offline on a live broker that lost the log directory
+holding it (a failed disk); such a broker keeps its other replicas and takes no new copy of
+the partition (Kafka recreates an offline replica only when the broker restarts).
 
 Partitions are handled largest first (then by name, so the plan is deterministic). Each dead
 replica goes to the best eligible broker (see ``manager.analyzer.placement``), and the load it
@@ -19,7 +22,7 @@ already is and no election is needed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from manager.analyzer.heal_solver import DeadReplica, Quality, quality, solve_heal
@@ -36,6 +39,19 @@ class ReplicaMove:
     after: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class Lost:
+    """The replicas a heal replaces: every replica on ``brokers`` (dead, or being drained) and
+    each partition's ``offline`` replicas on live brokers."""
+
+    brokers: frozenset[int]
+    offline: Mapping[int, frozenset[int]] = field(default_factory=dict)
+
+    def of(self, p: int, replicas: tuple[int, ...]) -> frozenset[int]:
+        off = self.offline.get(p, frozenset())
+        return frozenset(b for b in replicas if b in self.brokers or b in off)
+
+
 @dataclass
 class HealPlan:
     moves: list[ReplicaMove] = field(default_factory=list)
@@ -48,22 +64,22 @@ class HealPlan:
 def plan_heal(state: ClusterState, leaving: frozenset[int] | None = None) -> HealPlan:
     """Reassign every replica of the dead brokers (or of ``leaving``: brokers being drained,
     alive or not); ``blocked`` non-empty means refuse."""
-    dead = frozenset(state.dead) if leaving is None else leaving
+    lost = Lost(frozenset(state.dead), state.offline) if leaving is None else Lost(leaving)
     plan = HealPlan()
-    if not dead:
+    if not lost.brokers and not lost.offline:
         return plan
-    affected = [p for p, reps in enumerate(state.replicas) if not dead.isdisjoint(reps)]
+    affected = [p for p, reps in enumerate(state.replicas) if lost.of(p, reps)]
     affected.sort(key=lambda p: (-state.size[p], state.topic[p], state.number[p]))
     start = _Room.of(state)
     order = LoadOrder(state)
     short: list[int] = []
     for p in affected:
-        blocker = _heal_partition(state, order, p, dead, plan, start, short)
+        blocker = _heal_partition(state, order, p, lost, plan, start, short)
         if blocker is not None:
             plan.blocked.append(blocker)
     if plan.blocked or short:
         # One replica at a time, an early choice can take the room a later one needed.
-        _solve_exactly(state, affected, dead, plan, short)
+        _solve_exactly(state, affected, lost, plan, short)
     if plan.blocked:
         plan.moves.clear()
         plan.bytes_to_move = 0
@@ -96,12 +112,13 @@ def _heal_partition(
     state: ClusterState,
     order: LoadOrder,
     p: int,
-    dead: frozenset[int],
+    lost: Lost,
     plan: HealPlan,
     start: _Room,
     short: list[int],
 ) -> Blocked | None:
     before = state.replicas[p]
+    dead = lost.of(p, before)
     name = state.name(p)
     leader = state.leader[p]
     if leader is None or not state.alive[leader]:
@@ -120,10 +137,10 @@ def _heal_partition(
         # A drained leader hands its traffic out to the replica that replaces it.
         d_out = state.bout[p] if gone == leader else 0.0
         topic, size = state.topic[p], state.size[p]
-        target = choose_target(state, order, topic, size, others, d_in, d_out)
+        target = choose_target(state, order, topic, size, others, d_in, d_out, avoid=dead)
         if target is None:
             _undo(state, order, p, before, placed)
-            return diagnose(state, p, others, d_in, d_out)
+            return diagnose(state, p, others, d_in, d_out, avoid=dead)
         if _better_elsewhere(state, start, p, others, target):
             short.append(p)
         state.move_replica(p, gone, target)
@@ -134,12 +151,12 @@ def _heal_partition(
     if short_racks is not None:
         _undo(state, order, p, before, placed)
         return Blocked("min_racks", f"{name}: the live brokers allow only a set that {short_racks}")
-    _record(state, plan, p, before, dead)
+    _record(state, plan, p, before, lost)
     return None
 
 
 def _record(
-    state: ClusterState, plan: HealPlan, p: int, before: tuple[int, ...], dead: frozenset[int]
+    state: ClusterState, plan: HealPlan, p: int, before: tuple[int, ...], lost: Lost
 ) -> None:
     """The leader (alive, or the partition would be offline) goes first: no election needed.
     A leader that is being drained was replaced in place, its successor first already."""
@@ -149,7 +166,7 @@ def _record(
         after = (leader, *(x for x in after if x != leader))
         state.set_replicas(p, after)
     plan.moves.append(ReplicaMove(p, before, after))
-    plan.bytes_to_move += state.size[p] * sum(1 for x in before if x in dead)
+    plan.bytes_to_move += state.size[p] * len(lost.of(p, before))
 
 
 def _undo(
@@ -198,7 +215,7 @@ def _better_elsewhere(
 
 
 def _solve_exactly(
-    state: ClusterState, affected: list[int], dead: frozenset[int], plan: HealPlan, short: list[int]
+    state: ClusterState, affected: list[int], lost: Lost, plan: HealPlan, short: list[int]
 ) -> None:
     """Replace the greedy plan by the exact one when it heals what the greedy could not, or
     places the same replicas better; otherwise the greedy plan (or refusal) stands."""
@@ -206,14 +223,14 @@ def _solve_exactly(
         return  # a partition no placement can heal: the refusal stands as it is
     greedy = [(m, quality(state, [m.p])) for m in plan.moves]
     for m, _ in reversed(greedy):
-        _undo(state, None, m.p, m.before, _pairs(m, dead))
-    replicas = [DeadReplica(p, b) for p in affected for b in state.replicas[p] if b in dead]
+        _undo(state, None, m.p, m.before, _pairs(m, lost))
+    replicas = [DeadReplica(p, b) for p in affected for b in lost.of(p, state.replicas[p])]
     solution = solve_heal(state, replicas)
     got = solution.quality
     before = _sum(q for _, q in greedy)
     if solution.targets is None or got is None or not (plan.blocked or got > before):
         for m, _ in greedy:
-            _redo(state, m, dead)
+            _redo(state, m, lost)
         if plan.blocked:
             plan.exact = f"exact search over {len(replicas)} replicas: {solution.status}"
         return
@@ -233,23 +250,23 @@ def _solve_exactly(
     plan.bytes_to_move = 0
     for p in affected:
         before_p = state.replicas[p]
-        for gone in before_p:
-            if gone in dead:
-                state.move_replica(p, gone, solution.targets[DeadReplica(p, gone)])
-        _record(state, plan, p, before_p, dead)
+        for gone in lost.of(p, before_p):
+            state.move_replica(p, gone, solution.targets[DeadReplica(p, gone)])
+        _record(state, plan, p, before_p, lost)
 
 
 SOLVABLE = frozenset({"capacity", "max_replicas_per_broker", "min_racks"})
 
 
-def _pairs(m: ReplicaMove, dead: frozenset[int]) -> list[tuple[int, int]]:
+def _pairs(m: ReplicaMove, lost: Lost) -> list[tuple[int, int]]:
+    dead = lost.of(m.p, m.before)
     gone = [x for x in m.before if x in dead]
     new = [x for x in m.after if x not in m.before]
     return list(zip(gone, new, strict=True))
 
 
-def _redo(state: ClusterState, m: ReplicaMove, dead: frozenset[int]) -> None:
-    for gone, target in _pairs(m, dead):
+def _redo(state: ClusterState, m: ReplicaMove, lost: Lost) -> None:
+    for gone, target in _pairs(m, lost):
         state.move_replica(m.p, gone, target)
     state.set_replicas(m.p, m.after)
 

@@ -135,6 +135,7 @@ class _HealModel:
             for b in state.broker_ids
             if state.usable(b)
             and b not in live
+            and b not in dead
             and (allowed is None or b in allowed)
             and state.fits(b, state.bin[p], 0.0, state.size[p])
         ]

@@ -48,12 +48,14 @@ def health_facts(snap: Snapshot) -> HealthFacts:
             if len(p.isr) >= len(p.replicas) and p.leader is not None:
                 continue
             catching_up = adding.get((topic.name, p.partition), set())
+            # A replica Kafka reports offline lost its log directory: explained, like a death.
+            gone = dead | set(p.offline_replicas)
             lagging_live = [
                 b
                 for b in p.replicas
-                if b not in dead and b not in p.isr and b not in catching_up and b not in back
+                if b not in gone and b not in p.isr and b not in catching_up and b not in back
             ]
-            if lagging_live or (p.leader is None and any(b not in dead for b in p.replicas)):
+            if lagging_live or (p.leader is None and any(b not in gone for b in p.replicas)):
                 unexplained += 1
             else:
                 explained += 1

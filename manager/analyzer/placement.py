@@ -68,8 +68,10 @@ def choose_target(
     others: tuple[int, ...],
     d_in: float,
     d_out: float,
+    avoid: frozenset[int] = frozenset(),
 ) -> int | None:
-    """The best broker for a new replica of ``topic`` next to ``others``; None if none fits."""
+    """The best broker for a new replica of ``topic`` next to ``others`` (never one in
+    ``avoid``: a live broker whose copy of the partition was lost); None if none fits."""
     sets = state.topic_sets(topic)
     group = state.aa_group.get(topic)
     taken_tops = {state.loc[b].top for b in others}
@@ -77,7 +79,7 @@ def choose_target(
     for allowed in sets if sets is not None else (None,):
         best: tuple[tuple[int, int, int, int, float], int] | None = None
         for load, b in order.keys:
-            if b in others or (allowed is not None and b not in allowed):
+            if b in others or b in avoid or (allowed is not None and b not in allowed):
                 continue
             if not state.fits(b, d_in, d_out, size):
                 continue
@@ -105,11 +107,18 @@ def choose_target(
 
 
 def diagnose(
-    state: ClusterState, p: int, others: tuple[int, ...], d_in: float, d_out: float
+    state: ClusterState,
+    p: int,
+    others: tuple[int, ...],
+    d_in: float,
+    d_out: float,
+    avoid: frozenset[int] = frozenset(),
 ) -> Blocked:
     """Name the constraint that left no broker for a new replica of ``p``."""
     name = state.name(p)
-    candidates = [b for b in state.broker_ids if state.alive[b] and b not in others]
+    candidates = [
+        b for b in state.broker_ids if state.alive[b] and b not in others and b not in avoid
+    ]
     if not candidates:
         return Blocked("live_brokers", f"{name}: no live broker outside its replica set")
     candidates = [b for b in candidates if b not in state.frozen]

@@ -121,6 +121,8 @@ class ClusterState:
             self.msgs.append,
         )
         valid = 0
+        offline: dict[int, frozenset[int]] = {}
+        alive = self.alive
         for topic in snap.topics:
             name = topic.name
             for part in topic.partitions:
@@ -142,6 +144,12 @@ class ClusterState:
                 add_in(bi)
                 add_out(bo)
                 add_msgs(mi)
+                if part.offline_replicas:
+                    # Offline on a live broker: a failed log directory. A dead broker's
+                    # replicas are lost with the broker and counted there.
+                    gone = frozenset(b for b in part.offline_replicas if alive.get(b, False))
+                    if gone:
+                        offline[len(self.topic) - 1] = gone
                 for b in reps:
                     load_in[b] += bi
                     sizes[b] += size
@@ -151,6 +159,8 @@ class ClusterState:
                     load_msgs[lead] += mi
                     leaders[lead] += 1
         self.valid_load = valid
+        # Partition -> live brokers whose copy of it is offline (their log directory failed).
+        self.offline: dict[int, frozenset[int]] = offline
 
     # -- queries -------------------------------------------------------------------------------
 

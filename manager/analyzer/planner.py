@@ -52,7 +52,7 @@ def decide(snap: Snapshot) -> Decision:
     over = {b: o for b in state.broker_ids if state.usable(b) and (o := state.over_limits(b))}
     if any(r.started_by_kmedic for r in snap.reassignments):
         # Our own moves are still running: plan nothing until they finish.
-        blocking = heal_gates if state.dead else gates if over else health
+        blocking = heal_gates if state.dead or state.offline else gates if over else health
         if blocking:
             return refuse(None, blocking, before, before)
         return Decision(
@@ -66,7 +66,7 @@ def decide(snap: Snapshot) -> Decision:
             before,
         )
     totals = BrokerTotals.of(state)
-    if state.dead:
+    if state.dead or state.offline:
         # Stale loads never hold up a heal: it places by size and count instead.
         sized = ClusterState(snap, use_loads=False) if stale else state
         # A dead broker that held no replica needs no healing (plan_heal finds nothing).
@@ -142,14 +142,28 @@ def _finish_heal(
     after = _after_heal(state, before)
     if reasons:
         return refuse("heal", reasons, before, after if not plan.blocked else before)
-    dead = ", ".join(str(b) for b in state.dead)
+    failed = _failed_disks(state)
+    what = []
+    if state.dead:
+        what.append(f"dead brokers {', '.join(str(b) for b in state.dead)}")
+    if failed:
+        what.append(f"failed log directories on brokers {', '.join(map(str, failed))}")
     summary = (
-        f"heal dead brokers {dead}: {len(plan.moves)} partitions reassigned, "
+        f"heal {' and '.join(what)}: {len(plan.moves)} partitions reassigned, "
         f"{plan.bytes_to_move} bytes to copy"
     )
     info = [
         Reason("broker_dead", f"broker {b} is dead past its grace period; its replicas move")
         for b in state.dead
+    ]
+    info += [
+        Reason(
+            "log_dir_failed",
+            f"broker {b} is alive but {n} of its replicas are offline (a failed log directory); "
+            "they move to other brokers, since Kafka recreates an offline replica only when "
+            "its broker restarts",
+        )
+        for b, n in failed.items()
     ]
     if plan.exact is not None:
         info.append(Reason("heal_exact_placement", plan.exact))
@@ -163,6 +177,15 @@ def _finish_heal(
         )
     actions = tuple(reassign(state, m) for m in plan.moves)
     return Decision("act", "heal", summary, tuple(info), actions, plan.bytes_to_move, before, after)
+
+
+def _failed_disks(state: ClusterState) -> dict[int, int]:
+    """Live brokers with offline replicas, and how many each."""
+    counts: dict[int, int] = {}
+    for gone in state.offline.values():
+        for b in gone:
+            counts[b] = counts.get(b, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _after_heal(state: ClusterState, before: dict[int, BrokerLoad]) -> dict[int, BrokerLoad]:

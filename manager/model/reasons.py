@@ -15,6 +15,7 @@ ReasonCode = Literal[
     "not_leader",
     "stale_fencing_epoch",
     "too_many_dead_brokers",
+    "too_many_failed_disks",
     "dead_within_grace",
     "domain_in_maintenance",
     "unexplained_under_replication",
@@ -32,6 +33,7 @@ ReasonCode = Literal[
     # explanations on act and noop
     "own_reassignment_in_progress",
     "broker_dead",
+    "log_dir_failed",
     "heal_without_loads",
     "heal_exact_placement",
     "over_limit",
@@ -57,6 +59,11 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
     "stale_fencing_epoch": CodeDoc("refuse", "its epoch is older than ZooKeeper's current epoch"),
     "too_many_dead_brokers": CodeDoc(
         "refuse", "dead brokers > `max_dead_brokers` or > `max_dead_fraction`"
+    ),
+    "too_many_failed_disks": CodeDoc(
+        "refuse",
+        "live brokers with offline replicas (a failed log directory) > "
+        "`max_failed_disk_brokers`: that looks systemic, not a disk failure",
     ),
     "dead_within_grace": CodeDoc(
         "wait",
@@ -114,6 +121,12 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "noop", "a reassignment kmedic started is still running"
     ),
     "broker_dead": CodeDoc("act", "a broker is dead past its grace period; its replicas move"),
+    "log_dir_failed": CodeDoc(
+        "act",
+        "a live broker lost a log directory: Kafka reports its replicas there offline; they "
+        "move to other brokers at once (no grace: a failed directory comes back only with a "
+        "restart)",
+    ),
     "heal_without_loads": CodeDoc(
         "act",
         "a heal planned while the loads are stale or missing: replicas placed by partition "

@@ -77,6 +77,11 @@ class Partition(_Frozen):
     leader: int | None = Field(description="current leader; None when the partition is offline")
     size_bytes: int = Field(ge=0)
     load: PartitionLoad | None = Field(default=None, description="None: no load data")
+    offline_replicas: tuple[int, ...] = Field(
+        default=(),
+        description="replicas Kafka reports offline: their broker lost the log directory "
+        "holding them (a failed disk), or is dead",
+    )
 
 
 class Topic(_Frozen):
@@ -159,6 +164,12 @@ class Policy(_Frozen):
     )
     max_dead_brokers: int = Field(default=2, ge=0)
     max_dead_fraction: float = Field(default=0.25, ge=0, le=1)
+    max_failed_disk_brokers: int = Field(
+        default=1,
+        ge=0,
+        description="live brokers with offline replicas (a failed log directory) the heal "
+        "takes on at once; more looks systemic (a bad deploy, a shared volume) and is refused",
+    )
     min_valid_load_fraction: float = Field(default=0.9, ge=0, le=1)
     max_stats_age_ms: int = Field(default=300_000, ge=0)
     # Sized for a medium cluster (docs/planner.md, "Move budgets"): one plan may heal the

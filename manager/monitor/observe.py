@@ -242,6 +242,7 @@ def _topics(obs: Observation, policy: Policy) -> tuple[Topic, ...]:
                 leader=p.leader if p.leader >= 0 else None,
                 size_bytes=sizes.get(key, 0),
                 load=_load(obs.loads.get(key), obs.taken_at_ms, policy.max_stats_age_ms),
+                offline_replicas=p.offline,
             )
         )
     return tuple(Topic(name=t, partitions=tuple(ps)) for t, ps in sorted(by_topic.items()))

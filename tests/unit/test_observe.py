@@ -7,7 +7,7 @@ from typing import Any
 from manager_fakes import stats
 
 from kmedic.brokerstats import BrokerStats
-from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
+from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment, parse_topics
 from manager.model.placement_config import Domain, PlacementConfig
 from manager.model.snapshot import Leadership, Policy
 from manager.model.snapshot_file import find_problems
@@ -175,3 +175,26 @@ def test_only_a_live_broker_carries_when_it_returned() -> None:
     assert found[3].returned_at_ms == NOW - 1000
     assert found[4].alive is False and found[4].returned_at_ms is None
     assert found[1].returned_at_ms is None
+
+
+def test_offline_replicas_reach_the_snapshot_from_the_metadata() -> None:
+    (info,) = parse_topics(
+        [
+            {
+                "name": "t",
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "leader_id": 2,
+                        "replica_nodes": [1, 2, 3],
+                        "isr_nodes": [2, 3],
+                        "offline_replicas": [1],
+                    }
+                ],
+            }
+        ]
+    )
+    assert info.offline == (1,)
+    snap = snapshot(observation(partitions=[info]))
+    (partition,) = snap.topics[0].partitions
+    assert partition.offline_replicas == (1,) and partition.isr == (2, 3)
