@@ -7,6 +7,7 @@ where they are."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from helpers import create_placed_topic, kafka_conf, read_audit, scrape, wait_for
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, TopicPartitionReplica
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
@@ -27,7 +28,9 @@ VICTIM = 1
 
 @pytest.fixture
 def jbod_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    spec = ClusterSpec(brokers=3, racks=("/r1", "/r2", "/r3"), log_dirs=2)
+    # Four brokers: a partition of replication factor 3 that lost a copy on broker 1 has a
+    # broker outside its replica set to go to (racks /r1: 1, 3; /r2: 2, 4).
+    spec = ClusterSpec(brokers=4, racks=("/r1", "/r2"), log_dirs=2)
     cluster = LocalCluster.start(spec, tmp_path / "jbod")
     try:
         yield cluster
@@ -51,6 +54,13 @@ def describe(bootstrap: str, topic: str) -> dict[int, dict[str, list[int]]]:
     }
 
 
+def on_disk(log_dir: Path, topic: str) -> set[int]:
+    """The partitions of ``topic`` whose replica lives in ``log_dir`` (a replica being moved
+    there is not yet: its directory has a ``-future`` suffix)."""
+    pattern = re.compile(rf"{re.escape(topic)}-(\d+)")
+    return {int(m.group(1)) for e in log_dir.iterdir() if (m := pattern.fullmatch(e.name))}
+
+
 def test_replicas_on_a_failed_log_directory_are_healed_to_another_broker(
     jbod_cluster: LocalCluster, tmp_path: Path
 ) -> None:
@@ -65,7 +75,7 @@ def test_replicas_on_a_failed_log_directory_are_healed_to_another_broker(
         "actions": f"kmedic.actions.{name}",
     }
     # Every partition on brokers 1 and 2: Kafka spreads broker 1's copies over its two
-    # directories, and broker 3 is free to take the lost ones.
+    # directories, and broker 3 (broker 1's rack) is the one to take the lost ones.
     create_placed_topic(bootstrap, topic, [[2, VICTIM]] * PARTITIONS)
     producer = Producer(kafka_conf(bootstrap, {"acks": "all"}))
     for n in range(PARTITIONS * 50):
@@ -86,19 +96,32 @@ def test_replicas_on_a_failed_log_directory_are_healed_to_another_broker(
             timeout=60,
             what="the manager to lead",
         )
-        broken = cluster.break_log_dir(VICTIM, 1)
-
-        def offline_now() -> dict[int, dict[str, list[int]]]:
-            # Writes make Kafka touch the directory; the failure takes it offline.
-            for n in range(PARTITIONS):
-                producer.produce(topic, b"y" * 1000, partition=n)
-            producer.flush(10)
-            now = describe(bootstrap, topic)
-            return {p: s for p, s in now.items() if VICTIM in s["offline"]}
-
-        lost = wait_for(offline_now, timeout=60, what=f"{broken} taken offline by Kafka")
-        kept = [p for p in range(PARTITIONS) if p not in lost]
-        assert kept, "every copy of broker 1 sat in the failed directory"
+        # Broker 1's odd partitions go to its second directory, which then fails. (Not the
+        # first: it holds the cluster metadata log, and losing that stops the broker.)
+        dirs = cluster.log_dirs(VICTIM)
+        lost = {p for p in range(PARTITIONS) if p % 2}
+        kept = set(range(PARTITIONS)) - lost
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            admin.alter_replica_log_dirs(
+                {
+                    TopicPartitionReplica(topic, p, VICTIM): str(dirs[1 if p in lost else 0])
+                    for p in range(PARTITIONS)
+                }
+            )
+        finally:
+            admin.close()
+        wait_for(
+            lambda: on_disk(dirs[1], topic) == lost and on_disk(dirs[0], topic) == kept,
+            timeout=60,
+            what=f"partitions {sorted(lost)} of broker 1 in {dirs[1]}",
+        )
+        cluster.break_log_dir(VICTIM, 1)
+        # Writes make Kafka touch the directory; the failure takes it offline. The manager
+        # heals at once (no grace for a failed disk), so the offline state may be short.
+        for n in range(PARTITIONS * 10):
+            producer.produce(topic, b"y" * 1000, partition=n % PARTITIONS)
+        producer.flush(10)
         assert VICTIM in {b for s in describe(bootstrap, topic).values() for b in s["isr"]}
 
         def healed() -> bool:
@@ -122,6 +145,9 @@ def test_replicas_on_a_failed_log_directory_are_healed_to_another_broker(
             what="the heal in the audit log",
         )
         assert "failed log directories on brokers 1" in records[0].summary
+        # Exactly the copies in the failed directory moved, none from the healthy one.
+        moved = {int(n.rsplit(":", 1)[1]) for n in records[0].partitions if n.startswith(topic)}
+        assert moved == lost, (moved, lost)
         assert any(r.startswith("log_dir_failed:") for r in records[0].reasons)
         assert not any(r.startswith("unexplained_under_replication") for r in records[0].reasons)
     finally:
