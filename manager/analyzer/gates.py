@@ -85,10 +85,8 @@ def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:
     back = recovering(snap)
     alive = state.alive
     unexplained: list[str] = []
-    for p, reps in enumerate(state.replicas):
-        isr = state.isr[p]
-        if len(isr) == len(reps) and state.leader[p] is not None:
-            continue
+    for p in state.degraded:
+        reps, isr = state.replicas[p], state.isr[p]
         catching_up = adding.get((state.topic[p], state.number[p]), set())
         # A live broker whose copy Kafka reports offline lost its log directory: explained.
         lost = state.offline.get(p, frozenset())

@@ -68,7 +68,10 @@ def plan_heal(state: ClusterState, leaving: frozenset[int] | None = None) -> Hea
     plan = HealPlan()
     if not lost.brokers and not lost.offline:
         return plan
-    affected = [p for p, reps in enumerate(state.replicas) if lost.of(p, reps)]
+    gone, offline = lost.brokers, lost.offline  # a set test per partition: millions of them
+    affected = [
+        p for p, reps in enumerate(state.replicas) if p in offline or not gone.isdisjoint(reps)
+    ]
     affected.sort(key=lambda p: (-state.size[p], state.topic[p], state.number[p]))
     start = _Room.of(state)
     order = LoadOrder(state)

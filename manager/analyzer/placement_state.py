@@ -122,6 +122,7 @@ class ClusterState:
         )
         valid = 0
         offline: dict[int, frozenset[int]] = {}
+        degraded: list[int] = []
         alive = self.alive
         for topic in snap.topics:
             name = topic.name
@@ -144,6 +145,8 @@ class ClusterState:
                 add_in(bi)
                 add_out(bo)
                 add_msgs(mi)
+                if lead is None or len(part.isr) < len(reps):
+                    degraded.append(len(self.topic) - 1)
                 if part.offline_replicas:
                     # Offline on a live broker: a failed log directory. A dead broker's
                     # replicas are lost with the broker and counted there.
@@ -161,6 +164,9 @@ class ClusterState:
         self.valid_load = valid
         # Partition -> live brokers whose copy of it is offline (their log directory failed).
         self.offline: dict[int, frozenset[int]] = offline
+        # Partitions as observed under-replicated or without a leader (the gates look only at
+        # these: one pass over millions of partitions is enough).
+        self.degraded: tuple[int, ...] = tuple(degraded)
 
     # -- queries -------------------------------------------------------------------------------
 
