@@ -7,6 +7,7 @@ move nothing) to the heal, and each leaves every broker running for the next.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 import urllib.request
@@ -467,6 +468,7 @@ def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harn
     start_ms = int(time.time() * 1000)
     hosted = [k for k, (r, _) in h.partitions().items() if victim in r]
     assert hosted, "the victim hosts replicas of the test topics"
+    killed_at = time.monotonic()
     h.cluster.kill(victim)
     wait_for(lambda: victim not in h.live_brokers(), timeout=SESSION_S + 30, what="broker 3 fenced")
     absent_at = time.monotonic()
@@ -482,10 +484,19 @@ def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harn
         wait_for(started, timeout=GRACE_S + 2 * CYCLE_S + 30, what="the heal to start")
         took = time.monotonic() - absent_at
         print(f"heal started {took:.1f}s after broker {victim} left the metadata")
-        # Never before the grace period is over (the manager may see the broker gone up to a
-        # poll earlier than this test). How soon after is a speed figure, not a test: the
-        # wait above bounds it, and CI saw 28.5 s here with the machine under extra load.
-        assert took >= GRACE_S - 2
+        # Never before the grace period is over. The test sees the broker gone later than the
+        # manager does (CI: 3 s later; a fresh admin client may first try the dead broker), so
+        # the grace is checked from the kill, and against the wait the manager announced. How
+        # soon after is a speed figure, not a test: the wait above bounds it.
+        assert time.monotonic() - killed_at >= GRACE_S
+        decisions = [r for r in h.records(start_ms) if r.kind == "decision"]
+        waited = next(r for r in decisions if r.summary.startswith(f"wait: broker {victim} "))
+        acted = next(r for r in decisions if r.summary.startswith("act"))
+        left = re.search(r"\((\d+) s left\)", waited.summary)
+        assert left, waited.summary
+        # The announced time left is rounded to whole seconds.
+        held_ms = acted.details["snapshot_taken_at"] - waited.details["snapshot_taken_at"]
+        assert held_ms >= (int(left.group(1)) - 1) * 1000, (waited.summary, held_ms)
 
         def healed() -> bool:
             parts = h.partitions()
