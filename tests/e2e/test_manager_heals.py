@@ -109,7 +109,15 @@ class Harness:
         )
         # Brokers restarted together still register one after the other: in between, the
         # manager may rightly heal the one still down (the only dead broker, past its grace),
-        # and the next test would find it empty. Every partition goes back where it was.
+        # and the next test would find it empty. Once the manager sees every broker and such
+        # a heal has run to its end, every partition goes back where it was.
+        wait_for(
+            lambda: metric(self.metrics_port, "kmedic_dead_brokers") in (None, 0.0),
+            timeout=60,
+            what="the manager to see every broker alive",  # None: no manager runs to heal
+        )
+        if metric(self.metrics_port, "kmedic_moves_in_flight") is not None:
+            self.quiesce()
         if put_back(self.cluster.bootstrap_servers, self.initial):
             wait_for(
                 lambda: under_replicated(self.cluster.bootstrap_servers) == [],
