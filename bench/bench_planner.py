@@ -38,6 +38,7 @@ from manager.analyzer.heal import plan_heal  # noqa: E402
 from manager.analyzer.placement_check import BrokerTotals, check_plan  # noqa: E402
 from manager.analyzer.placement_state import ClusterState  # noqa: E402
 from manager.analyzer.planner import decide  # noqa: E402
+from manager.daemon.gc_pause import collector_paused  # noqa: E402
 from manager.model.snapshot_file import load_snapshot  # noqa: E402
 
 NOW = 1_700_000_000_000
@@ -207,12 +208,20 @@ def run_scenario(path: str, mode: str) -> dict[str, Any]:
     t6 = time.process_time()
     partitions = state.partition_count
     del state
+    # End to end (index, gates, plan, audit, predicted loads), as the daemon calls it: with the
+    # garbage collector paused (manager.daemon.gc_pause). Then once more with it running.
     t7, c7 = time.perf_counter(), time.process_time()
-    decision = decide(snap)  # end to end: index, gates, plan, audit, predicted loads
+    with collector_paused():
+        decision = decide(snap)
     t8, c8 = time.perf_counter(), time.process_time()
+    del decision
+    t9 = time.perf_counter()
+    decision = decide(snap)
+    t10 = time.perf_counter()
     out |= {
         "decide_s": t8 - t7,
         "decide_cpu_s": c8 - c7,
+        "decide_gc_on_s": t10 - t9,
         "outcome": decision.outcome,
         "load_s": w1 - w0,
         "load_cpu_s": t1 - t0,
@@ -276,13 +285,15 @@ def render(results: list[dict[str, Any]]) -> str:
         "min 3 racks enforced, limits 80% network / 85% disk, balance threshold 1.10).",
         "Each scenario runs in its own process; peak RSS is that process's maximum. Index,",
         "gates, plan and audit are CPU seconds (fairer on a shared machine); loading and",
-        "decide() (index + gates + plan + audit + predicted loads) show wall and CPU (load",
+        "decide() (index + gates + plan + audit + predicted loads) show wall and CPU; decide()",
+        "runs as the daemon runs it, with Python's garbage collector paused (see",
+        "manager/daemon/gc_pause.py), and then again with the collector running (load",
         f"average during this run: {results[0]['loadavg_before']:.1f} before, "
         f"{results[-1]['loadavg_after']:.1f} after, on {os.cpu_count()} cores).",
         "",
         "| cluster | scenario | load snapshot, wall (CPU) | index | gates | plan | audit "
-        "| decide() end to end, wall (CPU) | outcome | peak RSS |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| decide() end to end, wall (CPU) | same, collector running | outcome | peak RSS |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         for mode in ("heal", "balance"):
@@ -292,6 +303,7 @@ def render(results: list[dict[str, Any]]) -> str:
                 f"| {x['load_s']:.1f} s ({x['load_cpu_s']:.1f} s) "
                 f"| {x['index_s']:.2f} s | {x['gates_s']:.2f} s | {x['plan_s']:.2f} s "
                 f"| {x['audit_s']:.2f} s | {x['decide_s']:.2f} s ({x['decide_cpu_s']:.2f} s) "
+                f"| {x['decide_gc_on_s']:.2f} s "
                 f"| {x['outcome']} "
                 f"| {x['peak_rss_mb']:.0f} MB |"
             )

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from manager.analyzer.planner import decide
+from manager.daemon.gc_pause import collector_paused
 from manager.model.snapshot_file import load_snapshot
 
 
@@ -32,7 +33,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     snapshot = load_snapshot(args.snapshot)
-    decision = decide(snapshot)
+    with collector_paused():  # as the daemon decides
+        decision = decide(snapshot)
     text = json.dumps(decision.to_dict(), indent=2) if args.json else decision.render_text()
     try:
         print(text, flush=True)

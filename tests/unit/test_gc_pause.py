@@ -1,0 +1,60 @@
+"""The collector is paused while the planner decides (the daemon and `kmedic plan`), and
+restored after exactly as it was, also when the decision raises."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from manager_fakes import Rig
+
+import manager.daemon.manager as manager_module
+from manager.daemon.gc_pause import collector_paused
+from manager.model.decision import Decision
+from manager.model.snapshot import Snapshot
+
+
+@pytest.fixture(autouse=True)
+def collector_on() -> Iterator[None]:
+    gc.enable()
+    yield
+    gc.enable()
+
+
+def test_paused_inside_and_enabled_after() -> None:
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_enabled_again_when_the_body_raises() -> None:
+    with pytest.raises(RuntimeError, match="boom"), collector_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+
+
+def test_a_collector_that_was_off_stays_off() -> None:
+    gc.disable()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+
+
+def test_the_daemon_decides_with_the_collector_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig = Rig(tmp_path)
+    rig.sources.dead = {4}
+    seen: list[bool] = []
+    real = manager_module.decide
+
+    def watched(snap: Snapshot) -> Decision:
+        seen.append(gc.isenabled())
+        return real(snap)
+
+    monkeypatch.setattr(manager_module, "decide", watched)
+    assert rig.manager.cycle().kind == "act"
+    assert seen == [False]
+    assert gc.isenabled()
