@@ -10,8 +10,9 @@ Steps:
   2. a virtualenv in .venv with the package installed (editable, with the dev extra);
   3. every JVM artifact group of configs/jvm-artifacts.toml resolved through Maven into
      .cache/jvm/<group>/lib (Maven's own repository under .cache/m2);
-  4. promtool (for the alert-rule tests): Debian's `prometheus` package, installed once when
-     promtool is not on PATH; a failed attempt is stamped too and only warned about.
+  4. programs from Debian's packages (DEBIAN_TOOLS): promtool for the alert-rule tests,
+     chromium for the status page's browser test; each installed once when not on PATH; a
+     failed attempt is stamped too and only warned about.
 """
 
 from __future__ import annotations
@@ -180,15 +181,24 @@ def ensure_jvm_group(mvn: str, group: str, spec: dict[str, object]) -> None:
     say(f"{group}: {len(list(lib.glob('*.jar')))} jars in {lib}")
 
 
-def ensure_promtool() -> None:
-    stamp = CACHE / "stamps" / "promtool"
-    if shutil.which("promtool"):
-        say("promtool present")
+# Programs the tests take from Debian's packages: program -> (package, the tests that need it).
+DEBIAN_TOOLS = {
+    "promtool": ("prometheus", "alert-rule tests"),
+    "chromium": ("chromium", "status page browser tests"),
+}
+
+
+def ensure_debian_tool(tool: str, package: str, needed_by: str) -> None:
+    """Installs ``package`` once when ``tool`` is not on PATH; a failed attempt is stamped
+    and only warned about (the tests that need the tool then skip, saying why)."""
+    stamp = CACHE / "stamps" / tool
+    if shutil.which(tool):
+        say(f"{tool} present")
         return
     if stamp.exists():
         say(
-            f"promtool missing (install failed before; remove {stamp} to retry): "
-            "alert-rule tests will skip"
+            f"{tool} missing (install failed before; remove {stamp} to retry): "
+            f"{needed_by} will skip"
         )
         return
     apt = shutil.which("apt-get")
@@ -197,27 +207,27 @@ def ensure_promtool() -> None:
     if apt is None or (sudo and shutil.which("sudo") is None):
         stamp.write_text("no apt-get or no root\n")
         say(
-            "promtool missing and cannot be installed (needs apt-get as root): "
-            "install Debian's `prometheus` package; alert-rule tests will skip"
+            f"{tool} missing and cannot be installed (needs apt-get as root): "
+            f"install Debian's `{package}` package; {needed_by} will skip"
         )
         return
-    say("installing promtool (Debian package `prometheus`)")
+    say(f"installing {tool} (Debian package `{package}`)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for cmd in (
         [*sudo, apt, "update", "-q"],
-        [*sudo, apt, "install", "-y", "-q", "--no-install-recommends", "prometheus"],
+        [*sudo, apt, "install", "-y", "-q", "--no-install-recommends", package],
     ):
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             stamp.write_text("install failed\n")
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
             say(
-                f"could not install promtool ({' '.join(cmd[-2:])} failed); alert-rule tests "
-                f"will skip. Install Debian's `prometheus` package by hand.\n{tail}"
+                f"could not install {tool} ({' '.join(cmd[-2:])} failed); {needed_by} will "
+                f"skip. Install Debian's `{package}` package by hand.\n{tail}"
             )
             return
     stamp.write_text("installed\n")
-    say("promtool installed")
+    say(f"{tool} installed")
 
 
 def run(cmd: list[str], what: str) -> None:
@@ -235,7 +245,8 @@ def main() -> int:
         groups = tomllib.loads(ARTIFACTS.read_text())
         for group, spec in groups.items():
             ensure_jvm_group(mvn, group, spec)
-        ensure_promtool()
+        for tool, (package, needed_by) in DEBIAN_TOOLS.items():
+            ensure_debian_tool(tool, package, needed_by)
     except BootstrapError as exc:
         print(f"bootstrap failed: {exc}", file=sys.stderr)
         return 1

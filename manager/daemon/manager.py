@@ -28,6 +28,7 @@ from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
 from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.gc_pause import collector_paused
 from manager.daemon.observation import ClusterUnobservable, observe_cluster
 from manager.daemon.outcome import CycleOutcome
 from manager.daemon.plan_keeper import PlanKeeper
@@ -39,6 +40,7 @@ from manager.model.decision import Decision
 from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
 from manager.monitor.observe import DeathEvidence
+from manager.web.load_history import LoadHistory
 from manager.web.metrics import ManagerMetrics, MetricsServer
 from manager.web.status_page import status_document
 
@@ -50,6 +52,8 @@ MIN_CYCLE_GAP_S = 0.5  # between two cycles, however soon a grace period ends
 WARM_UP_LIMIT_S = 30.0
 
 ZK_OUTAGE: ReasonCode = "coordination_unreachable"
+# A decision made on these loads does not go into the status page's load history.
+_STALE_LOADS: frozenset[ReasonCode] = frozenset({"stale_load_data", "heal_without_loads"})
 
 
 class Manager:
@@ -84,6 +88,7 @@ class Manager:
         self.last_decision: Decision | None = None
         self.last_snapshot: Snapshot | None = None
         self._moves_view: tuple[MoveState, ...] = ()
+        self.load_history = LoadHistory()  # for the status page's chart
         self._evidence: dict[int, DeathEvidence] = {}
         # Since when (wall clock) and for how many cycles ZooKeeper has been unreachable.
         self._zk_outage: tuple[float, int] | None = None
@@ -244,10 +249,10 @@ class Manager:
             self._audit_outage(facts.dead_brokers)
         self.keeper.lead(state.plan)
         t_plan = self.clock.monotonic()
+        with collector_paused():
+            decided = decide(snap)
         decision = degrade(
-            decide(snap),
-            audit_on_failover=self.audit.on_failover,
-            coordination_reliable=coord.may_act(),
+            decided, audit_on_failover=self.audit.on_failover, coordination_reliable=coord.may_act()
         )
         self.metrics.observe_plan(self.clock.monotonic() - t_plan)
         active = self.executor.active()
@@ -265,6 +270,8 @@ class Manager:
             outcome = self.keeper.execute(decision, snap)
         self.requests.follow(decision, state.requests, started=outcome.kind == "act")
         self.last_decision = decision
+        if not {r.code for r in decision.reasons} & _STALE_LOADS:
+            self.load_history.record(snap.taken_at, decision.loads_before)
         self._observe_moves()
         self._last_cycle_ok = self.clock.monotonic()
         self.metrics.observe_cycle(self._last_cycle_ok - t0, self.clock.time())
@@ -388,6 +395,9 @@ class Manager:
             moves=self._moves_view,
             recent=self.trail.recent_records(),
             requests=[r.document() for r in self.requests.latest],
+            history=self.load_history.series(),
+            history_span_ms=self.load_history.span_ms,
+            now_monotonic=self.clock.monotonic(),
         )
 
     def health(self) -> tuple[bool, dict[str, Any]]:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from manager.analyzer.health import in_grace
 from manager.audit.log import AuditRecord, render_line
 from manager.executor.executor import MoveState
-from manager.model.decision import Decision
+from manager.model.decision import BrokerLoad, Decision
 from manager.model.snapshot import Snapshot
+from manager.web.charts import limit_bars, load_chart
+from manager.web.load_history import DEFAULT_SPAN_S
 
 
 def status_document(
@@ -30,22 +33,15 @@ def status_document(
     moves: Iterable[MoveState],
     recent: Iterable[AuditRecord],
     requests: Iterable[Mapping[str, Any]] = (),
+    history: Mapping[int, Sequence[tuple[int, float]]] | None = None,
+    history_span_ms: int = DEFAULT_SPAN_S * 1000,
     now_ms: int | None = None,
+    now_monotonic: float | None = None,
 ) -> dict[str, Any]:
+    """``history``: LoadHistory.series(); ``now_monotonic``: the executor's clock, for how long
+    each move has run."""
     loads = decision.loads_before if decision else {}
-    brokers = []
-    for b in snapshot.brokers if snapshot else ():
-        load = loads.get(b.id)
-        brokers.append(
-            {
-                "id": b.id,
-                "rack": b.rack,
-                "alive": b.alive,
-                "dead_since_ms": b.dead_since_ms,
-                "last_stats_ms": b.last_stats_ms,
-                "load": load.to_dict() if load else None,
-            }
-        )
+    limits = snapshot.policy.limits if snapshot else None
     return {
         "cluster": cluster,
         "instance": instance,
@@ -61,26 +57,79 @@ def status_document(
         }
         if decision
         else None,
-        "brokers": brokers,
+        "brokers": _brokers(snapshot, loads) if snapshot else [],
         "active_alerts": dict(sorted(alerts.items())),
         "moves": [
             {
                 "partition": m.move.key,
                 "from": list(m.original),
                 "to": list(m.move.target),
+                "bytes": m.move.size_bytes,
                 "status": m.status,
+                "running_s": round(now_monotonic - m.started_at, 1)
+                if now_monotonic is not None and m.started_at is not None
+                else None,
                 "timed_out": m.timed_out,
             }
             for m in moves
         ],
         # Operator requests as last read from ZooKeeper, oldest first (the order served).
         "requests": [dict(r) for r in requests],
+        "history": {
+            "span_ms": history_span_ms,
+            # The chart's limit line: the lower of the two network limits.
+            "network_limit": min(limits.network_in_fraction, limits.network_out_fraction)
+            if limits
+            else None,
+            "series": {str(b): [list(p) for p in pts] for b, pts in (history or {}).items()},
+        },
         # Newest first: what on-call wants to see at the top.
         "recent_audit": [
             {"line": render_line(r), "kind": r.kind, "time_ms": r.time_ms, "id": r.id}
             for r in reversed(list(recent))
         ],
     }
+
+
+def _brokers(snap: Snapshot, loads: Mapping[int, BrokerLoad]) -> list[dict[str, Any]]:
+    explicit = {b: d.name for d in snap.failure_domains for b in d.brokers}
+    waiting = set(in_grace(snap))
+    grace = snap.policy.dead_grace_ms
+    lim = snap.policy.limits
+    fractions = {
+        "network_in_bytes_per_s": lim.network_in_fraction,
+        "network_out_bytes_per_s": lim.network_out_fraction,
+        "disk_bytes": lim.disk_fraction,
+    }
+    out = []
+    for b in snap.brokers:
+        load = loads.get(b.id)
+        cap = b.capacity or snap.default_capacity
+        assert cap is not None  # guaranteed by snapshot validation
+        capacity = {
+            "network_in_bytes_per_s": cap.network_in_bytes_per_s,
+            "network_out_bytes_per_s": cap.network_out_bytes_per_s,
+            "disk_bytes": cap.disk_bytes,
+        }
+        state = "alive" if b.alive else "waiting" if b.id in waiting else "dead"
+        out.append(
+            {
+                "id": b.id,
+                "rack": b.rack,
+                "domain": explicit.get(b.id, b.rack or "(no rack)"),
+                "alive": b.alive,
+                "state": state,
+                "dead_since_ms": b.dead_since_ms,
+                "grace_ends_ms": b.dead_since_ms + grace
+                if state == "waiting" and b.dead_since_ms is not None
+                else None,
+                "last_stats_ms": b.last_stats_ms,
+                "load": load.to_dict() if load else None,
+                "capacity": capacity,
+                "limits": {k: v * fractions[k] for k, v in capacity.items()},
+            }
+        )
+    return out
 
 
 BROKER_COLUMNS = [
@@ -115,15 +164,130 @@ def _table(headers: list[str], rows: list[list[str]], empty: str) -> str:
 def render_html(doc: Mapping[str, Any]) -> str:
     decision = doc["last_decision"]
     role = f"leader, epoch {doc['epoch']}" if doc["leader"] else "standby"
-    brokers = []
+    history = doc["history"]
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        "<meta http-equiv='refresh' content='10'>",
+        f"<title>kmedic {html.escape(doc['cluster'])}</title>",
+        "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}"
+        "table{border-collapse:collapse}tr:nth-child(even){background:#f3f3f3}"
+        ".legend{margin-right:10px;white-space:nowrap}</style>",
+        "</head><body>",
+        f"<h1>kmedic: cluster {html.escape(doc['cluster'])}</h1>",
+        f"<p>instance {html.escape(doc['instance'])} ({html.escape(role)}); snapshot "
+        f"{_ms(doc['snapshot_taken_at_ms'])}; page {_ms(doc['generated_at_ms'])}</p>",
+        _section("decision", "Last decision", _decision(decision)),
+        _section(
+            "alerts",
+            "Active alerts",
+            _table(["alert", "why"], [[k, v] for k, v in doc["active_alerts"].items()], "none"),
+        ),
+        _section("down", "Dead and waiting brokers", _down(doc["brokers"])),
+        _section(
+            "limits",
+            "Load against limits (bar: share of capacity; tick: the limit)",
+            limit_bars(doc["brokers"]) if doc["brokers"] else "<p><em>no snapshot yet</em></p>",
+        ),
+        _section(
+            "history",
+            f"Network load, last {history['span_ms'] / 3_600_000:g} h (in + out, share of "
+            "capacity)",
+            load_chart(history["series"], history["network_limit"] or 1.0, history["span_ms"]),
+        ),
+        _section("moves", "Moves", _moves(doc["moves"])),
+        _section("requests", "Operator requests", _requests(doc["requests"])),
+        _section("brokers", "Brokers", _table(BROKER_COLUMNS, _broker_rows(doc), "none")),
+        _section(
+            "audit",
+            "Recent audit records",
+            _table(["record"], [[r["line"]] for r in doc["recent_audit"]], "none yet"),
+        ),
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _section(anchor: str, title: str, body: str) -> str:
+    return f'<section id="{anchor}"><h2>{html.escape(title)}</h2>{body}</section>'
+
+
+def _decision(decision: Mapping[str, Any] | None) -> str:
+    if not decision:
+        return "<p><em>no decision yet (a standby, or the first cycle)</em></p>"
+    return (
+        f"<p><strong>{html.escape(decision['outcome'])}</strong>: "
+        f"{html.escape(decision['summary'])}</p>"
+        + _table(
+            ["reason", "why"],
+            [[r["code"], r["message"]] for r in decision["reasons"]],
+            "no reasons given",
+        )
+    )
+
+
+def _down(brokers: Iterable[Mapping[str, Any]]) -> str:
+    rows = [
+        [
+            str(b["id"]),
+            b["domain"],
+            b["state"],
+            _ms(b["dead_since_ms"]),
+            _ms(b["grace_ends_ms"]) if b["state"] == "waiting" else "over: may be healed",
+        ]
+        for b in brokers
+        if b["state"] != "alive"
+    ]
+    return _table(["broker", "domain", "state", "dead since", "grace ends"], rows, "none")
+
+
+def _moves(moves: list[Mapping[str, Any]]) -> str:
+    running = sum(1 for m in moves if m["status"] == "in_flight")
+    summary = f"<p>{running} in flight, {len(moves) - running} queued</p>" if moves else ""
+    rows = [
+        [
+            m["partition"],
+            str(m["from"]),
+            str(m["to"]),
+            f"{m['bytes'] / 1e9:.2f}",
+            m["status"] + (", TIMED OUT" if m["timed_out"] else ""),
+            "-" if m["running_s"] is None else f"{m['running_s']:.0f} s",
+        ]
+        for m in moves
+    ]
+    headers = ["partition", "from", "to", "GB", "status", "running for"]
+    return summary + _table(headers, rows, "no move in flight")
+
+
+def _requests(requests: list[Mapping[str, Any]]) -> str:
+    rows = [
+        [
+            r["id"],
+            r["kind"],
+            ", ".join(map(str, r["brokers"])),
+            r["state"],
+            r["by"],
+            _ms(r["updated_ms"]),
+            r["note"],
+        ]
+        for r in requests
+    ]
+    headers = ["request", "kind", "brokers", "state", "by", "updated", "last note"]
+    return _table(headers, rows, "none stored (kmedic drain, fill or demote)")
+
+
+def _broker_rows(doc: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    mb = 1e6
     for b in doc["brokers"]:
         load = b["load"] or {}
-        mb = 1e6
-        brokers.append(
+        state = {"alive": "alive", "waiting": "WAITING (grace)", "dead": "DEAD"}[b["state"]]
+        if b["state"] != "alive":
+            state += f" since {_ms(b['dead_since_ms'])}"
+        rows.append(
             [
                 str(b["id"]),
                 b["rack"] or "-",
-                "alive" if b["alive"] else f"DEAD since {_ms(b['dead_since_ms'])}",
+                state,
                 _ms(b["last_stats_ms"]),
                 f"{load['network_in_bytes_per_s'] / mb:.2f}" if load else "-",
                 f"{load['network_out_bytes_per_s'] / mb:.2f}" if load else "-",
@@ -132,74 +296,4 @@ def render_html(doc: Mapping[str, Any]) -> str:
                 str(load.get("leaders", "-")),
             ]
         )
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        "<meta http-equiv='refresh' content='10'>",
-        f"<title>kmedic {html.escape(doc['cluster'])}</title>",
-        "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}"
-        "table{border-collapse:collapse}tr:nth-child(even){background:#f3f3f3}</style>",
-        "</head><body>",
-        f"<h1>kmedic: cluster {html.escape(doc['cluster'])}</h1>",
-        f"<p>instance {html.escape(doc['instance'])} ({html.escape(role)}); snapshot "
-        f"{_ms(doc['snapshot_taken_at_ms'])}; page {_ms(doc['generated_at_ms'])}</p>",
-        "<h2>Last decision</h2>",
-    ]
-    if decision:
-        parts.append(
-            f"<p><strong>{html.escape(decision['outcome'])}</strong>: "
-            f"{html.escape(decision['summary'])}</p>"
-        )
-        parts.append(
-            _table(
-                ["reason", "why"],
-                [[r["code"], r["message"]] for r in decision["reasons"]],
-                "no reasons given",
-            )
-        )
-    else:
-        parts.append("<p><em>no decision yet (a standby, or the first cycle)</em></p>")
-    parts += [
-        "<h2>Active alerts</h2>",
-        _table(["alert", "why"], [[k, v] for k, v in doc["active_alerts"].items()], "none"),
-        "<h2>Brokers</h2>",
-        _table(
-            BROKER_COLUMNS,
-            brokers,
-            "no snapshot yet",
-        ),
-        "<h2>Moves</h2>",
-        _table(
-            ["partition", "from", "to", "status"],
-            [
-                [
-                    m["partition"],
-                    str(m["from"]),
-                    str(m["to"]),
-                    m["status"] + (", TIMED OUT" if m["timed_out"] else ""),
-                ]
-                for m in doc["moves"]
-            ],
-            "no move in flight",
-        ),
-        "<h2>Operator requests</h2>",
-        _table(
-            ["request", "kind", "brokers", "state", "by", "updated", "last note"],
-            [
-                [
-                    r["id"],
-                    r["kind"],
-                    ", ".join(map(str, r["brokers"])),
-                    r["state"],
-                    r["by"],
-                    _ms(r["updated_ms"]),
-                    r["note"],
-                ]
-                for r in doc["requests"]
-            ],
-            "none stored (kmedic drain, fill or demote)",
-        ),
-        "<h2>Recent audit records</h2>",
-        _table(["record"], [[r["line"]] for r in doc["recent_audit"]], "none yet"),
-        "</body></html>",
-    ]
-    return "\n".join(parts) + "\n"
+    return rows

@@ -89,6 +89,7 @@ class FakeSources:
         self.unavailable: str | None = None
         self.calls: list[dict[str, Any]] = []
         self.feeds: list[FeedStatus] = []
+        self.stats_age_ms = 0  # how old the agents' newest stats are
 
     def start(self) -> FakeSources:
         return self
@@ -125,10 +126,11 @@ class FakeSources:
             PartitionInfo("t", 1, 2, (2, 3, 4), isr((2, 3, 4))),
             PartitionInfo("t", 2, 3, (3, 4, 1), isr((3, 4, 1))),
         ]
+        reported = now_ms - self.stats_age_ms
         agents = {
-            b: AgentView(latest=s, last_healthy_ms=now_ms, healthy=s)
+            b: AgentView(latest=s, last_healthy_ms=reported, healthy=s)
             for b in live
-            for s in [stats(b, ts=now_ms)]
+            for s in [stats(b, ts=reported)]
         }
         return Observation(
             taken_at_ms=now_ms,

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from helpers import http_get
-from planner_fixtures import NOW, broker, make, part
+from planner_fixtures import GB, MB, NOW, broker, make, part
 
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditRecord
@@ -57,7 +57,9 @@ def test_the_document_shows_brokers_loads_moves_alerts_and_newest_records_first(
             "partition": "orders:0",
             "from": [1, 3],
             "to": [1, 4],
+            "bytes": 10,
             "status": "in_flight",
+            "running_s": None,
             "timed_out": False,
         }
     ]
@@ -138,3 +140,77 @@ def test_the_server_serves_status_and_a_broken_status_is_a_500() -> None:
         assert http_get(base + "/metrics")[0] == 200, "the server survives a broken status"
     finally:
         server.stop()
+
+
+def test_brokers_carry_state_domain_capacity_and_limits() -> None:
+    snap = make(
+        [
+            broker(1, "/a"),
+            broker(2, "/b"),
+            broker(3, "/a", alive=False),  # dead an hour: past the 10-minute grace
+            broker(4, "/b", alive=False, dead_since_ms=NOW - 60_000),
+        ],
+        {"orders": [part(0, [1, 3], size=900 * GB, bytes_in=90 * MB), part(1, [2, 4])]},
+        failure_domains=[{"name": "left", "brokers": [1, 3]}],
+    )
+    doc = document(snapshot=snap, decision=decide(snap))
+    brokers = {b["id"]: b for b in doc["brokers"]}
+    assert {b: x["state"] for b, x in brokers.items()} == {
+        1: "alive",
+        2: "alive",
+        3: "dead",
+        4: "waiting",
+    }
+    assert brokers[4]["grace_ends_ms"] == NOW - 60_000 + snap.policy.dead_grace_ms
+    assert brokers[3]["grace_ends_ms"] is None
+    assert brokers[1]["domain"] == "left" and brokers[2]["domain"] == "/b"
+    assert brokers[1]["capacity"]["disk_bytes"] == 1000 * GB
+    assert brokers[1]["limits"]["disk_bytes"] == 1000 * GB * snap.policy.limits.disk_fraction
+    page = render_html(doc)
+    down = page[page.index('<section id="down">') : page.index('<section id="limits">')]
+    assert "<td>3</td><td>left</td><td>dead</td>" in down
+    assert "<td>4</td><td>/b</td><td>waiting</td>" in down and "over: may be healed" in down
+    bars = page[page.index('<section id="limits">') : page.index('<section id="history">')]
+    assert bars.count('class="broker"') == 4 and bars.count('class="bar"') == 12
+    # Broker 1 holds 900 GB of its 1,000 GB (limit 85%) and 90 MB/s in of 100 MB/s (limit 80%).
+    start = bars.index('data-broker="1"')
+    broker_1 = bars[start : bars.index('class="broker"', start)]
+    assert 'data-metric="disk" data-over="true"' in broker_1
+    assert 'data-metric="in" data-over="true"' in broker_1
+    assert 'data-metric="out" data-over="false"' in broker_1
+    assert 'data-state="dead"' in bars and 'data-state="waiting"' in bars
+    # Grouped by failure domain, in name order: "/b" before "left".
+    assert bars.index(">/b</text>") < bars.index(">left</text>")
+
+
+def test_moves_show_size_and_how_long_they_have_run() -> None:
+    moves = [
+        MoveState(
+            Move("orders", 0, (1, 4), 2 * GB), status="in_flight", original=(1, 3), started_at=100
+        ),
+        MoveState(Move("orders", 1, (2, 1), GB), original=(2, 4)),
+    ]
+    doc = document(moves=moves, now_monotonic=142.5)
+    assert [(m["bytes"], m["running_s"]) for m in doc["moves"]] == [(2 * GB, 42.5), (GB, None)]
+    page = render_html(doc)
+    assert (
+        "1 in flight, 1 queued" in page and "<td>2.00</td><td>in_flight</td><td>42 s</td>" in page
+    )
+
+
+def test_the_load_chart_draws_one_line_per_broker_and_the_limit() -> None:
+    history = {
+        1: [(NOW - 120_000, 0.2), (NOW - 60_000, 0.3), (NOW, 0.35)],
+        2: [(NOW - 60_000, 0.9), (NOW, 0.95)],
+    }
+    doc = document(history=history, history_span_ms=3_600_000)
+    assert doc["history"]["series"]["2"] == [[NOW - 60_000, 0.9], [NOW, 0.95]]
+    assert doc["history"]["network_limit"] == 0.8
+    page = render_html(doc)
+    chart = page[page.index('<section id="history">') : page.index('<section id="moves">')]
+    assert "last 1 h" in chart
+    assert chart.count('class="series"') == 2 and chart.count('class="legend"') == 2
+    line_1 = chart[chart.index('data-broker="1" points="') :].split('"')[3]
+    assert len(line_1.split()) == 3
+    assert 'class="network-limit"' in chart and "limit 80%" in chart
+    assert "no load history yet" in render_html(document())
