@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster
 from kmedic.localcluster import LocalCluster
-from manager.audit.kafka_sink import read_records
+from manager.audit.kafka_reader import read_records
 from manager.audit.log import AuditRecord, render_line
 from manager.monitor.feeds import LatestByKey
 

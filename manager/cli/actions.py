@@ -13,7 +13,8 @@ from typing import Any
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster
 from kmedic.kafka_preflight import check_credentials
-from manager.audit.kafka_sink import DEFAULT_TOPIC, read_records
+from manager.audit.kafka_reader import read_records
+from manager.audit.kafka_sink import DEFAULT_TOPIC
 from manager.audit.log import render_line
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")

@@ -18,7 +18,7 @@ from kafka.errors import KafkaError as KpKafkaError
 from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.kafka_client import Cluster, client_settings
-from manager.audit.kafka_sink import read_records
+from manager.audit.kafka_reader import read_records
 from manager.audit.log import AuditRecord
 
 T = TypeVar("T")

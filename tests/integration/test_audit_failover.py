@@ -13,7 +13,8 @@ from helpers import wait_for
 
 from composition.cli import main
 from kmedic.localcluster import ClusterSpec, LocalCluster
-from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic, read_records
+from manager.audit.kafka_reader import read_records
+from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic
 from manager.audit.log import AuditLog, AuditRecord
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from helpers import scrape, wait_for
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
-from manager.audit.kafka_sink import read_records
+from manager.audit.kafka_reader import read_records
 from manager.audit.log import AuditRecord
 
 pytestmark = pytest.mark.integration

@@ -1,0 +1,255 @@
+"""The Spark job on a real Spark standalone cluster: a master and two workers started from
+PySpark's own distribution, the job submitted with ``spark-submit --master spark://...`` as
+docs/streaming.md says, and one executor SIGKILLed mid-stream.
+
+The cluster run reads the same pre-filled brokerstats topic as a ``local[2]`` run in this
+process (``available_now``, small micro-batches, so both runs cut the input into the same
+batches) and must write the same loads: the same value per key, and the same set of records,
+so no window is lost and none is written with other contents. (A task retried after the kill
+may write a record a second time, byte for byte: Kafka's batch sink is at-least-once, and a
+compacted topic keeps one of them.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyspark
+import pytest
+import yaml
+from helpers import wait_for
+from streaming_support import create_topic, produce, read_all, spark, stream_config, unique
+
+from kmedic.localcluster.process import free_ports
+from streaming import job, synthetic, topics
+from streaming.config import StreamConfig
+from streaming.session import connector_jars
+
+pytestmark = pytest.mark.integration
+__all__ = ["spark"]  # the fixture, imported for pytest
+
+SPARK_HOME = Path(pyspark.__file__).parent
+LAYOUT = synthetic.Layout(brokers=4, topics=2, partitions=3, replication_factor=2)
+TICKS = 8
+BATCH_RECORDS = 4
+EXECUTOR = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+
+
+@dataclass
+class StandaloneCluster:
+    master_url: str
+    ui_url: str
+    home: Path
+    env: dict[str, str]
+
+    def state(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.ui_url + "/json/", timeout=5) as reply:
+            state: dict[str, Any] = json.loads(reply.read())
+        return state
+
+    def executors(self) -> list[int]:
+        """PIDs of executor JVMs launched by this cluster's workers."""
+        found = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+                cwd = os.readlink(proc / "cwd")
+            except OSError:
+                continue
+            if EXECUTOR in cmdline and cwd.startswith(str(self.home)):
+                found.append(int(proc.name))
+        return found
+
+    def executor_dirs(self) -> list[Path]:
+        """One directory per executor any worker launched, killed ones included."""
+        return sorted(self.home.glob("work-*/app-*/*"))
+
+
+def _daemon(cluster_env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [str(SPARK_HOME / "bin" / "spark-class"), *args],
+            env=cluster_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stopped with everything it started
+        )
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    home = tmp_path_factory.mktemp("spark-standalone")
+    port, ui, *worker_ui = free_ports(4)
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOG_DIR": str(home / "logs"),
+        "SPARK_DAEMON_MEMORY": "256m",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+    master = f"spark://127.0.0.1:{port}"
+    procs = [
+        _daemon(
+            env,
+            home / "master.log",
+            "org.apache.spark.deploy.master.Master",
+            *("--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)),
+        )
+    ]
+    for i, web in enumerate(worker_ui):
+        work = home / f"work-{i}"
+        work.mkdir()
+        procs.append(
+            _daemon(
+                env,
+                home / f"worker-{i}.log",
+                "org.apache.spark.deploy.worker.Worker",
+                *("--host", "127.0.0.1", "--cores", "1", "--memory", "768m"),
+                *("--webui-port", str(web), "--work-dir", str(work), master),
+            )
+        )
+    cluster = StandaloneCluster(master, f"http://127.0.0.1:{ui}", home, env)
+    try:
+
+        def workers_alive() -> bool:
+            try:
+                return cluster.state().get("aliveworkers") == 2
+            except OSError:
+                return any(p.poll() is not None for p in procs)  # a daemon died: stop waiting
+
+        wait_for(workers_alive, timeout=90, what="a Spark master with two alive workers")
+        assert all(p.poll() is None for p in procs), _logs(home)
+        yield cluster
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=30)
+        for pid in cluster.executors():  # executors outliving their worker
+            os.kill(pid, signal.SIGKILL)
+
+
+def _logs(home: Path) -> str:
+    return "\n".join(f"--- {f.name}\n{f.read_text()[-1500:]}" for f in sorted(home.glob("*.log")))
+
+
+def _records(bootstrap: str, topic: str) -> list[tuple[str, str]]:
+    return [(m.key().decode(), m.value().decode()) for m in read_all(bootstrap, topic)]
+
+
+def _latest(records: list[tuple[str, str]]) -> dict[str, str]:
+    return dict(records)  # read_all returns each partition in offset order; keys stay put
+
+
+def _committed_batches(checkpoint: Path) -> int:
+    commits = checkpoint / "loads" / "commits"
+    return len([p for p in commits.glob("[0-9]*")]) if commits.is_dir() else 0
+
+
+def _submit(cluster: StandaloneCluster, cfg_path: Path, log: Path) -> subprocess.Popen[bytes]:
+    """docs/streaming.md's command, on this machine's loopback."""
+    jars = ",".join(str(j) for j in connector_jars())
+    submit = Path(sys.executable).with_name("spark-submit")
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [
+                str(submit),
+                *("--master", cluster.master_url, "--deploy-mode", "client"),
+                *("--driver-memory", "768m", "--executor-memory", "512m"),
+                *("--total-executor-cores", "2", "--conf", "spark.executor.cores=1"),
+                *("--conf", "spark.driver.host=127.0.0.1"),
+                *("--conf", "spark.driver.bindAddress=127.0.0.1"),
+                *("--jars", jars),
+                str(Path(job.__file__).with_name("submit.py")),
+                *("--config", str(cfg_path)),
+            ],
+            env=cluster.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def test_the_job_on_a_spark_cluster_loses_and_duplicates_no_window_when_an_executor_dies(
+    local_cluster: Any, spark: Any, standalone: StandaloneCluster, tmp_path: Path
+) -> None:
+    bootstrap = local_cluster.bootstrap_servers
+    source = unique("it.brokerstats")
+    create_topic(bootstrap, source, partitions=3)
+    start_ms = (int(time.time() * 1000) // 10_000) * 10_000 - TICKS * 10_000
+    records = list(synthetic.records(LAYOUT, start_ms, TICKS))
+    produce(bootstrap, source, records)
+
+    common = {"available_now": True, "max_offsets_per_trigger": BATCH_RECORDS}
+    local = stream_config(bootstrap, source, tmp_path / "cp-local", **common)
+    topics.ensure_output_topics(local)
+    job.await_queries(job.start_queries(spark, local))
+    expected = _records(bootstrap, local.topics.replica_loads)
+    expected_brokers = _records(bootstrap, local.topics.broker_loads)
+    assert expected and expected_brokers
+
+    on_cluster: StreamConfig = local.model_copy(
+        update={
+            "checkpoint_location": tmp_path / "cp-cluster",
+            "topics": local.topics.model_copy(
+                update={
+                    "replica_loads": unique("it.replica-loads"),
+                    "broker_loads": unique("it.broker-loads"),
+                    "dlq": unique("it.dlq"),
+                }
+            ),
+        }
+    )
+    cfg_path = tmp_path / "stream.yaml"
+    cfg_path.write_text(yaml.safe_dump(on_cluster.model_dump(mode="json")))
+    log = tmp_path / "spark-submit.log"
+    proc = _submit(standalone, cfg_path, log)
+    try:
+        wait_for(
+            lambda: (
+                (
+                    _committed_batches(on_cluster.checkpoint_location) >= 2
+                    and len(standalone.executors()) == 2
+                )
+                or proc.poll() is not None
+            ),
+            timeout=240,
+            what="two committed micro-batches on two executors",
+        )
+        assert proc.poll() is None, f"spark-submit ended early:\n{log.read_text()[-3000:]}"
+        total = -(-len(records) // BATCH_RECORDS)
+        assert _committed_batches(on_cluster.checkpoint_location) < total, "not mid-stream"
+        os.kill(standalone.executors()[0], signal.SIGKILL)
+        code = proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert code == 0, log.read_text()[-3000:]
+    assert len(standalone.executor_dirs()) >= 3, "the killed executor was replaced"
+
+    got = _records(bootstrap, on_cluster.topics.replica_loads)
+    assert set(got) == set(expected), "a window lost, or written with other contents"
+    assert _latest(got) == _latest(expected)
+    got_brokers = _records(bootstrap, on_cluster.topics.broker_loads)
+    assert set(got_brokers) == set(expected_brokers)
+    assert _latest(got_brokers) == _latest(expected_brokers)
