@@ -41,8 +41,12 @@ TRANSIENT = frozenset(
         KafkaError.NOT_LEADER_FOR_PARTITION,
         KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.REPLICA_NOT_AVAILABLE,
         KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,  # a broker whose metadata lags a reassignment
         KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,  # the leader's broker died and is not fenced yet (seen: 6 s)
+        KafkaError._DESTROY_BROKER,  # the client dropped the dead leader's broker (seen)
     }
 )
 T = TypeVar("T")
@@ -68,7 +72,7 @@ def asked_until(call: Callable[[], T], what: str, timeout_s: float) -> T:
         return retrying(call)
     except KafkaException as exc:
         error = exc.args[0] if exc.args else exc
-        text = error.str() if isinstance(error, KafkaError) else str(error)
+        text = f"{error.str()} ({error.name()})" if isinstance(error, KafkaError) else str(error)
         raise KmedicError(f"{what} failed: {text}") from None
 
 
@@ -109,8 +113,11 @@ def read_records(
         )
     )
     where = f"reading {topic} at {bootstrap_servers}"
+    # Each ask gets a third of the time: a leader on a broker that died but is not fenced yet
+    # does not answer (_TIMED_OUT), and the asks after its fencing must still fit.
+    ask_s = max(1.0, timeout_s / 3)
     try:
-        meta = asked_until(lambda: consumer.list_topics(topic, timeout=timeout_s), where, timeout_s)
+        meta = asked_until(lambda: consumer.list_topics(topic, timeout=ask_s), where, timeout_s)
         info = meta.topics.get(topic)
         if info is None or info.error is not None:
             why = info.error.str() if info is not None and info.error else "missing"
@@ -118,13 +125,13 @@ def read_records(
         parts = [TopicPartition(topic, p) for p in sorted(info.partitions)]
 
         def end_of(tp: TopicPartition) -> int:
-            return int(consumer.get_watermark_offsets(tp, timeout=timeout_s)[1])
+            return int(consumer.get_watermark_offsets(tp, timeout=ask_s)[1])
 
         ends = {tp.partition: asked_until(partial(end_of, tp), where, timeout_s) for tp in parts}
         if since_ms is not None:
             lookup = [TopicPartition(topic, tp.partition, since_ms) for tp in parts]
             starts = asked_until(
-                lambda: consumer.offsets_for_times(lookup, timeout=timeout_s), where, timeout_s
+                lambda: consumer.offsets_for_times(lookup, timeout=ask_s), where, timeout_s
             )
             parts = [
                 TopicPartition(

@@ -17,6 +17,7 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka.errors import KafkaError as KpKafkaError
 from prometheus_client.parser import text_string_to_metric_families
 
+from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster, client_settings
 from manager.audit.kafka_reader import read_records
 from manager.audit.log import AuditRecord
@@ -75,8 +76,8 @@ def audit_records(bootstrap: Cluster, since_ms: int) -> list[AuditRecord]:
     def read() -> list[AuditRecord] | None:
         try:
             return list(read_records(bootstrap, since_ms=since_ms))
-        except KafkaException:
-            return None  # the audit topic's leader is moving; read again
+        except (KafkaException, KmedicError):
+            return None  # the audit topic's leader is moving or its broker is down; read again
 
     return wait_for(read, timeout=60, interval=2, what="the audit topic to be readable")
 

@@ -33,6 +33,9 @@ def failing(*codes: int, then: int = 7) -> tuple[list[int], Callable[[], int]]:
         KafkaError.UNKNOWN_LEADER_EPOCH,
         KafkaError.NOT_LEADER_FOR_PARTITION,
         KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._TIMED_OUT,
+        KafkaError._DESTROY_BROKER,
     ],
 )
 def test_a_moving_leader_is_asked_again(code: int) -> None:
@@ -43,7 +46,10 @@ def test_a_moving_leader_is_asked_again(code: int) -> None:
 
 def test_any_other_error_ends_it_at_once_with_one_line() -> None:
     calls, call = failing(KafkaError.TOPIC_AUTHORIZATION_FAILED)
-    with pytest.raises(KmedicError, match=r"^reading t at b:9 failed: .*[Aa]uthoriz"):
+    with pytest.raises(
+        KmedicError,
+        match=r"^reading t at b:9 failed: .*[Aa]uthoriz.*\(TOPIC_AUTHORIZATION_FAILED\)",
+    ):
         asked_until(call, "reading t at b:9", timeout_s=10)
     assert len(calls) == 1
 
