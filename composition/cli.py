@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "manager.cli.plan",
     "streaming.cli",
     "manager.cli.daemon",
+    "composition.healthcheck",
     # (each role and tool adds its module here)
 )
 

@@ -1,0 +1,111 @@
+"""``kmedic healthcheck``: asks a running role (PID 1 in a container) whether it is healthy.
+
+Which role, and where it listens, come from the role's own command line (PID 1 in a container;
+``--pid`` for another process) and the config file it names, read with the same environment
+overrides the role got: the agent and the stream serve ``/metrics`` on ``metrics_port``, the
+manager ``/healthz`` on ``http.port``. A 200 is healthy; the manager's 503 is not (its body
+says why); a 401 means the endpoint wants a password (a web-config file): the role answers,
+which is as much as a check without the password can know. Exit 0 when healthy, 1 when not,
+with one line either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ssl
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kmedic.errors import KmedicError
+
+ROLES = ("agent", "stream", "manager")
+
+
+@dataclass(frozen=True)
+class Target:
+    role: str
+    url: str
+
+
+def role_of(argv: list[str]) -> tuple[str, Path | None]:
+    """The role a kmedic command line runs, and its ``--config`` file."""
+    role = next((a for a in argv if a in ROLES), None)
+    if role is None:
+        raise KmedicError(f"not a kmedic role process: {' '.join(argv) or '(empty)'}")
+    config: Path | None = None
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            config = Path(argv[i + 1])
+        elif arg.startswith("--config="):
+            config = Path(arg.removeprefix("--config="))
+    return role, config
+
+
+def target_of(role: str, config: Path | None) -> Target:
+    """Where the role's endpoint is, from its config."""
+    if role == "manager":
+        from manager.config import load_manager_config
+
+        http = load_manager_config(config).http
+        scheme = "http" if http.web_config_file is None else "https"
+        return Target(role, _url(scheme, http.host, http.port, "/healthz", "http.port"))
+    if role == "agent":
+        from agent.config import load_agent_config
+
+        agent = load_agent_config(config)
+        return Target(role, _url("http", agent.metrics_host, agent.metrics_port, "/metrics"))
+    from streaming.config import load_stream_config
+
+    stream = load_stream_config(config)
+    return Target(role, _url("http", stream.metrics_host, stream.metrics_port, "/metrics"))
+
+
+def _url(scheme: str, host: str, port: int | None, path: str, key: str = "metrics_port") -> str:
+    if not port:
+        raise KmedicError(f"{key} is {port}: the role serves no endpoint to check")
+    host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+    return f"{scheme}://{host}:{port}{path}"
+
+
+def probe(target: Target, timeout_s: float) -> tuple[bool, str]:
+    """(healthy, one line)."""
+    # The role's own certificate is for its clients' names, not for a check from inside.
+    context = ssl._create_unverified_context() if target.url.startswith("https") else None
+    try:
+        with urllib.request.urlopen(target.url, timeout=timeout_s, context=context) as reply:
+            return True, f"{target.role} healthy ({target.url} answered {reply.status})"
+    except urllib.error.HTTPError as err:
+        if err.code == 401:
+            return True, f"{target.role} answers ({target.url} wants a password)"
+        body = err.read().decode(errors="replace").strip().replace("\n", " ")[:300]
+        return False, f"{target.role} unhealthy: {target.url} answered {err.code} {body}"
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return False, f"{target.role} unhealthy: {target.url} unreachable ({reason})"
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "healthcheck",
+        help="check the running role's health endpoint (the image's HEALTHCHECK)",
+        description="Ask the agent's, stream's or manager's own endpoint whether it is healthy; "
+        "the role and its config are read from the role process's command line. Exit 0 "
+        "healthy, 1 not.",
+    )
+    parser.add_argument("--pid", type=int, default=1, help="the role's process (default 1)")
+    parser.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        raw = Path(f"/proc/{args.pid}/cmdline").read_bytes()
+    except OSError as exc:
+        raise KmedicError(f"cannot read the command line of process {args.pid}: {exc}") from exc
+    argv = [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+    healthy, line = probe(target_of(*role_of(argv)), args.timeout)
+    print(line)
+    return 0 if healthy else 1

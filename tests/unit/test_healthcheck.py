@@ -1,0 +1,110 @@
+"""`kmedic healthcheck`, the image's HEALTHCHECK: the role and its port from the role's command
+line and config, and the answer of its real endpoint read as healthy or not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from composition.healthcheck import Target, probe, role_of, target_of
+from kmedic.errors import KmedicError
+from manager.web.metrics import ManagerMetrics, MetricsServer
+
+CONFIGS = Path(__file__).parents[2] / "configs"
+
+
+def test_the_role_and_config_come_from_the_command_line() -> None:
+    argv = ["/opt/kmedic/.venv/bin/python", "/opt/kmedic/.venv/bin/kmedic", "--log-json"]
+    assert role_of([*argv, "manager", "--config", "/etc/m.yaml"]) == (
+        "manager",
+        Path("/etc/m.yaml"),
+    )
+    assert role_of([*argv, "agent", "--config=/etc/a.yaml"]) == ("agent", Path("/etc/a.yaml"))
+    assert role_of([*argv, "stream"]) == ("stream", None)
+    with pytest.raises(KmedicError, match=r"not a kmedic role process: .* plan --snapshot s"):
+        role_of([*argv, "plan", "--snapshot", "s"])
+
+
+def test_each_role_is_asked_where_its_config_says_it_listens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert target_of("agent", CONFIGS / "agent.example.yaml") == Target(
+        "agent", "http://127.0.0.1:9464/metrics"
+    )
+    assert target_of("stream", CONFIGS / "stream.example.yaml") == Target(
+        "stream", "http://127.0.0.1:9465/metrics"
+    )
+    monkeypatch.setenv("KMEDIC_MANAGER__HTTP__PORT", "19309")  # as the role itself reads it
+    assert target_of("manager", CONFIGS / "manager.example.yaml") == Target(
+        "manager", "http://127.0.0.1:19309/healthz"
+    )
+    monkeypatch.setenv("KMEDIC_AGENT__METRICS_PORT", "null")
+    with pytest.raises(KmedicError, match="metrics_port is None: the role serves no endpoint"):
+        target_of("agent", CONFIGS / "agent.example.yaml")
+
+
+def serve(healthy: bool) -> Any:
+    return MetricsServer(
+        ManagerMetrics("c1").registry,
+        lambda: (healthy, {"zookeeper_connected": healthy}),
+        host="127.0.0.1",
+    ).start()
+
+
+def test_a_healthy_manager_passes_and_an_unhealthy_one_fails_saying_why() -> None:
+    for healthy in (True, False):
+        server = serve(healthy)
+        try:
+            ok, line = probe(Target("manager", f"http://127.0.0.1:{server.port}/healthz"), 5)
+        finally:
+            server.stop()
+        assert ok is healthy, line
+        if not healthy:
+            assert "answered 503" in line and "zookeeper_connected" in line
+
+
+def test_a_role_that_does_not_answer_is_unhealthy() -> None:
+    server = serve(True)
+    port = server.port
+    server.stop()
+    ok, line = probe(Target("agent", f"http://127.0.0.1:{port}/metrics"), 2)
+    assert not ok and line.startswith(
+        f"agent unhealthy: http://127.0.0.1:{port}/metrics unreachable"
+    )
+
+
+def test_the_command_reads_the_role_process_and_asks_its_endpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+    import sys
+
+    from composition.cli import main
+
+    server = serve(True)
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        (CONFIGS / "agent.example.yaml")
+        .read_text()
+        .replace("metrics_port: 9464", f"metrics_port: {server.port}")
+    )
+    # A process whose command line reads like the agent's (`kmedic agent --config FILE`).
+    role = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "agent", "--config", str(config)]
+    )
+    try:
+        assert main(["healthcheck", "--pid", str(role.pid)]) == 0
+        assert capsys.readouterr().out.startswith(
+            f"agent healthy (http://127.0.0.1:{server.port}/metrics answered 200)"
+        )
+        server.stop()
+        assert main(["healthcheck", "--pid", str(role.pid)]) == 1
+        assert "agent unhealthy" in capsys.readouterr().out
+    finally:
+        role.kill()
+        role.wait(timeout=10)
+        server.stop()
+    assert main(["healthcheck", "--pid", str(role.pid)]) == 1
+    assert "cannot read the command line of process" in capsys.readouterr().err
