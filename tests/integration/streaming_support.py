@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from confluent_kafka.admin import AdminClient
 from helpers import kafka_conf, wait_until_usable
 from spark_helpers import connector_missing, shared_spark
 
+from streaming import job, topics
 from streaming.config import SparkConfig, StreamConfig, TopicsConfig, ValidationConfig
 
 
@@ -55,6 +57,23 @@ def stream_config(bootstrap: str, source: str, checkpoint: Path, **overrides: An
     }
     settings.update(overrides)
     return StreamConfig(**settings)
+
+
+def ticks_start_ms(ticks: int) -> int:
+    """The start of ``ticks`` 10-second ticks that end at the last whole 10 s before now."""
+    return (int(time.time() * 1000) // 10_000) * 10_000 - ticks * 10_000
+
+
+def run_in_process(spark_session: Any, cfg: StreamConfig) -> None:
+    """The job in this process's Spark session, to the end of its input (``available_now``)."""
+    topics.ensure_output_topics(cfg)
+    job.await_queries(job.start_queries(spark_session, cfg))
+
+
+def committed_batches(checkpoint: Path) -> int:
+    """Micro-batches the loads query has committed in ``checkpoint``."""
+    commits = checkpoint / "loads" / "commits"
+    return len(list(commits.glob("[0-9]*"))) if commits.is_dir() else 0
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 3, replication: int = 2) -> None:

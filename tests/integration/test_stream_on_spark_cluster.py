@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,10 +27,20 @@ import pyspark
 import pytest
 import yaml
 from helpers import wait_for
-from streaming_support import create_topic, produce, read_all, spark, stream_config, unique
+from streaming_support import (
+    committed_batches,
+    create_topic,
+    produce,
+    read_all,
+    run_in_process,
+    spark,
+    stream_config,
+    ticks_start_ms,
+    unique,
+)
 
 from kmedic.localcluster.process import free_ports
-from streaming import job, synthetic, topics
+from streaming import job, synthetic
 from streaming.config import StreamConfig
 from streaming.session import connector_jars
 
@@ -160,11 +169,6 @@ def _latest(records: list[tuple[str, str]]) -> dict[str, str]:
     return dict(records)  # read_all returns each partition in offset order; keys stay put
 
 
-def _committed_batches(checkpoint: Path) -> int:
-    commits = checkpoint / "loads" / "commits"
-    return len([p for p in commits.glob("[0-9]*")]) if commits.is_dir() else 0
-
-
 def _submit(cluster: StandaloneCluster, cfg_path: Path, log: Path) -> subprocess.Popen[bytes]:
     """docs/streaming.md's command, on this machine's loopback."""
     jars = ",".join(str(j) for j in connector_jars())
@@ -195,14 +199,13 @@ def test_the_job_on_a_spark_cluster_loses_and_duplicates_no_window_when_an_execu
     bootstrap = local_cluster.bootstrap_servers
     source = unique("it.brokerstats")
     create_topic(bootstrap, source, partitions=3)
-    start_ms = (int(time.time() * 1000) // 10_000) * 10_000 - TICKS * 10_000
+    start_ms = ticks_start_ms(TICKS)
     records = list(synthetic.records(LAYOUT, start_ms, TICKS))
     produce(bootstrap, source, records)
 
     common = {"available_now": True, "max_offsets_per_trigger": BATCH_RECORDS}
     local = stream_config(bootstrap, source, tmp_path / "cp-local", **common)
-    topics.ensure_output_topics(local)
-    job.await_queries(job.start_queries(spark, local))
+    run_in_process(spark, local)
     expected = _records(bootstrap, local.topics.replica_loads)
     expected_brokers = _records(bootstrap, local.topics.broker_loads)
     assert expected and expected_brokers
@@ -227,7 +230,7 @@ def test_the_job_on_a_spark_cluster_loses_and_duplicates_no_window_when_an_execu
         wait_for(
             lambda: (
                 (
-                    _committed_batches(on_cluster.checkpoint_location) >= 2
+                    committed_batches(on_cluster.checkpoint_location) >= 2
                     and len(standalone.executors()) == 2
                 )
                 or proc.poll() is not None
@@ -237,7 +240,7 @@ def test_the_job_on_a_spark_cluster_loses_and_duplicates_no_window_when_an_execu
         )
         assert proc.poll() is None, f"spark-submit ended early:\n{log.read_text()[-3000:]}"
         total = -(-len(records) // BATCH_RECORDS)
-        assert _committed_batches(on_cluster.checkpoint_location) < total, "not mid-stream"
+        assert committed_batches(on_cluster.checkpoint_location) < total, "not mid-stream"
         os.kill(standalone.executors()[0], signal.SIGKILL)
         code = proc.wait(timeout=300)
     finally:

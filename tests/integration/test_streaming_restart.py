@@ -22,18 +22,21 @@ import yaml
 from helpers import create_placed_topic, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 from streaming_support import (
+    committed_batches,
     create_topic,
     latest_per_key,
     produce,
     read_all,
+    run_in_process,
     spark,
     stream_config,
+    ticks_start_ms,
     topic_config,
     unique,
 )
 
 from kmedic.localcluster.process import free_ports
-from streaming import job, synthetic, topics
+from streaming import job, synthetic
 from streaming.config import RestartConfig, StreamConfig
 
 pytestmark = pytest.mark.integration
@@ -43,11 +46,6 @@ LAYOUT = synthetic.Layout(brokers=4, topics=2, partitions=3, replication_factor=
 TICKS = 8
 BATCH_RECORDS = 8
 BAD_RECORDS = [b"not json", b'{"schema_version": 9}', b'{"schema_version": 1}']
-
-
-def _run_in_process(spark_session: Any, cfg: StreamConfig) -> None:
-    topics.ensure_output_topics(cfg)
-    job.await_queries(job.start_queries(spark_session, cfg))
 
 
 def _cli(cfg_path: Path, log_file: Path | None = None) -> subprocess.Popen[bytes]:
@@ -88,13 +86,6 @@ def _stop_with_sigterm(proc: subprocess.Popen[bytes], log_file: Path) -> None:
     assert _events(log_file, "stream_stopped"), log_file.read_text()[-3000:]
 
 
-def _committed_batches(checkpoint: Path) -> int:
-    commits = checkpoint / "loads" / "commits"
-    return (
-        len([p for p in commits.iterdir() if not p.name.startswith(".")]) if commits.is_dir() else 0
-    )
-
-
 def _write_config(cfg: StreamConfig, path: Path) -> Path:
     path.write_text(yaml.safe_dump(cfg.model_dump(mode="json")))
     return path
@@ -106,7 +97,7 @@ def test_kill_and_restart_converges_to_an_uninterrupted_run(
     bootstrap = local_cluster.bootstrap_servers
     source = unique("it.brokerstats")
     create_topic(bootstrap, source, partitions=3)
-    start_ms = (int(time.time() * 1000) // 10_000) * 10_000 - TICKS * 10_000
+    start_ms = ticks_start_ms(TICKS)
     good = list(synthetic.records(LAYOUT, start_ms, TICKS))
     produce(bootstrap, source, good[: len(good) // 2])
     produce(bootstrap, source, [(b"9", v) for v in BAD_RECORDS])
@@ -114,7 +105,7 @@ def test_kill_and_restart_converges_to_an_uninterrupted_run(
 
     common = {"available_now": True, "max_offsets_per_trigger": BATCH_RECORDS}
     uninterrupted = stream_config(bootstrap, source, tmp_path / "cp-a", **common)
-    _run_in_process(spark, uninterrupted)
+    run_in_process(spark, uninterrupted)
     expected_replicas = latest_per_key(bootstrap, uninterrupted.topics.replica_loads)
     expected_brokers = latest_per_key(bootstrap, uninterrupted.topics.broker_loads)
     assert set(expected_replicas) == {
@@ -143,7 +134,7 @@ def test_kill_and_restart_converges_to_an_uninterrupted_run(
     proc = _cli(cfg_path)
     try:
         wait_for(
-            lambda: _committed_batches(killed_cfg.checkpoint_location) >= 2 or proc.poll(),
+            lambda: committed_batches(killed_cfg.checkpoint_location) >= 2 or proc.poll(),
             timeout=180,
             what="two committed micro-batches of kmedic stream",
         )
@@ -153,7 +144,7 @@ def test_kill_and_restart_converges_to_an_uninterrupted_run(
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     total_batches = -(-len(good + BAD_RECORDS) // BATCH_RECORDS)
-    assert _committed_batches(killed_cfg.checkpoint_location) < total_batches, "not mid-stream"
+    assert committed_batches(killed_cfg.checkpoint_location) < total_batches, "not mid-stream"
     partial = latest_per_key(bootstrap, killed_cfg.topics.replica_loads)
     assert partial != expected_replicas, "the kill came after the last batch"
 
@@ -207,7 +198,7 @@ def test_the_job_outlives_a_source_partition_without_a_leader(
     victim = local_cluster.broker_ids[-1]
     source = unique("it.brokerstats")
     create_placed_topic(bootstrap, source, [[victim]])
-    start_ms = (int(time.time() * 1000) // 10_000) * 10_000 - TICKS * 10_000
+    start_ms = ticks_start_ms(TICKS)
     produce(bootstrap, source, synthetic.records(LAYOUT, start_ms, TICKS))
     cfg = stream_config(
         bootstrap,
@@ -224,7 +215,7 @@ def test_the_job_outlives_a_source_partition_without_a_leader(
     proc = _cli(cfg_path, log_file)
     try:
         wait_for(
-            lambda: _committed_batches(cfg.checkpoint_location) >= 1 or proc.poll() is not None,
+            lambda: committed_batches(cfg.checkpoint_location) >= 1 or proc.poll() is not None,
             timeout=180,
             what="a committed micro-batch",
         )
