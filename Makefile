@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 VENV_BIN := .venv/bin
 
-.PHONY: bootstrap test lint typecheck unit integration shake demo bench clean
+.PHONY: bootstrap test lint typecheck unit integration containers shake demo bench image clean
 
 bootstrap:
 	@python3 scripts/bootstrap.py
@@ -21,8 +21,19 @@ unit: bootstrap
 integration: bootstrap
 	$(PY) -m pytest tests/integration tests/e2e -q
 
+# The tests that use the cluster fixture and run again with every node in a container
+# (KMEDIC_TEST_CLUSTER=testcontainers; docs/testing.md).
+CONTAINER_CLUSTER_TESTS := tests/integration/test_container_cluster.py \
+  tests/integration/test_agent_cluster.py \
+  tests/integration/test_agent_cli.py tests/integration/test_agent_reassignment.py \
+  tests/integration/test_executor.py
+
 test: lint typecheck
 	$(PY) -m pytest tests -q --durations=25
+	@$(MAKE) --no-print-directory containers
+
+containers: bootstrap
+	KMEDIC_TEST_CLUSTER=testcontainers $(PY) -m pytest -q --durations=5 $(CONTAINER_CLUSTER_TESTS)
 
 # The property tests under SEEDS random seeds (`make test` draws the same examples every run).
 SEEDS ?= 5
@@ -33,6 +44,10 @@ shake: bootstrap
 
 demo: bootstrap
 	$(VENV_BIN)/kmedic demo
+
+# The container image: docker when an engine runs, podman otherwise (scripts/image.py).
+image:
+	@python3 scripts/image.py
 
 bench: bootstrap
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

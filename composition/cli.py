@@ -13,9 +13,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from composition.healthcheck import ROLES
 from kmedic import __version__, secrets
 from kmedic.errors import KmedicError
-from kmedic.logging import setup_logging
+from kmedic.logging import quiet_for_a_tool, setup_logging
 
 # Modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -60,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(args.log_level, json=args.log_json)
+    if args.command not in ROLES:  # a role's library warnings belong in its log; a tool's do not
+        quiet_for_a_tool()
     try:
         code: int = args.func(args)
     except KmedicError as exc:

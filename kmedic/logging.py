@@ -72,9 +72,23 @@ def setup_logging(level: str = "INFO", *, json: bool | None = None) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # Chatty libraries stay at WARNING unless asked for.
-    for noisy in ("kazoo.client", "kafka", "py4j", "urllib3"):
+    for noisy in LIBRARY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     _configured = True
+
+
+# Libraries that log on their way to an error a tool then states in one line of its own.
+LIBRARY_LOGGERS = ("kazoo.client", "kafka", "py4j", "urllib3")
+
+
+def quiet_for_a_tool() -> None:
+    """A one-shot tool (not a role) ends a failure with one line naming what is unreachable;
+    the client libraries' retries and kmedic's own start-up warning before it are noise there.
+    They stay visible with ``--log-level DEBUG``."""
+    if logging.getLogger().level <= logging.DEBUG:
+        return
+    for name in (*LIBRARY_LOGGERS, "kmedic.kafka_preflight"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:

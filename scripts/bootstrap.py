@@ -11,8 +11,13 @@ Steps:
   3. every JVM artifact group of configs/jvm-artifacts.toml resolved through Maven into
      .cache/jvm/<group>/lib (Maven's own repository under .cache/m2);
   4. programs from Debian's packages (DEBIAN_TOOLS): promtool for the alert-rule tests,
-     chromium for the status page's browser test; each installed once when not on PATH; a
+     chromium for the status page's browser test, podman, runc and debootstrap for the
+     container image tests; each installed once when not on PATH; a
      failed attempt is stamped too and only warned about.
+
+``--runtime`` (the container image's build stage): what the roles need to run and nothing the
+tests need: the dependencies of pyproject.toml without the dev extra (kmedic itself is installed
+by the caller once its sources are copied) and the JVM groups marked ``runtime = true``.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ def check_maven() -> str:
 
 
 def ensure_venv() -> None:
+    """The virtualenv with kmedic installed editable, with the dev extra."""
     pyproject = (ROOT / "pyproject.toml").read_bytes()
     stamp = CACHE / "stamps" / "venv"
     value = digest(pyproject, sys.version.encode())
@@ -80,17 +86,44 @@ def ensure_venv() -> None:
     if python.exists() and stamp_matches(stamp, value):
         say("virtualenv up to date")
         return
-    if not python.exists():
-        say(f"creating virtualenv in {VENV}")
-        venv.EnvBuilder(with_pip=True).create(VENV)
+    create_venv()
     say("installing kafka-medic and its dependencies into the virtualenv")
-    run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], "pip upgrade")
     run(
         [str(python), "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]"],
         "pip install of kafka-medic (is the Python package registry reachable?)",
     )
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(value + "\n")
+
+
+def ensure_runtime_dependencies() -> None:
+    """The virtualenv with the roles' dependencies and the build backend, but not kmedic itself:
+    the image's build stage installs it after copying the sources (offline, ``--no-deps``), so
+    a change of code does not fetch the dependencies again."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    backend = project["build-system"]["requires"]
+    create_venv()
+    say("installing the roles' dependencies into the virtualenv")
+    run(
+        [
+            str(VENV / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            *project["project"]["dependencies"],
+            *backend,
+        ],
+        "pip install of kmedic's dependencies (is the Python package registry reachable?)",
+    )
+
+
+def create_venv() -> None:
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        say(f"creating virtualenv in {VENV}")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], "pip upgrade")
 
 
 def pom_for(group: str, spec: dict[str, object]) -> str:
@@ -185,6 +218,10 @@ def ensure_jvm_group(mvn: str, group: str, spec: dict[str, object]) -> None:
 DEBIAN_TOOLS = {
     "promtool": ("prometheus", "alert-rule tests"),
     "chromium": ("chromium", "status page browser tests"),
+    # The container image tests, where no Docker engine runs (scripts/image.py, docs/image.md).
+    "podman": ("podman", "container image tests"),
+    "runc": ("runc", "container image tests"),
+    "debootstrap": ("debootstrap", "container image tests"),
 }
 
 
@@ -237,14 +274,24 @@ def run(cmd: list[str], what: str) -> None:
         raise BootstrapError(f"{what}\n--- last output ---\n{tail}")
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    runtime = argv == ["--runtime"]
+    if argv and not runtime:
+        print(f"usage: bootstrap.py [--runtime] (got {' '.join(argv)})", file=sys.stderr)
+        return 2
     try:
         check_java()
         mvn = check_maven()
-        ensure_venv()
         groups = tomllib.loads(ARTIFACTS.read_text())
+        if runtime:
+            ensure_runtime_dependencies()
+            groups = {name: spec for name, spec in groups.items() if spec.get("runtime")}
+        else:
+            ensure_venv()
         for group, spec in groups.items():
             ensure_jvm_group(mvn, group, spec)
+        if runtime:
+            return 0
         for tool, (package, needed_by) in DEBIAN_TOOLS.items():
             ensure_debian_tool(tool, package, needed_by)
     except BootstrapError as exc:
@@ -257,4 +304,4 @@ def main() -> int:
 
 if __name__ == "__main__":
     os.chdir(ROOT)
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,8 +1,9 @@
 """Shared fixtures: one real cluster per test session.
 
 KMEDIC_TEST_CLUSTER selects it: ``local`` (default) starts ZooKeeper, a KRaft controller and
-four brokers on two racks from the bootstrapped jars; ``testcontainers`` uses testcontainers'
-Kafka and ZooKeeper when a Docker engine is reachable, and otherwise skips with that reason.
+four brokers on two racks from the bootstrapped jars; ``testcontainers`` runs the same cluster
+with each node in a container of an image built from those jars (tests/container_cluster.py),
+through Docker or podman's Docker API, and skips, saying why, where neither can run.
 """
 
 from __future__ import annotations
@@ -28,81 +29,42 @@ settings.register_profile("shake", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("KMEDIC_HYPOTHESIS", "repeatable"))
 
 
-def _docker_reachable() -> str | None:
-    """None when a Docker engine answers; otherwise why not."""
-    try:
-        import docker  # type: ignore[import-untyped]
-
-        docker.from_env().ping()
-    except Exception as exc:  # any failure means no usable engine
-        return f"no Docker engine reachable ({type(exc).__name__}: {exc})"
-    return None
-
-
-class ContainerCluster:
-    """testcontainers' single-broker Kafka plus ZooKeeper, with the LocalCluster attributes
-    tests read. Operations a container cluster cannot do (SIGKILL one of several brokers,
-    the JMX exporter) skip the test that asks for them, with that reason."""
-
-    def __init__(self) -> None:
-        from testcontainers.core.container import DockerContainer
-        from testcontainers.kafka import KafkaContainer
-
-        self._kafka: Any = KafkaContainer().with_kraft()
-        self._kafka.start()
-        self._zk: Any = DockerContainer("zookeeper:3.9").with_exposed_ports(2181)
-        self._zk.start()
-        self.bootstrap_servers: str = self._kafka.get_bootstrap_server()
-        self.zk_connect = f"{self._zk.get_container_host_ip()}:{self._zk.get_exposed_port(2181)}"
-        self.broker_ids = [1]
-
-    def _unsupported(self, what: str) -> None:
-        pytest.skip(f"the testcontainers cluster cannot {what}")
-
-    def exporter_url(self, broker_id: int) -> str:
-        self._unsupported("expose the JMX exporter")
-        raise AssertionError("unreachable")
-
-    def rack(self, broker_id: int) -> str:
-        self._unsupported("assign racks")
-        raise AssertionError("unreachable")
-
-    def kill(self, broker_id: int) -> None:
-        self._unsupported("kill one of several brokers")
-
-    def restart(self, broker_id: int) -> None:
-        self._unsupported("restart a broker")
-
-    def is_alive(self, broker_id: int) -> bool:
-        return True
-
-    def stop(self) -> None:
-        self._kafka.stop()
-        self._zk.stop()
-
-
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real cluster for the whole session: 4 brokers (ids 1-4) on racks /r1 and /r2."""
-    if CLUSTER_KIND == "testcontainers":
-        reason = _docker_reachable()
-        if reason is not None:
-            pytest.skip(f"KMEDIC_TEST_CLUSTER=testcontainers: {reason}")
-        container_cluster = ContainerCluster()
-        yield container_cluster
-        container_cluster.stop()
-        return
-    if CLUSTER_KIND != "local":
+    if CLUSTER_KIND not in ("local", "testcontainers"):
         raise pytest.UsageError(
             f"KMEDIC_TEST_CLUSTER must be local or testcontainers, not {CLUSTER_KIND!r}"
         )
+    spec = ClusterSpec(brokers=4, racks=("/r1", "/r2"))
     workdir: Path = tmp_path_factory.mktemp("cluster")
+    if CLUSTER_KIND == "testcontainers":
+        yield from _container_cluster(spec, workdir, tmp_path_factory.mktemp("engine"))
+        return
     try:
-        cluster = LocalCluster.start(ClusterSpec(brokers=4, racks=("/r1", "/r2")), workdir)
+        cluster = LocalCluster.start(spec, workdir)
     except KmedicError as exc:
         pytest.fail(f"the local cluster did not start: {exc}")
     yield cluster
     cluster.stop()
+
+
+def _container_cluster(spec: ClusterSpec, workdir: Path, engine_dir: Path) -> Iterator[Any]:
+    """The same cluster with every node in a container (tests/container_cluster.py)."""
+    from container_cluster import ContainerCluster
+    from container_support import EngineMissing, build_image, container_engine
+
+    try:
+        with container_engine(engine_dir) as engine:
+            build_image(engine, "--kafka")
+            try:
+                cluster = ContainerCluster.start(spec, workdir)
+            except KmedicError as exc:
+                pytest.fail(f"the container cluster did not start: {exc}")
+            yield cluster
+            cluster.stop()
+    except EngineMissing as exc:
+        pytest.skip(f"KMEDIC_TEST_CLUSTER=testcontainers: {exc}")
 
 
 @pytest.fixture

@@ -245,40 +245,36 @@ class LocalCluster:
     # ---- lifecycle ----------------------------------------------------------------------
 
     def is_alive(self, broker_id: int) -> bool:
-        return self.broker(broker_id).running()
+        return self._running(self.broker(broker_id))
 
     def kill(self, broker_id: int) -> None:
         """SIGKILL one broker, as a crash would."""
-        node = self.broker(broker_id)
-        if node.pid is not None:
-            process.kill(node.pid, node.config, signal.SIGKILL)
+        self._end(self.broker(broker_id), signal.SIGKILL)
         log.info("broker_killed", broker=broker_id)
 
     def stop_broker(self, broker_id: int) -> None:
         """SIGTERM one broker, as a routine restart does: a controlled shutdown that moves its
         leaderships away first (SIGKILL after 30 s)."""
-        node = self.broker(broker_id)
-        if node.pid is not None:
-            process.kill(node.pid, node.config, signal.SIGTERM)
+        self._end(self.broker(broker_id), signal.SIGTERM)
         log.info("broker_stopped", broker=broker_id)
 
     def pause(self, broker_id: int) -> None:
         """SIGSTOP one broker: a process that hangs (a long GC pause) without dying."""
-        _stop_process(self.broker(broker_id))
+        self._pause(self.broker(broker_id))
         log.info("broker_paused", broker=broker_id)
 
     def resume(self, broker_id: int) -> None:
-        if _continue_process(self.broker(broker_id)):
+        if self._resume(self.broker(broker_id)):
             log.info("broker_resumed", broker=broker_id)
 
     def pause_zookeeper(self) -> None:
         """SIGSTOP ZooKeeper: it keeps its connections open and answers nothing, so clients
         see timeouts, and on resume it expires the sessions whose timeout passed meanwhile."""
-        _stop_process(self._node("zookeeper", 0))
+        self._pause(self._node("zookeeper", 0))
         log.info("zookeeper_paused")
 
     def resume_zookeeper(self) -> None:
-        if _continue_process(self._node("zookeeper", 0)):
+        if self._resume(self._node("zookeeper", 0)):
             log.info("zookeeper_resumed")
 
     def restart(self, broker_id: int, *, timeout: float = START_TIMEOUT_S) -> None:
@@ -289,8 +285,8 @@ class LocalCluster:
         """Start several stopped brokers at once, then wait for all of them."""
         nodes = [self.broker(b) for b in broker_ids]
         for node in nodes:
-            if node.running():
-                raise KmedicError(f"{node.name} is already running (pid {node.pid})")
+            if self._running(node):
+                raise KmedicError(f"{node.name} is already running")
         for node in nodes:
             self._launch(node)
         self._wait_ready(nodes, timeout)
@@ -299,12 +295,7 @@ class LocalCluster:
     def stop(self) -> None:
         """Stop every node (brokers first, ZooKeeper last); leaves no process behind."""
         for node in reversed(self._nodes):
-            if node.pid is not None:
-                process.kill(
-                    node.pid,
-                    node.config,
-                    signal.SIGTERM if node.kind != "broker" else signal.SIGKILL,
-                )
+            self._end(node, signal.SIGTERM if node.kind != "broker" else signal.SIGKILL)
         if self._owned:
             atexit.unregister(self.stop)
 
@@ -317,7 +308,7 @@ class LocalCluster:
                 "rack": n.rack,
                 "exporter_port": n.exporter_port,
                 "pid": n.pid,
-                "running": n.running(),
+                "running": self._running(n),
             }
             for n in self._nodes
         ]
@@ -371,15 +362,38 @@ class LocalCluster:
                     f"{(done.stderr or done.stdout).strip()[-800:]}"
                 )
 
+    # How a node runs: a process of this machine. A subclass may run the same command line
+    # elsewhere (tests/container_cluster.py: in a container) by overriding these five.
+
     def _launch(self, node: Node) -> None:
         node.pid = process.spawn(node.command, log_path=node.stdout_file, tie_to_parent=self._owned)
         self._save()
+
+    def _running(self, node: Node) -> bool:
+        return node.running()
+
+    def _end(self, node: Node, sig: signal.Signals) -> None:
+        """Stop a node with ``sig`` and wait until it is gone (SIGKILL after 30 s)."""
+        if node.pid is not None:
+            process.kill(node.pid, node.config, sig)
+
+    def _pause(self, node: Node) -> None:
+        if node.pid is None or not node.running():
+            raise KmedicError(f"{node.name} is not running")
+        os.kill(node.pid, signal.SIGSTOP)
+
+    def _resume(self, node: Node) -> bool:
+        """SIGCONT a node; False when it is not running."""
+        if node.pid is None or not node.running():
+            return False
+        os.kill(node.pid, signal.SIGCONT)
+        return True
 
     def _wait_ready(self, nodes: list[Node], timeout: float) -> None:
         for node in nodes:
 
             def ready(node: Node = node) -> bool:
-                if not node.running():
+                if not self._running(node):
                     raise KmedicError(
                         f"{node.name} exited during start-up; see {node.stdout_file} "
                         f"and {node.log_file}"
@@ -498,16 +512,3 @@ def _plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | No
         )
         nodes.append(kafka_node("broker", broker_id, port, props, exporter_port, rack))
     return nodes
-
-
-def _stop_process(node: Node) -> None:
-    if not node.running() or node.pid is None:
-        raise KmedicError(f"{node.name} is not running")
-    os.kill(node.pid, signal.SIGSTOP)
-
-
-def _continue_process(node: Node) -> bool:
-    if node.pid is None or not node.running():
-        return False
-    os.kill(node.pid, signal.SIGCONT)
-    return True

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers import kmedic_process
 
 from composition.cli import main
 from kmedic.errors import KmedicError
@@ -72,3 +74,45 @@ def test_a_known_secret_never_reaches_the_error_line(
     assert main(["cluster", "--dir", str(tmp_path), "status"]) == 1
     err = capsys.readouterr().err
     assert "s3cret" not in err and "password *** failed" in err
+
+
+UNREACHABLE_MANAGER = """cluster: t
+bootstrap: 127.0.0.1:{kafka_port}
+zookeeper: {{zk_connect: "127.0.0.1:{zk_port}", session_timeout_s: 4}}
+"""
+
+
+def test_a_tool_says_what_is_unreachable_in_one_line_without_library_noise(
+    tmp_path: Path,
+) -> None:
+    """Client libraries retry and warn on their way to the failure (kazoo's `Connection
+    dropped`, kmedic's own `kafka_not_reachable_at_start`); a tool's user reads one line. A
+    role keeps those warnings (its log), and --log-level DEBUG shows them for a tool too.
+    The three commands run at once: each waits out its own connection timeout."""
+    from kmedic.localcluster.process import free_ports
+
+    kafka_port, zk_port = free_ports(2)
+    config = tmp_path / "manager.yaml"
+    config.write_text(UNREACHABLE_MANAGER.format(kafka_port=kafka_port, zk_port=zk_port))
+    runs = {
+        "tail": ["actions", "tail", "--config", str(config)],
+        "domains": ["domains", "list", "--config", str(config)],
+        "debug": ["--log-level", "DEBUG", "domains", "list", "--config", str(config)],
+    }
+    with ThreadPoolExecutor(len(runs)) as pool:
+        done = dict(
+            zip(
+                runs,
+                pool.map(lambda args: kmedic_process(*args, timeout=120), runs.values()),
+                strict=True,
+            )
+        )
+    assert {name: run.returncode for name, run in done.items()} == dict.fromkeys(runs, 1)
+    assert done["tail"].stderr.splitlines() == [
+        f"kmedic: error: reading kmedic.actions at 127.0.0.1:{kafka_port} failed: Failed to get "
+        "metadata: Local: Broker transport failure (_TRANSPORT)"
+    ]
+    assert done["domains"].stderr.splitlines() == [
+        f"kmedic: error: cannot connect to ZooKeeper at 127.0.0.1:{zk_port} within 10s"
+    ]
+    assert "kazoo.client" in done["debug"].stderr, "DEBUG shows what the libraries said"
