@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.integration
+# The first test of the run builds the node image (about a minute the first time).
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
 
 @pytest.fixture

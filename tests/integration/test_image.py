@@ -27,7 +27,8 @@ from streaming_support import create_topic, read_all, unique
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
 
-pytestmark = pytest.mark.integration
+# The first build on a machine (base image, downloads) takes minutes; later ones seconds.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
 STARTUP_S = 180  # a cold JVM and Spark session in a container on 2 busy cores
 
