@@ -13,6 +13,9 @@ from kmedic.kafka_preflight import check_credentials
 from kmedic.logging import get_logger
 from manager.config import load_manager_config
 
+# Between the snapshot tool's two reads: longer than metadata takes to reach every broker.
+CONFIRM_READ_GAP_S = 1.0
+
 log = get_logger(__name__)
 
 
@@ -80,6 +83,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         leadership = Leadership(
             holder="kmedic-snapshot", epoch=epoch, current_epoch=epoch, is_leader=True
         )
+        # Two reads: a failed log directory counts only when a second read confirms it
+        # (manager.monitor.offline); the first read only primes that.
+        observe_cluster(cfg, sources, state, leadership, time.time())
+        time.sleep(CONFIRM_READ_GAP_S)
         snap, _ = observe_cluster(cfg, sources, state, leadership, time.time())
     finally:
         sources.stop()

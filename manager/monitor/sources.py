@@ -28,6 +28,7 @@ from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
+from manager.monitor.offline import OfflineOnLive, confirm_offline
 
 log = get_logger(__name__)
 
@@ -116,6 +117,8 @@ class ClusterSources:
         self.first_absent_ms: dict[int, int] = {}
         self.returned_ms: dict[int, int] = {}
         self.known_racks: dict[int, str] = {}
+        # Offline replicas on live brokers at the last read (manager.monitor.offline).
+        self.offline_on_live: OfflineOnLive = {}
 
     def start(self) -> ClusterSources:
         self.agents.start()
@@ -157,6 +160,9 @@ class ClusterSources:
         moves_last_hour: int,
     ) -> Observation:
         live, partitions, reassignments = self._read_admin()
+        partitions, self.offline_on_live = confirm_offline(
+            partitions, set(live), self.offline_on_live
+        )
         agents = {int(k): v for k, v in self.agents.values().items() if k.isdigit()}
         loads = {tp: v for k, v in self.loads.values().items() if (tp := _tp(k)) is not None}
         replica_ids = {r for p in partitions for r in p.replicas}

@@ -1,0 +1,38 @@
+"""Which offline replicas are a failed log directory.
+
+Kafka reports a replica offline when its broker is fenced or has lost the directory holding it.
+The manager reads live brokers (DescribeCluster) and partitions (Metadata) in two requests,
+which two brokers may answer from metadata of two moments: a broker fenced between them (just
+SIGKILLed, its session expired) then looks live with every replica offline. Taken for a failed
+log directory, that would move its replicas at once, skipping the grace period a dead broker
+gets. So offline replicas on a live broker count only when the previous read saw them too: a
+failed directory stays failed until its broker restarts, while a fencing settles within a read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kmedic.metadata import PartitionInfo
+
+TopicPartition = tuple[str, int]
+OfflineOnLive = dict[TopicPartition, frozenset[int]]
+
+
+def confirm_offline(
+    partitions: list[PartitionInfo], live: set[int], previous: OfflineOnLive
+) -> tuple[list[PartitionInfo], OfflineOnLive]:
+    """The partitions with offline replicas on live brokers kept only where ``previous`` had
+    them too, and this read's offline-on-live replicas (the next read's ``previous``)."""
+    seen: OfflineOnLive = {}
+    out = []
+    for p in partitions:
+        key = (p.topic, p.partition)
+        on_live = frozenset(b for b in p.offline if b in live)
+        if on_live:
+            seen[key] = on_live
+        unconfirmed = on_live - previous.get(key, frozenset())
+        if unconfirmed:
+            p = replace(p, offline=tuple(b for b in p.offline if b not in unconfirmed))
+        out.append(p)
+    return out, seen
