@@ -138,7 +138,9 @@ def image_id(cmd: list[str], tag: str) -> str | None:
     proc = subprocess.run(
         [*cmd, "image", "inspect", "--format", "{{.Id}}", tag], capture_output=True, text=True
     )
-    return proc.stdout.strip() or None if proc.returncode == 0 else None
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.strip() or None
 
 
 def build_kmedic(cmd: list[str]) -> None:

@@ -41,12 +41,16 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if CLUSTER_KIND == "testcontainers":
         yield from _container_cluster(spec, workdir, tmp_path_factory.mktemp("engine"))
         return
-    try:
-        cluster = LocalCluster.start(spec, workdir)
-    except KmedicError as exc:
-        pytest.fail(f"the local cluster did not start: {exc}")
+    cluster = _started(LocalCluster, spec, workdir)
     yield cluster
     cluster.stop()
+
+
+def _started(kind: type[LocalCluster], spec: ClusterSpec, workdir: Path) -> LocalCluster:
+    try:
+        return kind.start(spec, workdir)
+    except KmedicError as exc:
+        pytest.fail(f"the {kind.__name__} did not start: {exc}")
 
 
 def _container_cluster(spec: ClusterSpec, workdir: Path, engine_dir: Path) -> Iterator[Any]:
@@ -57,10 +61,7 @@ def _container_cluster(spec: ClusterSpec, workdir: Path, engine_dir: Path) -> It
     try:
         with container_engine(engine_dir) as engine:
             build_image(engine, "--kafka")
-            try:
-                cluster = ContainerCluster.start(spec, workdir)
-            except KmedicError as exc:
-                pytest.fail(f"the container cluster did not start: {exc}")
+            cluster = _started(ContainerCluster, spec, workdir)
             yield cluster
             cluster.stop()
     except EngineMissing as exc:
