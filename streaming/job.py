@@ -35,6 +35,7 @@ log = get_logger(__name__)
 
 DLQ_QUERY = "kmedic-brokerstats-dlq"
 LOADS_QUERY = "kmedic-loads"
+QUERY_NAMES = (DLQ_QUERY, LOADS_QUERY)
 
 
 def kafka_options(cfg: StreamConfig) -> dict[str, str]:
@@ -95,6 +96,7 @@ def loads_batch_writer(cfg: StreamConfig) -> Callable[[DataFrame, int], None]:
 
 def start_queries(spark: SparkSession, cfg: StreamConfig) -> list[StreamingQuery]:
     """Start the DLQ query and the loads query; returns both (running)."""
+    clear_leftovers(spark)
     source = read_source(spark, cfg)
     validated = validate.parse_and_validate(source, cfg.validation)
     checkpoint = cfg.checkpoint_location
@@ -131,6 +133,23 @@ def start_queries(spark: SparkSession, cfg: StreamConfig) -> list[StreamingQuery
         available_now=cfg.available_now,
     )
     return [dlq, loads_query]
+
+
+def clear_leftovers(spark: SparkSession) -> None:
+    """Stop this job's queries that a failed run left active in the session.
+
+    A query whose stop timed out (``spark.sql.streaming.stopTimeout``: its Kafka write was
+    blocked on a dead broker's partition) is still running, and Spark refuses to start another
+    query of its name. Stopped again here; one still active after that makes this start a
+    QueryFailed, so the supervisor backs off and tries again rather than ending the job.
+    """
+    for query in spark.streams.active:
+        if _name(query) not in QUERY_NAMES:
+            continue
+        stop_queries([query])
+        if query.isActive:
+            raise QueryFailed(f"query {_name(query)} of the previous run is still stopping")
+        log.info("stream_leftover_query_stopped", query=_name(query))
 
 
 def stop_queries(queries: list[StreamingQuery]) -> None:

@@ -160,3 +160,51 @@ def test_a_jvm_that_got_the_signal_too_is_not_an_error_when_stopping(
 def test_a_jvm_gone_without_a_stop_request_is_an_error() -> None:
     with pytest.raises(ConnectionRefusedError):
         cli.stop_spark(_GoneSpark(), already_going=False)
+
+
+class FakeSession:
+    """The part of a SparkSession that clear_leftovers reads: ``streams.active``."""
+
+    def __init__(self, *queries: FakeQuery) -> None:
+        self.queries = list(queries)
+
+    @property
+    def streams(self) -> FakeSession:
+        return self
+
+    @property
+    def active(self) -> list[FakeQuery]:
+        return [q for q in self.queries if q.active]
+
+
+def test_a_leftover_query_of_a_failed_run_is_stopped_before_the_next_start() -> None:
+    # CI saw this: the DLQ query's stop timed out (its write blocked on a dead broker), and the
+    # restart died on "a query with that name is already active in this SparkSession".
+    leftover = FakeQuery(job.DLQ_QUERY)
+    other = FakeQuery("someone-elses-query")
+    job.clear_leftovers(FakeSession(leftover, other))  # type: ignore[arg-type]
+    assert (leftover.active, leftover.stops) == (False, 1)
+    assert (other.active, other.stops) == (True, 0)
+
+
+def test_a_leftover_that_still_will_not_stop_is_a_failed_start_the_supervisor_retries() -> None:
+    leftover = FakeQuery(job.DLQ_QUERY)
+    leftover.stop_error = RuntimeError("An error occurred while calling o2560.stop.")
+    session = FakeSession(leftover)
+    started: list[list[FakeQuery]] = []
+    sleeps: list[float] = []
+
+    def start() -> list[FakeQuery]:
+        job.clear_leftovers(session)  # type: ignore[arg-type]
+        started.append([FakeQuery(job.LOADS_QUERY)])
+        return started[-1]
+
+    def pause(seconds: float) -> None:
+        sleeps.append(seconds)
+        leftover.stop_error = None  # its blocked write gave up meanwhile
+
+    with pytest.raises(QueryFailed, match="kmedic-brokerstats-dlq of the previous run"):
+        start()
+    leftover.stop_error = RuntimeError("still blocked")
+    restarts = supervise(start, lambda _: None, POLICY, sleep=pause)
+    assert (restarts, sleeps, len(started), leftover.active) == (1, [60], 1, False)
