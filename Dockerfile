@@ -15,7 +15,7 @@ RUN --mount=type=secret,id=extra-ca \
         /run/secrets/extra-ca; \
     fi \
  && apt-get update \
- && apt-get install -y --no-install-recommends python3 python3-venv maven ca-certificates \
+ && apt-get install -y --no-install-recommends python3 python3-venv maven openjdk-17-jdk-headless ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 # pip trusts the system's bundle (with the extra CA, if any) rather than its own copy.
 ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -26,6 +26,9 @@ COPY pyproject.toml README.md ./
 COPY scripts/bootstrap.py scripts/bootstrap.py
 COPY configs/jvm-artifacts.toml configs/jvm-artifacts.toml
 RUN python3 scripts/bootstrap.py --runtime && rm -rf .cache/m2 .cache/maven-settings.xml
+# The streaming job's JVM function, compiled against the pyspark installed above.
+COPY streaming/jvm streaming/jvm
+RUN python3 scripts/bootstrap.py --spark-functions
 
 # ---- runtime: Python and a JRE (the Spark job), the dependencies, the code; no build tools ----
 FROM debian:bookworm-slim

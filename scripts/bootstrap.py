@@ -10,7 +10,9 @@ Steps:
   2. a virtualenv in .venv with the package installed (editable, with the dev extra);
   3. every JVM artifact group of configs/jvm-artifacts.toml resolved through Maven into
      .cache/jvm/<group>/lib (Maven's own repository under .cache/m2);
-  4. programs from Debian's packages (DEBIAN_TOOLS): promtool for the alert-rule tests,
+  4. the streaming job's JVM stateful function (streaming/jvm, Java) compiled against
+     pyspark's own jars into .cache/jvm/kmedic-spark/lib/kmedic-spark.jar (no network);
+  5. programs from Debian's packages (DEBIAN_TOOLS): promtool for the alert-rule tests,
      chromium for the status page's browser test, podman, runc and debootstrap for the
      container image tests; each installed once when not on PATH; a
      failed attempt is stamped too and only warned about.
@@ -18,6 +20,8 @@ Steps:
 ``--runtime`` (the container image's build stage): what the roles need to run and nothing the
 tests need: the dependencies of pyproject.toml without the dev extra (kmedic itself is installed
 by the caller once its sources are copied) and the JVM groups marked ``runtime = true``.
+``--spark-functions``: step 4 alone (the image's build stage runs it after copying the Java
+sources, so a change of them does not fetch the dependencies again).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache"
 VENV = ROOT / ".venv"
 ARTIFACTS = ROOT / "configs" / "jvm-artifacts.toml"
+SPARK_FUNCTIONS_SRC = ROOT / "streaming" / "jvm" / "src"
+SPARK_FUNCTIONS_JAR = CACHE / "jvm" / "kmedic-spark" / "lib" / "kmedic-spark.jar"
 
 
 class BootstrapError(Exception):
@@ -214,6 +220,46 @@ def ensure_jvm_group(mvn: str, group: str, spec: dict[str, object]) -> None:
     say(f"{group}: {len(list(lib.glob('*.jar')))} jars in {lib}")
 
 
+def pyspark_jars() -> Path:
+    found = sorted(VENV.glob("lib/python*/site-packages/pyspark/jars"))
+    if not found:
+        raise BootstrapError(f"pyspark is not installed in {VENV}: its jars are needed to compile")
+    return found[-1]
+
+
+def ensure_spark_functions() -> None:
+    """Compile streaming/jvm against the pinned pyspark's jars into one jar (stdlib zip)."""
+    javac = shutil.which("javac")
+    if javac is None:
+        raise BootstrapError("javac is missing: install a JDK 17 (not only a JRE)")
+    sources = sorted(SPARK_FUNCTIONS_SRC.rglob("*.java"))
+    jars = pyspark_jars()
+    value = digest(
+        *[p.read_bytes() for p in sources],
+        "\n".join(sorted(j.name for j in jars.glob("*.jar"))).encode(),
+    )
+    stamp = SPARK_FUNCTIONS_JAR.parent.parent / "stamp"
+    if SPARK_FUNCTIONS_JAR.exists() and stamp_matches(stamp, value):
+        say("kmedic-spark: up to date")
+        return
+    classes = SPARK_FUNCTIONS_JAR.parent.parent / "classes"
+    if classes.exists():
+        shutil.rmtree(classes)
+    classes.mkdir(parents=True)
+    run(
+        [javac, "--release", "17", "-d", str(classes), "-cp", f"{jars}/*", *map(str, sources)],
+        "javac could not compile streaming/jvm",
+    )
+    SPARK_FUNCTIONS_JAR.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(SPARK_FUNCTIONS_JAR, "w", zipfile.ZIP_DEFLATED) as jar:
+        jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: kmedic\n\n")
+        for path in sorted(classes.rglob("*.class")):
+            jar.write(path, path.relative_to(classes).as_posix())
+    shutil.rmtree(classes)
+    stamp.write_text(value + "\n")
+    say(f"kmedic-spark: {len(sources)} sources compiled into {SPARK_FUNCTIONS_JAR}")
+
+
 # Programs the tests take from Debian's packages: program -> (package, the tests that need it).
 DEBIAN_TOOLS = {
     "promtool": ("prometheus", "alert-rule tests"),
@@ -276,11 +322,18 @@ def run(cmd: list[str], what: str) -> None:
 
 def main(argv: list[str]) -> int:
     runtime = argv == ["--runtime"]
-    if argv and not runtime:
-        print(f"usage: bootstrap.py [--runtime] (got {' '.join(argv)})", file=sys.stderr)
+    functions_only = argv == ["--spark-functions"]
+    if argv and not (runtime or functions_only):
+        print(
+            f"usage: bootstrap.py [--runtime | --spark-functions] (got {' '.join(argv)})",
+            file=sys.stderr,
+        )
         return 2
     try:
         check_java()
+        if functions_only:
+            ensure_spark_functions()
+            return 0
         mvn = check_maven()
         groups = tomllib.loads(ARTIFACTS.read_text())
         if runtime:
@@ -292,6 +345,7 @@ def main(argv: list[str]) -> int:
             ensure_jvm_group(mvn, group, spec)
         if runtime:
             return 0
+        ensure_spark_functions()
         for tool, (package, needed_by) in DEBIAN_TOOLS.items():
             ensure_debian_tool(tool, package, needed_by)
     except BootstrapError as exc:

@@ -125,7 +125,7 @@ class SparkConfig(BaseModel):
     # None under spark-submit: the master then comes from the command line.
     master: str | None = "local[*]"
     app_name: str = "kmedic-stream"
-    driver_memory: str = "1g"
+    driver_memory: str = "2g"
     shuffle_partitions: int = Field(default=4, ge=1)
     # Extra Spark settings passed through unchanged (spark.* keys).
     conf: dict[str, str] = Field(default_factory=dict)
@@ -158,7 +158,8 @@ class StreamConfig(BaseModel):
     available_now: bool = False
     checkpoint_location: Path = Path("var/stream/checkpoint")
     starting_offsets: Literal["earliest", "latest"] = "earliest"
-    max_offsets_per_trigger: int | None = Field(default=None, ge=1)
+    # Records per micro-batch (configs/stream.production.yaml says how it was chosen).
+    max_offsets_per_trigger: int | None = Field(default=1000, ge=1)
     create_topics: bool = True
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     restart: RestartConfig = Field(default_factory=RestartConfig)
@@ -201,6 +202,11 @@ class StreamConfig(BaseModel):
         slide = duration_seconds(self.slide)
         if slide > window:
             raise ValueError(f"slide {self.slide} is longer than window {self.window}")
+        if round(window * 1000) % round(slide * 1000) != 0:
+            raise ValueError(
+                f"window {self.window} is not a whole number of slides {self.slide}: "
+                "a window is made of slide-long buckets"
+            )
         if window / slide > 1000:
             raise ValueError(
                 f"window {self.window} / slide {self.slide} is more than 1000 windows per record"

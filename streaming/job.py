@@ -1,15 +1,15 @@
-"""The job's wiring: Kafka source and sinks, triggers, checkpoints, output topics.
+"""The job's wiring: Kafka source and sink, trigger, checkpoint, output topics.
 
-Two streaming queries share the source topic, each with its own checkpoint directory:
+One streaming query, ``kmedic-loads``, reads the source once: records are parsed and validated,
+bad ones pass through the stateful step to the DLQ topic (original bytes intact), good ones
+become per-key bucket rings (streaming.loads), and each micro-batch's output goes to the two
+compacted topics and the DLQ in one Kafka write (``foreachBatch``). The checkpoint holds the
+offsets and the rings (``ring/`` under ``checkpoint_location``).
 
-``dlq``    stateless: invalid records -> the DLQ topic (Kafka sink), original bytes intact.
-``loads``  stateful: valid records -> sliding-window loads, written each micro-batch (update
-           mode, ``foreachBatch``) to the two compacted topics.
-
-Restart safety: offsets and window state live in the checkpoint. The micro-batch that was
-running when the job died is replayed on restart and rewrites the same value per key, and the
-value per key is a function of the window state alone (streaming.loads.current_windows), so
-the compacted topics converge to what an uninterrupted run writes.
+Restart safety: the micro-batch that was running when the job died is replayed on restart from
+the same offsets and the same state, so it rewrites the same value per key; the compacted topics
+converge to what an uninterrupted run writes. The DLQ is at least once (a replayed batch may
+write a bad record a second time, byte for byte).
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-DLQ_QUERY = "kmedic-brokerstats-dlq"
 LOADS_QUERY = "kmedic-loads"
-QUERY_NAMES = (DLQ_QUERY, LOADS_QUERY)
+QUERY_NAMES = (LOADS_QUERY,)
+# The checkpoint's subdirectory; the two-query job of earlier versions used dlq/ and loads/.
+CHECKPOINT_DIR = "ring"
 
 
 def kafka_options(cfg: StreamConfig) -> dict[str, str]:
@@ -82,57 +83,41 @@ def write_to_kafka(df: DataFrame, cfg: StreamConfig, topic: str | None = None) -
     writer.save()
 
 
-def loads_batch_writer(cfg: StreamConfig) -> Callable[[DataFrame, int], None]:
-    """The foreachBatch function: current window per key -> the two compacted topics, in one
-    Kafka write (one Spark job per micro-batch)."""
+def batch_writer(cfg: StreamConfig) -> Callable[[DataFrame, int], None]:
+    """The foreachBatch function: a micro-batch's loads and DLQ rows -> the two compacted
+    topics and the DLQ, in one Kafka write (one Spark job per micro-batch)."""
 
     def write(updated: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        write_to_kafka(loads.output_records(loads.current_windows(updated, cfg), cfg), cfg)
+        write_to_kafka(loads.output_records(updated, cfg), cfg)
         log.info("loads_written", batch=batch_id, seconds=round(time.monotonic() - started, 2))
 
     return write
 
 
 def start_queries(spark: SparkSession, cfg: StreamConfig) -> list[StreamingQuery]:
-    """Start the DLQ query and the loads query; returns both (running)."""
+    """Start the job's query; returns it (running) in a list."""
     clear_leftovers(spark)
     source = read_source(spark, cfg)
     validated = validate.parse_and_validate(source, cfg.validation)
-    checkpoint = cfg.checkpoint_location
-
-    dlq_writer = (
-        validate.dlq_rows(validated)
-        .writeStream.queryName(DLQ_QUERY)
-        .format("kafka")
-        .options(**kafka_options(cfg))
-        .option("topic", cfg.topics.dlq)
-        .option("checkpointLocation", str(checkpoint / "dlq"))
-    )
-    dlq = _with_trigger(dlq_writer, cfg).start()
-
-    windows = loads.window_loads(loads.load_rows(validate.good_records(validated)), cfg)
-    loads_writer = (
-        windows.writeStream.queryName(LOADS_QUERY)
+    output = loads.bucket_loads(loads.ring_rows(validated), cfg)
+    writer = (
+        output.writeStream.queryName(LOADS_QUERY)
         .outputMode("update")
-        .foreachBatch(loads_batch_writer(cfg))
-        .option("checkpointLocation", str(checkpoint / "loads"))
+        .foreachBatch(batch_writer(cfg))
+        .option("checkpointLocation", str(cfg.checkpoint_location / CHECKPOINT_DIR))
     )
-    try:
-        loads_query = _with_trigger(loads_writer, cfg).start()
-    except Exception:
-        dlq.stop()
-        raise
+    query = _with_trigger(writer, cfg).start()
     log.info(
         "stream_started",
         source=cfg.topics.brokerstats,
         window=cfg.window,
         slide=cfg.slide,
         statistic=cfg.statistic,
-        checkpoint=str(checkpoint),
+        checkpoint=str(cfg.checkpoint_location),
         available_now=cfg.available_now,
     )
-    return [dlq, loads_query]
+    return [query]
 
 
 def clear_leftovers(spark: SparkSession) -> None:

@@ -1,14 +1,16 @@
-"""From valid BrokerStats records to windowed loads (pure DataFrame transforms, no I/O).
+"""From validated BrokerStats records to windowed loads (DataFrame transforms, no I/O).
 
-1. :func:`load_rows` explodes each record into one row per replica it reports (leaders and
-   followers, minus partitions with a reassignment in progress) plus one row for the broker
-   (from the first chunk of a sample only, since every chunk repeats the broker totals).
-2. :func:`window_loads` keeps, per sliding event-time window and key, the statistic (max or a
-   percentile) of the per-interval rates. Partition rows and broker rows share one aggregation
-   (``kind`` is part of the key) so the whole job is one stateful query.
-3. :func:`current_windows` picks, per key, the window that holds the key's latest report and the
-   most history before it; :func:`replica_load_records` and :func:`broker_load_records` turn those
-   into the JSON values of the compacted output topics (docs/streaming.md).
+1. :func:`ring_rows` turns each validated record into rows: a good record into one row per
+   replica it reports (leaders and followers, minus partitions with a reassignment in progress)
+   plus one row for the broker (from the first chunk of a sample only, since every chunk
+   repeats the broker totals); a bad record into one DLQ row carrying its original bytes. One
+   read of the source feeds both outputs.
+2. :func:`bucket_loads` keeps, per key, a ring of its last window / slide buckets (a JVM
+   stateful function, ``streaming/jvm``, one state row per key) and emits, for every key that
+   reported in a micro-batch, the statistic (max or a percentile) of the per-interval rates
+   over the window ending with the bucket of its latest report. DLQ rows pass through.
+3. :func:`output_records` turns those into the JSON values of the compacted output topics
+   (docs/streaming.md) and the DLQ records, for one Kafka write.
 
 Rates that do not measure an interval (no previous scrape, or a failed sample) are null, so they
 count as reports but never drag a statistic down to zero.
@@ -27,6 +29,11 @@ if TYPE_CHECKING:
 OUTPUT_SCHEMA_VERSION = 1
 PARTITION = "partition"
 BROKER = "broker"
+DLQ = "dlq"
+# The percentile sketch (streaming/jvm Sketch.java): values come back within 1 % of a value
+# of the asked rank; past 64 bins per bucket and rate the lowest merge (high ranks stay exact).
+SKETCH_ACCURACY = 0.01
+SKETCH_MAX_BINS = 64
 
 
 def _replica_key(entry: Column) -> Column:
@@ -39,20 +46,31 @@ def _row(
     kind: str,
     key: Column,
     *,
+    event_ms: Column,
+    broker_id: Column,
     topic: Column,
     partition: Column,
     role: str | None,
     rates: tuple[Column, Column, Column] | None,
     replicas_covered: Column,
     failure_reason: Column,
+    dlq: tuple[Column, Column, Column] | None = None,
 ) -> Column:
     from pyspark.sql import functions as F
 
     null_double = F.lit(None).cast("double")
     bytes_in, bytes_out, messages_in = rates or (null_double, null_double, null_double)
+    dlq_key, dlq_value, dlq_headers = dlq or (
+        F.lit(None).cast("binary"),
+        F.lit(None).cast("binary"),
+        F.lit(None).cast("array<struct<key:string,value:binary>>"),
+    )
     return F.struct(
+        F.concat(F.lit(kind + "|"), key).alias("group_key"),
+        event_ms.alias("event_ms"),
         F.lit(kind).alias("kind"),
         key.alias("key"),
+        broker_id.alias("broker_id"),
         topic.alias("topic"),
         partition.alias("partition"),
         F.lit(role).cast("string").alias("role"),
@@ -61,18 +79,22 @@ def _row(
         messages_in.alias("messages_in_per_s"),
         replicas_covered.alias("replicas_covered"),
         failure_reason.alias("failure_reason"),
+        dlq_key.alias("dlq_key"),
+        dlq_value.alias("dlq_value"),
+        dlq_headers.alias("dlq_headers"),
     )
 
 
-def load_rows(records: DataFrame) -> DataFrame:
-    """Valid records -> rows (event_time, broker_id, kind, key, topic, partition, role, rates,
-    replicas_covered, failure_reason)."""
+def _load_row_array(field: Callable[[str], Column]) -> Column:
+    """The rows of one good record, whose fields ``field(name)`` reads."""
     from pyspark.sql import functions as F
 
-    rates_valid = F.col("failure").isNull() & F.col("rate_window_s").isNotNull()
-    reassigning = F.transform(F.col("reassigning"), _replica_key)
+    rates_valid = field("failure").isNull() & field("rate_window_s").isNotNull()
+    reassigning = F.transform(field("reassigning"), _replica_key)
     null_int = F.lit(None).cast("int")
     null_str = F.lit(None).cast("string")
+    event_ms = field("timestamp_ms")
+    broker_id = field("broker_id")
 
     def leader_rates(e: Column) -> tuple[Column, Column, Column]:
         measured = rates_valid & (e["estimate"] != F.lit("no_baseline"))
@@ -87,6 +109,8 @@ def load_rows(records: DataFrame) -> DataFrame:
             return _row(
                 PARTITION,
                 _replica_key(e),
+                event_ms=event_ms,
+                broker_id=broker_id,
                 topic=e["topic"],
                 partition=e["partition"],
                 role=role,
@@ -102,14 +126,16 @@ def load_rows(records: DataFrame) -> DataFrame:
 
     def outside_reassignment(array: str) -> Column:
         # Usually nothing is being moved: skip the per-replica pass then.
-        return F.when(F.size(F.col("reassigning")) == 0, F.col(array)).otherwise(
-            F.filter(F.col(array), not_reassigning)
+        return F.when(F.size(field("reassigning")) == 0, field(array)).otherwise(
+            F.filter(field(array), not_reassigning)
         )
 
-    totals = F.col("totals")
+    totals = field("totals")
     broker = _row(
         BROKER,
-        F.col("broker_id").cast("string"),
+        broker_id.cast("string"),
+        event_ms=event_ms,
+        broker_id=broker_id,
         topic=null_str,
         partition=null_int,
         role=None,
@@ -121,103 +147,102 @@ def load_rows(records: DataFrame) -> DataFrame:
         replicas_covered=totals["leader_count"]
         + totals["follower_count"]
         - totals["reassigning_count"],
-        failure_reason=F.col("failure")["reason"],
+        failure_reason=field("failure")["reason"],
     )
-    rows = F.concat(
+    return F.concat(
         F.transform(outside_reassignment("leaders"), replica_row("leader")),
         F.transform(outside_reassignment("followers"), replica_row("follower")),
         # Only the first chunk of a sample speaks for the broker (concat with null is null,
         # hence a filtered one-element array rather than when/otherwise).
-        F.filter(F.array(broker), lambda _: F.col("chunk_index") == 0),
+        F.filter(F.array(broker), lambda _: field("chunk_index") == 0),
     )
-    return records.select(
-        F.timestamp_millis(F.col("timestamp_ms")).alias("event_time"),
-        F.col("broker_id"),
-        F.explode(rows).alias("row"),
-    ).select("event_time", "broker_id", "row.*")
 
 
-def _statistic(column: str, cfg: StreamConfig) -> Column:
+def _exploded(df: DataFrame, rows: Column) -> DataFrame:
     from pyspark.sql import functions as F
 
-    p = cfg.percentile
-    if p is None:
-        return F.max(column)
-    return F.percentile_approx(column, p, 10_000)
-
-
-def window_loads(rows: DataFrame, cfg: StreamConfig) -> DataFrame:
-    """Per (window, kind, key): the statistic of each rate, counts and the latest report."""
-    from pyspark.sql import functions as F
-
-    is_leader = F.col("role") == F.lit("leader")
     return (
-        rows.withWatermark("event_time", spark_interval(cfg.watermark))
-        .groupBy(
-            F.window("event_time", spark_interval(cfg.window), spark_interval(cfg.slide)),
-            "kind",
-            "key",
-            "topic",
-            "partition",
-        )
-        .agg(
-            _statistic("bytes_in_per_s", cfg).alias("bytes_in_per_s"),
-            _statistic("bytes_out_per_s", cfg).alias("bytes_out_per_s"),
-            _statistic("messages_in_per_s", cfg).alias("messages_in_per_s"),
-            F.count("bytes_in_per_s").alias("samples"),
-            F.count(F.lit(1)).alias("reports"),
-            F.max("event_time").alias("last_event_time"),
-            F.max_by(
-                F.when(is_leader, F.col("broker_id")), F.when(is_leader, F.col("event_time"))
-            ).alias("leader_id"),
-            F.array_sort(F.collect_set(F.when(~is_leader, F.col("broker_id")))).alias(
-                "follower_ids"
-            ),
-            F.max_by("replicas_covered", "event_time").alias("replicas_covered"),
-            F.max_by("failure_reason", "event_time").alias("failure_reason"),
-        )
+        df.select(F.explode(rows).alias("row"))
+        .select("row.*")
+        .withColumn("event_time", F.timestamp_millis(F.col("event_ms")))
     )
 
 
-def current_windows(updated: DataFrame, cfg: StreamConfig) -> DataFrame:
-    """Per key, the one window to publish from a micro-batch's updated rows (a static
-    DataFrame): the window holding the key's latest report with the most history before it,
-    i.e. the one ending within one slide after that report.
-
-    A key whose such window was not updated in this batch is not published in it: then every
-    value ever written for a key is "its canonical window as of some batch", and the last one
-    written is the same after a kill and restart as in an uninterrupted run (as long as a key's
-    reports arrive less than one window late).
-    """
-    from pyspark.sql import Window
+def load_rows(records: DataFrame) -> DataFrame:
+    """Good records (one column per BrokerStats field) -> their rows (see :func:`ring_rows`)."""
     from pyspark.sql import functions as F
+
+    return _exploded(records, _load_row_array(F.col))
+
+
+def ring_rows(validated: DataFrame) -> DataFrame:
+    """Validated Kafka rows (streaming.validate) -> one row per replica and broker of each good
+    record, and one DLQ row per bad record, in one pass: (group_key, event_ms, event_time,
+    kind, key, broker_id, topic, partition, role, rates, replicas_covered, failure_reason,
+    dlq_key, dlq_value, dlq_headers). A DLQ row's event time is null, so it neither moves
+    the watermark nor is dropped by it."""
+    from pyspark.sql import functions as F
+
+    from streaming.validate import dlq_headers
+
+    null_int = F.lit(None).cast("int")
+    null_str = F.lit(None).cast("string")
+    origin = F.concat_ws(
+        "/", F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string")
+    )
+    dlq = _row(
+        DLQ,
+        origin,
+        event_ms=F.lit(None).cast("long"),
+        broker_id=null_int,
+        topic=null_str,
+        partition=null_int,
+        role=None,
+        rates=None,
+        replicas_covered=null_int,
+        failure_reason=null_str,
+        dlq=(F.col("key"), F.col("value"), dlq_headers()),
+    )
+    good = _load_row_array(lambda name: F.col("record")[name])
+    return _exploded(validated, F.when(F.col("reason").isNull(), good).otherwise(F.array(dlq)))
+
+
+def bucket_loads(rows: DataFrame, cfg: StreamConfig) -> DataFrame:
+    """Rows of :func:`ring_rows` -> per key that reported, its window's load (kind, key,
+    topic, partition, window_start_ms, window_end_ms, the three rates, samples, reports,
+    last_event_ms, leader_id, follower_ids, replicas_covered, failure_reason), and the DLQ
+    rows unchanged (kind ``dlq``). Streaming or batch (a batch starts from empty state)."""
+    from pyspark.sql import DataFrame as SparkDataFrame
 
     slide_ms = round(duration_seconds(cfg.slide) * 1000)
-    by_key = Window.partitionBy("kind", "key").orderBy(
-        F.col("last_event_time").desc(), F.col("window.end").asc()
+    buckets = round(duration_seconds(cfg.window) / duration_seconds(cfg.slide))
+    percentile = cfg.percentile
+    spark = rows.sparkSession
+    ring = spark._jvm.kmedic.spark.BucketRing  # type: ignore[union-attr]
+    watermarked = rows.withWatermark("event_time", spark_interval(cfg.watermark))
+    jdf = ring.apply(
+        watermarked._jdf,
+        slide_ms,
+        buckets,
+        -1.0 if percentile is None else percentile,
+        SKETCH_ACCURACY,
+        SKETCH_MAX_BINS,
     )
-    canonical = F.unix_millis(F.col("window.end")) - F.lit(slide_ms) <= F.unix_millis(
-        F.col("last_event_time")
-    )
-    return (
-        updated.withColumn("_rank", F.row_number().over(by_key))
-        .where((F.col("_rank") == 1) & canonical)
-        .drop("_rank")
-    )
+    return SparkDataFrame(jdf, spark)
 
 
 def _window_fields(cfg: StreamConfig) -> list[Column]:
     from pyspark.sql import functions as F
 
     return [
-        F.unix_millis(F.col("window.start")).alias("window_start_ms"),
-        F.unix_millis(F.col("window.end")).alias("window_end_ms"),
+        F.col("window_start_ms"),
+        F.col("window_end_ms"),
         F.lit(duration_seconds(cfg.window)).alias("window_s"),
         F.lit(duration_seconds(cfg.slide)).alias("slide_s"),
         F.lit(cfg.statistic).alias("statistic"),
         F.col("samples"),
         F.col("reports"),
-        F.unix_millis(F.col("last_event_time")).alias("last_report_ms"),
+        F.col("last_event_ms").alias("last_report_ms"),
     ]
 
 
@@ -308,14 +333,21 @@ def broker_load_records(current: DataFrame, cfg: StreamConfig) -> DataFrame:
 
 
 def output_records(current: DataFrame, cfg: StreamConfig) -> DataFrame:
-    """(topic, key, value) rows for both output topics in one pass (one Kafka write)."""
+    """(topic, key, value, headers) rows for both output topics and the DLQ in one pass (one
+    Kafka write): a DLQ row keeps its original key and value bytes."""
     from pyspark.sql import functions as F
 
-    is_partition = F.col("kind") == PARTITION
+    kind = F.col("kind")
+    no_headers = F.array().cast("array<struct<key:string,value:binary>>")
     return current.select(
-        F.when(is_partition, F.lit(cfg.topics.replica_loads))
-        .otherwise(F.lit(cfg.topics.broker_loads))
+        F.when(kind == PARTITION, F.lit(cfg.topics.replica_loads))
+        .when(kind == BROKER, F.lit(cfg.topics.broker_loads))
+        .otherwise(F.lit(cfg.topics.dlq))
         .alias("topic"),
-        F.col("key"),
-        F.when(is_partition, _replica_value(cfg)).otherwise(_broker_value(cfg)).alias("value"),
+        F.when(kind == DLQ, F.col("dlq_key")).otherwise(F.col("key").cast("binary")).alias("key"),
+        F.when(kind == PARTITION, _replica_value(cfg).cast("binary"))
+        .when(kind == BROKER, _broker_value(cfg).cast("binary"))
+        .otherwise(F.col("dlq_value"))
+        .alias("value"),
+        F.when(kind == DLQ, F.col("dlq_headers")).otherwise(no_headers).alias("headers"),
     )

@@ -42,7 +42,7 @@ class StreamMetrics:
         ).labels(cluster)
         self.queries_active = Gauge(
             "kmedic_stream_queries_active",
-            "Streaming queries running now (2 when healthy: DLQ and loads).",
+            "Streaming queries running now (1 when healthy: the loads).",
             ["cluster"],
             registry=self.registry,
         ).labels(cluster)

@@ -1,6 +1,7 @@
 """Building the SparkSession: small, quiet, with the Kafka connector on the class path.
 
-The connector jars come from ``.cache/jvm/spark-kafka/lib`` (filled by ``make bootstrap``).
+The connector jars come from ``.cache/jvm/spark-kafka/lib`` and the job's own stateful function
+from ``.cache/jvm/kmedic-spark/lib/kmedic-spark.jar`` (both made by ``make bootstrap``).
 Jars pyspark already ships (Scala, Hadoop client, codecs) are left out even when the cache
 holds them, so the driver never sees two versions of one library.
 Under ``spark-submit`` (``SparkConfig.master`` is None) the master and the jars come from the
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONNECTOR_DIR_ENV = "KMEDIC_SPARK_KAFKA_LIB"
+FUNCTIONS_JAR_ENV = "KMEDIC_SPARK_FUNCTIONS_JAR"
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 
@@ -47,6 +49,21 @@ def connector_jars(lib_dir: Path | None = None) -> list[Path]:
         )
     shipped = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     return [j for j in jars if _artifact(j) not in shipped]
+
+
+def functions_jar() -> Path:
+    """The jar of streaming/jvm (the bucket ring), which every session of the job needs."""
+    jar = Path(
+        os.environ.get(
+            FUNCTIONS_JAR_ENV, REPO_ROOT / ".cache/jvm/kmedic-spark/lib/kmedic-spark.jar"
+        )
+    )
+    if not jar.is_file():
+        raise KmedicError(
+            f"the job's JVM function is missing: {jar} does not exist: run `make bootstrap` "
+            f"(or set {FUNCTIONS_JAR_ENV} to a kmedic-spark.jar)"
+        )
+    return jar
 
 
 def build_session(cfg: SparkConfig, *, with_kafka: bool = True) -> SparkSession:
@@ -81,8 +98,8 @@ def build_session(cfg: SparkConfig, *, with_kafka: bool = True) -> SparkSession:
     if cfg.master is not None:
         builder = builder.master(cfg.master)
         settings["spark.driver.memory"] = cfg.driver_memory
-        if with_kafka:
-            settings["spark.jars"] = ",".join(str(j) for j in connector_jars())
+        jars = [functions_jar(), *(connector_jars() if with_kafka else [])]
+        settings["spark.jars"] = ",".join(str(j) for j in jars)
         if cfg.master.startswith("local"):
             # An embedded driver talks to itself only: keep it on loopback instead of the
             # address the host name happens to resolve to.

@@ -136,8 +136,8 @@ def good_records(validated: DataFrame) -> DataFrame:
     return validated.where(F.col("reason").isNull()).select("record.*")
 
 
-def dlq_rows(validated: DataFrame, source_topic_header: str = "kmedic.source") -> DataFrame:
-    """DLQ rows: the original key and value bytes; reason, detail and origin in headers."""
+def dlq_headers(source_topic_header: str = "kmedic.source") -> Column:
+    """A DLQ record's headers: reason, detail, where it came from and its append time."""
     from pyspark.sql import functions as F
 
     def header(name: str, value: Column) -> Column:
@@ -148,13 +148,18 @@ def dlq_rows(validated: DataFrame, source_topic_header: str = "kmedic.source") -
     origin = F.concat_ws(
         "/", F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string")
     )
+    return F.array(
+        header("kmedic.reason", F.col("reason")),
+        header("kmedic.detail", F.col("detail")),
+        header(source_topic_header, origin),
+        header("kmedic.source.timestamp_ms", F.unix_millis(F.col("timestamp"))),
+    )
+
+
+def dlq_rows(validated: DataFrame) -> DataFrame:
+    """DLQ rows: the original key and value bytes; reason, detail and origin in headers."""
+    from pyspark.sql import functions as F
+
     return validated.where(F.col("reason").isNotNull()).select(
-        F.col("key"),
-        F.col("value"),
-        F.array(
-            header("kmedic.reason", F.col("reason")),
-            header("kmedic.detail", F.col("detail")),
-            header(source_topic_header, origin),
-            header("kmedic.source.timestamp_ms", F.unix_millis(F.col("timestamp"))),
-        ).alias("headers"),
+        F.col("key"), F.col("value"), dlq_headers().alias("headers")
     )

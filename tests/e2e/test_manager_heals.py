@@ -203,10 +203,10 @@ def prometheus(
     server = PrometheusServer(tmp_path_factory.mktemp("prometheus"), targets).start()
     try:
         wait_for(lambda: server.query("kmedic_is_leader == 1"), timeout=30, what="a scraped leader")
-        # The Spark job is scraped too, both its queries running, under the cluster's name.
+        # The Spark job is scraped too, its query running, under the cluster's name.
         cluster = pipeline.cluster_name
         wait_for(
-            lambda: server.query(f'kmedic_stream_queries_active{{cluster="{cluster}"}} == 2'),
+            lambda: server.query(f'kmedic_stream_queries_active{{cluster="{cluster}"}} == 1'),
             timeout=30,
             what="the stream's metrics scraped",
         )

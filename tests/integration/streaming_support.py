@@ -72,7 +72,7 @@ def run_in_process(spark_session: Any, cfg: StreamConfig) -> None:
 
 def committed_batches(checkpoint: Path) -> int:
     """Micro-batches the loads query has committed in ``checkpoint``."""
-    commits = checkpoint / "loads" / "commits"
+    commits = checkpoint / job.CHECKPOINT_DIR / "commits"
     return len(list(commits.glob("[0-9]*"))) if commits.is_dir() else 0
 
 

@@ -12,18 +12,14 @@ compacted topic keeps one of them.)
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyspark
 import pytest
 import yaml
 from helpers import wait_for
@@ -39,126 +35,23 @@ from streaming_support import (
     unique,
 )
 
-from kmedic.localcluster.process import free_ports
+from kmedic.localcluster.spark_standalone import StandaloneCluster, standalone_cluster
 from streaming import job, synthetic
 from streaming.config import StreamConfig
-from streaming.session import connector_jars
+from streaming.session import connector_jars, functions_jar
 
 pytestmark = pytest.mark.integration
 __all__ = ["spark"]  # the fixture, imported for pytest
 
-SPARK_HOME = Path(pyspark.__file__).parent
 LAYOUT = synthetic.Layout(brokers=4, topics=2, partitions=3, replication_factor=2)
 TICKS = 8
 BATCH_RECORDS = 4
-EXECUTOR = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
-
-
-@dataclass
-class StandaloneCluster:
-    master_url: str
-    ui_url: str
-    home: Path
-    env: dict[str, str]
-
-    def state(self) -> dict[str, Any]:
-        with urllib.request.urlopen(self.ui_url + "/json/", timeout=5) as reply:
-            state: dict[str, Any] = json.loads(reply.read())
-        return state
-
-    def executors(self) -> list[int]:
-        """PIDs of executor JVMs launched by this cluster's workers."""
-        found = []
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit():
-                continue
-            try:
-                cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
-                cwd = os.readlink(proc / "cwd")
-            except OSError:
-                continue
-            if EXECUTOR in cmdline and cwd.startswith(str(self.home)):
-                found.append(int(proc.name))
-        return found
-
-    def executor_dirs(self) -> list[Path]:
-        """One directory per executor any worker launched, killed ones included."""
-        return sorted(self.home.glob("work-*/app-*/*"))
-
-
-def _daemon(cluster_env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [str(SPARK_HOME / "bin" / "spark-class"), *args],
-            env=cluster_env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: stopped with everything it started
-        )
 
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    home = tmp_path_factory.mktemp("spark-standalone")
-    port, ui, *worker_ui = free_ports(4)
-    env = {
-        **os.environ,
-        "SPARK_HOME": str(SPARK_HOME),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "SPARK_LOG_DIR": str(home / "logs"),
-        "SPARK_DAEMON_MEMORY": "256m",
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-    }
-    master = f"spark://127.0.0.1:{port}"
-    procs = [
-        _daemon(
-            env,
-            home / "master.log",
-            "org.apache.spark.deploy.master.Master",
-            *("--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)),
-        )
-    ]
-    for i, web in enumerate(worker_ui):
-        work = home / f"work-{i}"
-        work.mkdir()
-        procs.append(
-            _daemon(
-                env,
-                home / f"worker-{i}.log",
-                "org.apache.spark.deploy.worker.Worker",
-                *("--host", "127.0.0.1", "--cores", "1", "--memory", "768m"),
-                *("--webui-port", str(web), "--work-dir", str(work), master),
-            )
-        )
-    cluster = StandaloneCluster(master, f"http://127.0.0.1:{ui}", home, env)
-    try:
-
-        def workers_alive() -> bool:
-            try:
-                return cluster.state().get("aliveworkers") == 2
-            except OSError:
-                return any(p.poll() is not None for p in procs)  # a daemon died: stop waiting
-
-        wait_for(workers_alive, timeout=90, what="a Spark master with two alive workers")
-        assert all(p.poll() is None for p in procs), _logs(home)
+    with standalone_cluster(tmp_path_factory.mktemp("spark-standalone"), workers=2) as cluster:
         yield cluster
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=30)
-        for pid in cluster.executors():  # executors outliving their worker
-            os.kill(pid, signal.SIGKILL)
-
-
-def _logs(home: Path) -> str:
-    return "\n".join(f"--- {f.name}\n{f.read_text()[-1500:]}" for f in sorted(home.glob("*.log")))
 
 
 def _records(bootstrap: str, topic: str) -> list[tuple[str, str]]:
@@ -171,7 +64,7 @@ def _latest(records: list[tuple[str, str]]) -> dict[str, str]:
 
 def _submit(cluster: StandaloneCluster, cfg_path: Path, log: Path) -> subprocess.Popen[bytes]:
     """docs/streaming.md's command, on this machine's loopback."""
-    jars = ",".join(str(j) for j in connector_jars())
+    jars = ",".join(str(j) for j in [functions_jar(), *connector_jars()])
     submit = Path(sys.executable).with_name("spark-submit")
     with log.open("ab") as out:
         return subprocess.Popen(

@@ -91,7 +91,9 @@ def test_unknown_arguments_are_refused_with_the_usage(
 
 def test_the_bootstrap_refuses_unknown_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert load("bootstrap").main(["--runtim"]) == 2
-    assert "usage: bootstrap.py [--runtime] (got --runtim)" in capsys.readouterr().err
+    assert "usage: bootstrap.py [--runtime | --spark-functions] (got --runtim)" in (
+        capsys.readouterr().err
+    )
 
 
 def test_the_image_carries_only_the_jars_the_roles_run() -> None:

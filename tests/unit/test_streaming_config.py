@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from streaming.config import ENV_PREFIX, StreamConfig, duration_seconds, spark_i
 from streaming.session import connector_jars
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "configs" / "stream.example.yaml"
+PRODUCTION = EXAMPLE.with_name("stream.production.yaml")
 
 
 def test_the_example_config_loads_with_short_demo_windows() -> None:
@@ -28,6 +30,21 @@ def test_production_defaults_are_a_48h_max() -> None:
     assert duration_seconds(cfg.window) == 48 * 3600
     assert cfg.statistic == "max" and cfg.percentile is None
     assert cfg.spark.master == "local[*]"
+
+
+def test_the_production_config_is_what_the_defaults_are() -> None:
+    # bench/bench_streaming.py runs configs/stream.production.yaml; a config that leaves a key
+    # out gets the default, so the two must not drift apart.
+    production = yaml.safe_load(PRODUCTION.read_text())
+    cfg = load_config(StreamConfig, PRODUCTION, env_prefix=ENV_PREFIX, env={})
+    defaults = StreamConfig()
+    for key, value in production.items():
+        if isinstance(value, dict):
+            assert getattr(cfg, key) == getattr(defaults, key), key
+        else:
+            assert getattr(defaults, key) == value, key
+    assert {"window", "slide", "max_offsets_per_trigger", "spark"} <= set(production)
+    assert defaults.spark.driver_memory == "2g"
 
 
 def test_the_lateness_check_is_off_unless_set() -> None:

@@ -109,8 +109,7 @@ def test_unmeasured_rates_are_null_not_zero(spark: Any) -> None:
 
 
 def _current(spark: Any, stats: list[bs.BrokerStats], cfg: StreamConfig) -> Any:
-    rows = loads.load_rows(_records(spark, stats))
-    return loads.current_windows(loads.window_loads(rows, cfg), cfg)
+    return loads.bucket_loads(loads.load_rows(_records(spark, stats)), cfg)
 
 
 def _values(df: Any) -> dict[str, dict[str, Any]]:
@@ -162,7 +161,8 @@ def test_a_percentile_statistic(spark: Any) -> None:
     current = _current(spark, _ticks(6), cfg)
     values = _values(loads.replica_load_records(current, cfg))
     rates = sorted(synthetic.partition_rate(0, 1, t) for t in range(6))
-    assert values["t0:1"]["bytes_in_per_s"] == rates[2]  # the lower median of six
+    # The lower median of six, read back from the sketch within its 1 % accuracy.
+    assert values["t0:1"]["bytes_in_per_s"] == pytest.approx(rates[2], rel=loads.SKETCH_ACCURACY)
     assert values["t0:1"]["statistic"] == "p50"
 
 
@@ -219,38 +219,28 @@ def test_leadership_moves_follow_the_latest_report(spark: Any) -> None:
     assert [r["broker_id"] for r in values[key]["replicas"]] == [2, 1]
 
 
-def test_current_windows_pick_one_window_per_key(spark: Any) -> None:
+def test_one_row_per_key_for_the_window_ending_with_its_latest_bucket(spark: Any) -> None:
     cfg = _cfg(window="60s", slide="10s")
-    rows = loads.load_rows(_records(spark, _ticks(3)))
-    windows = loads.window_loads(rows, cfg)
-    # Six windows hold each report; only one per key is published.
-    assert windows.count() > 3 * windows.select("kind", "key").distinct().count()
-    current = loads.current_windows(windows, cfg).collect()
+    current = _current(spark, _ticks(3), cfg).collect()
     assert len(current) == len({(r.kind, r.key) for r in current})
-    assert {r.window.end.timestamp() * 1000 for r in current} == {T0 + 30_000}
+    assert {(r.window_start_ms, r.window_end_ms) for r in current} == {(T0 - 30_000, T0 + 30_000)}
 
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("window", "10s"), ("slide", "40s"), ("statistic", "p100"), ("statistic", "mean")],
+    [
+        ("window", "10s"),
+        ("window", "50s"),
+        ("slide", "80s"),
+        ("statistic", "p100"),
+        ("statistic", "mean"),
+    ],
 )
 def test_bad_window_settings_are_refused(field: str, value: str) -> None:
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match=field if field != "window" else "slide"):
-        StreamConfig(**{"window": "30s", "slide": "20s", field: value})
-
-
-def test_a_batch_without_the_canonical_window_publishes_nothing_for_the_key(spark: Any) -> None:
-    from pyspark.sql import functions as F
-
-    cfg = _cfg(window="60s", slide="10s")
-    windows = loads.window_loads(loads.load_rows(_records(spark, _ticks(3))), cfg)
-    # The canonical window of the latest report (T0+20s) ends at T0+30s; drop it, as if a
-    # late report had updated only the later windows in this micro-batch.
-    later_only = windows.where(F.unix_millis(F.col("window.end")) > T0 + 30_000)
-    assert later_only.count() > 0
-    assert loads.current_windows(later_only, cfg).count() == 0
+        StreamConfig(**{"window": "40s", "slide": "20s", field: value})
 
 
 def test_output_records_route_each_kind_to_its_topic(spark: Any) -> None:
@@ -259,7 +249,8 @@ def test_output_records_route_each_kind_to_its_topic(spark: Any) -> None:
     rows = loads.output_records(current, cfg).collect()
     by_topic: dict[str, dict[str, Any]] = {}
     for row in rows:
-        by_topic.setdefault(row.topic, {})[row.key] = json.loads(row.value)
+        assert row.headers == []
+        by_topic.setdefault(row.topic, {})[bytes(row.key).decode()] = json.loads(bytes(row.value))
     assert by_topic == {
         cfg.topics.replica_loads: _values(loads.replica_load_records(current, cfg)),
         cfg.topics.broker_loads: _values(loads.broker_load_records(current, cfg)),

@@ -180,7 +180,7 @@ class FakeSession:
 def test_a_leftover_query_of_a_failed_run_is_stopped_before_the_next_start() -> None:
     # CI saw this: the DLQ query's stop timed out (its write blocked on a dead broker), and the
     # restart died on "a query with that name is already active in this SparkSession".
-    leftover = FakeQuery(job.DLQ_QUERY)
+    leftover = FakeQuery(job.LOADS_QUERY)
     other = FakeQuery("someone-elses-query")
     job.clear_leftovers(FakeSession(leftover, other))  # type: ignore[arg-type]
     assert (leftover.active, leftover.stops) == (False, 1)
@@ -188,7 +188,7 @@ def test_a_leftover_query_of_a_failed_run_is_stopped_before_the_next_start() -> 
 
 
 def test_a_leftover_that_still_will_not_stop_is_a_failed_start_the_supervisor_retries() -> None:
-    leftover = FakeQuery(job.DLQ_QUERY)
+    leftover = FakeQuery(job.LOADS_QUERY)
     leftover.stop_error = RuntimeError("An error occurred while calling o2560.stop.")
     session = FakeSession(leftover)
     started: list[list[FakeQuery]] = []
@@ -203,7 +203,7 @@ def test_a_leftover_that_still_will_not_stop_is_a_failed_start_the_supervisor_re
         sleeps.append(seconds)
         leftover.stop_error = None  # its blocked write gave up meanwhile
 
-    with pytest.raises(QueryFailed, match="kmedic-brokerstats-dlq of the previous run"):
+    with pytest.raises(QueryFailed, match="kmedic-loads of the previous run"):
         start()
     leftover.stop_error = RuntimeError("still blocked")
     restarts = supervise(start, lambda _: None, POLICY, sleep=pause)

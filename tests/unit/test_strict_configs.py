@@ -22,6 +22,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 LOADERS: dict[str, Callable[[Path], BaseModel]] = {
     "agent.example.yaml": load_agent_config,
     "stream.example.yaml": load_stream_config,
+    "stream.production.yaml": load_stream_config,
     "manager.example.yaml": load_manager_config,
 }
 
