@@ -183,16 +183,13 @@ def ring_rows(validated: DataFrame) -> DataFrame:
     the watermark nor is dropped by it."""
     from pyspark.sql import functions as F
 
-    from streaming.validate import dlq_headers
+    from streaming.validate import dlq_headers, source_origin
 
     null_int = F.lit(None).cast("int")
     null_str = F.lit(None).cast("string")
-    origin = F.concat_ws(
-        "/", F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string")
-    )
     dlq = _row(
         DLQ,
-        origin,
+        source_origin(),
         event_ms=F.lit(None).cast("long"),
         broker_id=null_int,
         topic=null_str,

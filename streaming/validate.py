@@ -136,6 +136,15 @@ def good_records(validated: DataFrame) -> DataFrame:
     return validated.where(F.col("reason").isNull()).select("record.*")
 
 
+def source_origin() -> Column:
+    """Where a Kafka row came from: ``topic/partition/offset``."""
+    from pyspark.sql import functions as F
+
+    return F.concat_ws(
+        "/", F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string")
+    )
+
+
 def dlq_headers(source_topic_header: str = "kmedic.source") -> Column:
     """A DLQ record's headers: reason, detail, where it came from and its append time."""
     from pyspark.sql import functions as F
@@ -145,13 +154,10 @@ def dlq_headers(source_topic_header: str = "kmedic.source") -> Column:
             F.lit(name).alias("key"), value.cast("string").cast("binary").alias("value")
         )
 
-    origin = F.concat_ws(
-        "/", F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string")
-    )
     return F.array(
         header("kmedic.reason", F.col("reason")),
         header("kmedic.detail", F.col("detail")),
-        header(source_topic_header, origin),
+        header(source_topic_header, source_origin()),
         header("kmedic.source.timestamp_ms", F.unix_millis(F.col("timestamp"))),
     )
 

@@ -190,8 +190,7 @@ public final class BucketRing implements FlatMapGroupsWithStateFunction<String, 
         k.followers.merge(broker, ms, Math::max);
       }
     }
-    if (ms >= k.latestMs) {
-      k.latestMs = ms;
+    if (ms >= k.lastEventMs) { // the latest report so far speaks for the broker
       k.replicasCovered = r.isNullAt(iCovered) ? null : r.getInt(iCovered);
       k.failureReason = r.isNullAt(iReason) ? null : r.getString(iReason);
     }

@@ -30,7 +30,6 @@ final class KeyState {
   final TreeMap<Integer, Long> followers = new TreeMap<>();
   Integer replicasCovered;
   String failureReason;
-  long latestMs = Long.MIN_VALUE;
 
   KeyState(int n, boolean withSketches) {
     this.n = n;
@@ -80,7 +79,7 @@ final class KeyState {
   }
 
   byte[] toBytes() {
-    int size = 4 + 8 * 4 + 4 + 1 + 4 + 4 + n * (16 + METRICS * 8) + 4 + followers.size() * 12;
+    int size = 4 + 8 * 3 + 4 + 1 + 4 + 4 + n * (16 + METRICS * 8) + 4 + followers.size() * 12;
     byte[] reason = failureReason == null ? null : failureReason.getBytes(StandardCharsets.UTF_8);
     size += reason == null ? 0 : reason.length;
     if (sketches != null) {
@@ -95,7 +94,6 @@ final class KeyState {
     out.putLong(ringEnd);
     out.putLong(lastEventMs);
     out.putLong(leaderMs);
-    out.putLong(latestMs);
     out.putInt(leaderId);
     out.put((byte) (sketches != null ? 1 : 0));
     out.putInt(replicasCovered == null ? Integer.MIN_VALUE : replicasCovered);
@@ -132,14 +130,12 @@ final class KeyState {
     long ringEnd = in.getLong();
     long lastEventMs = in.getLong();
     long leaderMs = in.getLong();
-    long latestMs = in.getLong();
     int leaderId = in.getInt();
     boolean withSketches = in.get() == 1;
     KeyState k = new KeyState(n, withSketches);
     k.ringEnd = ringEnd;
     k.lastEventMs = lastEventMs;
     k.leaderMs = leaderMs;
-    k.latestMs = latestMs;
     k.leaderId = leaderId;
     int covered = in.getInt();
     k.replicasCovered = covered == Integer.MIN_VALUE ? null : covered;
