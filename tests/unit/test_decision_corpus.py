@@ -1,0 +1,47 @@
+"""Decisions stay byte-identical: every snapshot of the corpus (configs/examples and what the
+planner's unit tests decided on) gets exactly the decision recorded for it
+(scripts/decision_corpus.py says how the corpus is kept)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from composition.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import decision_corpus
+
+ROWS = list(decision_corpus.entries())
+
+
+def test_the_corpus_covers_every_kind_of_decision() -> None:
+    outcomes = {(json.loads(r["json"])["outcome"], json.loads(r["json"])["kind"]) for r in ROWS}
+    assert {("act", "heal"), ("act", "balance"), ("refuse", "heal"), ("wait", "heal")} <= outcomes
+    assert {("noop", None), ("refuse", None), ("refuse", "balance")} <= outcomes
+    assert any(r["request"] for r in ROWS) and any(r["request_done"] for r in ROWS)
+    assert len(ROWS) > 1000
+
+
+def test_every_decision_is_byte_identical() -> None:
+    differ = []
+    for row in ROWS:
+        now = decision_corpus.decided(row)
+        if now != {k: row[k] for k in now}:
+            differ.append(row["name"])
+    assert not differ, f"{len(differ)} of {len(ROWS)} decisions changed: {differ[:10]}"
+
+
+@pytest.mark.parametrize("row", ROWS[::100], ids=lambda r: str(r["name"]))
+def test_kmedic_plan_json_prints_the_recorded_decision(
+    row: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(row["snapshot"]))
+    code = main(["plan", "--snapshot", str(path), "--json"])
+    assert capsys.readouterr().out == row["json"] + "\n"
+    assert code == (2 if json.loads(row["json"])["outcome"] == "refuse" else 0)
