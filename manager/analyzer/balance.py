@@ -19,17 +19,9 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from manager.analyzer.heal import ReplicaMove
+from manager.analyzer.moves import LeaderMove, ReplicaMove
 from manager.analyzer.placement import LoadOrder, move_keeps_affinity, move_keeps_spread
 from manager.analyzer.placement_state import ClusterState
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderMove:
-    p: int
-    before: tuple[int, ...]
-    after: tuple[int, ...]
-    leader: int
 
 
 @dataclass

@@ -56,15 +56,15 @@ def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
             )
         )
     for b in dead:
-        since = b.dead_since_ms if b.dead_since_ms is not None else snap.taken_at
-        dead_for = snap.taken_at - since
-        if dead_for < policy.dead_grace_ms:
+        if b.in_grace(snap.taken_at, policy.dead_grace_ms):
+            dead_for = b.dead_for_ms(snap.taken_at)
             out.append(
                 Reason(
                     "dead_within_grace",
                     f"broker {b.id} has been dead {dead_for / 1000:.0f} s of its "
                     f"{policy.dead_grace_ms / 1000:.0f} s grace period "
                     f"({(policy.dead_grace_ms - dead_for) / 1000:.0f} s left)",
+                    wait=True,
                 )
             )
         if b.id in state.frozen:

@@ -26,17 +26,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from manager.analyzer.heal_solver import DeadReplica, Quality, quality, solve_heal
+from manager.analyzer.moves import ReplicaMove
 from manager.analyzer.placement import Blocked, LoadOrder, choose_target, diagnose, rack_shortfall
 from manager.analyzer.placement_state import ClusterState
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaMove:
-    """One reassignment: partition index and its replica list before and after."""
-
-    p: int
-    before: tuple[int, ...]
-    after: tuple[int, ...]
 
 
 @dataclass(frozen=True)

@@ -89,13 +89,7 @@ def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]
 def in_grace(snap: Snapshot) -> list[int]:
     """Dead brokers still inside their grace period: the manager waits for them."""
     grace = snap.policy.dead_grace_ms
-    return [
-        b.id
-        for b in snap.brokers
-        if not b.alive
-        and snap.taken_at - (b.dead_since_ms if b.dead_since_ms is not None else snap.taken_at)
-        < grace
-    ]
+    return [b.id for b in snap.brokers if b.in_grace(snap.taken_at, grace)]
 
 
 def next_grace_end_ms(snap: Snapshot) -> int | None:
@@ -103,9 +97,9 @@ def next_grace_end_ms(snap: Snapshot) -> int | None:
     it over is the one that may heal, so the daemon holds one then, not at its next tick."""
     grace = snap.policy.dead_grace_ms
     ends = [
-        b.dead_since_ms + grace
+        end
         for b in snap.brokers
-        if not b.alive and b.dead_since_ms is not None and b.dead_since_ms + grace > snap.taken_at
+        if b.in_grace(snap.taken_at, grace) and (end := b.grace_ends_ms(grace)) is not None
     ]
     return min(ends, default=None)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from manager.analyzer.heal import ReplicaMove
+from manager.analyzer.moves import ReplicaMove
 from manager.analyzer.placement import LoadOrder, choose_target
 from manager.analyzer.placement_check import Violation, violations
 from manager.analyzer.placement_state import ClusterState

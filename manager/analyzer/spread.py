@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Literal
 
-from manager.analyzer.heal import ReplicaMove
+from manager.analyzer.moves import ReplicaMove
 from manager.analyzer.placement import LoadOrder, move_keeps_affinity, move_keeps_spread
 from manager.analyzer.placement_state import ClusterState
 

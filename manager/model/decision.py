@@ -14,10 +14,13 @@ PlanKind = Literal["heal", "balance"]
 
 @dataclass(frozen=True, slots=True)
 class Reason:
-    """A machine-readable code and one sentence a person can read."""
+    """A machine-readable code and one sentence a person can read. A ``wait`` reason (a dead
+    broker still inside its grace period) holds a decision back without refusing: a decision
+    held back by waits alone is a wait, audited and counted, and it pages nobody."""
 
     code: ReasonCode
     message: str
+    wait: bool = False
 
     def to_dict(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}

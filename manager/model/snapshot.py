@@ -56,6 +56,25 @@ class Broker(_Frozen):
         default=None, ge=0, description="from the log dirs; None: the sum of its replica sizes"
     )
 
+    # The grace rule, in one place: a dead broker is healed only once it has been dead for
+    # the grace period; a broker dead since an unknown time counts as dead since ``now``.
+
+    def dead_for_ms(self, now_ms: int) -> int:
+        """How long the broker has been dead at ``now_ms`` (0 when alive)."""
+        if self.alive:
+            return 0
+        return now_ms - (self.dead_since_ms if self.dead_since_ms is not None else now_ms)
+
+    def in_grace(self, now_ms: int, grace_ms: int) -> bool:
+        """Dead, but not for ``grace_ms`` yet: kmedic waits for it to come back."""
+        return not self.alive and self.dead_for_ms(now_ms) < grace_ms
+
+    def grace_ends_ms(self, grace_ms: int) -> int | None:
+        """When its grace period ends (None: alive, or dead since an unknown time)."""
+        if self.alive or self.dead_since_ms is None:
+            return None
+        return self.dead_since_ms + grace_ms
+
 
 class PartitionLoad(_Frozen):
     """Windowed load of one partition; the leader replica carries all of it, followers bytes in."""

@@ -120,9 +120,7 @@ def _brokers(snap: Snapshot, loads: Mapping[int, BrokerLoad]) -> list[dict[str, 
                 "alive": b.alive,
                 "state": state,
                 "dead_since_ms": b.dead_since_ms,
-                "grace_ends_ms": b.dead_since_ms + grace
-                if state == "waiting" and b.dead_since_ms is not None
-                else None,
+                "grace_ends_ms": b.grace_ends_ms(grace) if state == "waiting" else None,
                 "last_stats_ms": b.last_stats_ms,
                 "load": load.to_dict() if load else None,
                 "capacity": capacity,

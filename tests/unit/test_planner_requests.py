@@ -147,6 +147,28 @@ def test_a_drain_goes_on_with_stale_loads() -> None:
     assert decision.outcome == "act", decision.summary
 
 
+def test_a_drain_without_loads_predicts_no_change_of_traffic() -> None:
+    """Planned by size and count, a drain knows no traffic: its predicted loads keep each
+    broker's network figures, as a heal's do (they showed every broker at zero before the
+    drain shared the heal's finish step)."""
+    snap = _cluster([_request("drain", 4)])
+    data = snap.model_dump()
+    for p in data["topics"][0]["partitions"][::2]:
+        p["load"]["window_valid"] = False
+    decision = decide(
+        make(
+            data["brokers"], {"t": data["topics"][0]["partitions"]}, requests=[_request("drain", 4)]
+        )
+    )
+    assert decision.outcome == "act", decision.summary
+    before, after = decision.loads_before, decision.loads_after
+    assert any(load.network_in > 0 for load in before.values())
+    for b in before:
+        assert after[b].network_in == before[b].network_in
+        assert after[b].network_out == before[b].network_out
+    assert after[4].disk_bytes == 0 and after[4].replicas == 0
+
+
 def test_a_request_naming_an_unknown_broker_is_a_bad_snapshot() -> None:
     with pytest.raises(SnapshotError, match=r"requests.0.brokers: unknown brokers \[9\]"):
         _cluster([_request("drain", 9)])

@@ -1,0 +1,51 @@
+"""Demote: leadership off some brokers, no data moved. Each partition they lead gets an
+in-sync follower elsewhere as its preferred leader, the demoted brokers last in the list, so
+Kafka's own preferred-leader rebalancing does not bring them back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from manager.analyzer.moves import LeaderMove
+from manager.analyzer.placement_state import ClusterState
+
+
+@dataclass
+class DemotePlan:
+    moves: list[LeaderMove] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+
+
+def plan_demote(state: ClusterState, brokers: frozenset[int], max_moves: int) -> DemotePlan:
+    """Leadership off ``brokers``: per partition they lead, the least loaded usable in-sync
+    follower outside them that has room for the traffic a leader serves."""
+    plan = DemotePlan()
+    led = [p for b in sorted(brokers) for p in state.partitions_on(b) if state.leader[p] == b]
+    led.sort(key=lambda p: (state.topic[p], state.number[p]))
+    for p in led:
+        if len(plan.moves) >= max_moves:
+            plan.left.append(f"{state.name(p)}: the move budget is spent")
+            continue
+        out = state.bout[p]
+        followers = [
+            f
+            for f in state.isr[p]
+            if f not in brokers
+            and state.usable(f)
+            and state.fits(f, 0.0, out, 0.0, adds_replica=False)
+        ]
+        if not followers:
+            plan.left.append(
+                f"{state.name(p)}: no in-sync follower outside {sorted(brokers)} can lead it"
+            )
+            continue
+        new = min(followers, key=lambda f: (state.net_util(f), f))
+        before = state.replicas[p]
+        state.move_leader(p, new)
+        after = (
+            *(b for b in state.replicas[p] if b not in brokers),
+            *(b for b in before if b in brokers),
+        )
+        state.set_replicas(p, after)
+        plan.moves.append(LeaderMove(p, before, after, new))
+    return plan

@@ -1,0 +1,146 @@
+"""The finish step every goal shares: its proposal checked against the hard constraints and
+the budgets, what cannot be done refused with its reasons, and the ``Decision`` built.
+
+The reasons of a refusal come in one order: the failing gates that hold the goal back, the
+partitions it could not place (the first ``MAX_BLOCKERS_LISTED``, then the exact search's
+account and how many more), the constraint violations of the plan as a whole, the budgets,
+and the goal's own reasons it cannot act. Constraints and budgets are judged only for a plan
+that places everything: a plan with a blocked partition is refused whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from manager.analyzer.gates import gate_budget, gate_plan_constraints
+from manager.analyzer.goal import Context, Held, Outcome, Proposal, Settled, broker_loads
+from manager.analyzer.placement import Blocked
+from manager.analyzer.placement_check import check_plan
+from manager.analyzer.placement_state import ClusterState
+from manager.model.decision import (
+    Action,
+    BrokerLoad,
+    Decision,
+    ElectPreferredLeader,
+    PlanKind,
+    Reason,
+    Reassign,
+)
+from manager.model.reasons import ReasonCode
+
+MAX_BLOCKERS_LISTED = 20
+
+
+def finish(ctx: Context, outcome: Outcome) -> Decision:
+    """The decision for what a goal proposed (or for a cycle held back, or settled)."""
+    if isinstance(outcome, Held):
+        return refusal(None, list(outcome.reasons), ctx.before, ctx.before)
+    if isinstance(outcome, Settled):
+        return Decision(
+            outcome="noop",
+            kind=None,
+            summary=outcome.summary,
+            reasons=outcome.reasons,
+            loads_before=ctx.before,
+            loads_after=ctx.before,
+            placement_violations=outcome.placement_violations,
+            request=outcome.request,
+            request_done=outcome.request_done,
+        )
+    return _finish_proposal(ctx, outcome)
+
+
+def _finish_proposal(ctx: Context, plan: Proposal) -> Decision:
+    state = plan.state
+    reasons = [*plan.gates, *blocked_reasons(plan.blocked, plan.exact)]
+    if not plan.blocked:
+        changes = [(m.p, m.before, m.after) for m in plan.leader_moves]
+        changes += [(m.p, m.before, m.after) for m in plan.replica_moves]
+        reasons += gate_plan_constraints(check_plan(state, ctx.totals, changes))
+        if plan.move_count:
+            reasons += gate_budget(ctx.snap, plan.move_count)
+    reasons += plan.unmet
+    after = loads_after(state, ctx.before)
+    if reasons:
+        if plan.refusal_preface is not None:
+            reasons.insert(0, plan.refusal_preface)
+        refused = refusal(plan.kind, reasons, ctx.before, ctx.before if plan.blocked else after)
+        return replace(refused, request=plan.request)
+    return Decision(
+        outcome="act",
+        kind=plan.kind,
+        summary=plan.summary,
+        reasons=plan.told,
+        actions=actions_of(plan),
+        bytes_to_move=plan.bytes_to_move,
+        loads_before=ctx.before,
+        loads_after=after,
+        placement_violations=plan.placement_violations,
+        request=plan.request,
+    )
+
+
+def refusal(
+    kind: PlanKind | None,
+    reasons: list[Reason],
+    before: dict[int, BrokerLoad],
+    after: dict[int, BrokerLoad],
+) -> Decision:
+    """A refusal, or a wait when only waits hold it back (audited, counted, no page)."""
+    if reasons and all(r.wait for r in reasons):
+        summary = "; ".join(r.message for r in reasons)
+        return Decision("wait", kind, summary, tuple(reasons), (), 0, before, after)
+    codes = sorted({r.code for r in reasons})
+    summary = f"refusing to act: {', '.join(codes)}"
+    return Decision("refuse", kind, summary, tuple(reasons), (), 0, before, after)
+
+
+def blocked_reasons(blocked: tuple[Blocked, ...], exact: str | None) -> list[Reason]:
+    """The partitions a plan could not place, each with its constraint, at most
+    ``MAX_BLOCKERS_LISTED`` of them; the exact search's account follows."""
+    reasons = []
+    for b in blocked[:MAX_BLOCKERS_LISTED]:
+        code: ReasonCode = (
+            "no_live_replica" if b.constraint == "no_live_replica" else "plan_violates_constraints"
+        )
+        reasons.append(Reason(code, f"{b.message} (constraint: {b.constraint})"))
+    if blocked and exact is not None:
+        reasons.append(Reason("plan_violates_constraints", exact))
+    if len(blocked) > MAX_BLOCKERS_LISTED:
+        more = f"{len(blocked) - MAX_BLOCKERS_LISTED} more partitions cannot be placed"
+        reasons.append(Reason("plan_violates_constraints", more))
+    return reasons
+
+
+def loads_after(state: ClusterState, before: dict[int, BrokerLoad]) -> dict[int, BrokerLoad]:
+    """Each broker once the plan is done. A plan made without loads knows no traffic: the
+    network figures stay those of ``before`` rather than showing zero."""
+    after = broker_loads(state)
+    if state.use_loads:
+        return after
+    return {
+        b: replace(
+            load,
+            network_in=before[b].network_in,
+            network_out=before[b].network_out,
+            messages_in=before[b].messages_in,
+            network_util=before[b].network_util,
+        )
+        for b, load in after.items()
+    }
+
+
+def actions_of(plan: Proposal) -> tuple[Action, ...]:
+    """Leadership first (a reordered replica list, when it changes, then the preferred
+    election), then the replica moves, each in the order the goal chose them."""
+    state = plan.state
+    actions: list[Action] = []
+    for lm in plan.leader_moves:
+        topic, number = state.topic[lm.p], state.number[lm.p]
+        if lm.before != lm.after:
+            actions.append(Reassign(topic, number, lm.before, lm.after))
+        actions.append(ElectPreferredLeader(topic, number, lm.leader))
+    actions += [
+        Reassign(state.topic[m.p], state.number[m.p], m.before, m.after) for m in plan.replica_moves
+    ]
+    return tuple(actions)

@@ -1,0 +1,165 @@
+"""The one shape every capability of the planner has (docs/planner.md, "Goals").
+
+A goal answers two questions about a cycle's ``Context``: does it apply, and what does it
+propose. A ``Proposal`` is moves (replicas and leaderships), the partitions it could not
+place and why, and what the goal has to say; ``manager.analyzer.finish`` then checks it
+against the hard constraints and the budgets, refuses what cannot be done and builds the
+``Decision``. A goal with nothing to move but something to say returns ``Settled`` (a noop
+that says why) or ``Held`` (a refusal or a wait that names no plan); ``None`` passes the
+cycle to the next goal. ``decide()`` runs the goals in the order of ``planner.GOALS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Protocol
+
+from manager.analyzer.health import recovering
+from manager.analyzer.moves import LeaderMove, ReplicaMove
+from manager.analyzer.placement import Blocked
+from manager.analyzer.placement_check import BrokerTotals
+from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.spread import OutOfBand, out_of_band
+from manager.model.decision import BrokerLoad, PlanKind, Reason
+from manager.model.reasons import AUTHORITY_CODES
+from manager.model.snapshot import Snapshot
+
+
+def broker_loads(state: ClusterState) -> dict[int, BrokerLoad]:
+    """Every broker's load as ``state`` has it now (before planning, or after the moves)."""
+    return {
+        b: BrokerLoad(
+            network_in=state.load_in[b],
+            network_out=state.load_out[b],
+            messages_in=state.load_msgs[b],
+            disk_bytes=state.load_disk[b],
+            replicas=state.count[b],
+            leaders=state.leaders[b],
+            network_util=state.net_util(b),
+        )
+        for b in state.broker_ids
+    }
+
+
+class Context:
+    """One cycle's view for every goal: the snapshot, the planner's index of it (with loads),
+    the loads before any move, and every failing gate. Built once by ``decide()``."""
+
+    def __init__(self, snap: Snapshot, state: ClusterState, gates: list[Reason]) -> None:
+        self.snap = snap
+        self.state = state
+        self.gates = tuple(gates)
+        self.before = broker_loads(state)
+        self.totals = BrokerTotals.of(state)
+        self.over: dict[int, list[str]] = {
+            b: o for b in state.broker_ids if state.usable(b) and (o := state.over_limits(b))
+        }
+
+    @cached_property
+    def stale(self) -> tuple[Reason, ...]:
+        """The load-data gates that failed: they hold back balancing, never a heal."""
+        return tuple(r for r in self.gates if r.code == "stale_load_data")
+
+    @cached_property
+    def heal_gates(self) -> tuple[Reason, ...]:
+        """The failing gates that hold back a heal (and a drain or demote)."""
+        return tuple(r for r in self.gates if r.code != "stale_load_data")
+
+    @cached_property
+    def health(self) -> tuple[Reason, ...]:
+        """The failing gates about the cluster, not about this instance's authority."""
+        return tuple(r for r in self.gates if r.code not in AUTHORITY_CODES)
+
+    @cached_property
+    def calm(self) -> bool:
+        """No gate fails, no broker is dead or just back, no reassignment runs and every
+        partition is in sync: the only time to move data no failure or limit asks to move."""
+        snap, state = self.snap, self.state
+        if self.gates or state.dead or recovering(snap) or snap.reassignments:
+            return False
+        return all(state.in_sync(p) for p in range(state.partition_count))
+
+    @cached_property
+    def unloaded(self) -> ClusterState:
+        """The index without loads: a heal or drain places by size and replica count when
+        the loads are stale."""
+        return ClusterState(self.snap, use_loads=False)
+
+    def heal_state(self) -> ClusterState:
+        """Where a heal or a drain plans: without loads when they are stale."""
+        return self.unloaded if self.stale else self.state
+
+    @cached_property
+    def uneven(self) -> tuple[OutOfBand, ...]:
+        """Brokers outside the even-spread band (empty when even spread is off)."""
+        policy = self.snap.policy
+        if not policy.even_spread:
+            return ()
+        return tuple(out_of_band(self.state, policy.even_spread_threshold))
+
+    def move_budget(self) -> int:
+        """Moves this cycle may still start: the per-cycle cap, or what the hour has left."""
+        policy = self.snap.policy
+        left = policy.max_moves_per_hour - self.snap.recent_actions.moves_last_hour
+        return max(0, min(policy.max_moves_per_cycle, left))
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What a goal would do. ``state`` is the index it planned on, with its moves applied."""
+
+    kind: PlanKind
+    state: ClusterState
+    summary: str  # what an act says it does
+    replica_moves: tuple[ReplicaMove, ...] = ()
+    leader_moves: tuple[LeaderMove, ...] = ()
+    bytes_to_move: int = 0
+    # Partitions the goal could not place, and the exact search's account of them: a heal is
+    # refused while any remains.
+    blocked: tuple[Blocked, ...] = ()
+    exact: str | None = None
+    told: tuple[Reason, ...] = ()  # what an act says besides its actions
+    gates: tuple[Reason, ...] = ()  # the failing gates that hold this goal back
+    unmet: tuple[Reason, ...] = ()  # the goal's own reasons it cannot act (nothing moves)
+    placement_violations: int | None = None
+    request: str | None = None  # the operator request served
+    # The first reason of a refusal, when the goal serves someone ("request r1 cannot go on").
+    refusal_preface: Reason | None = None
+
+    @property
+    def move_count(self) -> int:
+        return len(self.replica_moves) + len(self.leader_moves)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """Nothing to move, and why: a noop."""
+
+    summary: str
+    reasons: tuple[Reason, ...] = ()
+    placement_violations: int | None = None
+    request: str | None = None
+    request_done: bool = False
+
+
+@dataclass(frozen=True)
+class Held:
+    """The cycle stops before any plan: refused by ``reasons``, or a wait if all are waits."""
+
+    reasons: tuple[Reason, ...] = field(default_factory=tuple)
+
+
+Outcome = Proposal | Settled | Held
+
+
+class Goal(Protocol):
+    """One capability of the planner."""
+
+    name: str
+
+    def applies(self, ctx: Context) -> bool:
+        """Whether this goal has anything to do with this snapshot."""
+
+    def propose(self, ctx: Context) -> Outcome | None:
+        """What it would do; None hands the cycle to the next goal."""

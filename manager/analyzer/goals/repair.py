@@ -1,0 +1,54 @@
+"""Placement repair (when ``repair_placement`` is on, on a calm cluster): partitions that
+break the placement policy get one replica moved to where it wants them
+(``manager.analyzer.repair``)."""
+
+from __future__ import annotations
+
+from manager.analyzer.goal import Context, Proposal
+from manager.analyzer.placement_check import violations
+from manager.analyzer.repair import plan_repair
+from manager.model.decision import Reason
+
+MAX_EXAMPLES = 5
+
+
+class RepairPlacement:
+    name = "repair_placement"
+
+    def applies(self, ctx: Context) -> bool:
+        return ctx.snap.policy.repair_placement and ctx.calm
+
+    def propose(self, ctx: Context) -> Proposal | None:
+        state = ctx.state
+        plan = plan_repair(state, ctx.move_budget())
+        if not plan.moves:
+            return None
+        told = [Reason("placement_repair", v.message) for v in plan.fixed[:MAX_EXAMPLES]]
+        if len(plan.fixed) > MAX_EXAMPLES:
+            more = f"and {len(plan.fixed) - MAX_EXAMPLES} more partitions repaired"
+            told.append(Reason("placement_repair", more))
+        # What still breaks the policy once the plan is done: partitions left alone, and
+        # those a single move improves but does not fix (three replicas in one rack take two).
+        remaining = violations(state)
+        if remaining:
+            shown = "; ".join(v.message for v in remaining[:MAX_EXAMPLES])
+            left = f"{len(remaining)} left for later or unfixable: {shown}"
+            told.append(Reason("placement_violation", left))
+        if plan.budget_hit:
+            told.append(Reason("budget_truncated", "the plan stops at the move budget"))
+        summary = (
+            f"repair placement: {len(plan.moves)} replica moves, {plan.bytes_to_move} bytes to "
+            f"copy ({len(plan.fixed)} partitions break the placement policy)"
+        )
+        return Proposal(
+            kind="balance",
+            state=state,
+            summary=summary,
+            replica_moves=tuple(plan.moves),
+            bytes_to_move=plan.bytes_to_move,
+            told=tuple(told),
+            placement_violations=len(remaining),
+        )
+
+
+REPAIR_PLACEMENT = RepairPlacement()

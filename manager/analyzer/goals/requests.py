@@ -1,0 +1,152 @@
+"""Operator requests: the oldest unfinished one is served after any heal and before any
+balance, through the same gates, budgets and checks as everything else
+(docs/operations-requests.md).
+
+- ``drain``: every replica off the brokers (decommission), placed as a heal would place a dead
+  broker's - all constraints held, exactly their bytes moved, all or nothing; the brokers take
+  no replica from any plan meanwhile. Like a heal it does not wait for loads. Done when they
+  hold none.
+- ``fill``: moves onto the brokers only, fewest bytes first, until each is within the
+  even-spread band (docs/planner.md, "Even spread"); needs fresh loads. Done when none is below.
+- ``demote``: leadership off the brokers, no data moved (``manager.analyzer.demote``); does not
+  wait for loads. Done when they lead none.
+"""
+
+from __future__ import annotations
+
+from manager.analyzer.demote import plan_demote
+from manager.analyzer.goal import Context, Proposal, Settled
+from manager.analyzer.heal import plan_heal
+from manager.analyzer.spread import below_band, plan_fill
+from manager.model.decision import Reason
+from manager.model.snapshot import OperatorRequest
+
+MAX_EXAMPLES = 5
+
+
+class OperatorRequests:
+    name = "operator_requests"
+
+    def applies(self, ctx: Context) -> bool:
+        return bool(ctx.snap.requests)
+
+    def propose(self, ctx: Context) -> Proposal | Settled:
+        request = ctx.snap.requests[0]
+        if request.kind == "drain":
+            return _drain(ctx, request)
+        if request.kind == "demote":
+            return _demote(ctx, request)
+        return _fill(ctx, request)
+
+
+def _what(request: OperatorRequest) -> str:
+    brokers = ", ".join(map(str, sorted(request.brokers)))
+    return f"request {request.id} ({request.kind} brokers {brokers})"
+
+
+def _done(request: OperatorRequest, why: str) -> Settled:
+    said = f"{_what(request)} is done: {why}"
+    reason = Reason("operator_request", said)
+    return Settled(said, (reason,), request=request.id, request_done=True)
+
+
+def _preface(request: OperatorRequest) -> Reason:
+    """How the refusal of a request starts."""
+    return Reason("operator_request", f"{_what(request)} cannot go on")
+
+
+def _drain(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
+    brokers = frozenset(request.brokers)
+    state = ctx.heal_state()
+    held = sum(len(state.partitions_on(b)) for b in brokers)
+    if held == 0:
+        return _done(request, "the brokers hold no replica")
+    plan = plan_heal(state, leaving=brokers)
+    what = _what(request)
+    told = [
+        Reason("operator_request", f"{what}: {held} replicas move off, {plan.bytes_to_move} bytes")
+    ]
+    if plan.exact is not None:
+        told.append(Reason("heal_exact_placement", plan.exact))
+    summary = f"{what}: {len(plan.moves)} partitions reassigned, {plan.bytes_to_move} bytes to copy"
+    return Proposal(
+        kind="balance",
+        state=state,
+        summary=summary,
+        replica_moves=tuple(plan.moves),
+        bytes_to_move=plan.bytes_to_move,
+        blocked=tuple(plan.blocked),
+        exact=plan.exact,
+        told=tuple(told),
+        gates=ctx.heal_gates,
+        request=request.id,
+        refusal_preface=_preface(request),
+    )
+
+
+def _demote(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
+    brokers = frozenset(request.brokers)
+    state = ctx.state
+    leading = sum(state.leaders[b] for b in brokers)
+    if leading == 0:
+        return _done(request, "the brokers lead no partition")
+    plan = plan_demote(state, brokers, ctx.move_budget())
+    unmet: tuple[Reason, ...] = ()
+    if not plan.moves:
+        unmet = (Reason("balance_infeasible", "; ".join(plan.left[:MAX_EXAMPLES])),)
+    what = _what(request)
+    said = f"{what}: {len(plan.moves)} of {leading} leaderships move, no data"
+    told = [Reason("operator_request", said)]
+    if plan.left:
+        shown = "; ".join(plan.left[:MAX_EXAMPLES])
+        told.append(Reason("limits_unresolved", f"{len(plan.left)} stay for now: {shown}"))
+    return Proposal(
+        kind="balance",
+        state=state,
+        summary=f"{what}: {len(plan.moves)} leaderships move, no data",
+        leader_moves=tuple(plan.moves),
+        told=tuple(told),
+        gates=ctx.heal_gates,
+        unmet=unmet,
+        request=request.id,
+        refusal_preface=_preface(request),
+    )
+
+
+def _fill(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
+    brokers = frozenset(request.brokers)
+    state = ctx.state
+    threshold = ctx.snap.policy.even_spread_threshold
+    low = below_band(state, brokers, threshold)
+    if not low:
+        return _done(request, f"every broker is within {threshold:.2f}x of the average")
+    plan = plan_fill(state, brokers, threshold, ctx.move_budget())
+    unmet: tuple[Reason, ...] = ()
+    if not plan.moves:
+        why = (
+            "the move budget is spent"
+            if plan.budget_hit
+            else "no replica move within the constraints and limits fills them"
+        )
+        unmet = (Reason("balance_infeasible", why),)
+    told = [Reason("operator_request", o.sentence()) for o in low[:MAX_EXAMPLES]]
+    if plan.budget_hit:
+        told.append(Reason("budget_truncated", "the plan stops at the move budget"))
+    summary = (
+        f"{_what(request)}: {len(plan.moves)} replica moves, {plan.bytes_to_move} bytes to copy"
+    )
+    return Proposal(
+        kind="balance",
+        state=state,
+        summary=summary,
+        replica_moves=tuple(plan.moves),
+        bytes_to_move=plan.bytes_to_move,
+        told=tuple(told),
+        gates=ctx.gates,
+        unmet=unmet,
+        request=request.id,
+        refusal_preface=_preface(request),
+    )
+
+
+OPERATOR_REQUESTS = OperatorRequests()

@@ -1,0 +1,67 @@
+"""Even spread (when ``even_spread`` is on, on a calm cluster; ``manager.analyzer.spread``):
+a cluster uneven in network load alone is evened by the balance's evenness phase, which moves
+leadership first; one uneven in disk share or replica count by replica moves."""
+
+from __future__ import annotations
+
+from manager.analyzer.balance import plan_balance
+from manager.analyzer.goal import Context, Proposal, Settled
+from manager.analyzer.goals.balance import balance_proposal
+from manager.analyzer.spread import plan_spread
+from manager.model.decision import Reason
+
+MAX_EXAMPLES = 5
+
+
+class EvenNetwork:
+    name = "even_network"
+
+    def applies(self, ctx: Context) -> bool:
+        return ctx.calm and {o.dimension for o in ctx.uneven} == {"network"}
+
+    def propose(self, ctx: Context) -> Proposal | None:
+        plan = plan_balance(ctx.state, ctx.move_budget())
+        if not plan.move_count:
+            return None
+        why = tuple(Reason("uneven_spread", o.sentence()) for o in ctx.uneven[:MAX_EXAMPLES])
+        return balance_proposal(ctx, plan, (), {}, why)
+
+
+class EvenSpread:
+    name = "even_spread"
+
+    def applies(self, ctx: Context) -> bool:
+        return ctx.calm and bool(ctx.uneven)
+
+    def propose(self, ctx: Context) -> Proposal | Settled:
+        uneven = ctx.uneven
+        told = [Reason("uneven_spread", o.sentence()) for o in uneven[:MAX_EXAMPLES]]
+        if len(uneven) > MAX_EXAMPLES:
+            told.append(Reason("uneven_spread", f"and {len(uneven) - MAX_EXAMPLES} more"))
+        state, policy = ctx.state, ctx.snap.policy
+        plan = plan_spread(state, policy.even_spread_threshold, ctx.move_budget())
+        if not plan.moves:
+            why = (
+                "no move budget is left this hour"
+                if plan.budget_hit
+                else "no replica move narrows it within the placement constraints and limits"
+            )
+            return Settled(f"the cluster is uneven, and stays so: {why}", tuple(told))
+        if plan.budget_hit:
+            told.append(Reason("budget_truncated", "the plan stops at the move budget"))
+        summary = (
+            f"even out an uneven cluster: {len(plan.moves)} replica moves, "
+            f"{plan.bytes_to_move} bytes to copy ({uneven[0].sentence()})"
+        )
+        return Proposal(
+            kind="balance",
+            state=state,
+            summary=summary,
+            replica_moves=tuple(plan.moves),
+            bytes_to_move=plan.bytes_to_move,
+            told=tuple(told),
+        )
+
+
+EVEN_NETWORK = EvenNetwork()
+EVEN_SPREAD = EvenSpread()
