@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kmedic.config import load_config
 from kmedic.kafka_client import Cluster, KafkaClientSettings, one_cluster
-from manager.coordination.leadership import CoordinationConfig
-from manager.executor.executor import ExecutorConfig
+from manager.coordination.connection import CoordinationConfig
+from manager.executor.move_state import ExecutorConfig
 from manager.model.snapshot import Policy
 from manager.monitor.observe import CapacitySettings
 

@@ -23,64 +23,42 @@ Callbacks run on the coordinator's supervisor thread, never on kazoo's event thr
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import queue
-import socket
 import threading
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from kazoo.client import KazooClient, KazooState, KeeperState
 from kazoo.exceptions import (
-    BadVersionError,
     KazooException,
     NodeExistsError,
-    NoNodeError,
     RolledBackError,
     ZookeeperError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
-from pydantic import BaseModel, ConfigDict, Field
 
-from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
-from manager.coordination.acls import ZooKeeperAuth, fix_tree, kazoo_security, tree_problems
+from manager.coordination.acls import fix_tree, kazoo_security, tree_problems
+from manager.coordination.connection import CoordinationConfig, default_instance_id
+from manager.coordination.epoch import bump_epoch, read_epoch
+from manager.coordination.fenced import FencedError
 from manager.coordination.plan_store import PlanStore
 from manager.coordination.request_store import RequestStore
 from manager.coordination.state import CoordinationState, read_state
-from manager.coordination.znodes import CoordinationError, decode_json, manager_path, parse_epoch
+from manager.coordination.znodes import (
+    CoordinationError,
+    LeaderRecord,
+    decode_json,
+    manager_path,
+    parse_leader,
+    read_znode,
+)
+
+# Re-exported: where callers have always found them.
+__all__ = ["CoordinationConfig", "Coordinator", "FencedError", "default_instance_id"]
 
 log = get_logger(__name__)
-
-SessionExpiredPolicy = Literal["reconnect", "shutdown"]
-
-
-class CoordinationConfig(BaseModel):
-    """How a manager instance talks to ZooKeeper (the manager config's ``zookeeper:``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    zk_connect: str = Field(description="ZooKeeper connect string, host:port[,host:port...]")
-    root: str = Field(default="/kmedic", pattern=r"^/[A-Za-z0-9_.\-/]*[A-Za-z0-9_.\-]$")
-    session_timeout_s: float = Field(default=10.0, gt=0)
-    session_expired_policy: SessionExpiredPolicy = "reconnect"
-    max_reconnect_tries: int = Field(default=10, ge=1)
-    reconnect_delay_s: float = Field(default=0.5, gt=0)
-    reconnect_max_delay_s: float = Field(default=5.0, gt=0)
-    auth: ZooKeeperAuth | None = Field(
-        default=None,
-        description="digest identity for kmedic's session and the ACLs of its znodes",
-    )
-
-
-class FencedError(KmedicError):
-    """A write was rejected because a newer leader (higher epoch) exists."""
-
-
-def default_instance_id() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
 
 
 class Coordinator:
@@ -241,14 +219,14 @@ class Coordinator:
         instance's own session: what one cycle needs, read once."""
         return read_state(self._client, self.cluster, self.config.root)
 
-    def current_leader(self) -> dict[str, Any] | None:
-        """The leader znode's content, or None when nobody leads."""
-        found = self.get_json(self.leader_path)
-        return None if found is None else found[0]
+    def current_leader(self) -> LeaderRecord | None:
+        """The leader znode's record, or None when nobody leads."""
+        found = read_znode(self._client, self.leader_path)
+        return None if found is None else parse_leader(found[0], self.leader_path)
 
     def current_epoch(self) -> int:
         """The epoch counter as stored in ZooKeeper (the newest leadership's epoch)."""
-        return self._read_epoch()[0]
+        return read_epoch(self._client, self.epoch_path)[0]
 
     def verify_leadership(self) -> bool:
         """Ask ZooKeeper whether this instance still leads with its epoch (one round trip)."""
@@ -256,7 +234,7 @@ class Coordinator:
             return False
         try:
             stat = self._client.exists(self.leader_path)
-            counter, _ = self._read_epoch()
+            counter, _ = read_epoch(self._client, self.epoch_path)
         except (KazooException, KazooTimeoutError, CoordinationError):
             return False
         return (
@@ -265,13 +243,8 @@ class Coordinator:
 
     def get_json(self, path: str) -> tuple[dict[str, Any], Any] | None:
         """A znode's JSON object and its stat, or None when the znode does not exist."""
-        try:
-            data, stat = self._client.get(path)
-        except NoNodeError:
-            return None
-        except (KazooException, KazooTimeoutError) as exc:
-            raise CoordinationError(f"cannot read {path}: {exc!r}") from exc
-        return decode_json(data, path), stat
+        found = read_znode(self._client, path)
+        return None if found is None else (decode_json(found[0], path), found[1])
 
     # -- fenced writes ---------------------------------------------------------------------
 
@@ -344,7 +317,7 @@ class Coordinator:
     def _reconcile(self) -> None:
         if self._pending_reacquire is not None:
             lost_epoch = self._pending_reacquire
-            counter, _ = self._read_epoch()
+            counter, _ = read_epoch(self._client, self.epoch_path)
             holder = self._client.exists(self.leader_path)
             self._pending_reacquire = None
             if counter == lost_epoch and holder is None:
@@ -370,7 +343,7 @@ class Coordinator:
             self._client.exists(self.leader_path, watch=lambda _e: self._events.put("leader"))
             return
         try:
-            epoch, version = self._bump_epoch()
+            epoch, version = bump_epoch(self._client, self.epoch_path)
             self._client.set(self.leader_path, self._leader_payload(epoch))
         except Exception:
             self._release_leader_node()
@@ -382,31 +355,10 @@ class Coordinator:
         if self._on_acquired is not None:
             self._on_acquired(epoch)
 
-    def _bump_epoch(self) -> tuple[int, int]:
-        for _ in range(20):
-            counter, stat_version = self._read_epoch()
-            try:
-                stat = self._client.set(
-                    self.epoch_path, str(counter + 1).encode(), version=stat_version
-                )
-            except BadVersionError:
-                continue
-            return counter + 1, int(stat.version)
-        raise CoordinationError(f"could not bump the epoch at {self.epoch_path}: contention")
-
-    def _read_epoch(self) -> tuple[int, int]:
-        try:
-            data, stat = self._client.get(self.epoch_path)
-        except NoNodeError:
-            self._client.ensure_path(self.epoch_path)
-            data, stat = self._client.get(self.epoch_path)
-        except (KazooException, KazooTimeoutError) as exc:
-            raise CoordinationError(f"cannot read {self.epoch_path}: {exc!r}") from exc
-        return parse_epoch(data, self.epoch_path), int(stat.version)
-
     def _leader_payload(self, epoch: int | None) -> bytes:
-        doc = {"instance": self.instance_id, "epoch": epoch, "session": self.session_id()}
-        return json.dumps(doc, sort_keys=True).encode()
+        return LeaderRecord(
+            instance=self.instance_id, epoch=epoch, session=self.session_id()
+        ).to_bytes()
 
     def _release_leader_node(self) -> None:
         try:

@@ -20,10 +20,15 @@ Entry = tuple[float, int]
 
 
 def from_plan(plan: Mapping[str, Any]) -> list[Entry]:
-    """The history a stored plan carries; entries that are not ``[seconds, count]`` are
-    dropped (they cannot be counted, and a plan written by hand must not block the daemon)."""
+    """The history a stored plan's JSON document carries (``from_field`` of its field)."""
+    return from_field(plan.get(FIELD))
+
+
+def from_field(raw: Any) -> list[Entry]:
+    """The history as stored; entries that are not ``[seconds, count]`` are dropped (they
+    cannot be counted, and a plan written by hand must not block the daemon)."""
     out: list[Entry] = []
-    for item in plan.get(FIELD) or []:
+    for item in raw if isinstance(raw, list | tuple) else []:
         if (
             isinstance(item, list | tuple)
             and len(item) == 2

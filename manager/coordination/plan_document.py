@@ -1,27 +1,90 @@
 """The in-flight plan as stored in ZooKeeper (pure): built from a decision, trimmed as moves
-finish, read back by a new leader. The I/O (fenced
-compare-and-set) is manager.coordination.leadership's.
+finish, read back by a new leader. The I/O (fenced compare-and-set) is
+manager.coordination.plan_store's.
 
-Document: ``{"decision", "kind", "epoch", "moves": [{"topic", "partition", "target",
-"size_bytes"}], "moves_started": [...], "throttles": {...}}``: ``moves_started`` is the hourly
+The JSON document: ``{"decision", "kind", "epoch", "moves": [{"topic", "partition", "target",
+"size_bytes"}], "moves_started": [...], "throttles": {...}}``. ``moves_started`` is the hourly
 move budget's history (manager.coordination.move_budget), ``throttles`` the replication
-throttles kmedic set and owns (manager.model.throttles).
+throttles kmedic set and owns (manager.model.throttles). Read back, it is validated: a move
+that does not name its partition and target is a corrupt plan, an error that names the field.
+The history and the throttle record are read leniently, as their modules say why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from manager.coordination.move_budget import FIELD as HISTORY_FIELD
-from manager.coordination.move_budget import Entry, to_field
-from manager.model.decision import Decision, ElectPreferredLeader, Reassign
-from manager.model.moves import Move
+from manager.coordination.move_budget import Entry, from_field, to_field
+from manager.model.decision import Decision, ElectPreferredLeader, PlanKind, Reassign
+from manager.model.moves import Move, TopicPartition
 from manager.model.snapshot import Snapshot
 from manager.model.throttles import FIELD as THROTTLES_FIELD
 from manager.model.throttles import ThrottleRecord
 
-TopicPartition = tuple[str, int]
+
+class PlannedMove(BaseModel):
+    """One move of the stored plan: a partition and the replica list it goes to."""
+
+    model_config = ConfigDict(frozen=True)
+
+    topic: str = Field(min_length=1)
+    partition: int = Field(ge=0)
+    target: tuple[int, ...] = Field(min_length=1)
+    size_bytes: int = Field(default=0, ge=0)
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+    def as_move(self) -> Move:
+        return Move(self.topic, self.partition, self.target, self.size_bytes)
+
+
+class PlanDocument(BaseModel):
+    """The stored plan. Emptied, never deleted, when its moves are done: the move history
+    it carries must outlive it."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    decision: str = ""
+    kind: PlanKind | None = None
+    epoch: int = Field(default=0, ge=0)
+    moves: tuple[PlannedMove, ...] = ()
+    moves_started: tuple[Entry, ...] = ()
+    throttles: ThrottleRecord = ThrottleRecord()
+
+    @field_validator("moves_started", mode="before")
+    @classmethod
+    def _history(cls, raw: Any) -> tuple[Entry, ...]:
+        return tuple(from_field(raw))
+
+    @field_validator("throttles", mode="before")
+    @classmethod
+    def _throttles(cls, raw: Any) -> ThrottleRecord:
+        return raw if isinstance(raw, ThrottleRecord) else ThrottleRecord.from_field(raw)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document as stored."""
+        return {
+            "decision": self.decision,
+            "kind": self.kind,
+            "epoch": self.epoch,
+            "moves": [
+                {
+                    "topic": m.topic,
+                    "partition": m.partition,
+                    "target": list(m.target),
+                    "size_bytes": m.size_bytes,
+                }
+                for m in self.moves
+            ],
+            HISTORY_FIELD: to_field(self.moves_started),
+            THROTTLES_FIELD: self.throttles.to_field(),
+        }
 
 
 def moves_for(decision: Decision, snap: Snapshot) -> list[Move]:
@@ -49,62 +112,49 @@ def plan_document(
     epoch: int,
     history: Iterable[Entry],
     throttles: ThrottleRecord,
-) -> dict[str, Any]:
-    return {
-        "decision": decision.summary,
-        "kind": decision.kind,
-        "epoch": epoch,
-        "moves": [
-            {
-                "topic": m.topic,
-                "partition": m.partition,
-                "target": list(m.target),
-                "size_bytes": m.size_bytes,
-            }
+) -> PlanDocument:
+    return PlanDocument(
+        decision=decision.summary,
+        kind=decision.kind,
+        epoch=epoch,
+        moves=tuple(
+            PlannedMove(
+                topic=m.topic, partition=m.partition, target=m.target, size_bytes=m.size_bytes
+            )
             for m in moves
-        ],
-        HISTORY_FIELD: to_field(history),
-        THROTTLES_FIELD: throttles.to_field(),
-    }
-
-
-def _tp(entry: Mapping[str, Any]) -> TopicPartition:
-    return (str(entry["topic"]), int(entry["partition"]))
+        ),
+        moves_started=tuple(history),
+        throttles=throttles,
+    )
 
 
 def synced(
-    plan: Mapping[str, Any], active: set[TopicPartition], throttles: ThrottleRecord
-) -> dict[str, Any] | None:
+    plan: PlanDocument, active: set[TopicPartition], throttles: ThrottleRecord
+) -> PlanDocument | None:
     """The plan with only the moves still active and the throttles kmedic owns now, or None
     when nothing changed. Emptied, not deleted, when all are done: the move history it carries
     must outlive it."""
-    moves = list(plan.get("moves") or [])
-    kept = [m for m in moves if _tp(m) in active]
-    owned = throttles.to_field()
-    if len(kept) == len(moves) and stored_throttles(plan).to_field() == owned:
+    kept = tuple(m for m in plan.moves if m.tp in active)
+    if len(kept) == len(plan.moves) and plan.throttles.to_field() == throttles.to_field():
         return None
-    return {**plan, "moves": kept, THROTTLES_FIELD: owned}
+    return plan.model_copy(update={"moves": kept, "throttles": throttles})
 
 
-def with_throttles(plan: Mapping[str, Any], throttles: ThrottleRecord) -> dict[str, Any]:
-    return {**plan, THROTTLES_FIELD: throttles.to_field()}
+def with_throttles(plan: PlanDocument, throttles: ThrottleRecord) -> PlanDocument:
+    return plan.model_copy(update={"throttles": throttles})
 
 
-def stored_throttles(plan: Mapping[str, Any] | None) -> ThrottleRecord:
+def stored_throttles(plan: PlanDocument | None) -> ThrottleRecord:
     """The throttles a stored plan says kmedic owns (none, for a plan written before kmedic
     recorded them: what is not recorded is never removed)."""
-    return ThrottleRecord.from_field((plan or {}).get(THROTTLES_FIELD))
+    return plan.throttles if plan is not None else ThrottleRecord()
 
 
-def moves_to_adopt(plan: Mapping[str, Any], known: set[TopicPartition]) -> list[Move]:
+def moves_to_adopt(plan: PlanDocument, known: set[TopicPartition]) -> list[Move]:
     """The stored plan's moves this instance does not run yet."""
-    return [
-        Move(str(m["topic"]), int(m["partition"]), tuple(m["target"]), int(m.get("size_bytes", 0)))
-        for m in plan.get("moves") or []
-        if _tp(m) not in known
-    ]
+    return [m.as_move() for m in plan.moves if m.tp not in known]
 
 
-def own_partitions(plan: Mapping[str, Any] | None) -> frozenset[TopicPartition]:
+def own_partitions(plan: PlanDocument | None) -> frozenset[TopicPartition]:
     """Partitions the stored plan moves: under-replication there is kmedic's own doing."""
-    return frozenset(_tp(m) for m in (plan or {}).get("moves") or [])
+    return frozenset(m.tp for m in plan.moves) if plan is not None else frozenset()

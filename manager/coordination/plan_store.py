@@ -14,13 +14,15 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from pydantic import ValidationError
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
-
-if TYPE_CHECKING:
-    from manager.coordination.leadership import Coordinator
+from manager.coordination.fenced import FencedSession
+from manager.coordination.plan_document import PlanDocument
+from manager.coordination.znodes import CoordinationError, field_problems
 
 log = get_logger(__name__)
 
@@ -33,36 +35,42 @@ class PlanConflictError(KmedicError):
 class StoredPlan:
     """The in-flight plan as stored, with the znode version to use for the next write."""
 
-    plan: dict[str, Any]
+    plan: PlanDocument
     version: int
     epoch: int
     instance: str
     written_at: float
 
 
-def parse_stored_plan(doc: Mapping[str, Any], stat: Any) -> StoredPlan:
-    """The plan znode's JSON document and its stat, as a StoredPlan."""
-    return StoredPlan(
-        plan=dict(doc.get("plan") or {}),
-        version=int(stat.version),
-        epoch=int(doc.get("epoch", 0)),
-        instance=str(doc.get("instance", "")),
-        written_at=float(doc.get("written_at", 0.0)),
-    )
+def parse_stored_plan(
+    doc: Mapping[str, Any], stat: Any, path: str = "the plan znode"
+) -> StoredPlan:
+    """The plan znode's JSON document and its stat, as a StoredPlan; a document that does not
+    hold a plan is a CoordinationError naming the znode and the field."""
+    try:
+        plan = PlanDocument.model_validate(doc.get("plan") or {})
+        epoch, instance = int(doc.get("epoch", 0)), str(doc.get("instance", ""))
+        written_at = float(doc.get("written_at", 0.0))
+    except ValidationError as exc:
+        problems = field_problems(exc, "plan.")
+        raise CoordinationError(f"{path} holds no valid plan: {problems}") from exc
+    except (TypeError, ValueError) as exc:
+        raise CoordinationError(f"{path} holds no valid plan: {exc}") from exc
+    return StoredPlan(plan, int(stat.version), epoch, instance, written_at)
 
 
 class PlanStore:
     """Read, write and clear the in-flight plan of one cluster, fenced by the epoch."""
 
-    def __init__(self, coordinator: Coordinator, path: str) -> None:
+    def __init__(self, coordinator: FencedSession, path: str) -> None:
         self._coordinator = coordinator
         self.path = path
 
     def read(self) -> StoredPlan | None:
         found = self._coordinator.get_json(self.path)
-        return None if found is None else parse_stored_plan(*found)
+        return None if found is None else parse_stored_plan(*found, self.path)
 
-    def write(self, plan: Mapping[str, Any], expected_version: int | None) -> StoredPlan:
+    def write(self, plan: PlanDocument, expected_version: int | None) -> StoredPlan:
         """Store the plan: create it (``expected_version=None``) or compare-and-set.
 
         A stale leader's write fails with FencedError; a write over a version that moved
@@ -72,7 +80,12 @@ class PlanStore:
         epoch, instance = coord.epoch, coord.instance_id
         written_at = time.time()
         payload = json.dumps(
-            {"epoch": epoch, "instance": instance, "written_at": written_at, "plan": dict(plan)},
+            {
+                "epoch": epoch,
+                "instance": instance,
+                "written_at": written_at,
+                "plan": plan.to_json(),
+            },
             sort_keys=True,
         ).encode()
         results = self._commit(
@@ -85,7 +98,7 @@ class PlanStore:
         )
         version = 0 if expected_version is None else int(results[1].version)
         log.info("plan_written", epoch=epoch, version=version, instance=instance)
-        return StoredPlan(dict(plan), version, epoch, instance, written_at)
+        return StoredPlan(plan, version, epoch, instance, written_at)
 
     def clear(self, expected_version: int) -> None:
         """Delete the plan (all its moves are done), fenced like a write."""

@@ -20,18 +20,16 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kmedic.errors import KmedicError
+from manager.coordination.fenced import FencedSession
 from manager.coordination.znodes import CoordinationError, decode_json
 from manager.model.snapshot import OperatorRequest, RequestKind
-
-if TYPE_CHECKING:
-    from manager.coordination.leadership import Coordinator
 
 RequestState = Literal["pending", "running", "done", "failed", "cancelled"]
 OPEN: frozenset[str] = frozenset({"pending", "running"})
@@ -183,7 +181,7 @@ def cancel(client: KazooClient, base: str, request_id: str) -> StoredRequest:
 class RequestStore:
     """The leader's writes to requests: fenced by its epoch and the request's version."""
 
-    def __init__(self, coordinator: Coordinator, base: str) -> None:
+    def __init__(self, coordinator: FencedSession, base: str) -> None:
         self._coordinator = coordinator
         self.base = base
 

@@ -10,7 +10,6 @@ which joins no election and so can never bump the epoch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
@@ -19,7 +18,14 @@ from kazoo.handlers.threading import KazooTimeoutError
 from manager.coordination.placement_store import ZkConfigStore
 from manager.coordination.plan_store import StoredPlan, parse_stored_plan
 from manager.coordination.request_store import StoredRequest, read_requests
-from manager.coordination.znodes import CoordinationError, decode_json, manager_path, parse_epoch
+from manager.coordination.znodes import (
+    CoordinationError,
+    LeaderRecord,
+    decode_json,
+    manager_path,
+    parse_epoch,
+    parse_leader,
+)
 from manager.model.placement_config import PlacementConfig
 
 
@@ -28,7 +34,7 @@ class CoordinationState:
     placement: PlacementConfig
     plan: StoredPlan | None
     current_epoch: int
-    leader: dict[str, Any] | None  # the leader znode: {instance, epoch, session}, None: nobody
+    leader: LeaderRecord | None  # None: nobody leads
     requests: tuple[StoredRequest, ...] = ()  # operator requests, oldest first
 
 
@@ -48,9 +54,11 @@ def read_state(client: KazooClient, cluster: str, root: str) -> CoordinationStat
         raise CoordinationError(f"cannot read {base} from ZooKeeper: {exc!r}") from exc
     return CoordinationState(
         placement=placement,
-        plan=None if plan is None else parse_stored_plan(decode_json(plan[0], plan_path), plan[1]),
+        plan=None
+        if plan is None
+        else parse_stored_plan(decode_json(plan[0], plan_path), plan[1], plan_path),
         current_epoch=0 if epoch is None else parse_epoch(epoch[0], epoch_path),
-        leader=None if leader is None else decode_json(leader[0], leader_path),
+        leader=None if leader is None else parse_leader(leader[0], leader_path),
         requests=requests,
     )
 

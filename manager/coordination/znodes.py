@@ -7,6 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from kmedic.errors import KmedicError
 
 
@@ -18,6 +23,17 @@ def manager_path(root: str, cluster: str) -> str:
     if not cluster or "/" in cluster:
         raise KmedicError(f"invalid cluster name {cluster!r}: must be non-empty without '/'")
     return f"{root.rstrip('/')}/{cluster}/manager"
+
+
+def read_znode(client: KazooClient, path: str) -> tuple[bytes, Any] | None:
+    """A znode's data and stat, or None when it does not exist."""
+    try:
+        data, stat = client.get(path)
+    except NoNodeError:
+        return None
+    except (KazooException, KazooTimeoutError) as exc:
+        raise CoordinationError(f"cannot read {path}: {exc!r}") from exc
+    return data, stat
 
 
 def decode_json(data: bytes, path: str) -> dict[str, Any]:
@@ -37,3 +53,35 @@ def parse_epoch(data: bytes | None, path: str) -> int:
         return int(text or "0")
     except ValueError as exc:
         raise CoordinationError(f"{path} holds {text!r}, not an integer") from exc
+
+
+class LeaderRecord(BaseModel):
+    """The ``leader`` znode: who leads, with which fencing epoch (None for the moment between
+    creating the znode and bumping the epoch) and on which ZooKeeper session."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance: str
+    epoch: int | None = None
+    session: int | None = None
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.model_dump(), sort_keys=True).encode()
+
+
+def parse_leader(data: bytes, path: str) -> LeaderRecord:
+    """The leader znode's record; anything else there is a CoordinationError naming it."""
+    try:
+        return LeaderRecord.model_validate(decode_json(data, path))
+    except ValidationError as exc:
+        raise CoordinationError(
+            f"{path} holds no valid leader record: {field_problems(exc)}"
+        ) from exc
+
+
+def field_problems(exc: ValidationError, prefix: str = "") -> str:
+    """A validation error in one line, each problem naming its field."""
+    return "; ".join(
+        f"{prefix}{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+        for err in exc.errors()
+    )

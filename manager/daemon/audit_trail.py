@@ -12,7 +12,7 @@ from typing import Any
 
 from manager.analyzer.health import in_grace
 from manager.audit.log import AuditLog, AuditRecord
-from manager.executor.executor import MoveState
+from manager.executor.move_state import MoveState
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
 from manager.monitor.observe import DeathEvidence

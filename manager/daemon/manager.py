@@ -15,27 +15,32 @@ manager.daemon.wiring builds the real ones, unit tests pass fakes.
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
-from manager.analyzer.health import alerts_for, heal_needed, health_facts, next_grace_end_ms
+from manager.analyzer.health import alerts_for, heal_needed, health_facts
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.gc_pause import collector_paused
-from manager.daemon.observation import ClusterUnobservable, observe_cluster
+from manager.daemon.observation import (
+    ClusterUnobservable,
+    observe_cluster,
+    save_snapshot,
+    standby_sentence,
+)
 from manager.daemon.outcome import CycleOutcome
+from manager.daemon.pacing import next_cycle_at
 from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
 from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind, degrade, wait_for_plan
-from manager.executor.executor import MoveState
+from manager.daemon.zk_outage import ZkOutage
+from manager.executor.move_state import MoveState
 from manager.model.decision import Decision
 from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
@@ -46,12 +51,10 @@ from manager.web.status_page import status_document
 
 log = get_logger(__name__)
 
-MIN_CYCLE_GAP_S = 0.5  # between two cycles, however soon a grace period ends
 # A fresh instance reads the stats and load topics to their ends before its first decision,
 # for at most this long: judged half-read, the loads look stale and a heal looks unneeded.
 WARM_UP_LIMIT_S = 30.0
 
-ZK_OUTAGE: ReasonCode = "coordination_unreachable"
 # A decision made on these loads does not go into the status page's load history.
 _STALE_LOADS: frozenset[ReasonCode] = frozenset({"stale_load_data", "heal_without_loads"})
 
@@ -91,7 +94,7 @@ class Manager:
         self.load_history = LoadHistory()  # for the status page's chart
         self._evidence: dict[int, DeathEvidence] = {}
         # Since when (wall clock) and for how many cycles ZooKeeper has been unreachable.
-        self._zk_outage: tuple[float, int] | None = None
+        self._zk_outage = ZkOutage()
         self.trail = AuditTrail(
             audit,
             self.metrics,
@@ -148,19 +151,15 @@ class Manager:
             self._between_cycles(self._next_cycle_at(started))
 
     def _next_cycle_at(self, started: float) -> float:
-        """One interval after the cycle started, or sooner when a dead broker's grace period
-        ends before then: the heal then starts when the grace is over, not up to a whole
-        interval later."""
-        at = started + self.cfg.interval_s
-        if self._reading:  # the first decision waits for them: look again soon
-            return min(at, started + MIN_CYCLE_GAP_S)
-        snap = self.last_snapshot
-        end_ms = next_grace_end_ms(snap) if snap is not None else None
-        if end_ms is None:
-            return at
-        # Just past the end, so that cycle's snapshot sees the grace over.
-        wake = self.clock.monotonic() + (end_ms - self.clock.time() * 1000) / 1000 + 0.05
-        return max(min(at, wake), self.clock.monotonic() + MIN_CYCLE_GAP_S)
+        clock, snap = self.clock, self.last_snapshot
+        return next_cycle_at(
+            started,
+            self.cfg.interval_s,
+            reading=bool(self._reading),
+            snap=snap,
+            now_monotonic=clock.monotonic(),
+            now_s=clock.time(),
+        )
 
     def _between_cycles(self, next_cycle: float) -> None:
         """Wait for the next cycle; while moves run, poll the executor on the way: when one
@@ -223,8 +222,7 @@ class Manager:
             self.keeper.drop_moves.clear()
             self.executor.forget_moves()
         if not coord.connected:
-            since, cycles = self._zk_outage or (self.clock.time(), 0)
-            self._zk_outage = (since, cycles + 1)
+            self._zk_outage.blind_cycle(self.clock.time())
             return CycleOutcome(
                 "blind", "blind: ZooKeeper is unreachable, so leadership cannot be proven"
             )
@@ -243,10 +241,9 @@ class Manager:
         )
         self.metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
         if not coord.is_leader:
-            self._zk_outage = None  # the leader tells it
-            return CycleOutcome("standby", _standby_sentence(state, facts.dead_brokers))
-        if self._zk_outage is not None:
-            self._audit_outage(facts.dead_brokers)
+            self._zk_outage.forget()  # the leader tells it
+            return CycleOutcome("standby", standby_sentence(state, facts.dead_brokers))
+        self._zk_outage.audit_if_over(self.trail, self.clock.time(), facts.dead_brokers)
         self.keeper.lead(state.plan)
         t_plan = self.clock.monotonic()
         with collector_paused():
@@ -306,22 +303,6 @@ class Manager:
             "blind", f"blind: {why}; refusal audited", decision, ("cluster_unobservable",)
         )
 
-    def _audit_outage(self, dead_brokers: int) -> None:
-        """What happened while ZooKeeper was unreachable: nothing, and why (standbys saw the
-        same outage; only the instance that leads after it writes it down)."""
-        assert self._zk_outage is not None
-        since, cycles = self._zk_outage
-        self._zk_outage = None
-        now = self.clock.time()
-        self.trail.record(
-            "decision",
-            f"refuse: nothing was done for {now - since:.0f}s ({cycles} cycles) while ZooKeeper "
-            "was unreachable: no instance could prove it leads"
-            + (f"; {dead_brokers} dead brokers waited" if dead_brokers else ""),
-            reasons=[f"{ZK_OUTAGE}: from {_iso(since)} to {_iso(now)}, {cycles} cycles"],
-            details={"from_ms": int(since * 1000), "to_ms": int(now * 1000), "cycles": cycles},
-        )
-
     def _read_state(self) -> CoordinationState:
         try:
             return self.coordinator.read_state()
@@ -351,7 +332,7 @@ class Manager:
             snap = snap.model_copy(update={"requests": opened})
         self.last_snapshot = snap
         if self.cfg.snapshot_path is not None:
-            _write_atomically(self.cfg.snapshot_path, snap.model_dump_json(indent=1))
+            save_snapshot(self.cfg.snapshot_path, snap)
         return snap
 
     # ---- moves and leadership -------------------------------------------------------
@@ -414,24 +395,3 @@ class Manager:
             "audit_on_failover": self.audit.on_failover,
             "last_decision": self.last_decision.outcome if self.last_decision else None,
         }
-
-
-def _standby_sentence(state: CoordinationState, dead_brokers: int) -> str:
-    leader = state.leader
-    who = (
-        f"{leader.get('instance')} leads with epoch {leader.get('epoch')}"
-        if leader
-        else "no instance leads yet"
-    )
-    return f"standby: {who}; {dead_brokers} dead brokers seen"
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)

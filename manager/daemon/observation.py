@@ -4,10 +4,11 @@ cycle, and what ``kmedic snapshot`` saves."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from kmedic.errors import KmedicError
 from manager.config import ManagerConfig
-from manager.coordination.move_budget import Entry, from_plan, moves_in_window
+from manager.coordination.move_budget import Entry, moves_in_window
 from manager.coordination.plan_document import own_partitions
 from manager.coordination.state import CoordinationState
 from manager.daemon.ports import Sources
@@ -35,7 +36,7 @@ def observe_cluster(
     plan and ``running`` (moves this instance runs) are kmedic's own; the hourly budget counts
     the stored plan's move history (``history`` when nothing is stored)."""
     own = own_partitions(state.plan.plan if state.plan else None) | frozenset(running)
-    started = from_plan(state.plan.plan) if state.plan else list(history)
+    started = list(state.plan.plan.moves_started) if state.plan else list(history)
     try:
         obs = sources.observe(
             int(now_s * 1000),
@@ -47,3 +48,20 @@ def observe_cluster(
     except AdminUnavailable as exc:
         raise ClusterUnobservable(str(exc)) from exc
     return build_snapshot(obs, cfg.policy, cfg.capacity), death_evidence(obs)
+
+
+def standby_sentence(state: CoordinationState, dead_brokers: int) -> str:
+    """A standby's cycle, in one sentence: who leads, and what it sees."""
+    leader = state.leader
+    who = (
+        f"{leader.instance} leads with epoch {leader.epoch}" if leader else "no instance leads yet"
+    )
+    return f"standby: {who}; {dead_brokers} dead brokers seen"
+
+
+def save_snapshot(path: Path, snap: Snapshot) -> None:
+    """The cycle's snapshot, replaced whole (``kmedic plan --snapshot`` reads it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(snap.model_dump_json(indent=1))
+    tmp.replace(path)

@@ -20,8 +20,8 @@ import threading
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
-from manager.coordination.leadership import FencedError
-from manager.coordination.move_budget import from_plan, with_started
+from manager.coordination.fenced import FencedError
+from manager.coordination.move_budget import with_started
 from manager.coordination.plan_document import (
     moves_for,
     moves_to_adopt,
@@ -82,7 +82,7 @@ class PlanKeeper:
             return CycleOutcome.not_started("standby", decision, why)
         moves = moves_for(decision, snap)
         stored = self.plan
-        history = from_plan(stored.plan) if stored else self.moves_started
+        history = list(stored.plan.moves_started) if stored else self.moves_started
         started = with_started(history, self.clock.time(), len(moves))
         owned = self.executor.owned_throttles()
         plan = plan_document(decision, moves, coord.epoch, started, owned)
@@ -173,9 +173,9 @@ class PlanKeeper:
         stored = self.plan
         if stored is None:
             return
-        self.moves_started = from_plan(stored.plan)
+        self.moves_started = list(stored.plan.moves_started)
         self.executor.adopt_throttles(stored_throttles(stored.plan))
-        if not stored.plan.get("moves"):
+        if not stored.plan.moves:
             return  # released by this cycle's step, once adoption is over
         moves = moves_to_adopt(stored.plan, {s.move.tp for s in self.executor.active()})
         self.executor.submit(moves)

@@ -7,10 +7,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
-from manager.executor.executor import ChangeGuard, EventCallback, ExecutorConfig, MoveState
+from manager.executor.move_state import ChangeGuard, EventCallback, ExecutorConfig, MoveState
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
@@ -58,7 +59,7 @@ class Sources(Protocol):
 
 
 class PlanWriter(Protocol):
-    def write(self, plan: dict[str, Any], expected_version: int | None) -> StoredPlan: ...
+    def write(self, plan: PlanDocument, expected_version: int | None) -> StoredPlan: ...
 
 
 class RequestWriter(Protocol):

@@ -20,84 +20,34 @@ Events (``action_started``, ``action_progress``, ``action_completed``, ``action_
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from kafka import TopicPartition as KpTopicPartition
-from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError as KpKafkaError
-from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.errors import KmedicError
-from kmedic.kafka_admin import connect_admin
 from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
+from manager.executor.admin_calls import AdminCalls
 from manager.executor.batches import select_batch, throttle_targets
+from manager.executor.move_state import (
+    ChangeGuard,
+    ClusterView,
+    EventCallback,
+    ExecutorConfig,
+    MoveState,
+    Status,
+)
 from manager.executor.throttles import ThrottleChange, Throttles
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import ThrottleRecord
 
 log = get_logger(__name__)
 
-Status = Literal["pending", "in_flight", "completed", "failed", "cancelled"]
 # How long broker metadata may lag the controller before a move is judged by it.
 METADATA_SETTLE_S = 15.0
-
-
-class ExecutorConfig(BaseModel):
-    """The ``executor:`` section of the manager config, as the executor reads it."""
-
-    model_config = ConfigDict(extra="forbid")
-    max_moves_per_broker: int = Field(
-        default=2, ge=1, description="concurrent moves touching one broker"
-    )
-    max_moves_in_flight: int = Field(
-        default=10, ge=1, description="concurrent moves in the cluster"
-    )
-    throttle_bytes_per_s: int | None = Field(
-        default=50_000_000, ge=1024, description="replication throttle; null: none"
-    )
-    move_timeout_s: float = Field(default=3600.0, gt=0)
-    cancel_on_timeout: bool = False
-    poll_interval_s: float = Field(
-        default=0.5,
-        gt=0,
-        description="how often moves in flight are checked for completion between steps",
-    )
-    progress_interval_s: float = Field(default=60.0, gt=0)
-    elect_preferred_leaders: bool = True
-    request_timeout_s: float = Field(default=30.0, gt=0)
-    admin_retry_s: float = Field(default=20.0, ge=0)
-
-
-@dataclass
-class MoveState:
-    move: Move
-    status: Status = "pending"
-    original: tuple[int, ...] = ()
-    started_at: float | None = None
-    finished_at: float | None = None
-    error: str | None = None
-    timed_out: bool = False
-    ended_at: float | None = None
-    last_progress: float = 0.0
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-EventCallback = Callable[[str, MoveState, dict[str, Any]], None]
-# Called with the batch about to start (maybe empty) and the throttle record to store first.
-ChangeGuard = Callable[[list[Move], ThrottleRecord], bool]
-
-
-@dataclass(frozen=True)
-class ClusterView:
-    replicas: dict[TopicPartition, tuple[int, ...]]
-    leaders: dict[TopicPartition, int]
-    live_brokers: frozenset[int]
-    ongoing: dict[TopicPartition, dict[str, list[int]]]
 
 
 class Executor:
@@ -113,20 +63,12 @@ class Executor:
         self.on_event = on_event
         self.before_change: ChangeGuard | None = None
         self._clock = clock
-        self._bootstrap = bootstrap_servers
-        self._kp = self._connect()
+        cfg = self.config
+        self._retrying = AdminCalls(bootstrap_servers, cfg.request_timeout_s, cfg.admin_retry_s)
         self.states: dict[TopicPartition, MoveState] = {}
         self._order: list[TopicPartition] = []
         self._throttles = Throttles(self.config.throttle_bytes_per_s, self._retrying)
         self._live: frozenset[int] = frozenset()
-
-    def _connect(self) -> KafkaAdminClient:
-        client: KafkaAdminClient = connect_admin(
-            self._bootstrap,
-            client_id="kmedic-executor",
-            timeout_ms=int(self.config.request_timeout_s * 1000),
-        )
-        return client
 
     # -- public ----------------------------------------------------------------------------
 
@@ -234,7 +176,7 @@ class Executor:
         self._live = frozenset()
 
     def close(self) -> None:
-        self._kp.close()
+        self._retrying.close()
 
     # -- tracking --------------------------------------------------------------------------
 
@@ -283,7 +225,7 @@ class Executor:
 
     def _elect_preferred(self, move: Move) -> str:
         try:
-            self._kp.elect_leaders(
+            self._retrying.client.elect_leaders(
                 0,  # preferred
                 {move.topic: [move.partition]},
                 timeout_ms=int(self.config.request_timeout_s * 1000),
@@ -409,27 +351,6 @@ class Executor:
             for tp, err in result.items()
             if err is not None
         }
-
-    def _retrying(self, call: Callable[[KafkaAdminClient], Any], what: str) -> Any:
-        """Run one Admin API call. A dead broker (the one the client picked, or the one KRaft
-        reports as controller until it fences the broker) costs retries with a fresh client,
-        whose new metadata stops pointing at it (kafka-python would otherwise keep its cached
-        controller for minutes), for up to ``admin_retry_s``: longer than the broker session
-        timeout, after which the controller has fenced the dead broker."""
-        deadline = time.monotonic() + self.config.admin_retry_s
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return call(self._kp)
-            except KpKafkaError as exc:
-                if time.monotonic() >= deadline:
-                    raise KmedicError(f"cannot {what}: {exc!r}") from exc
-                log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
-                time.sleep(min(float(attempt), 3.0))
-                with contextlib.suppress(Exception):
-                    self._kp.close()
-                self._kp = self._connect()
 
     def _finish(self, state: MoveState, status: Status, error: str | None) -> None:
         state.status = status

@@ -14,7 +14,7 @@ from typing import Any
 
 from manager.analyzer.health import in_grace
 from manager.audit.log import AuditRecord, render_line
-from manager.executor.executor import MoveState
+from manager.executor.move_state import MoveState
 from manager.model.decision import BrokerLoad, Decision
 from manager.model.snapshot import Snapshot
 from manager.web.charts import limit_bars, load_chart

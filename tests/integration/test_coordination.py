@@ -13,8 +13,11 @@ from kazoo.client import KazooClient
 from zk_support import TcpProxy, expire_session, zk_connect_for
 
 from manager.coordination.leadership import CoordinationConfig, Coordinator, FencedError
-from manager.coordination.move_budget import from_plan, moves_in_window, to_field
+from manager.coordination.move_budget import moves_in_window, to_field
+from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import PlanConflictError
+
+EMPTY = PlanDocument()
 
 pytestmark = pytest.mark.integration
 
@@ -87,8 +90,8 @@ def test_two_instances_elect_exactly_one_leader(
     assert leader.may_act() and not standby.may_act()
     assert leader.verify_leadership()
     info = leader.current_leader()
-    assert info is not None and info["instance"] == leader.instance_id
-    assert info["epoch"] == leader.epoch == leader.current_epoch() >= 1
+    assert info is not None and info.instance == leader.instance_id
+    assert info.epoch == leader.epoch == leader.current_epoch() >= 1
 
     # The leader resigns: the standby takes over with a strictly higher epoch.
     old_epoch = leader.epoch
@@ -105,10 +108,12 @@ def test_expired_leader_is_replaced_and_fenced(
     b, rec_b = make("b")
     started_at = time.time()
     stored = a.plans.write(
-        {
-            "moves": [{"topic": "t", "partition": 0, "to": [1, 2, 3]}],
-            "moves_started": to_field([(started_at, 7)]),
-        },
+        PlanDocument.model_validate(
+            {
+                "moves": [{"topic": "t", "partition": 0, "target": [1, 2, 3]}],
+                "moves_started": to_field([(started_at, 7)]),
+            }
+        ),
         None,
     )
     assert stored.version == 0 and stored.epoch == a.epoch
@@ -124,9 +129,9 @@ def test_expired_leader_is_replaced_and_fenced(
     wait_for(b.may_act, timeout=10, what="b to take over")
     assert b.epoch == a.epoch + 1
     adopted = b.plans.read()
-    assert adopted is not None and adopted.plan["moves"][0]["to"] == [1, 2, 3]
+    assert adopted is not None and adopted.plan.moves[0].target == (1, 2, 3)
     # The hourly move budget travels with the plan: b counts a's moves.
-    assert moves_in_window(from_plan(adopted.plan), time.time()) == 7
+    assert moves_in_window(adopted.plan.moves_started, time.time()) == 7
 
     # The link heals: a learns its session expired, sees the newer epoch, stays a standby and
     # is told to drop its in-flight decisions.
@@ -138,18 +143,16 @@ def test_expired_leader_is_replaced_and_fenced(
 
     # The stale leader's compare-and-set is rejected by ZooKeeper, even with the right version.
     with pytest.raises(FencedError, match="newer leader"):
-        a.plans.write({"moves": []}, adopted.version)
+        a.plans.write(EMPTY, adopted.version)
     with pytest.raises(FencedError):
         a.plans.clear(adopted.version)
     # The new leader writes with compare-and-set; a wrong version is a conflict.
-    newer = b.plans.write({"moves": []}, adopted.version)
+    newer = b.plans.write(EMPTY, adopted.version)
     assert newer.version == adopted.version + 1 and newer.epoch == b.epoch
     with pytest.raises(PlanConflictError):
-        b.plans.write({"moves": []}, adopted.version)
+        b.plans.write(EMPTY, adopted.version)
     stored_now = b.plans.read()
-    assert (
-        stored_now is not None and stored_now.epoch == b.epoch and stored_now.plan == {"moves": []}
-    )
+    assert stored_now is not None and stored_now.epoch == b.epoch and stored_now.plan == EMPTY
     assert rec_b.acquired == [b.epoch]
 
 
@@ -200,7 +203,7 @@ def test_leader_noticing_late_is_still_fenced(
     """Even before a leader notices it was superseded, ZooKeeper rejects its plan writes."""
     a, _ = make("a")
     wait_for(a.may_act, timeout=10, what="a to lead")
-    stored = a.plans.write({"moves": []}, None)
+    stored = a.plans.write(EMPTY, None)
     # Another party acquires (the epoch moves) while a's local state still says it leads.
     admin = KazooClient(hosts=zk_hosts)
     admin.start(timeout=10)
@@ -211,10 +214,10 @@ def test_leader_noticing_late_is_still_fenced(
         admin.stop()
         admin.close()
     with pytest.raises(FencedError, match=f"holds epoch {a.epoch}"):
-        a.plans.write({"moves": [1]}, stored.version)
+        a.plans.write(PlanDocument(decision="never stored"), stored.version)
     assert not a.verify_leadership()
     still = a.plans.read()
-    assert still is not None and still.plan == {"moves": []}
+    assert still is not None and still.plan == EMPTY
 
 
 def test_a_short_partition_keeps_leadership_and_epoch(

@@ -21,7 +21,8 @@ from kafka.admin import AlterConfigOp, ConfigResourceType, KafkaAdminClient
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import NewTopic as KpNewTopic
 
-from manager.executor.executor import Executor, ExecutorConfig, MoveState
+from manager.executor.executor import Executor
+from manager.executor.move_state import ExecutorConfig, MoveState
 from manager.model.moves import Move
 from manager.model.throttles import (
     FOLLOWER_RATE,

@@ -21,7 +21,7 @@ from playwright.sync_api import Page, sync_playwright
 
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditRecord
-from manager.executor.executor import MoveState
+from manager.executor.move_state import MoveState
 from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import parse_snapshot

@@ -23,6 +23,7 @@ from kmedic.errors import KmedicError
 from manager.coordination.acls import ZooKeeperAuth, describe, reader_digest
 from manager.coordination.leadership import CoordinationConfig, Coordinator
 from manager.coordination.placement_store import ZkConfigStore
+from manager.coordination.plan_document import PlanDocument
 from manager.model.placement_config import Domain
 
 pytestmark = pytest.mark.integration
@@ -55,7 +56,7 @@ def secured(zk_hosts: str) -> Iterator[tuple[Coordinator, str]]:
     coord.start()
     try:
         wait_for(lambda: coord.is_leader, timeout=30, what="the secured manager to lead")
-        coord.plans.write({"decision": "heal", "moves": []}, None)
+        coord.plans.write(PlanDocument(decision="heal"), None)
         yield coord, root
     finally:
         coord.stop()
@@ -87,7 +88,7 @@ def test_without_credentials_nothing_of_kmedics_can_be_read_or_changed(
         anyone.close()
     # And kmedic's own identity still can: the plan is kmedic's to change.
     stored = coord.plans.read()
-    assert stored is not None and stored.plan["moves"] == []
+    assert stored is not None and stored.plan.moves == ()
     with ZkConfigStore.connect(zk_hosts, "c1", root, auth=AUTH) as store:
         store.put(Domain(name="rack-a", brokers=(1,)), create=True)
         assert list(store.load().domains) == ["rack-a"]

@@ -12,11 +12,13 @@ from kmedic.brokerstats import BrokerStats
 from kmedic.metadata import BrokerNode, PartitionInfo
 from manager.audit.log import AuditLog, AuditRecord
 from manager.config import ManagerConfig
+from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
+from manager.coordination.znodes import LeaderRecord
 from manager.daemon.manager import Manager
-from manager.executor.executor import ChangeGuard, EventCallback, ExecutorConfig, MoveState
+from manager.executor.move_state import ChangeGuard, EventCallback, ExecutorConfig, MoveState
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
@@ -155,12 +157,13 @@ class FakePlans:
         self.writes: list[tuple[dict[str, Any], int | None]] = []
         self.fail: Exception | None = None
 
-    def write(self, plan: dict[str, Any], expected_version: int | None) -> StoredPlan:
+    def write(self, plan: PlanDocument, expected_version: int | None) -> StoredPlan:
+        """Kept as the JSON document ZooKeeper would hold."""
         if self.fail is not None:
             raise self.fail
-        self.writes.append((dict(plan), expected_version))
+        self.writes.append((plan.to_json(), expected_version))
         version = 0 if expected_version is None else expected_version + 1
-        stored = StoredPlan(dict(plan), version, self._coordinator.epoch, "m1", NOW_S)
+        stored = StoredPlan(plan, version, self._coordinator.epoch, "m1", NOW_S)
         self._coordinator.stored = stored
         return stored
 
@@ -210,7 +213,7 @@ class FakeCoordinator:
         self.reads += 1
         if self.read_error is not None:
             raise self.read_error
-        leader = {"instance": "m1" if self.is_leader else "m2", "epoch": self.epoch}
+        leader = LeaderRecord(instance="m1" if self.is_leader else "m2", epoch=self.epoch)
         return CoordinationState(
             PlacementConfig(), self.stored, self.epoch, leader, self.open_requests
         )

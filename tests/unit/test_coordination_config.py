@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from kmedic.errors import KmedicError
 from manager.coordination.leadership import CoordinationConfig, Coordinator, FencedError
+from manager.coordination.plan_document import PlanDocument
 from manager.coordination.znodes import CoordinationError, manager_path
 
 
@@ -46,4 +47,4 @@ def test_unreachable_zookeeper_is_named_and_nothing_may_act() -> None:
         coord.start(timeout_s=2)
     assert not coord.may_act()
     with pytest.raises(FencedError, match="never held leadership"):
-        coord.plans.write({"moves": []}, None)
+        coord.plans.write(PlanDocument(), None)

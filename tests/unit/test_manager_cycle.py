@@ -9,6 +9,7 @@ import pytest
 from manager_fakes import EPOCH, NOW_MS, NOW_S, Rig
 
 from manager.coordination.leadership import FencedError
+from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import PlanConflictError, StoredPlan
 from manager.coordination.znodes import CoordinationError
 from manager.model.throttles import LEADER_RATE, ThrottleRecord
@@ -162,7 +163,9 @@ def test_leadership_not_verified_just_before_acting_starts_nothing(rig: Rig) -> 
 def _stored_plan(moves: list[dict[str, Any]], history: list[list[float]]) -> StoredPlan:
     plan = {"decision": "heal", "kind": "heal", "epoch": 2, "moves": moves}
     plan["moves_started"] = history
-    return StoredPlan(plan, version=7, epoch=2, instance="m0", written_at=NOW_S - 60)
+    return StoredPlan(
+        PlanDocument.model_validate(plan), version=7, epoch=2, instance="m0", written_at=NOW_S - 60
+    )
 
 
 def test_a_new_leader_adopts_the_stored_plan_and_its_move_history(rig: Rig) -> None:
@@ -200,7 +203,11 @@ def test_adopting_an_empty_plan_releases_the_throttles_it_records_and_no_others(
 ) -> None:
     stored = _stored_plan([], [])
     rig.coordinator.stored = StoredPlan(
-        {**stored.plan, "throttles": OWNED}, stored.version, 2, "m0", NOW_S - 60
+        PlanDocument.model_validate({**stored.plan.to_json(), "throttles": OWNED}),
+        stored.version,
+        2,
+        "m0",
+        NOW_S - 60,
     )
     rig.coordinator.acquire(EPOCH + 1)
     rig.manager.cycle()

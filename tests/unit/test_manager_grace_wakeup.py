@@ -10,7 +10,7 @@ from manager_fakes import Rig
 from planner_fixtures import NOW, broker, make, part
 
 from manager.analyzer.health import next_grace_end_ms
-from manager.daemon.manager import MIN_CYCLE_GAP_S
+from manager.daemon.pacing import MIN_CYCLE_GAP_S
 from manager.model.snapshot import Snapshot
 
 GRACE = 15_000

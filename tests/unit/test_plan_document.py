@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from planner_fixtures import GB, broker, make, part
 
 from manager.coordination.move_budget import from_plan
 from manager.coordination.plan_document import (
+    PlanDocument,
     moves_for,
     moves_to_adopt,
     own_partitions,
@@ -16,6 +18,8 @@ from manager.coordination.plan_document import (
     stored_throttles,
     synced,
 )
+from manager.coordination.plan_store import parse_stored_plan
+from manager.coordination.znodes import CoordinationError, LeaderRecord, parse_leader
 from manager.model.decision import Decision, ElectPreferredLeader, Reason, Reassign
 from manager.model.moves import Move
 from manager.model.throttles import LEADER_RATE, LEADER_REPLICAS, ThrottleRecord
@@ -47,10 +51,13 @@ def test_reassignments_and_lone_elections_become_moves_with_sizes() -> None:
 
 def test_the_document_round_trips_through_json_with_its_history() -> None:
     moves = [Move("t", 0, (3, 2), 3 * GB)]
-    doc = json.loads(json.dumps(plan_document(decision(), moves, 7, [(1000.0, 1)], OWNED)))
-    assert doc["epoch"] == 7 and doc["kind"] == "balance"
-    assert doc["moves"] == [{"topic": "t", "partition": 0, "target": [3, 2], "size_bytes": 3 * GB}]
-    assert from_plan(doc) == [(1000.0, 1)]
+    raw = json.loads(
+        json.dumps(plan_document(decision(), moves, 7, [(1000.0, 1)], OWNED).to_json())
+    )
+    doc = PlanDocument.model_validate(raw)
+    assert raw["epoch"] == 7 and raw["kind"] == "balance"
+    assert raw["moves"] == [{"topic": "t", "partition": 0, "target": [3, 2], "size_bytes": 3 * GB}]
+    assert from_plan(raw) == [(1000.0, 1)]
     assert moves_to_adopt(doc, set()) == moves
     assert moves_to_adopt(doc, {("t", 0)}) == []
     assert own_partitions(doc) == {("t", 0)}
@@ -59,7 +66,7 @@ def test_the_document_round_trips_through_json_with_its_history() -> None:
 
 
 def test_a_plan_without_a_throttle_record_owns_no_throttle() -> None:
-    assert stored_throttles({"moves": []}) == NONE
+    assert stored_throttles(PlanDocument.model_validate({"moves": []})) == NONE
     assert stored_throttles(None) == NONE
 
 
@@ -68,10 +75,10 @@ def test_finished_moves_are_trimmed_and_the_document_is_emptied_not_dropped() ->
     doc = plan_document(decision(), moves, 7, [(1000.0, 2)], NONE)
     assert synced(doc, {("t", 0), ("t", 1)}, NONE) is None  # nothing changed: no write
     one_left = synced(doc, {("t", 1)}, NONE)
-    assert one_left is not None and [m["partition"] for m in one_left["moves"]] == [1]
+    assert one_left is not None and [m["partition"] for m in one_left.to_json()["moves"]] == [1]
     empty = synced(one_left, set(), NONE)
-    assert empty is not None and empty["moves"] == []
-    assert from_plan(empty) == [(1000.0, 2)], "the history outlives the plan"
+    assert empty is not None and empty.to_json()["moves"] == []
+    assert from_plan(empty.to_json()) == [(1000.0, 2)], "the history outlives the plan"
     assert synced(empty, set(), NONE) is None
 
 
@@ -79,7 +86,45 @@ def test_a_change_of_owned_throttles_alone_is_written() -> None:
     doc = plan_document(decision(), [Move("t", 0, (3, 2), 1)], 7, [], NONE)
     now_owned = synced(doc, {("t", 0)}, OWNED)
     assert now_owned is not None and stored_throttles(now_owned) == OWNED
-    assert now_owned["moves"] == doc["moves"]
+    assert now_owned.to_json()["moves"] == doc.to_json()["moves"]
     assert synced(now_owned, {("t", 0)}, OWNED) is None
     released = synced(now_owned, {("t", 0)}, NONE)
     assert released is not None and stored_throttles(released) == NONE
+
+
+class _Stat:
+    version = 3
+
+
+def test_a_stored_plan_is_validated_on_read_and_a_corrupt_one_is_named() -> None:
+    good = plan_document(decision(), [Move("t", 0, (3, 2), 1)], 7, [(1000.0, 1)], OWNED)
+    stored = parse_stored_plan({"epoch": 7, "instance": "m1", "plan": good.to_json()}, _Stat())
+    assert stored.plan == good and stored.version == 3 and stored.epoch == 7
+    corrupt = {"plan": {"moves": [{"topic": "t", "partition": 0, "to": [1, 2]}]}}
+    with pytest.raises(CoordinationError) as err:
+        parse_stored_plan(corrupt, _Stat(), "/kmedic/c/manager/plan")
+    assert "/kmedic/c/manager/plan holds no valid plan" in str(err.value)
+    assert "plan.moves.0.target: Field required" in str(err.value)
+    with pytest.raises(CoordinationError, match=r"plan.epoch"):
+        parse_stored_plan({"plan": {"epoch": "seven"}}, _Stat())
+    with pytest.raises(CoordinationError, match="no valid plan"):
+        parse_stored_plan({"plan": [], "epoch": "x"}, _Stat())
+
+
+def test_the_history_and_throttle_record_are_read_leniently() -> None:
+    doc = PlanDocument.model_validate(
+        {"moves_started": [[1000.0, 2], ["x", 1]], "throttles": {"rates": [{"broker": "b"}]}}
+    )
+    assert doc.moves_started == ((1000.0, 2),) and doc.throttles == NONE
+
+
+def test_the_leader_record_is_validated_on_read() -> None:
+    record = LeaderRecord(instance="m1", epoch=4, session=77)
+    assert parse_leader(record.to_bytes(), "/l") == record
+    assert parse_leader(b'{"instance": "m1", "epoch": null}', "/l").epoch is None
+    with pytest.raises(
+        CoordinationError, match="/l holds no valid leader record: instance: Field required"
+    ):
+        parse_leader(b'{"epoch": 3}', "/l")
+    with pytest.raises(CoordinationError, match="does not hold JSON"):
+        parse_leader(b"{", "/l")

@@ -10,7 +10,7 @@ from planner_fixtures import GB, MB, NOW, broker, make, part
 
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditRecord
-from manager.executor.executor import MoveState
+from manager.executor.move_state import MoveState
 from manager.model.decision import Decision, Reason
 from manager.model.moves import Move
 from manager.web.metrics import ManagerMetrics, MetricsServer
