@@ -12,8 +12,10 @@ lint: bootstrap
 	$(VENV_BIN)/ruff format --check kmedic agent streaming manager composition tests bench scripts
 	$(VENV_BIN)/lint-imports --no-cache
 
+# The packages, then the benchmarks and scripts (not packages: checked as files).
 typecheck: bootstrap
 	$(VENV_BIN)/mypy
+	$(VENV_BIN)/mypy bench scripts
 
 unit: bootstrap
 	$(PY) -m pytest tests/unit -q

@@ -16,7 +16,8 @@ from pathlib import Path
 from bench_docs import write_section
 
 from kmedic.localcluster import ClusterSpec, LocalCluster
-from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic, read_records
+from manager.audit.kafka_reader import read_records
+from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic
 from manager.audit.log import AuditLog, AuditRecord
 from manager.audit.spool import Spool
 

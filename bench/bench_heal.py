@@ -46,7 +46,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from kmedic.paths import jvm_jars
-from manager.audit.kafka_sink import read_records
+from manager.audit.kafka_reader import read_records
 from manager.audit.log import AuditRecord
 
 TOPIC = "bench.heal"
@@ -111,9 +111,10 @@ class Run:
 
 
 class Race:
-    def __init__(self, workdir: Path, produce_mb: int) -> None:
+    def __init__(self, workdir: Path, produce_mb: int, grace_ms: int = GRACE_MS) -> None:
         self.workdir = workdir
         self.produce_mb = produce_mb
+        self.grace_ms = grace_ms
         spec = ClusterSpec(brokers=6, racks=RACKS)
         self.cluster = LocalCluster.start(spec, workdir / "cluster")
         self.bootstrap = self.cluster.bootstrap_servers
@@ -235,7 +236,7 @@ class Race:
                     "actions": actions,
                 },
                 policy={
-                    "dead_grace_ms": GRACE_MS,
+                    "dead_grace_ms": self.grace_ms,
                     "even_spread": False,
                     "max_dead_brokers": 1,
                     "max_moves_per_cycle": 10_000,
@@ -361,9 +362,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per throttle setting")
     parser.add_argument("--produce-mb", type=int, default=512, help="MB produced at RF 3")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke size: one unthrottled run, 4 MB, a 5 s grace, docs untouched",
+    )
     args = parser.parse_args()
+    throttles: list[int | None] = [None] * args.runs + [THROTTLE] * args.runs
+    grace_ms = GRACE_MS
+    if args.quick:
+        args.produce_mb, args.runs, args.no_write = 4, 1, True
+        throttles, grace_ms = [None], 5_000
     with tempfile.TemporaryDirectory(prefix="bench-heal-") as tmp:
-        race = Race(Path(tmp), args.produce_mb)
+        race = Race(Path(tmp), args.produce_mb, grace_ms)
         try:
             t = time.monotonic()
             race.fill()
@@ -373,19 +384,22 @@ def main() -> None:
             kafka = race.kafka_generate(initial)
             traffic = threading.Thread(target=race.traffic, daemon=True)
             traffic.start()
-            runs = [
-                race.race(n, throttle, initial)
-                for n, throttle in enumerate([None] * args.runs + [THROTTLE] * args.runs)
-            ]
+            runs = [race.race(n, throttle, initial) for n, throttle in enumerate(throttles)]
         finally:
             race.stop()
-    text = report(args, on_disk, runs, kafka)
+    text = report(args, on_disk, runs, kafka, grace_ms)
     print(text)
     if not args.no_write:
         write_section("heal", text)
 
 
-def report(args: argparse.Namespace, on_disk: int, runs: list[Run], kafka: dict[str, Any]) -> str:
+def report(
+    args: argparse.Namespace,
+    on_disk: int,
+    runs: list[Run],
+    kafka: dict[str, Any],
+    grace_ms: int = GRACE_MS,
+) -> str:
     def med(values: list[float]) -> str:
         return f"{statistics.median(values):.1f} s ({min(values):.1f}-{max(values):.1f})"
 
@@ -410,7 +424,8 @@ def report(args: argparse.Namespace, on_disk: int, runs: list[Run], kafka: dict[
             "`bench/bench_heal.py`: the heal race on the local cluster. 6 brokers on 3 racks, "
             f"{PARTITIONS} partitions at RF {RF} (one replica per rack), {args.produce_mb} MB "
             f"produced ({on_disk / 1e9:.2f} GB on disk), 2 MB/s of traffic throughout; agents "
-            "and the manager as processes, no Spark job; grace 15 s, 2 moves per broker, 10 in "
+            f"and the manager as processes, no Spark job; grace {grace_ms / 1000:.0f} s, 2 moves "
+            "per broker, 10 in "
             "flight, a 3 s cycle, completions polled every 0.5 s. Broker 6 SIGKILLed, "
             f"{args.runs} runs per throttle setting; times from the kill, median (range).",
             "",

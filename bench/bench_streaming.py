@@ -147,9 +147,9 @@ def python_baseline(bootstrap: str, records: int) -> tuple[float, int]:
     started = time.perf_counter()
     while seen < records:
         msg = consumer.poll(1.0)
-        if msg is None or msg.error():
+        if msg is None or msg.error() or (value := msg.value()) is None:
             continue
-        record = json.loads(msg.value())
+        record = json.loads(value)
         replicas += len(record["leaders"]) + len(record["followers"])
         seen += 1
     elapsed = time.perf_counter() - started
