@@ -5,8 +5,9 @@ operator reuses the file, the hashes and the scrape config they already have.
 Rules: with ``tls_server_config`` every connection is TLS (1.2 at least), and a
 ``client_auth_type`` of ``RequireAndVerifyClientCert`` refuses clients without a certificate
 from ``client_ca_file``; with ``basic_auth_users`` every request needs a user and password
-whose bcrypt hash matches, else 401. A file that cannot be read or parsed stops the role at
-start with the file and the field named; nothing is served unprotected by accident.
+whose bcrypt hash matches, else 401. A file that cannot be read or parsed, or that holds a key
+kmedic does not know (a typo, or an exporter-toolkit setting it does not implement), stops the
+role at start with the file and the field named; nothing is served unprotected by accident.
 """
 
 from __future__ import annotations
@@ -29,8 +30,13 @@ from kmedic.errors import ConfigError
 ClientAuth = Literal["NoClientCert", "RequireAndVerifyClientCert", "VerifyClientCertIfGiven"]
 
 
+# Unknown keys are refused, never ignored: a typo (``basic_auth_user``) or an exporter-toolkit
+# setting kmedic does not implement (``min_version``, ``http_server_config``) would otherwise
+# leave the endpoints less protected than the file says.
+
+
 class TlsServerConfig(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)  # exporter-toolkit has more keys
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     cert_file: Path
     key_file: Path
@@ -39,7 +45,7 @@ class TlsServerConfig(BaseModel):
 
 
 class WebConfig(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     tls_server_config: TlsServerConfig | None = None
     basic_auth_users: dict[str, str] = Field(default_factory=dict)
@@ -89,7 +95,7 @@ def load_web_config(path: Path) -> WebConfig:
     try:
         web = WebConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, str(path))) from exc
+        raise ConfigError(describe_validation_error(exc, str(path), WebConfig)) from exc
     web.ssl_context()  # unreadable certificates fail at start, not at the first scrape
     return web
 

@@ -165,6 +165,17 @@ def test_a_silent_client_does_not_stall_other_requests(serve: Serve, pki: dict[s
         ),
         ({"tls_server_config": {"client_auth_type": "Sometimes"}}, "client_auth_type"),
         ([1, 2], "must be a mapping"),
+        # A typo must not leave the endpoints open: refused, naming the key meant.
+        (
+            {"basic_auth_user": {"prometheus": HASH}},
+            "basic_auth_user: unknown key; did you mean 'basic_auth_users'?",
+        ),
+        # An exporter-toolkit setting kmedic does not implement is refused, not ignored.
+        (
+            {"tls_server_config": {"cert_file": "c", "key_file": "k", "min_version": "TLS13"}},
+            "tls_server_config.min_version: unknown key",
+        ),
+        ({"http_server_config": {"http2": False}}, "http_server_config: unknown key"),
     ],
 )
 def test_a_bad_web_config_is_named_at_start(tmp_path: Path, doc: object, problem: str) -> None:
