@@ -4,8 +4,11 @@ the budgets, what cannot be done refused with its reasons, and the ``Decision`` 
 The reasons of a refusal come in one order: the failing gates that hold the goal back, the
 partitions it could not place (the first ``MAX_BLOCKERS_LISTED``, then the exact search's
 account and how many more), the constraint violations of the plan as a whole, the budgets,
-and the goal's own reasons it cannot act. Constraints and budgets are judged only for a plan
-that places everything: a plan with a blocked partition is refused whole.
+and the goal's own reasons it cannot act. A plan with a blocked partition is refused whole -
+unless the goal is partial (the heal: redundancy restored where it can be is better than
+none): then the partitions it placed are judged and acted on as any plan, and the blocked
+ones are refused by name in the decision's ``unhealed`` (paged, as a refusal is). Gates still
+stop everything.
 """
 
 from __future__ import annotations
@@ -52,8 +55,11 @@ def finish(ctx: Context, outcome: Outcome) -> Decision:
 
 def _finish_proposal(ctx: Context, plan: Proposal) -> Decision:
     state = plan.state
-    reasons = [*plan.gates, *blocked_reasons(plan.blocked, plan.exact)]
-    if not plan.blocked:
+    # A gate that fails refuses the whole goal: nothing to split.
+    split = plan.partial and plan.move_count > 0 and not plan.gates
+    listed = blocked_reasons(plan.blocked, plan.exact)
+    reasons = [*plan.gates, *([] if split else listed)]
+    if not plan.blocked or split:
         changes = [(m.p, m.before, m.after) for m in plan.leader_moves]
         changes += [(m.p, m.before, m.after) for m in plan.replica_moves]
         reasons += gate_plan_constraints(check_plan(state, ctx.totals, changes))
@@ -64,7 +70,10 @@ def _finish_proposal(ctx: Context, plan: Proposal) -> Decision:
     if reasons:
         if plan.refusal_preface is not None:
             reasons.insert(0, plan.refusal_preface)
-        refused = refusal(plan.kind, reasons, ctx.before, ctx.before if plan.blocked else after)
+        if split:
+            reasons += listed
+        whole = plan.blocked and not split
+        refused = refusal(plan.kind, reasons, ctx.before, ctx.before if whole else after)
         return replace(refused, request=plan.request)
     return Decision(
         outcome="act",
@@ -77,6 +86,7 @@ def _finish_proposal(ctx: Context, plan: Proposal) -> Decision:
         loads_after=after,
         placement_violations=plan.placement_violations,
         request=plan.request,
+        unhealed=tuple(listed) if split else (),
     )
 
 

@@ -115,10 +115,11 @@ class Proposal:
     replica_moves: tuple[ReplicaMove, ...] = ()
     leader_moves: tuple[LeaderMove, ...] = ()
     bytes_to_move: int = 0
-    # Partitions the goal could not place, and the exact search's account of them: a heal is
-    # refused while any remains.
+    # Partitions the goal could not place, and the exact search's account of them. A partial
+    # goal (the heal) acts on the rest and refuses only these; any other is refused whole.
     blocked: tuple[Blocked, ...] = ()
     exact: str | None = None
+    partial: bool = False
     told: tuple[Reason, ...] = ()  # what an act says besides its actions
     gates: tuple[Reason, ...] = ()  # the failing gates that hold this goal back
     unmet: tuple[Reason, ...] = ()  # the goal's own reasons it cannot act (nothing moves)

@@ -5,8 +5,10 @@ the partition (Kafka recreates an offline replica only when the broker restarts)
 
 Partitions are handled largest first (then by name, so the plan is deterministic). Each dead
 replica goes to the best eligible broker (see ``manager.analyzer.placement``), and the load it
-brings is reserved on that broker at once, so one plan never overloads a target. All or nothing: if
-any replica finds no eligible broker the result carries every blocker and no moves are used.
+brings is reserved on that broker at once, so one plan never overloads a target. A partition
+whose replicas cannot all be placed is left as it was and listed as blocked, with why. The heal
+of dead brokers is partial (``partial=True``): it keeps the moves of every partition that could
+be placed. A drain is all or nothing: any blocked partition and it uses no moves.
 
 One replica at a time, an early choice can take the room a later partition needed. So when the
 greedy pass falls short - a partition finds no broker for a reason capacity explains, or a
@@ -53,9 +55,12 @@ class HealPlan:
     exact: str | None = None
 
 
-def plan_heal(state: ClusterState, leaving: frozenset[int] | None = None) -> HealPlan:
+def plan_heal(
+    state: ClusterState, leaving: frozenset[int] | None = None, *, partial: bool = False
+) -> HealPlan:
     """Reassign every replica of the dead brokers (or of ``leaving``: brokers being drained,
-    alive or not); ``blocked`` non-empty means refuse."""
+    alive or not). Blocked partitions keep their replicas; without ``partial`` any of them
+    empties the plan."""
     lost = Lost(frozenset(state.dead), state.offline) if leaving is None else Lost(leaving)
     plan = HealPlan()
     if not lost.brokers and not lost.offline:
@@ -75,7 +80,7 @@ def plan_heal(state: ClusterState, leaving: frozenset[int] | None = None) -> Hea
     if plan.blocked or short:
         # One replica at a time, an early choice can take the room a later one needed.
         _solve_exactly(state, affected, lost, plan, short)
-    if plan.blocked:
+    if plan.blocked and not partial:
         plan.moves.clear()
         plan.bytes_to_move = 0
     return plan

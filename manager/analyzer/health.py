@@ -75,12 +75,17 @@ def health_facts(snap: Snapshot) -> HealthFacts:
 
 def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]:
     """The alerts a decision keeps active: one per refusal reason (authority reasons are not
-    alerts: a standby is supposed to refuse), plus the audit failover. name -> sentence."""
+    alerts: a standby is supposed to refuse), one naming the partitions a partial heal left
+    unhealed, plus the audit failover. name -> sentence."""
     active: dict[str, str] = {}
     if decision.outcome == "refuse":
         for reason in decision.reasons:
             if reason.code not in AUTHORITY_CODES:
                 active.setdefault(f"refused:{reason.code}", reason.message)
+    if decision.unhealed:
+        # A partial heal: the rest is healed, these are refused, each named with its reason.
+        named = "; ".join(r.message for r in decision.unhealed)
+        active["refused:unhealed_partitions"] = f"partitions left unhealed: {named}"
     if audit_on_failover:
         active["audit_on_failover"] = "the audit topic cannot take records; writing to failover"
     return active
@@ -105,4 +110,11 @@ def next_grace_end_ms(snap: Snapshot) -> int | None:
 
 
 def heal_needed(snap: Snapshot) -> bool:
-    return any(not b.alive for b in snap.brokers)
+    """Some partition still has a replica to heal: on a dead broker, or offline on a live one.
+    A dead broker whose replicas were all moved needs nothing more."""
+    dead = {b.id for b in snap.brokers if not b.alive}
+    return any(
+        p.offline_replicas or not dead.isdisjoint(p.replicas)
+        for t in snap.topics
+        for p in t.partitions
+    )

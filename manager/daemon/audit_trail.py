@@ -106,7 +106,9 @@ class AuditTrail:
         self.record(
             "decision",
             f"{decision.outcome}: {decision.summary}",
-            reasons=[f"{r.code}: {r.message}" for r in decision.reasons] + why_dead,
+            reasons=[f"{r.code}: {r.message}" for r in decision.reasons]
+            + [f"unhealed: {r.code}: {r.message}" for r in decision.unhealed]
+            + why_dead,
             partitions=sorted({f"{a.topic}:{a.partition}" for a in decision.actions}),
             details={
                 "outcome": decision.outcome,

@@ -256,7 +256,10 @@ class Manager:
         running = sum(1 for m in active if m.status == "in_flight")
         decision = wait_for_plan(decision, running=running, queued=len(active) - running)
         self.metrics.record_decision(
-            decision.outcome, [r.code for r in decision.reasons], heal_needed=heal_needed(snap)
+            decision.outcome,
+            [r.code for r in (*decision.reasons, *decision.unhealed)],
+            heal_needed=heal_needed(snap),
+            unhealed=bool(decision.unhealed),
         )
         if decision.placement_violations is not None:  # a heal does not look: keep the last
             self.metrics.observe_placement(decision.placement_violations)

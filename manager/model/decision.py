@@ -112,6 +112,9 @@ class Decision:
     # The operator request this decision serves, and whether it found it finished.
     request: str | None = None
     request_done: bool = False
+    # A partial heal's partitions that cannot be healed, each with why: refused and paged
+    # while the rest is healed.
+    unhealed: tuple[Reason, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -125,6 +128,7 @@ class Decision:
             "reasons": [r.to_dict() for r in self.reasons],
             "actions": [a.to_dict() for a in self.actions],
             "bytes_to_move": self.bytes_to_move,
+            **({"unhealed": [r.to_dict() for r in self.unhealed]} if self.unhealed else {}),
             "loads": [
                 {
                     "broker": b,
@@ -141,6 +145,9 @@ class Decision:
         if self.reasons:
             lines.append("reasons:")
             lines += [f"  {r.code}: {r.message}" for r in self.reasons]
+        if self.unhealed:
+            lines.append("left unhealed (refused, paged):")
+            lines += [f"  {r.code}: {r.message}" for r in self.unhealed]
         if self.actions:
             lines.append(f"actions ({len(self.actions)}, {self.bytes_to_move} bytes to move):")
             lines += [f"  {a.describe()}" for a in self.actions[:max_actions]]

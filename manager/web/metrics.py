@@ -94,7 +94,8 @@ class ManagerMetrics:
         )
         self.refusing_to_heal = Gauge(
             "kmedic_refusing_to_heal",
-            "1 while healing is needed (dead brokers) but the manager refuses to act",
+            "1 while some partition needs healing (a replica on a dead broker or a failed disk) "
+            "and the manager refuses to heal it",
             c,
             registry=r,
         )
@@ -201,10 +202,17 @@ class ManagerMetrics:
         self.placement_violations.labels(self.cluster).set(violations)
 
     def record_decision(
-        self, outcome: Outcome, reasons: Iterable[str], *, heal_needed: bool | None = False
+        self,
+        outcome: Outcome,
+        reasons: Iterable[str],
+        *,
+        heal_needed: bool | None = False,
+        unhealed: bool = False,
     ) -> None:
-        """Count a decision; ``heal_needed=None`` (not known: the cluster could not be observed)
-        leaves the refusing-to-heal gauge as the last observed cycle set it."""
+        """Count a decision. Refusing to heal: some partition needs healing (``heal_needed``)
+        and the decision refuses, or heals partially (``unhealed``: some partitions refused).
+        ``heal_needed=None`` (not known: the cluster could not be observed) leaves the gauge
+        as the last observed cycle set it."""
         if outcome not in OUTCOMES:
             raise KmedicError(f"unknown decision outcome {outcome!r}; expected one of {OUTCOMES}")
         self.decisions.labels(self.cluster, outcome).inc()
@@ -213,9 +221,8 @@ class ManagerMetrics:
         for other in OUTCOMES:
             self.last_outcome.labels(self.cluster, other).set(1 if other == outcome else 0)
         if heal_needed is not None:
-            self.refusing_to_heal.labels(self.cluster).set(
-                1 if heal_needed and outcome == "refuse" else 0
-            )
+            refusing = heal_needed and (outcome == "refuse" or unhealed)
+            self.refusing_to_heal.labels(self.cluster).set(1 if refusing else 0)
 
     def record_action(self, action_type: str, result: str, count: int = 1) -> None:
         self.actions.labels(self.cluster, action_type, result).inc(count)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import parse_snapshot
 
@@ -90,3 +91,18 @@ def make(
     **extra: Any,
 ) -> Snapshot:
     return parse_snapshot(json.dumps(snapshot_dict(brokers, topics, policy=policy, **extra)))
+
+
+def unhealed_partitions(decision: Decision) -> set[tuple[str, int]]:
+    """The partitions a partial heal names as left unhealed (each reason starts with
+    ``topic:partition``; the exact search's account names none)."""
+    out = set()
+    for reason in decision.unhealed:
+        first = reason.message.split(" ", 1)[0].rstrip(":")
+        topic, sep, number = first.rpartition(":")
+        if sep and number.isdigit():
+            out.add((topic, int(number)))
+    assert not any(
+        r.message.endswith("more partitions cannot be placed") for r in decision.unhealed
+    )
+    return out

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 from manager_fakes import MemorySink
+from planner_fixtures import broker, make, part
 
-from manager.analyzer.health import alerts_for
+from manager.analyzer.health import alerts_for, heal_needed
 from manager.audit.log import AuditLog
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.rules import blind, degrade, wait_for_plan
 from manager.model.decision import Decision, Reason, Reassign
+from manager.model.snapshot import Snapshot
 from manager.web.metrics import ManagerMetrics
 
 MOVE = Reassign("t", 0, (1, 2), (2, 3))
@@ -105,3 +107,44 @@ def test_an_unknown_heal_need_keeps_the_refusing_to_heal_gauge() -> None:
     assert refusing() == 1
     metrics.record_decision("noop", [], heal_needed=False)
     assert refusing() == 0
+
+
+def test_a_partial_heal_keeps_refusing_to_heal_and_names_what_it_left() -> None:
+    metrics = ManagerMetrics("c")
+    metrics.record_decision("act", ["broker_dead", "no_live_replica"], heal_needed=True)
+    assert metrics.registry.get_sample_value("kmedic_refusing_to_heal", {"cluster": "c"}) == 0
+    metrics.record_decision("act", ["broker_dead"], heal_needed=True, unhealed=True)
+    assert metrics.registry.get_sample_value("kmedic_refusing_to_heal", {"cluster": "c"}) == 1
+    partial = Decision(
+        "act",
+        "heal",
+        "heal dead brokers 3: 1 partitions reassigned",
+        (Reason("broker_dead", "broker 3 is dead"),),
+        unhealed=(
+            Reason("no_live_replica", "gone:0 has no live leader to copy from"),
+            Reason("plan_violates_constraints", "pay:1: no broker of its isolation group"),
+        ),
+    )
+    alerts = alerts_for(partial, audit_on_failover=False)
+    assert list(alerts) == ["refused:unhealed_partitions"]
+    assert "gone:0 has no live leader" in alerts["refused:unhealed_partitions"]
+    assert "pay:1: no broker" in alerts["refused:unhealed_partitions"]
+
+
+def test_a_dead_broker_that_holds_nothing_needs_no_heal() -> None:
+    """After a heal the dead broker holds no replica: a refusal for stale loads (which only
+    holds back balancing) is not refusing to heal (it paged after every heal)."""
+    healed = make(
+        [broker(1, "/r1"), broker(2, "/r2"), broker(3, "/r1", alive=False)],
+        {"t": [part(0, [1, 2])]},
+    )
+    assert not heal_needed(healed)
+    still = make(
+        [broker(1, "/r1"), broker(2, "/r2"), broker(3, "/r1", alive=False)],
+        {"t": [part(0, [1, 3], alive={1, 2})]},
+    )
+    assert heal_needed(still)
+    disk = make([broker(1, "/r1"), broker(2, "/r2")], {"t": [part(0, [1, 2])]})
+    data = disk.model_dump()
+    data["topics"][0]["partitions"][0]["offline_replicas"] = [2]
+    assert heal_needed(Snapshot.model_validate(data))

@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from planner_fixtures import broker, make, part
+from planner_fixtures import broker, make, part, unhealed_partitions
 
 from manager.analyzer.health import health_facts
 from manager.analyzer.planner import decide
@@ -122,7 +122,10 @@ def test_a_heal_replaces_exactly_the_offline_replicas(snap: Snapshot) -> None:
     if decision.outcome == "refuse":
         return
     moved = {(m.topic, m.partition): m for m in _moves(decision)}
-    assert set(moved) == {k for k, v in lost.items() if v}
+    # A partial heal: each partition with a lost replica is moved, or refused by name.
+    unhealed = unhealed_partitions(decision)
+    assert set(moved) | unhealed == {k for k, v in lost.items() if v}
+    assert not set(moved) & unhealed
     for key, m in moved.items():
         assert set(m.replicas_from) - set(m.replicas_to) == lost[key]
         assert not (set(m.replicas_to) - set(m.replicas_from)) & lost[key]

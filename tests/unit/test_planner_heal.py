@@ -49,8 +49,10 @@ def test_heal_bytes_equal_the_dead_brokers_replica_bytes() -> None:
     assert decision.loads_after[6].disk_bytes == 0
 
 
-def test_all_or_nothing() -> None:
-    # Partition 1 is isolated to brokers {1, 6}: nowhere to go, so partition 0 does not move.
+def test_a_partial_heal_heals_what_it_can_and_refuses_the_rest_by_name() -> None:
+    # Topic "stuck" is isolated to brokers {1, 6}: nowhere to go. "ok" is healed all the same;
+    # "stuck:0" is refused by name (until the goals took one shape, one stuck partition kept
+    # every other one under-replicated).
     parts = {"ok": [part(0, [6, 1], alive=ALIVE)], "stuck": [part(0, [6, 1], alive=ALIVE)]}
     snap = make(
         _brokers(),
@@ -59,13 +61,38 @@ def test_all_or_nothing() -> None:
         isolation_groups=[{"name": "i", "topics": ["stuck"], "primary": "tiny"}],
     )
     decision = decide(snap)
-    assert decision.outcome == "refuse"
-    assert decision.actions == ()
-    assert decision.bytes_to_move == 0
-    assert "stuck:0" in decision.reasons[0].message
-    state = ClusterState(snap)
-    plan = plan_heal(state)
+    assert decision.outcome == "act" and decision.kind == "heal"
+    assert [(a.topic, a.partition) for a in decision.actions] == [("ok", 0)]
+    assert decision.bytes_to_move == snap.topics[0].partitions[0].size_bytes
+    assert "1 partitions cannot be healed" in decision.summary
+    assert [r.code for r in decision.unhealed] == ["plan_violates_constraints"]
+    assert "stuck:0" in decision.unhealed[0].message
+    assert "isolation" in decision.unhealed[0].message
+    assert decision.to_dict()["unhealed"] == [r.to_dict() for r in decision.unhealed]
+    assert "left unhealed (refused, paged):" in decision.render_text()
+    # The planner itself: partial on request; all or nothing otherwise (a drain).
+    assert len(plan_heal(ClusterState(snap), partial=True).moves) == 1
+    plan = plan_heal(ClusterState(snap))
     assert plan.moves == [] and len(plan.blocked) == 1
+
+
+def test_a_partition_with_no_live_replica_beside_healable_ones() -> None:
+    # "gone:0" lived only on dead broker 6: nothing to copy from. "ok:0" is healed.
+    parts = {"ok": [part(0, [6, 1], alive=ALIVE)], "gone": [part(0, [6], alive=ALIVE)]}
+    decision = decide(make(_brokers(), parts))
+    assert decision.outcome == "act"
+    assert [(a.topic, a.partition) for a in decision.actions] == [("ok", 0)]
+    assert [r.code for r in decision.unhealed] == ["no_live_replica"]
+    assert decision.unhealed[0].message.startswith("gone:0")
+
+
+def test_gates_still_stop_a_partial_heal() -> None:
+    # Too many dead brokers: nothing is healed, not even what could be placed.
+    parts = {"ok": [part(0, [6, 1], alive=ALIVE)], "gone": [part(0, [6], alive=ALIVE)]}
+    decision = decide(make(_brokers(), parts, policy={"max_dead_brokers": 0}))
+    assert decision.outcome == "refuse" and decision.actions == () and decision.unhealed == ()
+    codes = [r.code for r in decision.reasons]
+    assert codes[0] == "too_many_dead_brokers" and "no_live_replica" in codes
 
 
 def test_partition_without_live_leader_refuses() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from planner_fixtures import GB, MB, broker, part, snapshot_dict
+from planner_fixtures import GB, MB, broker, part, snapshot_dict, unhealed_partitions
 
 from manager.analyzer.planner import decide
 from manager.model.decision import Decision
@@ -172,12 +172,20 @@ def test_heal_moves_only_dead_broker_replicas(data: dict[str, Any]) -> None:
         assert gone and gone <= dead
         assert a["to"][0] == leaders[(a["topic"], a["partition"])], "the leader stays first"
         moved += len(gone) * sizes[(a["topic"], a["partition"])]
+    # A partial heal: every partition with a dead replica is moved, or refused by name.
+    unhealed = unhealed_partitions(decision)
     on_dead = sum(
         sizes[(t.name, p.partition)] * len(dead & set(p.replicas))
         for t in snap.topics
         for p in t.partitions
+        if (t.name, p.partition) not in unhealed
     )
     assert decision.bytes_to_move == moved == on_dead
+    touched = {(a.topic, a.partition) for a in decision.actions}
+    lost = {
+        (t.name, p.partition) for t in snap.topics for p in t.partitions if dead & set(p.replicas)
+    }
+    assert touched | unhealed == lost and not touched & unhealed
 
 
 @SETTINGS

@@ -19,7 +19,7 @@ class Heal:
 
     def propose(self, ctx: Context) -> Proposal | None:
         state = ctx.heal_state()
-        plan = plan_heal(state)
+        plan = plan_heal(state, partial=True)
         if not plan.moves and not plan.blocked:
             return None  # the dead brokers held no replica: nothing to heal
         failed = _failed_disks(state)
@@ -32,6 +32,8 @@ class Heal:
             f"heal {' and '.join(what)}: {len(plan.moves)} partitions reassigned, "
             f"{plan.bytes_to_move} bytes to copy"
         )
+        if plan.blocked and plan.moves:
+            summary += f"; {len(plan.blocked)} partitions cannot be healed (refused, paged)"
         told = [
             Reason("broker_dead", f"broker {b} is dead past its grace period; its replicas move")
             for b in state.dead
@@ -45,7 +47,7 @@ class Heal:
             )
             for b, n in failed.items()
         ]
-        if plan.exact is not None:
+        if plan.exact is not None and not plan.blocked:
             told.append(Reason("heal_exact_placement", plan.exact))
         if ctx.stale:
             told.append(
@@ -63,6 +65,7 @@ class Heal:
             bytes_to_move=plan.bytes_to_move,
             blocked=tuple(plan.blocked),
             exact=plan.exact,
+            partial=True,
             told=tuple(told),
             gates=ctx.heal_gates,
         )
