@@ -39,6 +39,7 @@ from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
 from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind, degrade, wait_for_plan
+from manager.daemon.warm_up import WarmUp
 from manager.daemon.zk_outage import ZkOutage
 from manager.executor.move_state import MoveState
 from manager.model.decision import Decision
@@ -51,9 +52,6 @@ from manager.web.status_page import status_document
 
 log = get_logger(__name__)
 
-# A fresh instance reads the stats and load topics to their ends before its first decision,
-# for at most this long: judged half-read, the loads look stale and a heal looks unneeded.
-WARM_UP_LIMIT_S = 30.0
 
 # A decision made on these loads does not go into the status page's load history.
 _STALE_LOADS: frozenset[ReasonCode] = frozenset({"stale_load_data", "heal_without_loads"})
@@ -84,10 +82,8 @@ class Manager:
         self.metrics = ManagerMetrics(cfg.cluster)
         self.server: MetricsServer | None = None
         self._stop = threading.Event()
-        self._started_at = self.clock.monotonic()
-        self._warm = False  # every feed was read to its end once (or the warm-up ran out)
-        self._reading: list[str] = []  # the topics the last cycle was still reading
-        self._last_cycle_ok = self._started_at
+        self._warm_up = WarmUp(self.clock.monotonic)
+        self._last_cycle_ok = self.clock.monotonic()
         self.last_decision: Decision | None = None
         self.last_snapshot: Snapshot | None = None
         self._moves_view: tuple[MoveState, ...] = ()
@@ -155,7 +151,7 @@ class Manager:
         return next_cycle_at(
             started,
             self.cfg.interval_s,
-            reading=bool(self._reading),
+            reading=bool(self._warm_up.reading),
             snap=snap,
             now_monotonic=clock.monotonic(),
             now_s=clock.time(),
@@ -226,7 +222,7 @@ class Manager:
             return CycleOutcome(
                 "blind", "blind: ZooKeeper is unreachable, so leadership cannot be proven"
             )
-        if reading := self._still_reading():
+        if reading := self._warm_up.still_reading(self.sources.feed_status):
             topics = ", ".join(reading)
             return CycleOutcome("wait", f"wait: reading {topics} to the end before deciding")
         try:
@@ -276,16 +272,6 @@ class Manager:
         self._last_cycle_ok = self.clock.monotonic()
         self.metrics.observe_cycle(self._last_cycle_ok - t0, self.clock.time())
         return outcome
-
-    def _still_reading(self) -> list[str]:
-        """The topics a fresh instance has not yet read to their end (empty once it has, or
-        once WARM_UP_LIMIT_S is over: then stale or missing records are judged as such)."""
-        if not self._warm:
-            behind = [f.topic for f in self.sources.feed_status() if not f.caught_up]
-            if not behind or self.clock.monotonic() - self._started_at >= WARM_UP_LIMIT_S:
-                self._warm = True
-            self._reading = [] if self._warm else behind
-        return self._reading
 
     def _refuse_blind(self, why: str) -> CycleOutcome:
         """A cycle that could not read the cluster: a standby only says so; the leader also

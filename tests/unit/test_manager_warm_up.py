@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from manager_fakes import Rig
 
-from manager.daemon.manager import WARM_UP_LIMIT_S
 from manager.daemon.pacing import MIN_CYCLE_GAP_S
+from manager.daemon.warm_up import WARM_UP_LIMIT_S
 from manager.monitor.feeds import FeedStatus
 
 
