@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from kmedic.config import load_config
 from kmedic.kafka_client import Cluster, KafkaClientSettings, one_cluster
 from manager.coordination.connection import CoordinationConfig
+from manager.coordination.mode_store import Mode
 from manager.executor.move_state import ExecutorConfig
 from manager.model.snapshot import Policy
 from manager.monitor.observe import CapacitySettings
@@ -62,6 +63,12 @@ class ManagerConfig(_Settings):
     )
     zookeeper: CoordinationConfig
     instance_id: str | None = Field(default=None, description="default: host-pid")
+    mode: Mode = Field(
+        default="act",
+        description="act, or observe: decide, audit would_act with the full plan and alert, "
+        "but write nothing to the cluster. `kmedic mode act|observe` switches every instance "
+        "at run time (ZooKeeper), overriding this",
+    )
     interval_s: float = Field(default=30.0, gt=0, description="seconds between cycles")
     stats_lookback_s: float = Field(
         default=3600.0, gt=0, description="how far back the stats topic is read at start"

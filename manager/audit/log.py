@@ -25,6 +25,7 @@ log = get_logger(__name__)
 
 AuditKind = Literal[
     "decision",
+    "would_act",  # a decision to act that observe mode kept from the cluster: the full plan
     "action_started",
     "action_progress",
     "action_completed",

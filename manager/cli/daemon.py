@@ -23,6 +23,13 @@ def register(sub: Any) -> None:
     manager = sub.add_parser("manager", help="run the manager daemon (heal, balance, or refuse)")
     manager.add_argument("--config", type=Path, required=True, help="manager YAML config")
     manager.add_argument("--once", action="store_true", help="run a single cycle and exit")
+    manager.add_argument(
+        "--mode",
+        choices=("act", "observe"),
+        default=None,
+        help="overrides the config's mode (observe: decide and audit, write nothing); "
+        "`kmedic mode` switches every instance at run time",
+    )
     manager.set_defaults(func=cmd_manager)
 
     snap = sub.add_parser("snapshot", help="save the cluster snapshot the manager would decide on")
@@ -38,6 +45,8 @@ def cmd_manager(args: argparse.Namespace) -> int:
     from manager.daemon.wiring import build_manager
 
     cfg = load_manager_config(args.config)
+    if args.mode is not None:
+        cfg = cfg.model_copy(update={"mode": args.mode})
     check_credentials(cfg.cluster_client, role="manager")
     if cfg.secondary_client is not None:
         check_credentials(cfg.secondary_client, role="manager (audit.secondary_kafka)")

@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from manager.coordination.mode_store import ModeRecord, mode_path, parse_mode
 from manager.coordination.placement_store import ZkConfigStore
 from manager.coordination.plan_store import StoredPlan, parse_stored_plan
 from manager.coordination.request_store import StoredRequest, read_requests
@@ -36,6 +37,7 @@ class CoordinationState:
     current_epoch: int
     leader: LeaderRecord | None  # None: nobody leads
     requests: tuple[StoredRequest, ...] = ()  # operator requests, oldest first
+    mode: ModeRecord | None = None  # switched at run time (kmedic mode); None: the config's
 
 
 def read_state(client: KazooClient, cluster: str, root: str) -> CoordinationState:
@@ -47,9 +49,11 @@ def read_state(client: KazooClient, cluster: str, root: str) -> CoordinationStat
         epoch_req = client.get_async(epoch_path)
         plan_req = client.get_async(plan_path)
         leader_req = client.get_async(leader_path)
+        mode_req = client.get_async(mode_path(base))
         placement = ZkConfigStore(client, cluster, root).load()
         requests = read_requests(client, base)
         epoch, plan, leader = _value(epoch_req), _value(plan_req), _value(leader_req)
+        mode = _value(mode_req)
     except (KazooException, KazooTimeoutError) as exc:
         raise CoordinationError(f"cannot read {base} from ZooKeeper: {exc!r}") from exc
     return CoordinationState(
@@ -60,6 +64,7 @@ def read_state(client: KazooClient, cluster: str, root: str) -> CoordinationStat
         current_epoch=0 if epoch is None else parse_epoch(epoch[0], epoch_path),
         leader=None if leader is None else parse_leader(leader[0], leader_path),
         requests=requests,
+        mode=None if mode is None else parse_mode(mode[0], mode_path(base)),
     )
 
 

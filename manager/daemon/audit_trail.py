@@ -104,7 +104,7 @@ class AuditTrail:
             if snap and b in evidence
         ]
         self.record(
-            "decision",
+            "would_act" if decision.would_act else "decision",
             f"{decision.outcome}: {decision.summary}",
             reasons=[f"{r.code}: {r.message}" for r in decision.reasons]
             + [f"unhealed: {r.code}: {r.message}" for r in decision.unhealed]

@@ -27,6 +27,7 @@ from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.gc_pause import collector_paused
+from manager.daemon.mode import OBSERVE_WHY, ModeTracker
 from manager.daemon.observation import (
     ClusterUnobservable,
     observe_cluster,
@@ -38,7 +39,7 @@ from manager.daemon.pacing import next_cycle_at
 from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
 from manager.daemon.requests import RequestFollower
-from manager.daemon.rules import blind, degrade, wait_for_plan
+from manager.daemon.rules import blind, degrade, observe_only, wait_for_plan
 from manager.daemon.warm_up import WarmUp
 from manager.daemon.zk_outage import ZkOutage
 from manager.executor.move_state import MoveState
@@ -91,6 +92,7 @@ class Manager:
         self._evidence: dict[int, DeathEvidence] = {}
         # Since when (wall clock) and for how many cycles ZooKeeper has been unreachable.
         self._zk_outage = ZkOutage()
+        self.mode = ModeTracker(cfg.mode)
         self.trail = AuditTrail(
             audit,
             self.metrics,
@@ -179,7 +181,8 @@ class Manager:
     def _may_step(self) -> bool:
         coord = self.coordinator
         return (
-            bool(self.executor.active())
+            self.mode.current == "act"  # observe mode writes nothing, moves included
+            and bool(self.executor.active())
             and coord.connected
             and coord.is_leader
             and not self.keeper.drop_moves.is_set()
@@ -240,7 +243,10 @@ class Manager:
             self._zk_outage.forget()  # the leader tells it
             return CycleOutcome("standby", standby_sentence(state, facts.dead_brokers))
         self._zk_outage.audit_if_over(self.trail, self.clock.time(), facts.dead_brokers)
-        self.keeper.lead(state.plan)
+        mode = self.mode.follow(state.mode, self.trail)
+        self.metrics.observe_mode(mode)
+        if mode == "act":  # observe mode writes nothing: no adopted move, no throttle removed
+            self.keeper.lead(state.plan)
         t_plan = self.clock.monotonic()
         with collector_paused():
             decided = decide(snap)
@@ -251,6 +257,8 @@ class Manager:
         active = self.executor.active()
         running = sum(1 for m in active if m.status == "in_flight")
         decision = wait_for_plan(decision, running=running, queued=len(active) - running)
+        if mode == "observe":
+            decision = observe_only(decision, OBSERVE_WHY)
         self.metrics.record_decision(
             decision.outcome,
             [r.code for r in (*decision.reasons, *decision.unhealed)],
@@ -368,6 +376,7 @@ class Manager:
             history=self.load_history.series(),
             history_span_ms=self.load_history.span_ms,
             now_monotonic=self.clock.monotonic(),
+            mode=self.mode.current,
         )
 
     def health(self) -> tuple[bool, dict[str, Any]]:
@@ -380,6 +389,7 @@ class Manager:
             "instance": self.instance,
             "leader": coord.is_leader,
             "epoch": coord.epoch,
+            "mode": self.mode.current,
             "zookeeper_connected": coord.connected,
             "audit_on_failover": self.audit.on_failover,
             "last_decision": self.last_decision.outcome if self.last_decision else None,

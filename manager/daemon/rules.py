@@ -61,3 +61,13 @@ def blind(why: str) -> Decision:
     return Decision(
         "refuse", None, "nothing is decided while the cluster cannot be observed", (reason,)
     )
+
+
+def observe_only(decision: Decision, why: str) -> Decision:
+    """Observe mode: a decision to act becomes a noop that keeps its whole plan - audited as
+    ``would_act`` - and nothing is written to the cluster. Every other decision stands."""
+    if decision.outcome != "act":
+        return decision
+    return replace(
+        decision, outcome="noop", summary=f"would act ({why}): {decision.summary}", would_act=why
+    )

@@ -115,6 +115,9 @@ class Decision:
     # A partial heal's partitions that cannot be healed, each with why: refused and paged
     # while the rest is healed.
     unhealed: tuple[Reason, ...] = ()
+    # Set when the planner would act and something stops it from acting (observe mode): why.
+    # The actions are kept, for the audit log's ``would_act`` record; nothing carries them out.
+    would_act: str | None = None
 
     @property
     def exit_code(self) -> int:

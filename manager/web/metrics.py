@@ -146,6 +146,13 @@ class ManagerMetrics:
             c,
             registry=r,
         )
+        self.mode = Gauge(
+            "kmedic_mode",
+            "1 for the mode the leader runs in (act, or observe: nothing is written to the "
+            "cluster), 0 for the other",
+            [*c, "mode"],
+            registry=r,
+        )
         self.is_leader = Gauge(
             "kmedic_is_leader", "1 when this instance leads and may act", c, registry=r
         )
@@ -250,6 +257,10 @@ class ManagerMetrics:
         self.is_leader.labels(self.cluster).set(1 if leading else 0)
         self.epoch.labels(self.cluster).set(epoch)
         self.zk_connected.labels(self.cluster).set(1 if zk_connected else 0)
+
+    def observe_mode(self, mode: str) -> None:
+        for other in ("act", "observe"):
+            self.mode.labels(self.cluster, other).set(1 if other == mode else 0)
 
     def observe_audit(self, on_failover: bool, spool_pending: int) -> None:
         self.audit_on_failover.labels(self.cluster).set(1 if on_failover else 0)

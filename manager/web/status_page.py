@@ -37,6 +37,7 @@ def status_document(
     history_span_ms: int = DEFAULT_SPAN_S * 1000,
     now_ms: int | None = None,
     now_monotonic: float | None = None,
+    mode: str = "act",
 ) -> dict[str, Any]:
     """``history``: LoadHistory.series(); ``now_monotonic``: the executor's clock, for how long
     each move has run."""
@@ -47,6 +48,7 @@ def status_document(
         "instance": instance,
         "leader": leader,
         "epoch": epoch,
+        "mode": mode,
         "generated_at_ms": now_ms if now_ms is not None else int(time.time() * 1000),
         "snapshot_taken_at_ms": snapshot.taken_at if snapshot else None,
         "last_decision": {
@@ -159,6 +161,15 @@ def _table(headers: list[str], rows: list[list[str]], empty: str) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _mode_banner(mode: str) -> str:
+    if mode != "observe":
+        return "<p id='mode'>mode: act</p>"
+    return (
+        "<p id='mode'><strong>mode: observe</strong>: kmedic decides and audits what it "
+        "would do (would_act), and writes nothing to the cluster</p>"
+    )
+
+
 def render_html(doc: Mapping[str, Any]) -> str:
     decision = doc["last_decision"]
     role = f"leader, epoch {doc['epoch']}" if doc["leader"] else "standby"
@@ -174,6 +185,7 @@ def render_html(doc: Mapping[str, Any]) -> str:
         f"<h1>kmedic: cluster {html.escape(doc['cluster'])}</h1>",
         f"<p>instance {html.escape(doc['instance'])} ({html.escape(role)}); snapshot "
         f"{_ms(doc['snapshot_taken_at_ms'])}; page {_ms(doc['generated_at_ms'])}</p>",
+        _mode_banner(str(doc.get("mode", "act"))),
         _section("decision", "Last decision", _decision(decision)),
         _section(
             "alerts",

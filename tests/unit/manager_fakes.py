@@ -12,6 +12,7 @@ from kmedic.brokerstats import BrokerStats
 from kmedic.metadata import BrokerNode, PartitionInfo
 from manager.audit.log import AuditLog, AuditRecord
 from manager.config import ManagerConfig
+from manager.coordination.mode_store import ModeRecord
 from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.request_store import RequestState, StoredRequest
@@ -191,6 +192,7 @@ class FakeCoordinator:
         self.plans = FakePlans(self)
         self.requests = FakeRequests()
         self.open_requests: tuple[StoredRequest, ...] = ()
+        self.mode: ModeRecord | None = None  # what `kmedic mode` stored
         self.reads = 0
         self.callbacks: dict[str, Callable[..., None] | None] = {}
 
@@ -215,7 +217,7 @@ class FakeCoordinator:
             raise self.read_error
         leader = LeaderRecord(instance="m1" if self.is_leader else "m2", epoch=self.epoch)
         return CoordinationState(
-            PlacementConfig(), self.stored, self.epoch, leader, self.open_requests
+            PlacementConfig(), self.stored, self.epoch, leader, self.open_requests, self.mode
         )
 
     # what ZooKeeper would tell the coordinator

@@ -1,0 +1,48 @@
+"""`kmedic mode [act|observe]`: show or switch the mode every manager instance of a cluster
+runs in (manager/coordination/mode_store.py). ``observe``: decide, audit ``would_act`` with
+the full plan and alert as usual, but write nothing to the cluster - how an operator adopts
+kmedic (docs/operations.md). The leading manager picks a switch up at its next cycle and
+audits it."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import socket
+from typing import Any
+
+from manager.cli.zk_args import common_parser, zk_target
+from manager.coordination.mode_store import read_mode, set_mode
+from manager.coordination.session import zk_session
+from manager.coordination.znodes import manager_path
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "mode",
+        parents=[common_parser()],
+        help="show or switch the managers' mode: act, or observe (write nothing)",
+        description=__doc__,
+    )
+    p.add_argument("mode", nargs="?", choices=("act", "observe"), help="the mode to switch to")
+    p.add_argument("--why", default="", help="a note for the audit log")
+    p.set_defaults(func=_mode)
+
+
+def _mode(args: argparse.Namespace) -> int:
+    target = zk_target(args)
+    base = manager_path(target.root, target.cluster)
+    with zk_session(target.zk_connect, auth=target.auth) as client:
+        if args.mode is None:
+            record = read_mode(client, base)
+        else:
+            by = f"{getpass.getuser()}@{socket.gethostname()}"
+            record = set_mode(client, base, args.mode, by, args.why)
+    if args.json:
+        print(json.dumps(record.model_dump() if record else None, sort_keys=True))
+    elif record is None:
+        print("mode: not set in ZooKeeper; each manager runs in its config's mode (default act)")
+    else:
+        print(f"mode: {record.sentence()}")
+    return 0

@@ -1,0 +1,73 @@
+"""The manager's mode, switched at run time: ``<root>/<cluster>/manager/mode`` holds
+``{"mode", "by", "set_ms", "why"}``, written by ``kmedic mode act|observe`` on a plain session.
+
+Without the znode every instance runs in the mode of its config (``mode:``, default ``act``).
+With it, every instance reads the same mode in its cycle's one ZooKeeper read, so a switch
+reaches the leader and survives a failover; the leader audits each change it sees. The
+operator's command writes it (an operator's act, like a request: not fenced by an epoch).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Literal
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from manager.coordination.znodes import CoordinationError, decode_json, field_problems
+
+Mode = Literal["act", "observe"]
+
+
+class ModeRecord(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    mode: Mode
+    by: str = ""
+    set_ms: int = Field(default=0, ge=0)
+    why: str = ""
+
+    def sentence(self) -> str:
+        said = f": {self.why}" if self.why else ""
+        return f"{self.mode}, set by {self.by or 'an operator'}{said}"
+
+
+def mode_path(base: str) -> str:
+    return f"{base}/mode"
+
+
+def parse_mode(data: bytes, path: str) -> ModeRecord:
+    """The mode znode's record; anything else there is a CoordinationError naming it."""
+    try:
+        return ModeRecord.model_validate(decode_json(data, path))
+    except ValidationError as exc:
+        raise CoordinationError(f"{path} holds no valid mode: {field_problems(exc)}") from exc
+
+
+def read_mode(client: KazooClient, base: str) -> ModeRecord | None:
+    path = mode_path(base)
+    try:
+        data, _ = client.get(path)
+    except NoNodeError:
+        return None
+    except (KazooException, KazooTimeoutError) as exc:
+        raise CoordinationError(f"cannot read {path}: {exc!r}") from exc
+    return parse_mode(data, path)
+
+
+def set_mode(client: KazooClient, base: str, mode: Mode, by: str, why: str) -> ModeRecord:
+    record = ModeRecord(mode=mode, by=by, set_ms=int(time.time() * 1000), why=why)
+    path = mode_path(base)
+    payload = json.dumps(record.model_dump(), sort_keys=True).encode()
+    try:
+        if client.exists(path) is None:
+            client.create(path, payload, makepath=True)
+        else:
+            client.set(path, payload)
+    except (KazooException, KazooTimeoutError) as exc:
+        raise CoordinationError(f"cannot write {path}: {exc!r}") from exc
+    return record
