@@ -154,3 +154,14 @@ def actions_of(plan: Proposal) -> tuple[Action, ...]:
         Reassign(state.topic[m.p], state.number[m.p], m.before, m.after) for m in plan.replica_moves
     ]
     return tuple(actions)
+
+
+def held_back(decision: Decision, why: str) -> Decision:
+    """A decision to act that something keeps from the cluster (a goal's switch, observe
+    mode): a noop that keeps its whole plan, to be audited as ``would_act``. Any other
+    decision stands."""
+    if decision.outcome != "act":
+        return decision
+    return replace(
+        decision, outcome="noop", summary=f"would act ({why}): {decision.summary}", would_act=why
+    )

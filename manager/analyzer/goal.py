@@ -164,3 +164,12 @@ class Goal(Protocol):
 
     def propose(self, ctx: Context) -> Outcome | None:
         """What it would do; None hands the cycle to the next goal."""
+
+    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+        """The switches (``policy.goals``) that are off and hold this proposal back."""
+
+
+def leadership_switch(ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+    """A proposal that moves leadership needs ``leadership_moves`` on."""
+    off = proposed.leader_moves and not ctx.snap.policy.goals.leadership_moves
+    return ("leadership_moves",) if off else ()

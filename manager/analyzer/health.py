@@ -86,9 +86,17 @@ def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]
         # A partial heal: the rest is healed, these are refused, each named with its reason.
         named = "; ".join(r.message for r in decision.unhealed)
         active["refused:unhealed_partitions"] = f"partitions left unhealed: {named}"
+    if switched_off(decision):
+        # Work kmedic sees and may not do: the switch that holds it back is named.
+        active[f"disabled:{decision.kind}"] = decision.summary
     if audit_on_failover:
         active["audit_on_failover"] = "the audit topic cannot take records; writing to failover"
     return active
+
+
+def switched_off(decision: Decision) -> bool:
+    """A decision to act that a goal's switch keeps from the cluster (not observe mode)."""
+    return (decision.would_act or "").startswith("disabled by")
 
 
 def in_grace(snap: Snapshot) -> list[int]:

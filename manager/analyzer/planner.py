@@ -13,9 +13,9 @@ Pure: the same snapshot always gives the same decision.
 
 from __future__ import annotations
 
-from manager.analyzer.finish import finish
+from manager.analyzer.finish import finish, held_back
 from manager.analyzer.gates import failing_gates
-from manager.analyzer.goal import Context, Goal, Held, Outcome, Settled
+from manager.analyzer.goal import Context, Goal, Held, Outcome, Proposal, Settled
 from manager.analyzer.goals.balance import BALANCE
 from manager.analyzer.goals.heal import HEAL
 from manager.analyzer.goals.placement_told import placement_reasons
@@ -45,8 +45,16 @@ def decide(snap: Snapshot) -> Decision:
         return finish(ctx, _hold_for_own_moves(ctx))
     for goal in GOALS:
         if goal.applies(ctx) and (proposed := goal.propose(ctx)) is not None:
-            return finish(ctx, proposed)
+            decision = finish(ctx, proposed)
+            off = goal.disabled_by(ctx, proposed) if isinstance(proposed, Proposal) else ()
+            if off:  # decided and audited, never carried out; nothing after it runs
+                return held_back(decision, disabled_why(off))
+            return decision
     return finish(ctx, _at_rest(ctx))
+
+
+def disabled_why(switches: tuple[str, ...]) -> str:
+    return "disabled by " + ", ".join(f"policy.goals.{s}" for s in switches)
 
 
 def _hold_for_own_moves(ctx: Context) -> Outcome:

@@ -20,7 +20,7 @@ from typing import Any
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
-from manager.analyzer.health import alerts_for, heal_needed, health_facts
+from manager.analyzer.health import alerts_for, heal_needed, health_facts, switched_off
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
@@ -264,6 +264,8 @@ class Manager:
             [r.code for r in (*decision.reasons, *decision.unhealed)],
             heal_needed=heal_needed(snap),
             unhealed=bool(decision.unhealed),
+            would_act=decision.would_act,
+            heal_disabled=decision.kind == "heal" and switched_off(decision),
         )
         if decision.placement_violations is not None:  # a heal does not look: keep the last
             self.metrics.observe_placement(decision.placement_violations)

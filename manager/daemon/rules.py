@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from manager.analyzer.finish import held_back
 from manager.model.decision import Decision, Outcome, Reason
 
 
@@ -66,8 +67,4 @@ def blind(why: str) -> Decision:
 def observe_only(decision: Decision, why: str) -> Decision:
     """Observe mode: a decision to act becomes a noop that keeps its whole plan - audited as
     ``would_act`` - and nothing is written to the cluster. Every other decision stands."""
-    if decision.outcome != "act":
-        return decision
-    return replace(
-        decision, outcome="noop", summary=f"would act ({why}): {decision.summary}", would_act=why
-    )
+    return held_back(decision, why)

@@ -148,6 +148,30 @@ class Limits(_Frozen):
     disk_fraction: float = Field(default=0.85, gt=0, le=1)
 
 
+class GoalSwitches(_Frozen):
+    """One switch per capability (docs/planner.md, "Goals"). A goal switched off is still
+    decided every cycle; a decision it would act on is audited as ``would_act``, disabled by
+    its switch, and nothing it planned is carried out (nor anything after it that cycle).
+    The calm-cluster goals keep their own opt-in flags, ``even_spread`` and
+    ``repair_placement``: off, they are not planned at all (what they would address is
+    reported every cycle anyway)."""
+
+    heal_dead_brokers: bool = Field(
+        default=True, description="move the replicas of brokers dead past their grace period"
+    )
+    heal_failed_disks: bool = Field(
+        default=True, description="move replicas offline on a live broker (a failed log dir)"
+    )
+    operator_requests: bool = Field(
+        default=True, description="carry out drain, fill and demote requests"
+    )
+    balance: bool = Field(default=True, description="shed load from brokers over their limits")
+    leadership_moves: bool = Field(
+        default=True,
+        description="plans that move leadership (balance, demote, even network load)",
+    )
+
+
 class Policy(_Frozen):
     placement: PlacementKind = "rack"
     enforce_min_racks: bool = False
@@ -195,6 +219,7 @@ class Policy(_Frozen):
     # largest dead-broker count allowed; an hour allows two such heals, and no more.
     max_moves_per_cycle: int = Field(default=2_000, ge=0)
     max_moves_per_hour: int = Field(default=4_000, ge=0)
+    goals: GoalSwitches = GoalSwitches()
 
 
 RequestKind = Literal["drain", "fill", "demote"]

@@ -77,6 +77,12 @@ class ManagerMetrics:
             [*c, "explained"],
             registry=r,
         )
+        self.would_act = Counter(
+            "kmedic_would_act",
+            "Decisions to act kept from the cluster, by why: observe mode, or a goal's switch",
+            [*c, "why"],
+            registry=r,
+        )
         self.decisions = Counter(
             "kmedic_decisions", "Cycle decisions by outcome", [*c, "outcome"], registry=r
         )
@@ -215,20 +221,26 @@ class ManagerMetrics:
         *,
         heal_needed: bool | None = False,
         unhealed: bool = False,
+        would_act: str | None = None,
+        heal_disabled: bool = False,
     ) -> None:
         """Count a decision. Refusing to heal: some partition needs healing (``heal_needed``)
-        and the decision refuses, or heals partially (``unhealed``: some partitions refused).
+        and the decision refuses, heals partially (``unhealed``: some partitions refused), or
+        would heal but a switch keeps it from doing so (``heal_disabled``). ``would_act``:
+        why a decision to act was kept from the cluster, counted.
         ``heal_needed=None`` (not known: the cluster could not be observed) leaves the gauge
         as the last observed cycle set it."""
         if outcome not in OUTCOMES:
             raise KmedicError(f"unknown decision outcome {outcome!r}; expected one of {OUTCOMES}")
         self.decisions.labels(self.cluster, outcome).inc()
+        if would_act is not None:
+            self.would_act.labels(self.cluster, would_act).inc()
         for reason in sorted(set(reasons)):
             self.decision_reasons.labels(self.cluster, outcome, reason).inc()
         for other in OUTCOMES:
             self.last_outcome.labels(self.cluster, other).set(1 if other == outcome else 0)
         if heal_needed is not None:
-            refusing = heal_needed and (outcome == "refuse" or unhealed)
+            refusing = heal_needed and (outcome == "refuse" or unhealed or heal_disabled)
             self.refusing_to_heal.labels(self.cluster).set(1 if refusing else 0)
 
     def record_action(self, action_type: str, result: str, count: int = 1) -> None:

@@ -469,18 +469,67 @@ def test_two_dead_brokers_over_the_maximum_are_refused(
     )
 
 
+# What kmedic writes to a cluster, as the brokers count the requests they receive.
+WRITE_REQUESTS = (
+    "AlterPartitionReassignments",
+    "IncrementalAlterConfigs",
+    "ElectLeaders",
+    "AlterReplicaLogDirs",
+)
+
+
+def cluster_writes(h: Harness, brokers: list[int]) -> dict[str, float]:
+    """Requests of each write type the brokers received (their JMX exporters' counters)."""
+    totals = dict.fromkeys(WRITE_REQUESTS, 0.0)
+    for b in brokers:
+        port = h.cluster.broker(b).exporter_port
+        assert port is not None
+        for request in WRITE_REQUESTS:
+            seen = metric(port, "kafka_network_requestmetrics_requests_total", request=request)
+            assert seen is not None, f"broker {b}'s exporter does not answer"
+            totals[request] += seen
+    return totals
+
+
+def set_mode(h: Harness, mode: str) -> None:
+    where = ["--zk", h.cluster.zk_connect, "--cluster", h.pipeline.cluster_name]
+    done = kmedic_process("mode", mode, "--why", "e2e", *where, timeout=60)
+    assert done.returncode == 0, done.stderr
+    wait_for(lambda: h.metric("kmedic_mode", mode=mode) == 1, timeout=30, what=f"{mode} mode")
+
+
 def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harness) -> None:
+    """First in observe mode: the heal is decided and audited as would_act and the brokers
+    receive no write request; then `kmedic mode act` lets it heal."""
     h = harness
     victim = 3
     h.quiesce()
     start_ms = int(time.time() * 1000)
     hosted = [k for k, (r, _) in h.partitions().items() if victim in r]
     assert hosted, "the victim hosts replicas of the test topics"
+    set_mode(h, "observe")
+    survivors = [b for b in h.cluster.broker_ids if b != victim]
+    writes_before = cluster_writes(h, survivors)
     killed_at = time.monotonic()
     h.cluster.kill(victim)
     wait_for(lambda: victim not in h.live_brokers(), timeout=SESSION_S + 30, what="broker 3 fenced")
     absent_at = time.monotonic()
     try:
+
+        def would_act() -> list[AuditRecord]:
+            found = [r for r in h.records(start_ms) if r.kind == "would_act"]
+            return found if len(found) >= 2 else []  # two cycles observed
+
+        observed = wait_for(
+            would_act, timeout=GRACE_S + 4 * CYCLE_S + 30, what="the heal decided as would_act"
+        )
+        assert "would act (observe mode): heal dead brokers 3" in observed[0].summary
+        planned = {(a["topic"], a["partition"]) for a in observed[0].details["actions"]}
+        assert set(hosted) <= planned  # the full plan is in the audit log
+        assert not [r for r in h.records(start_ms) if r.kind.startswith("action_")]
+        assert cluster_writes(h, survivors) == writes_before, "observe mode wrote to the cluster"
+        assert reassignments_in_progress(h) == 0
+        set_mode(h, "act")
 
         def started() -> list[AuditRecord]:
             return [
@@ -545,7 +594,15 @@ def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harn
         assert any(r["kind"] == "action_completed" for r in status["recent_audit"])
         page = urllib.request.urlopen(base + "/status", timeout=10).read().decode()
         assert "DEAD since" in page and "action_completed" in page
+        # The counters that stayed still in observe mode see kmedic's writes once it acts.
+        after = cluster_writes(h, survivors)
+        assert after["AlterPartitionReassignments"] > writes_before["AlterPartitionReassignments"]
+        switched = [r for r in records if r.summary.startswith("mode observe -> act")]
+        assert len(switched) == 1 and "set by `kmedic mode`" in switched[0].summary
     finally:
+        # Back to act for the next tests, without waiting on a manager that may have failed.
+        where = ["--zk", h.cluster.zk_connect, "--cluster", h.pipeline.cluster_name]
+        kmedic_process("mode", "act", *where, timeout=60)
         h.restore()
 
 

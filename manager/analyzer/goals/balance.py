@@ -4,7 +4,7 @@ second (``manager.analyzer.balance``). Needs fresh loads: every failing gate hol
 from __future__ import annotations
 
 from manager.analyzer.balance import BalancePlan, plan_balance
-from manager.analyzer.goal import Context, Proposal
+from manager.analyzer.goal import Context, Proposal, leadership_switch
 from manager.analyzer.goals.placement_told import placement_reasons
 from manager.model.decision import Reason
 
@@ -18,6 +18,10 @@ class BalanceLimits:
     def propose(self, ctx: Context) -> Proposal:
         plan = plan_balance(ctx.state, ctx.move_budget())
         return balance_proposal(ctx, plan, ctx.gates, ctx.over, ())
+
+    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+        off = () if ctx.snap.policy.goals.balance else ("balance",)
+        return off + leadership_switch(ctx, proposed)
 
 
 def balance_proposal(

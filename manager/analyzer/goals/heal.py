@@ -70,6 +70,15 @@ class Heal:
             gates=ctx.heal_gates,
         )
 
+    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+        switches = ctx.snap.policy.goals
+        off = []
+        if proposed.state.dead and not switches.heal_dead_brokers:
+            off.append("heal_dead_brokers")
+        if proposed.state.offline and not switches.heal_failed_disks:
+            off.append("heal_failed_disks")
+        return tuple(off)
+
 
 def _failed_disks(state: ClusterState) -> dict[int, int]:
     """Live brokers with offline replicas, and how many each."""

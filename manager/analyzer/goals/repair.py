@@ -15,6 +15,9 @@ MAX_EXAMPLES = 5
 class RepairPlacement:
     name = "repair_placement"
 
+    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+        return ()  # its switch is policy.repair_placement: off, it is not planned
+
     def applies(self, ctx: Context) -> bool:
         return ctx.snap.policy.repair_placement and ctx.calm
 

@@ -15,7 +15,7 @@ balance, through the same gates, budgets and checks as everything else
 from __future__ import annotations
 
 from manager.analyzer.demote import plan_demote
-from manager.analyzer.goal import Context, Proposal, Settled
+from manager.analyzer.goal import Context, Proposal, Settled, leadership_switch
 from manager.analyzer.heal import plan_heal
 from manager.analyzer.spread import below_band, plan_fill
 from manager.model.decision import Reason
@@ -37,6 +37,10 @@ class OperatorRequests:
         if request.kind == "demote":
             return _demote(ctx, request)
         return _fill(ctx, request)
+
+    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+        off = () if ctx.snap.policy.goals.operator_requests else ("operator_requests",)
+        return off + leadership_switch(ctx, proposed)
 
 
 def _what(request: OperatorRequest) -> str:

@@ -5,7 +5,7 @@ leadership first; one uneven in disk share or replica count by replica moves."""
 from __future__ import annotations
 
 from manager.analyzer.balance import plan_balance
-from manager.analyzer.goal import Context, Proposal, Settled
+from manager.analyzer.goal import Context, Proposal, Settled, leadership_switch
 from manager.analyzer.goals.balance import balance_proposal
 from manager.analyzer.spread import plan_spread
 from manager.model.decision import Reason
@@ -26,9 +26,15 @@ class EvenNetwork:
         why = tuple(Reason("uneven_spread", o.sentence()) for o in ctx.uneven[:MAX_EXAMPLES])
         return balance_proposal(ctx, plan, (), {}, why)
 
+    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+        return leadership_switch(ctx, proposed)  # policy.even_spread off: not planned
+
 
 class EvenSpread:
     name = "even_spread"
+
+    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+        return ()  # its switch is policy.even_spread: off, it is not planned
 
     def applies(self, ctx: Context) -> bool:
         return ctx.calm and bool(ctx.uneven)
