@@ -20,14 +20,13 @@ from typing import Any
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
-from manager.analyzer.health import alerts_for, heal_needed, health_facts, switched_off
-from manager.analyzer.planner import decide
+from manager.analyzer.health import alerts_for, heal_needed, health_facts
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
 from manager.daemon.audit_trail import AuditTrail
-from manager.daemon.gc_pause import collector_paused
-from manager.daemon.mode import OBSERVE_WHY, ModeTracker
+from manager.daemon.deciding import decide_cycle
+from manager.daemon.mode import ModeTracker
 from manager.daemon.observation import (
     ClusterUnobservable,
     observe_cluster,
@@ -39,7 +38,8 @@ from manager.daemon.pacing import next_cycle_at
 from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
 from manager.daemon.requests import RequestFollower
-from manager.daemon.rules import blind, degrade, observe_only, wait_for_plan
+from manager.daemon.rules import blind
+from manager.daemon.settling import MonotonicView
 from manager.daemon.warm_up import WarmUp
 from manager.daemon.zk_outage import ZkOutage
 from manager.executor.move_state import MoveState
@@ -102,7 +102,8 @@ class Manager:
         )
         self.requests = RequestFollower(coordinator, self.trail, self.metrics)
         self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
-        executor.on_event = self.trail.move_event
+        self.view = MonotonicView(self.trail)
+        executor.on_event = self._move_event
         coordinator.watch(
             on_leadership_acquired=self._on_leadership_acquired,
             on_leadership_lost=self._on_leadership_lost,
@@ -153,7 +154,7 @@ class Manager:
         return next_cycle_at(
             started,
             self.cfg.interval_s,
-            reading=bool(self._warm_up.reading),
+            reading=bool(self._warm_up.reading) or self.view.waiting,  # look again soon
             snap=snap,
             now_monotonic=clock.monotonic(),
             now_s=clock.time(),
@@ -247,28 +248,19 @@ class Manager:
         self.metrics.observe_mode(mode)
         if mode == "act":  # observe mode writes nothing: no adopted move, no throttle removed
             self.keeper.lead(state.plan)
-        t_plan = self.clock.monotonic()
-        with collector_paused():
-            decided = decide(snap)
-        decision = degrade(
-            decided, audit_on_failover=self.audit.on_failover, coordination_reliable=coord.may_act()
+        snap, stale = self.view.settle(snap, lambda: self._snapshot(state), self.clock.monotonic())
+        if stale is not None:
+            return CycleOutcome("wait", f"wait: {stale}")
+        decision, plan_s = decide_cycle(
+            snap,
+            self.clock.monotonic,
+            audit_on_failover=self.audit.on_failover,
+            coordination_reliable=coord.may_act(),
+            active=self.executor.active(),
+            mode=mode,
         )
-        self.metrics.observe_plan(self.clock.monotonic() - t_plan)
-        active = self.executor.active()
-        running = sum(1 for m in active if m.status == "in_flight")
-        decision = wait_for_plan(decision, running=running, queued=len(active) - running)
-        if mode == "observe":
-            decision = observe_only(decision, OBSERVE_WHY)
-        self.metrics.record_decision(
-            decision.outcome,
-            [r.code for r in (*decision.reasons, *decision.unhealed)],
-            heal_needed=heal_needed(snap),
-            unhealed=bool(decision.unhealed),
-            would_act=decision.would_act,
-            heal_disabled=decision.kind == "heal" and switched_off(decision),
-        )
-        if decision.placement_violations is not None:  # a heal does not look: keep the last
-            self.metrics.observe_placement(decision.placement_violations)
+        self.metrics.observe_plan(plan_s)
+        self.metrics.observe_decision(decision, heal_needed=heal_needed(snap))
         self.trail.decision(decision, snap, self._evidence)
         self.trail.alerts(alerts_for(decision, audit_on_failover=self.audit.on_failover))
         outcome = CycleOutcome.of(decision)
@@ -343,6 +335,11 @@ class Manager:
         oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
         self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.timed_out))
 
+    def _move_event(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
+        self.trail.move_event(kind, state, details)
+        if kind == "action_completed":
+            self.view.moves.completed(state.move, self.clock.monotonic())
+
     def _on_leadership_acquired(self, epoch: int) -> None:
         self.keeper.adopt.set()
         self._observe_leadership()  # at once, not at the next cycle (30 s by default)
@@ -352,6 +349,7 @@ class Manager:
         # the reassignments already issued.
         log.warning("leadership_lost", reason=reason)
         self.keeper.drop_moves.set()
+        self.view.moves.forget()
         self._observe_leadership()
 
     def _observe_leadership(self) -> None:

@@ -24,6 +24,8 @@ from kmedic.errors import KmedicError
 from kmedic.http_server import HttpServer, Reply, Route
 from kmedic.logging import get_logger
 from kmedic.web_config import WebConfig
+from manager.analyzer.health import switched_off
+from manager.model.decision import Decision
 from manager.web.status_page import render_html
 
 log = get_logger(__name__)
@@ -242,6 +244,19 @@ class ManagerMetrics:
         if heal_needed is not None:
             refusing = heal_needed and (outcome == "refuse" or unhealed or heal_disabled)
             self.refusing_to_heal.labels(self.cluster).set(1 if refusing else 0)
+
+    def observe_decision(self, decision: Decision, *, heal_needed: bool) -> None:
+        """Everything a leader's decision tells the metrics."""
+        self.record_decision(
+            decision.outcome,
+            [r.code for r in (*decision.reasons, *decision.unhealed)],
+            heal_needed=heal_needed,
+            unhealed=bool(decision.unhealed),
+            would_act=decision.would_act,
+            heal_disabled=decision.kind == "heal" and switched_off(decision),
+        )
+        if decision.placement_violations is not None:  # a heal does not look: keep the last
+            self.observe_placement(decision.placement_violations)
 
     def record_action(self, action_type: str, result: str, count: int = 1) -> None:
         self.actions.labels(self.cluster, action_type, result).inc(count)

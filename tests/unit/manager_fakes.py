@@ -93,6 +93,8 @@ class FakeSources:
         self.calls: list[dict[str, Any]] = []
         self.feeds: list[FeedStatus] = []
         self.stats_age_ms = 0  # how old the agents' newest stats are
+        # Replica lists the metadata shows instead of the initial ones (moves it has seen).
+        self.replicas: dict[tuple[str, int], tuple[int, ...]] = {}
 
     def start(self) -> FakeSources:
         return self
@@ -124,11 +126,9 @@ class FakeSources:
         def isr(replicas: tuple[int, ...]) -> tuple[int, ...]:
             return tuple(b for b in replicas if b in live)
 
-        partitions = [
-            PartitionInfo("t", 0, 1, (1, 2, 3), isr((1, 2, 3))),
-            PartitionInfo("t", 1, 2, (2, 3, 4), isr((2, 3, 4))),
-            PartitionInfo("t", 2, 3, (3, 4, 1), isr((3, 4, 1))),
-        ]
+        replicas = {0: (1, 2, 3), 1: (2, 3, 4), 2: (3, 4, 1)}
+        replicas.update({p: r for (_, p), r in self.replicas.items()})
+        partitions = [PartitionInfo("t", p, r[0], r, isr(r)) for p, r in sorted(replicas.items())]
         reported = now_ms - self.stats_age_ms
         agents = {
             b: AgentView(latest=s, last_healthy_ms=reported, healthy=s)
@@ -282,6 +282,8 @@ class FakeExecutor:
             if self._complete:
                 state.status = "completed"
                 self.owned = ThrottleRecord()
+                if self.on_event is not None:
+                    self.on_event("action_completed", state, {})
             elif state in pending:
                 state.status = "in_flight"
                 state.started_at = 100.0

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from manager_fakes import Rig
 
-import manager.daemon.manager as manager_module
+import manager.daemon.deciding as deciding
 from manager.daemon.gc_pause import collector_paused
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
@@ -48,13 +48,13 @@ def test_the_daemon_decides_with_the_collector_paused(
     rig = Rig(tmp_path)
     rig.sources.dead = {4}
     seen: list[bool] = []
-    real = manager_module.decide
+    real = deciding.decide
 
     def watched(snap: Snapshot) -> Decision:
         seen.append(gc.isenabled())
         return real(snap)
 
-    monkeypatch.setattr(manager_module, "decide", watched)
+    monkeypatch.setattr(deciding, "decide", watched)
     assert rig.manager.cycle().kind == "act"
     assert seen == [False]
     assert gc.isenabled()

@@ -1,0 +1,39 @@
+"""The leader's decision for one cycle: the planner (pure, run with the garbage collector
+paused), then the daemon's own rules - degraded mode, one plan at a time, observe mode."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from manager.analyzer.planner import decide
+from manager.coordination.mode_store import Mode
+from manager.daemon.gc_pause import collector_paused
+from manager.daemon.mode import OBSERVE_WHY
+from manager.daemon.rules import degrade, observe_only, wait_for_plan
+from manager.executor.move_state import MoveState
+from manager.model.decision import Decision
+from manager.model.snapshot import Snapshot
+
+
+def decide_cycle(
+    snap: Snapshot,
+    monotonic: Callable[[], float],
+    *,
+    audit_on_failover: bool,
+    coordination_reliable: bool,
+    active: list[MoveState],
+    mode: Mode,
+) -> tuple[Decision, float]:
+    """The decision, and the seconds the planner took."""
+    started = monotonic()
+    with collector_paused():
+        decided = decide(snap)
+    took = monotonic() - started
+    decision = degrade(
+        decided, audit_on_failover=audit_on_failover, coordination_reliable=coordination_reliable
+    )
+    running = sum(1 for m in active if m.status == "in_flight")
+    decision = wait_for_plan(decision, running=running, queued=len(active) - running)
+    if mode == "observe":
+        decision = observe_only(decision, OBSERVE_WHY)
+    return decision, took

@@ -1,0 +1,123 @@
+"""A monotonic view: a cycle never decides on metadata older than moves it saw complete.
+
+KRaft propagates metadata to the brokers asynchronously, and each read of it is answered by
+some broker: a move the executor saw complete (its reassignment gone from the controller's
+list) may still show its old replica set in the next cycle's snapshot - say
+``[2, 4, 1, 3]`` with ``3`` dead and ``4`` out of the ISR. Judged as it is, that view asks to
+heal broker 3 again and finds broker 4 lagging with no explanation: a refusal and a page for
+a cluster kmedic has just healed.
+
+So every completed move is expected in the snapshots that follow, for ``SETTLE_BOUND_S``: a
+snapshot that contradicts one is read again, and a view that still contradicts it is a
+*wait* (audited once, no alert) until the bound. Past the bound a contradiction is a real
+finding: it is reported once and the planner judges the view as it is. The bound is longer
+than the brokers' metadata propagation (seconds) and than the executor's own settle time
+(``METADATA_SETTLE_S``), and short against the grace and alert periods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from manager.daemon.audit_trail import AuditTrail
+from manager.model.moves import Move, TopicPartition
+from manager.model.snapshot import Snapshot
+
+SETTLE_BOUND_S = 30.0
+MAX_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Expected:
+    target: tuple[int, ...]
+    completed_at: float  # monotonic seconds
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    tp: TopicPartition
+    seen: tuple[int, ...]
+    expected: tuple[int, ...]
+
+    def sentence(self) -> str:
+        topic, partition = self.tp
+        return (
+            f"{topic}:{partition} shows replicas {list(self.seen)}, completed as "
+            f"{list(self.expected)}"
+        )
+
+
+def describe(found: list[Contradiction]) -> str:
+    shown = "; ".join(c.sentence() for c in found[:MAX_SHOWN])
+    more = f"; and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else ""
+    return shown + more
+
+
+class SettledMoves:
+    """The moves seen complete, expected in every snapshot for ``bound_s``."""
+
+    def __init__(self, bound_s: float = SETTLE_BOUND_S) -> None:
+        self.bound_s = bound_s
+        self._expected: dict[TopicPartition, Expected] = {}
+
+    def completed(self, move: Move, now: float) -> None:
+        self._expected[move.tp] = Expected(tuple(move.target), now)
+
+    def forget(self) -> None:
+        """Leadership lost: a successor's moves are its own to expect."""
+        self._expected.clear()
+
+    def check(self, snap: Snapshot, now: float) -> tuple[list[Contradiction], list[Contradiction]]:
+        """(contradictions still inside the bound: the view is stale; contradictions past it:
+        findings, no longer expected). Expectations past the bound are dropped either way."""
+        seen = {(t.name, p.partition): p.replicas for t in snap.topics for p in t.partitions}
+        stale: list[Contradiction] = []
+        found: list[Contradiction] = []
+        for tp, want in sorted(self._expected.items()):
+            replicas = seen.get(tp)
+            late = now - want.completed_at > self.bound_s
+            if replicas is not None and tuple(replicas) != want.target:
+                (found if late else stale).append(Contradiction(tp, tuple(replicas), want.target))
+            if late:
+                del self._expected[tp]
+        return stale, found
+
+
+class MonotonicView:
+    """The leader's side: expects what the executor saw complete, reads a contradicting
+    snapshot again, and audits a wait once per episode and each finding once."""
+
+    def __init__(self, trail: AuditTrail, bound_s: float = SETTLE_BOUND_S) -> None:
+        self.moves = SettledMoves(bound_s)
+        self._trail = trail
+        self.waiting = False  # the last cycle waited for the metadata to catch up
+
+    def settle(
+        self, snap: Snapshot, read_again: Callable[[], Snapshot], now: float
+    ) -> tuple[Snapshot, str | None]:
+        """The snapshot to decide on, and why to wait instead (None: decide)."""
+        stale, found = self.moves.check(snap, now)
+        if stale:
+            snap = read_again()
+            stale, late = self.moves.check(snap, now)
+            found += late
+        if found:
+            self._trail.record(
+                "decision",
+                "the cluster metadata still contradicts moves seen complete "
+                f"{self.moves.bound_s:.0f} s ago; judged as it is: {describe(found)}",
+                reasons=["stale_metadata_past_bound"],
+                partitions=[f"{c.tp[0]}:{c.tp[1]}" for c in found],
+            )
+        if not stale:
+            self.waiting = False
+            return snap, None
+        why = (
+            f"the cluster metadata is older than {len(stale)} moves already seen complete "
+            f"(a broker's metadata cache lags the controller): {describe(stale)}"
+        )
+        if not self.waiting:  # once per episode: a wait is audited, never alerted
+            self._trail.record("decision", f"wait: {why}", reasons=["stale_metadata"])
+        self.waiting = True
+        return snap, why

@@ -1,0 +1,85 @@
+"""A monotonic view (issue 25): after the executor saw a heal's moves complete, a snapshot
+from a broker whose metadata still shows the old replica sets is read again and, while it
+lags, is a wait - audited once, never a refusal or an alert - for a bounded time, after which
+the contradiction is a finding and the view is judged as it is. Before this, the cycle after
+a heal refused (plan_violates_constraints, unexplained_under_replication) and paged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from manager_fakes import Rig
+from planner_fixtures import broker, make, part
+
+from manager.daemon.settling import SETTLE_BOUND_S, SettledMoves
+from manager.model.moves import Move
+
+
+@pytest.fixture
+def healed(tmp_path: Path) -> Rig:
+    """Broker 4 died and the heal's moves were just seen complete by the executor."""
+    rig = Rig(tmp_path)
+    rig.sources.dead = {4}
+    assert rig.manager.cycle().kind == "act"
+    rig.executor.complete_all()
+    return rig
+
+
+def alerts_raised(rig: Rig) -> list[str]:
+    return [r.summary for r in rig.sink.records if r.kind == "alert_raised"]
+
+
+def test_a_lagging_view_after_a_completed_heal_is_a_wait_not_a_refusal(healed: Rig) -> None:
+    rig = healed
+    targets = {m.tp: m.target for m in rig.executor.submitted}
+    outcome = rig.manager.cycle()  # completes the moves; the metadata still shows the old sets
+    assert outcome.kind == "wait", outcome.sentence
+    assert "the cluster metadata is older than 2 moves already seen complete" in outcome.sentence
+    assert "t:1 shows replicas [2, 3, 4], completed as" in outcome.sentence
+    assert len(rig.sources.calls) == 3  # this cycle read the cluster twice
+    assert rig.manager.cycle().kind == "wait"
+    waits = [s for s in rig.summaries() if s.startswith("wait: the cluster metadata")]
+    assert len(waits) == 1  # audited once per episode
+    refusals = rig.manager.metrics.registry.get_sample_value(
+        "kmedic_decisions_total", {"cluster": "c", "outcome": "refuse"}
+    )
+    assert not refusals and alerts_raised(rig) == []
+    # The metadata catches up: the dead broker holds nothing, and nothing pages.
+    rig.sources.replicas = dict(targets)
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "noop", outcome.sentence
+    assert "hold no replicas" in outcome.sentence
+    assert alerts_raised(rig) == []
+
+
+def test_a_view_that_still_contradicts_past_the_bound_is_a_finding(healed: Rig) -> None:
+    rig = healed
+    assert rig.manager.cycle().kind == "wait"
+    rig.clock.advance(SETTLE_BOUND_S + 1)
+    outcome = rig.manager.cycle()
+    assert outcome.kind != "wait", outcome.sentence
+    [finding] = [s for s in rig.summaries() if s.startswith("the cluster metadata still")]
+    assert "judged as it is: t:1 shows replicas [2, 3, 4]" in finding
+
+
+def test_expectations_end_at_the_bound_and_a_deleted_partition_is_no_contradiction() -> None:
+    moves = SettledMoves(bound_s=10)
+    moves.completed(Move("t", 0, (1, 2), 5), now=0.0)
+    moves.completed(Move("gone", 0, (1, 2), 5), now=0.0)
+    snap = make([broker(1, "/r1"), broker(2, "/r2")], {"t": [part(0, [2, 1])]})
+    stale, found = moves.check(snap, now=5.0)
+    assert [c.sentence() for c in stale] == ["t:0 shows replicas [2, 1], completed as [1, 2]"]
+    assert found == []
+    agreeing = make([broker(1, "/r1"), broker(2, "/r2")], {"t": [part(0, [1, 2])]})
+    assert moves.check(agreeing, now=6.0) == ([], [])
+    stale, found = moves.check(snap, now=11.0)
+    assert stale == [] and [c.tp for c in found] == [("t", 0)]
+    assert moves.check(snap, now=12.0) == ([], [])  # reported once, then judged as it is
+
+
+def test_the_next_cycle_comes_soon_while_the_view_lags(healed: Rig) -> None:
+    rig = healed
+    started = rig.clock.monotonic()
+    assert rig.manager.cycle().kind == "wait"
+    assert rig.manager._next_cycle_at(started) < started + rig.cfg.interval_s
