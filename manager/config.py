@@ -41,6 +41,13 @@ class AuditSettings(_Settings):
     spool_dir: Path = Field(default=Path("var/kmedic/spool"), description="local fsync'd spool")
     write_timeout_s: float = Field(default=5.0, gt=0)
     retry_interval_s: float = Field(default=5.0, gt=0)
+    failover_alert_after_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="how long the audit log may stay on its failover sink before the "
+        "audit_on_failover alert: a broker death moves the audit topic's leadership (fencing "
+        "and an election take seconds); that is counted, not paged",
+    )
 
 
 class HttpSettings(_Settings):

@@ -43,8 +43,11 @@ class AuditTrail:
         cluster: str,
         instance: str,
         epoch: Callable[[], int],
+        failover_alert_after_s: float = 60.0,
     ) -> None:
         self.log = log_
+        self._failover_bound_s = failover_alert_after_s
+        self._failover_since: float | None = None  # monotonic: when the audit log went over
         self._metrics = metrics
         self._cluster = cluster
         self._instance = instance
@@ -77,6 +80,18 @@ class AuditTrail:
             except RuntimeError:  # appended to while copying: copy again
                 continue
         return []
+
+    def failover_alerting(self, now: float) -> bool:
+        """Whether the audit log's failover is worth an alert: on its failover sink for
+        longer than the bound. A shorter one (a broker death moving the audit topic's
+        leadership) is counted, and its records arrive in order when it is over."""
+        if not self.log.on_failover:
+            self._failover_since = None
+            return False
+        if self._failover_since is None:
+            self._failover_since = now
+            self._metrics.count_audit_failover()
+        return now - self._failover_since >= self._failover_bound_s
 
     @property
     def active_alerts(self) -> dict[str, str]:

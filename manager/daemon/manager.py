@@ -99,6 +99,7 @@ class Manager:
             cluster=cfg.cluster,
             instance=instance,
             epoch=lambda: coordinator.epoch,
+            failover_alert_after_s=cfg.audit.failover_alert_after_s,
         )
         self.requests = RequestFollower(coordinator, self.trail, self.metrics)
         self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
@@ -262,7 +263,8 @@ class Manager:
         self.metrics.observe_plan(plan_s)
         self.metrics.observe_decision(decision, heal_needed=heal_needed(snap))
         self.trail.decision(decision, snap, self._evidence)
-        self.trail.alerts(alerts_for(decision, audit_on_failover=self.audit.on_failover))
+        long_failover = self.trail.failover_alerting(self.clock.monotonic())
+        self.trail.alerts(alerts_for(decision, audit_on_failover=long_failover))
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
             outcome = self.keeper.execute(decision, snap)
@@ -287,7 +289,8 @@ class Manager:
             decision.outcome, [r.code for r in decision.reasons], heal_needed=None
         )
         self.trail.decision(decision, None, {})
-        active = alerts_for(decision, audit_on_failover=self.audit.on_failover)
+        failover = self.trail.failover_alerting(self.clock.monotonic())
+        active = alerts_for(decision, audit_on_failover=failover)
         self.trail.alerts({**self.trail.active_alerts, **active})
         self.last_decision = decision
         return CycleOutcome(

@@ -79,6 +79,12 @@ class ManagerMetrics:
             [*c, "explained"],
             registry=r,
         )
+        self.audit_failovers = Counter(
+            "kmedic_audit_failovers",
+            "Times the audit log went to its failover sink (a short one is not alerted)",
+            c,
+            registry=r,
+        )
         self.would_act = Counter(
             "kmedic_would_act",
             "Decisions to act kept from the cluster, by why: observe mode, or a goal's switch",
@@ -288,6 +294,9 @@ class ManagerMetrics:
     def observe_mode(self, mode: str) -> None:
         for other in ("act", "observe"):
             self.mode.labels(self.cluster, other).set(1 if other == mode else 0)
+
+    def count_audit_failover(self) -> None:
+        self.audit_failovers.labels(self.cluster).inc()
 
     def observe_audit(self, on_failover: bool, spool_pending: int) -> None:
         self.audit_on_failover.labels(self.cluster).set(1 if on_failover else 0)

@@ -10,7 +10,7 @@ from manager_fakes import MemorySink
 from planner_fixtures import broker, make, part
 
 from manager.analyzer.health import alerts_for, heal_needed
-from manager.audit.log import AuditLog
+from manager.audit.log import AuditLog, AuditRecord
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.rules import blind, degrade, wait_for_plan
 from manager.model.decision import Decision, Reason, Reassign
@@ -148,3 +148,37 @@ def test_a_dead_broker_that_holds_nothing_needs_no_heal() -> None:
     data = disk.model_dump()
     data["topics"][0]["partitions"][0]["offline_replicas"] = [2]
     assert heal_needed(Snapshot.model_validate(data))
+
+
+class _SwitchableSink(MemorySink):
+    """A primary that can be down (takes nothing) or up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = True
+
+    def send(self, records: list[AuditRecord], timeout_s: float) -> int:
+        return super().send(records, timeout_s) if self.up else 0
+
+
+def test_a_short_audit_failover_is_counted_not_alerted(tmp_path: Path) -> None:
+    """A broker death moves the audit topic's leadership: records spool for seconds. That
+    paged through audit_on_failover 2 s after a routine kill; now only past the bound."""
+    sink = _SwitchableSink()
+    metrics = ManagerMetrics("c")
+    log = AuditLog(sink, tmp_path, retry_interval_s=0.0)
+    trail = AuditTrail(
+        log, metrics, cluster="c", instance="i", epoch=lambda: 1, failover_alert_after_s=60
+    )
+    assert not trail.failover_alerting(now=0.0)
+    sink.up = False
+    trail.record("decision", "while the audit topic has no leader")
+    assert log.on_failover
+    assert not trail.failover_alerting(now=10.0)
+    assert not trail.failover_alerting(now=69.0)
+    assert trail.failover_alerting(now=70.0)  # 60 s on the failover sink: now it is news
+    assert metrics.registry.get_sample_value("kmedic_audit_failovers_total", {"cluster": "c"}) == 1
+    sink.up = True
+    log.replay(force=True)
+    assert not log.on_failover and not trail.failover_alerting(now=71.0)
+    assert [r.summary for r in sink.records] == ["while the audit topic has no leader"]
