@@ -111,7 +111,8 @@ def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
         show_agents(cluster, story, pipeline)
         show_loads(cluster, story, pipeline)
         follower = start_manager(cluster, story, pipeline)
-        heal(cluster, story, pipeline, admin, follower)
+        killed_ms = heal(cluster, story, pipeline, admin, follower)
+        settle(story, pipeline, admin, follower, killed_ms)
         story.say(f"traffic: {traffic.sent_records} records sent, {traffic.failed_records} failed")
     story.step("the audit log (kmedic actions tail), decisions, actions and alerts in order")
     for kind, summary, repeats in collapse(follower.records):
@@ -199,9 +200,11 @@ def heal(
     pipeline: Pipeline,
     admin: AdminClient,
     follower: AuditFollower,
-) -> None:
+) -> int:
+    """Kill the victim and follow the heal of the demo topics; returns when it was killed."""
     hosted = partitions_on(admin, VICTIM, TOPIC_NAMES)
     story.step(f"SIGKILL broker {VICTIM}; it holds {len(hosted)} replicas of the demo topics")
+    killed_ms = int(time.time() * 1000)
     cluster.kill(VICTIM)
     urps = wait(lambda: under_replicated(admin, TOPIC_NAMES), 60, "under-replicated partitions")
     story.say(f"the Admin API reports {len(urps)} under-replicated demo partitions")
@@ -220,6 +223,59 @@ def heal(
     story.say(f"every demo partition is fully replicated on live brokers, none on broker {VICTIM}:")
     for line in placement(admin, TOPIC_NAMES):
         story.say(f"  {line}")
+    return killed_ms
+
+
+# Noop decisions after the last move before the story is over: the heal is really done.
+QUIET_CYCLES = 2
+
+
+def settle(
+    story: Story,
+    pipeline: Pipeline,
+    admin: AdminClient,
+    follower: AuditFollower,
+    killed_ms: int,
+) -> None:
+    """Follow kmedic's whole plan - its own topics too - to its end, then quiet cycles, and
+    say whether anything paged from the kill to the end."""
+    story.step(f"the rest of the plan (kmedic's own topics), then {QUIET_CYCLES} quiet cycles")
+
+    def quiet() -> bool:
+        pipeline.check_running()
+        for line in follower.new_lines():
+            story.say(f"  audit: {line}")
+        return (
+            plan_over(follower.records, QUIET_CYCLES)
+            and not partitions_on(admin, VICTIM)
+            and not under_replicated(admin)
+        )
+
+    wait(quiet, 300, f"every move done and {QUIET_CYCLES} quiet cycles", interval=CYCLE_S)
+    moves = sum(1 for r in follower.records if r.kind == "action_completed")
+    story.say(
+        f"kmedic's plan is complete: {moves} moves, every partition of every topic fully "
+        f"replicated, none on broker {VICTIM}; {QUIET_CYCLES} quiet cycles since"
+    )
+    raised = [r for r in follower.records if r.kind == "alert_raised" and r.time_ms >= killed_ms]
+    if raised:
+        story.say(
+            f"PAGED: {len(raised)} alerts raised after the kill: "
+            + "; ".join(r.summary for r in raised)
+        )
+    else:
+        story.say("nothing paged: no alert was raised from the kill to the end")
+
+
+def plan_over(records: list[AuditRecord], quiet_cycles: int) -> bool:
+    """Every move started has ended, and at least ``quiet_cycles`` noop decisions came after
+    the last move's record."""
+    started = sum(1 for r in records if r.kind == "action_started")
+    ended = sum(1 for r in records if r.kind in ("action_completed", "action_failed"))
+    moved = [i for i, r in enumerate(records) if r.kind.startswith("action_")]
+    after = records[moved[-1] + 1 :] if moved else records
+    noops = [r for r in after if r.kind == "decision" and r.summary.startswith("noop")]
+    return started == ended and len(noops) >= quiet_cycles
 
 
 def create_topics(admin: AdminClient, topics: tuple[DemoTopic, ...]) -> None:

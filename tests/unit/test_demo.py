@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from composition.demo import collapse
+from composition.demo import collapse, plan_over
 from composition.demo_views import describe
 from manager.audit.log import AuditRecord
 from manager.monitor.feeds import FeedStatus
@@ -35,3 +35,22 @@ def test_a_timed_out_wait_can_say_what_the_view_saw() -> None:
         "kmedic.brokerstats: 7 records read (1 undecodable), keys ['1', '2'], "
         "last error: Broker: Not leader"
     )
+
+
+def test_the_story_ends_once_every_move_ended_and_quiet_cycles_followed() -> None:
+    def rec(kind: str, summary: str = "x") -> AuditRecord:
+        return AuditRecord(cluster="c", instance="i", epoch=1, kind=kind, summary=summary)  # type: ignore[arg-type]
+
+    heal = [rec("decision", "act (heal): ..."), rec("action_started"), rec("action_started")]
+    assert not plan_over(heal, 2)
+    one_done = [
+        *heal,
+        rec("action_completed"),
+        rec("decision", "noop: waiting"),
+        rec("decision", "noop"),
+    ]
+    assert not plan_over(one_done, 2)  # a move still runs (the demo stopped here before)
+    done = [*heal, rec("action_completed"), rec("action_completed"), rec("decision", "noop: a")]
+    assert not plan_over(done, 2)
+    assert plan_over([*done, rec("decision", "noop: b")], 2)
+    assert not plan_over([*done, rec("decision", "refuse: ..."), rec("decision", "wait: x")], 2)
