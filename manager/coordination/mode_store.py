@@ -14,11 +14,16 @@ import time
 from typing import Literal
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from manager.coordination.znodes import CoordinationError, decode_json, field_problems
+from manager.coordination.znodes import (
+    CoordinationError,
+    decode_json,
+    field_problems,
+    read_znode,
+)
 
 Mode = Literal["act", "observe"]
 
@@ -50,13 +55,8 @@ def parse_mode(data: bytes, path: str) -> ModeRecord:
 
 def read_mode(client: KazooClient, base: str) -> ModeRecord | None:
     path = mode_path(base)
-    try:
-        data, _ = client.get(path)
-    except NoNodeError:
-        return None
-    except (KazooException, KazooTimeoutError) as exc:
-        raise CoordinationError(f"cannot read {path}: {exc!r}") from exc
-    return parse_mode(data, path)
+    found = read_znode(client, path)
+    return None if found is None else parse_mode(found[0], path)
 
 
 def set_mode(client: KazooClient, base: str, mode: Mode, by: str, why: str) -> ModeRecord:

@@ -1,9 +1,11 @@
-"""Operator requests in a real ZooKeeper: the commands store them in order, the leader's
-state changes are fenced by its epoch and the request's version, and an operator's cancel
-wins over a leader that read the request before it."""
+"""Operator commands in a real ZooKeeper. Requests: the commands store them in order, the
+leader's state changes are fenced by its epoch and the request's version, and an operator's
+cancel wins over a leader that read the request before it. The mode (`kmedic mode`): unset,
+switched, read back by the cycle's one ZooKeeper read, and a corrupt mode znode named."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 
@@ -15,7 +17,8 @@ from zk_support import zk_connect_for
 from kmedic.errors import KmedicError
 from manager.coordination.leadership import CoordinationConfig, Coordinator, FencedError
 from manager.coordination.request_store import read_requests
-from manager.coordination.znodes import manager_path
+from manager.coordination.state import read_state
+from manager.coordination.znodes import CoordinationError, manager_path
 
 pytestmark = pytest.mark.integration
 
@@ -95,3 +98,35 @@ def test_the_leaders_writes_are_fenced_and_lose_to_a_cancel(
         assert read_requests(client, base)[1].state == "pending"
     finally:
         old.stop()
+
+
+def test_the_mode_is_switched_read_back_and_validated(
+    zk_hosts: str, client: KazooClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = f"mode-{uuid.uuid4().hex[:8]}"
+    where = ["--zk", zk_hosts, "--cluster", cluster]
+    code, out, _ = kmedic_in_process(capsys, "mode", *where)
+    assert code == 0 and "not set in ZooKeeper" in out
+    assert read_state(client, cluster, "/kmedic").mode is None
+
+    code, out, _ = kmedic_in_process(capsys, "mode", "observe", "--why", "day one", *where)
+    assert (
+        code == 0
+        and out.startswith("mode: observe, set by ")
+        and out.rstrip().endswith(": day one")
+    )
+    seen = read_state(client, cluster, "/kmedic").mode
+    assert seen is not None and seen.mode == "observe" and seen.why == "day one"
+
+    code, out, _ = kmedic_in_process(capsys, "mode", "act", "--json", *where)
+    assert code == 0 and json.loads(out)["mode"] == "act"
+    seen = read_state(client, cluster, "/kmedic").mode
+    assert seen is not None and seen.mode == "act"
+
+    with pytest.raises(SystemExit) as bad:
+        kmedic_in_process(capsys, "mode", "sometimes", *where)
+    assert bad.value.code == 2 and "invalid choice: 'sometimes'" in capsys.readouterr().err
+
+    client.set(f"{manager_path('/kmedic', cluster)}/mode", b'{"mode": "maybe"}')
+    with pytest.raises(CoordinationError, match="holds no valid mode: mode: Input should be"):
+        read_state(client, cluster, "/kmedic")
