@@ -31,7 +31,8 @@ from manager.coordination.fenced import FencedSession
 from manager.coordination.znodes import CoordinationError, decode_json
 from manager.model.snapshot import OperatorRequest, RequestKind
 
-RequestState = Literal["pending", "running", "done", "failed", "cancelled"]
+# partial: the leader gave up on it with part of its goal met (docs/operations-requests.md).
+RequestState = Literal["pending", "running", "done", "partial", "failed", "cancelled"]
 OPEN: frozenset[str] = frozenset({"pending", "running"})
 PREFIX = "req-"
 

@@ -4,6 +4,11 @@ each moves to as the planner serves it (fenced writes, each audited once).
 - ``pending`` -> ``running``: the first time a plan for it is started;
 - ``pending``/``running`` -> ``done``: the planner finds its goal met;
 - ``pending`` -> ``failed``: it names a broker the cluster does not have (it never can be met).
+- ``running`` -> ``partial`` or ``failed``: it does not converge. A plan that starts the very
+  same moves as the plan before it made no progress (a demote whose preferred leader does not
+  take over: out of the ISR, or its election failed); after ``MAX_SAME_PLANS`` such plans the
+  request ends, naming the partitions that did not move - ``partial`` when earlier plans for it
+  made progress, ``failed`` when none did - never an endless loop.
 
 A request an operator cancelled is no longer open: the planner stops planning for it, and the
 moves already in flight finish.
@@ -25,6 +30,10 @@ from manager.web.metrics import ManagerMetrics
 
 log = get_logger(__name__)
 
+# Plans that start the same moves as the plan before them, before a request ends unconverged.
+MAX_SAME_PLANS = 3
+MAX_NAMED = 10
+
 
 class RequestFollower:
     def __init__(
@@ -34,6 +43,9 @@ class RequestFollower:
         self.trail = trail
         self.metrics = metrics
         self.latest: tuple[StoredRequest, ...] = ()  # as last read, for the status page
+        # Per request: the partitions of its last started plan, how many plans in a row
+        # started exactly those, and whether any plan before made progress.
+        self._plans: dict[str, tuple[frozenset[str], int, bool]] = {}
 
     def for_planner(
         self, requests: Iterable[StoredRequest], brokers: Iterable[int]
@@ -65,9 +77,41 @@ class RequestFollower:
             return
         note = _note(request, decision.summary)
         if decision.request_done:
+            self._plans.pop(request.id, None)
             self._move(request, "done", note)
-        elif started and request.state == "pending":
+            return
+        if not started:
+            return
+        if self._stuck(request, decision):
+            return
+        if request.state == "pending":
             self._move(request, "running", note)
+
+    def _stuck(self, request: StoredRequest, decision: Decision) -> bool:
+        """Count a started plan; end the request when it keeps starting the same moves."""
+        moved = frozenset(f"{a.topic}:{a.partition}" for a in decision.actions)
+        last, same, progressed = self._plans.get(request.id, (frozenset(), 0, False))
+        same = same + 1 if moved == last else 1
+        progressed = progressed or bool(last and last - moved)
+        self._plans[request.id] = (moved, same, progressed)
+        if same <= MAX_SAME_PLANS:
+            return False
+        names = sorted(moved)
+        shown = ", ".join(names[:MAX_NAMED]) + (
+            f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else ""
+        )
+        why = (
+            f"did not converge: {MAX_SAME_PLANS} plans in a row started the same "
+            f"{len(names)} moves and the cluster still asks for them: {shown}"
+        )
+        if request.kind == "demote":
+            why += (
+                " (their preferred leader did not take over: out of the ISR, or its election "
+                "failed; the action records say which)"
+            )
+        self._plans.pop(request.id, None)
+        self._move(request, "partial" if progressed else "failed", why)
+        return True
 
     def _move(self, request: StoredRequest, state: RequestState, note: str) -> None:
         try:

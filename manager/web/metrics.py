@@ -216,7 +216,7 @@ class ManagerMetrics:
         self.under_replicated.labels(self.cluster, "false").set(urp_unexplained)
 
     def observe_requests(self, by_state: Mapping[str, int]) -> None:
-        for state in ("pending", "running", "done", "failed", "cancelled"):
+        for state in ("pending", "running", "done", "partial", "failed", "cancelled"):
             self.requests.labels(self.cluster, state).set(by_state.get(state, 0))
 
     def observe_placement(self, violations: int) -> None:

@@ -95,6 +95,8 @@ class FakeSources:
         self.stats_age_ms = 0  # how old the agents' newest stats are
         # Replica lists the metadata shows instead of the initial ones (moves it has seen).
         self.replicas: dict[tuple[str, int], tuple[int, ...]] = {}
+        # Leaders other than the preferred one (an election that did not happen).
+        self.leaders: dict[tuple[str, int], int] = {}
 
     def start(self) -> FakeSources:
         return self
@@ -128,7 +130,10 @@ class FakeSources:
 
         replicas = {0: (1, 2, 3), 1: (2, 3, 4), 2: (3, 4, 1)}
         replicas.update({p: r for (_, p), r in self.replicas.items()})
-        partitions = [PartitionInfo("t", p, r[0], r, isr(r)) for p, r in sorted(replicas.items())]
+        partitions = [
+            PartitionInfo("t", p, self.leaders.get(("t", p), r[0]), r, isr(r))
+            for p, r in sorted(replicas.items())
+        ]
         reported = now_ms - self.stats_age_ms
         agents = {
             b: AgentView(latest=s, last_healthy_ms=reported, healthy=s)

@@ -8,6 +8,7 @@ from pathlib import Path
 from manager_fakes import NOW_MS, Rig
 
 from manager.coordination.request_store import RequestState, StoredRequest
+from manager.daemon.requests import MAX_SAME_PLANS
 from manager.model.snapshot import RequestKind
 
 
@@ -79,3 +80,43 @@ def test_a_standby_changes_no_request(tmp_path: Path) -> None:
     rig.coordinator.open_requests = (_request("drain", 9),)
     rig.manager.cycle()
     assert rig.coordinator.requests.marked == []
+
+
+def test_a_demote_that_does_not_converge_ends_failed_naming_the_partitions(
+    tmp_path: Path,
+) -> None:
+    """The leader re-issued the same demote every cycle for 120 s when the preferred leader
+    did not take over (issue 25). Now the request ends after MAX_SAME_PLANS such plans."""
+    rig = Rig(tmp_path)
+    # t:0 is already in the demoted order, and broker 1 still leads it.
+    rig.sources.replicas = {("t", 0): (2, 3, 1)}
+    rig.sources.leaders = {("t", 0): 1}
+    rig.coordinator.open_requests = (_request("demote", 1),)
+    rig.executor.complete_all()  # every move completes; the leadership never moves
+    kinds = []
+    for _ in range(MAX_SAME_PLANS + 1):
+        kinds.append(rig.manager.cycle().kind)
+        if rig.coordinator.requests.marked[-1:] == [("req-1", "failed")]:
+            break
+        rig.coordinator.open_requests = (_request("demote", 1, state="running"),)
+    assert kinds == ["act"] * (MAX_SAME_PLANS + 1)
+    assert rig.coordinator.requests.marked == [("req-1", "running"), ("req-1", "failed")]
+    [ended] = [s for s in rig.summaries() if "is failed" in s]
+    assert f"did not converge: {MAX_SAME_PLANS} plans in a row started the same 1 moves" in ended
+    assert "t:0" in ended and "preferred leader did not take over" in ended
+
+
+def test_a_request_that_made_progress_before_it_stuck_ends_partial(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.coordinator.open_requests = (_request("demote", 1),)
+    rig.executor.complete_all()
+    assert rig.manager.cycle().kind == "act"  # t:0 (led by 1) and no other
+    # t:0's leadership moved; now t:2 shows broker 1 leading it, and it never moves.
+    rig.sources.replicas = {("t", 0): (2, 3, 1), ("t", 2): (3, 4, 1)}
+    rig.sources.leaders = {("t", 2): 1}
+    rig.coordinator.open_requests = (_request("demote", 1, state="running"),)
+    for _ in range(MAX_SAME_PLANS + 1):
+        rig.manager.cycle()
+        if rig.coordinator.requests.marked[-1][1] != "running":
+            break
+    assert rig.coordinator.requests.marked[-1] == ("req-1", "partial")
