@@ -65,7 +65,7 @@ def _hold_for_own_moves(ctx: Context) -> Outcome:
     if state.dead or state.offline:
         blocking = ctx.heal_gates
     else:
-        blocking = ctx.gates if ctx.over else ctx.health
+        blocking = ctx.gates if ctx.over else _beyond_stale_loads(ctx.health)
     if blocking:
         return Held(blocking)
     return Settled(
@@ -75,13 +75,24 @@ def _hold_for_own_moves(ctx: Context) -> Outcome:
 
 
 def _at_rest(ctx: Context) -> Outcome:
-    """No goal acts: refused while a gate about the cluster fails, else a noop."""
-    if ctx.health:
+    """No goal acts: refused while a gate about the cluster fails, else a noop. Stale loads
+    alone refuse nothing here: they hold back only a balance, and none is asked for (the
+    load-age metric and its warning say the pipeline is down; a refusal would page)."""
+    if _beyond_stale_loads(ctx.health):
         return Held(ctx.health)
     state = ctx.state
+    if ctx.stale:
+        told, left = placement_reasons(state)
+        summary = "nothing to heal; balancing waits for fresh loads"
+        return Settled(summary, (*ctx.stale, *told), placement_violations=left)
     summary = "every broker is alive and within its limits"
     if state.dead:
         dead = ", ".join(str(b) for b in state.dead)
         summary = f"dead brokers {dead} hold no replicas; every live broker is within limits"
     told, left = placement_reasons(state)
     return Settled(summary, told, placement_violations=left)
+
+
+def _beyond_stale_loads(gates: tuple[Reason, ...]) -> tuple[Reason, ...]:
+    """The gates, when any but stale loads fails; () when stale loads alone do."""
+    return gates if any(r.code != "stale_load_data" for r in gates) else ()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -157,5 +158,26 @@ def test_a_dead_broker_is_healed_while_the_load_pipeline_is_down(
         later = [t for t in started if t > started[0] + 1000]
         late = [t for t in later if not any(0 <= t - c <= POLL_GAP_MS for c in done)]
         assert later and not late, (started, done)
+        # Healed, with the job still down: nothing pages. The stale loads hold back
+        # balancing only (their own warning reads the load age); the dead broker holds
+        # nothing, so nothing is refusing to heal (both paged after every heal before).
+        wait_for(
+            lambda: (
+                scrape(port, "kmedic_moves_in_flight") == 0
+                and scrape(port, "kmedic_last_decision", outcome="noop") == 1
+            ),
+            timeout=3 * CYCLE_S + 30,
+            what="a quiet cycle after the heal",
+        )
+        assert scrape(port, "kmedic_refusing_to_heal") == 0
+        assert scrape(port, "kmedic_last_decision", outcome="refuse") == 0
+        status = json.loads(
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/status.json", timeout=10).read()
+        )
+        assert status["active_alerts"] == {}, status["active_alerts"]
+        raised = [
+            r.summary for r in read_audit(bootstrap, topics["actions"]) if r.kind == "alert_raised"
+        ]
+        assert raised == [], raised
     finally:
         pipeline.stop()
