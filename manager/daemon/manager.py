@@ -39,7 +39,7 @@ from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
 from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind
-from manager.daemon.settling import MonotonicView
+from manager.daemon.settling import MonotonicView, with_moves_in_flight
 from manager.daemon.warm_up import WarmUp
 from manager.daemon.zk_outage import ZkOutage
 from manager.executor.move_state import MoveState
@@ -320,6 +320,7 @@ class Manager:
             running=[s.move.tp for s in self.executor.active()],
             history=self.keeper.moves_started,
         )
+        snap = with_moves_in_flight(snap, [m.move for m in self.executor.in_flight()])
         if state.requests:
             known = (b.id for b in snap.brokers)
             opened = self.requests.for_planner(state.requests, known)

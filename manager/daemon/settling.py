@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from manager.daemon.audit_trail import AuditTrail
 from manager.model.moves import Move, TopicPartition
-from manager.model.snapshot import Snapshot
+from manager.model.snapshot import Reassignment, Snapshot
 
 SETTLE_BOUND_S = 30.0
 MAX_SHOWN = 5
@@ -82,6 +82,35 @@ class SettledMoves:
             if late:
                 del self._expected[tp]
         return stale, found
+
+
+def with_moves_in_flight(snap: Snapshot, in_flight: list[Move]) -> Snapshot:
+    """The snapshot with every move kmedic has in flight listed as its reassignment. The
+    reassignment list and the partitions' metadata are two reads, answered by different
+    brokers: a move the controller just finished can be gone from the list while the
+    metadata still shows its new replica catching up - unexplained under-replication, a
+    refusal and a page in the middle of kmedic's own heal. A move is in flight until the
+    executor sees it complete, whatever one read says."""
+    listed = {(r.topic, r.partition) for r in snap.reassignments}
+    missing = {m.tp: m for m in in_flight if m.tp not in listed}
+    if not missing:
+        return snap
+    added = []
+    for topic in snap.topics:
+        for p in topic.partitions:
+            move = missing.get((topic.name, p.partition))
+            if move is None:
+                continue
+            added.append(
+                Reassignment(
+                    topic=topic.name,
+                    partition=p.partition,
+                    adding_replicas=tuple(b for b in move.target if b not in p.isr),
+                    removing_replicas=tuple(b for b in p.replicas if b not in move.target),
+                    started_by_kmedic=True,
+                )
+            )
+    return snap.model_copy(update={"reassignments": (*snap.reassignments, *added)})
 
 
 class MonotonicView:
