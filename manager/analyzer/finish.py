@@ -97,12 +97,18 @@ def refusal(
     after: dict[int, BrokerLoad],
 ) -> Decision:
     """A refusal, or a wait when only waits hold it back (audited, counted, no page)."""
-    if reasons and all(r.wait for r in reasons):
-        summary = "; ".join(r.message for r in reasons)
-        return Decision("wait", kind, summary, tuple(reasons), (), 0, before, after)
+    waiting = bool(reasons) and all(r.wait for r in reasons)
     codes = sorted({r.code for r in reasons})
-    summary = f"refusing to act: {', '.join(codes)}"
-    return Decision("refuse", kind, summary, tuple(reasons), (), 0, before, after)
+    return Decision(
+        outcome="wait" if waiting else "refuse",
+        kind=kind,
+        summary="; ".join(r.message for r in reasons)
+        if waiting
+        else f"refusing to act: {', '.join(codes)}",
+        reasons=tuple(reasons),
+        loads_before=before,
+        loads_after=after,
+    )
 
 
 def blocked_reasons(blocked: tuple[Blocked, ...], exact: str | None) -> list[Reason]:

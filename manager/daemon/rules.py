@@ -60,7 +60,10 @@ def blind(why: str) -> Decision:
     Nothing is known, so nothing is planned; the refusal is audited and alerted like any other."""
     reason = Reason("cluster_unobservable", f"the cluster cannot be observed: {why}")
     return Decision(
-        "refuse", None, "nothing is decided while the cluster cannot be observed", (reason,)
+        outcome="refuse",
+        kind=None,
+        summary="nothing is decided while the cluster cannot be observed",
+        reasons=(reason,),
     )
 
 
