@@ -101,7 +101,7 @@ class Manager:
             epoch=lambda: coordinator.epoch,
             failover_alert_after_s=cfg.audit.failover_alert_after_s,
         )
-        self.requests = RequestFollower(coordinator, self.trail, self.metrics)
+        self.requests = RequestFollower(coordinator, self.trail, self.metrics, self.clock.monotonic)
         self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
         self.view = MonotonicView(self.trail)
         executor.on_event = self._move_event

@@ -6,9 +6,11 @@ each moves to as the planner serves it (fenced writes, each audited once).
 - ``pending`` -> ``failed``: it names a broker the cluster does not have (it never can be met).
 - ``running`` -> ``partial`` or ``failed``: it does not converge. A plan that starts the very
   same moves as the plan before it made no progress (a demote whose preferred leader does not
-  take over: out of the ISR, or its election failed); after ``MAX_SAME_PLANS`` such plans the
-  request ends, naming the partitions that did not move - ``partial`` when earlier plans for it
-  made progress, ``failed`` when none did - never an endless loop.
+  take over: out of the ISR, or its election failed); once such plans have gone on for
+  ``CONVERGE_BUDGET_S`` (and at least ``MAX_SAME_PLANS`` of them) the request ends, naming the
+  partitions that did not move - ``partial`` when earlier plans for it made progress,
+  ``failed`` when none did - never an endless loop. The budget is generous: an election may
+  wait for a replica to rejoin the ISR.
 
 A request an operator cancelled is no longer open: the planner stops planning for it, and the
 moves already in flight finish.
@@ -17,7 +19,7 @@ moves already in flight finish.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
@@ -30,22 +32,29 @@ from manager.web.metrics import ManagerMetrics
 
 log = get_logger(__name__)
 
-# Plans that start the same moves as the plan before them, before a request ends unconverged.
+# Plans that start the same moves as the plan before them, and for how long, before a
+# request ends unconverged.
 MAX_SAME_PLANS = 3
+CONVERGE_BUDGET_S = 300.0
 MAX_NAMED = 10
 
 
 class RequestFollower:
     def __init__(
-        self, coordinator: Coordinator, trail: AuditTrail, metrics: ManagerMetrics
+        self,
+        coordinator: Coordinator,
+        trail: AuditTrail,
+        metrics: ManagerMetrics,
+        monotonic: Callable[[], float],
     ) -> None:
         self.coordinator = coordinator
+        self._monotonic = monotonic
         self.trail = trail
         self.metrics = metrics
         self.latest: tuple[StoredRequest, ...] = ()  # as last read, for the status page
         # Per request: the partitions of its last started plan, how many plans in a row
-        # started exactly those, and whether any plan before made progress.
-        self._plans: dict[str, tuple[frozenset[str], int, bool]] = {}
+        # started exactly those and since when, and whether any plan before made progress.
+        self._plans: dict[str, tuple[frozenset[str], int, float, bool]] = {}
 
     def for_planner(
         self, requests: Iterable[StoredRequest], brokers: Iterable[int]
@@ -90,18 +99,19 @@ class RequestFollower:
     def _stuck(self, request: StoredRequest, decision: Decision) -> bool:
         """Count a started plan; end the request when it keeps starting the same moves."""
         moved = frozenset(f"{a.topic}:{a.partition}" for a in decision.actions)
-        last, same, progressed = self._plans.get(request.id, (frozenset(), 0, False))
-        same = same + 1 if moved == last else 1
+        now = self._monotonic()
+        last, same, since, progressed = self._plans.get(request.id, (frozenset(), 0, now, False))
+        same, since = (same + 1, since) if moved == last else (1, now)
         progressed = progressed or bool(last and last - moved)
-        self._plans[request.id] = (moved, same, progressed)
-        if same <= MAX_SAME_PLANS:
+        self._plans[request.id] = (moved, same, since, progressed)
+        if same <= MAX_SAME_PLANS or now - since < CONVERGE_BUDGET_S:
             return False
         names = sorted(moved)
         shown = ", ".join(names[:MAX_NAMED]) + (
             f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else ""
         )
         why = (
-            f"did not converge: {MAX_SAME_PLANS} plans in a row started the same "
+            f"did not converge: {same} plans in a row over {now - since:.0f} s started the same "
             f"{len(names)} moves and the cluster still asks for them: {shown}"
         )
         if request.kind == "demote":
