@@ -204,7 +204,9 @@ class Executor:
                     self._emit("action_progress", state, {"ongoing": view.ongoing[tp]})
                 continue
             current = view.replicas.get(tp)
-            if current is not None and set(current) == set(move.target):
+            # Done when the metadata shows the target in its order: a reorder (a leadership
+            # move) shows the same replica set before it is applied.
+            if current == move.target:
                 self._complete(state, view)
                 continue
             # The controller says the reassignment ended; broker metadata may lag behind it.
@@ -252,7 +254,9 @@ class Executor:
             elif state.move.tp in view.ongoing:
                 self._adopt_or_fail(state, view.ongoing[state.move.tp])
             elif current == state.move.target:
-                self._finish(state, "completed", None)  # already done (e.g. before a failover)
+                # Already in place (an earlier plan, or before a failover); its preferred
+                # leader may still not lead, so it gets the election a completed move gets.
+                self._complete(state, view)
         replicas_now = {**view.replicas, **{s.move.tp: s.original for s in self.in_flight()}}
         batch = select_batch(
             [s.move for s in pending if s.status == "pending"],

@@ -133,6 +133,31 @@ def test_reassignment_is_throttled_tracked_and_cleaned_up(
     assert throttle_keys(bootstrap, topic, [1, 2, 3, 4]) == {}
 
 
+def test_a_move_already_in_place_still_hands_leadership_to_its_first_replica(
+    healthy_cluster: Any, executor_factory: Any
+) -> None:
+    # A demote's reorder applied earlier, without its election: [2, 1], broker 1 leading.
+    bootstrap = healthy_cluster.bootstrap_servers
+    topic = make_topic(bootstrap, [1, 2], megabytes=0.1)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.alter_partition_reassignments({KpTopicPartition(topic, 0): [2, 1]})
+    finally:
+        admin.close()
+    events = Events()
+    ex = executor_factory(ExecutorConfig(throttle_bytes_per_s=None, poll_interval_s=0.5), events)
+    wait_for(
+        lambda: partition_state(ex, topic) == ((2, 1), 1, False),
+        timeout=30,
+        what="replicas [2, 1] with broker 1 still leading",
+    )
+    ex.submit([Move(topic, 0, (2, 1))])
+    state = ex.run(timeout_s=30)[(topic, 0)]
+    assert state.status == "completed", state.error
+    assert state.details["preferred_leader_election"] == "broker 2 leads"
+    wait_for(lambda: partition_state(ex, topic)[1] == 2, timeout=30, what="broker 2 to lead")
+
+
 def test_timeout_raises_an_alert_and_cancels(healthy_cluster: Any, executor_factory: Any) -> None:
     bootstrap = healthy_cluster.bootstrap_servers
     topic = make_topic(bootstrap, [1, 2], megabytes=4)

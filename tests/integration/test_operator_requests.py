@@ -22,6 +22,8 @@ from helpers import (
     scrape,
     wait_for,
 )
+from kafka import TopicPartition as KpTopicPartition
+from kafka.admin import KafkaAdminClient
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
@@ -50,6 +52,19 @@ def replicas_of(admin: AdminClient, topic: str) -> list[int]:
     return list(admin.list_topics(topic, timeout=10).topics[topic].partitions[0].replicas)
 
 
+def leader_and_replicas(admin: AdminClient, topic: str) -> tuple[int, list[int]]:
+    part = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+    return part.leader, list(part.replicas)
+
+
+def reorder_without_election(bootstrap: str, topic: str, replicas: list[int]) -> None:
+    client = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        client.alter_partition_reassignments({KpTopicPartition(topic, 0): replicas})
+    finally:
+        client.close()
+
+
 def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) -> None:
     cluster = healthy_cluster
     bootstrap = cluster.bootstrap_servers
@@ -63,6 +78,17 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
     }
     slow = f"{name}.slow"
     create_placed_topic(bootstrap, slow, [[TARGET, 1 if TARGET != 1 else 2]])
+    # A partition already in the demoted order with TARGET still leading (a reorder applied
+    # earlier without its election): the demote must elect, not take it as done. Made here so
+    # the test does not depend on what earlier tests left on the shared cluster.
+    reordered = f"{name}.reordered"
+    create_placed_topic(bootstrap, reordered, [[TARGET, 2]])
+    reorder_without_election(bootstrap, reordered, [2, TARGET])
+    wait_for(
+        lambda: leader_and_replicas(admin, reordered) == (TARGET, [2, TARGET]),
+        timeout=30,
+        what=f"{reordered}:0 in the demoted order with broker {TARGET} still leading",
+    )
     producer = Producer(kafka_conf(bootstrap, {"acks": "all"}))
     for _ in range(SLOW_MB * 10):
         producer.produce(slow, b"x" * 100_000)
@@ -102,6 +128,7 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         assert done.returncode == 0, done.stdout + done.stderr
         assert "is done" in done.stdout.splitlines()[-1], done.stdout
         assert on_target(admin)[1] == 0
+        assert leader_and_replicas(admin, reordered) == (2, [2, TARGET])
 
         # The drain starts under m1; the slow partition is still copying when m1 dies.
         started = kmedic_process("drain", str(TARGET), *where)

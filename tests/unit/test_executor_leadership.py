@@ -1,0 +1,156 @@
+"""The executor hands leadership over for real: a move whose replicas are already in the target
+order still gets its preferred-leader election, and a move is judged done when the metadata
+shows its target in order, not merely its replica set (a reorder keeps the set). Found by
+clean-clone CI: a demote of broker 4 looped for 120 s, every plan "completing" its leadership
+moves without an election while broker 4 kept leading.
+
+An in-memory Admin API stands in for Kafka here; the real cluster runs the same paths in
+tests/integration/test_executor.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kafka import TopicPartition as KpTopicPartition
+
+from manager.executor import executor as executor_module
+from manager.executor.executor import Executor
+from manager.executor.move_state import ExecutorConfig
+from manager.model.moves import Move
+
+TOPIC = "t"
+
+
+class FakeKafka:
+    """Partitions of one topic: replicas, leader, and a metadata lag of ``lag_reads`` reads
+    after a reassignment (the controller finished; brokers still show the old order)."""
+
+    def __init__(self, replicas: dict[int, tuple[int, ...]], leaders: dict[int, int]) -> None:
+        self.replicas = dict(replicas)
+        self.leaders = dict(leaders)
+        self.shown = dict(replicas)  # what describe_topics returns
+        self.lag_reads = 0
+        self.elections: list[tuple[int, int]] = []  # (partition, leader after)
+
+    def describe_topics(self) -> list[dict[str, Any]]:
+        if self.lag_reads > 0:
+            self.lag_reads -= 1
+        else:
+            self.shown = dict(self.replicas)
+        parts = [
+            {
+                "partition_index": p,
+                "replica_nodes": list(self.shown[p]),
+                "leader_id": self.leaders[p],
+            }
+            for p in sorted(self.replicas)
+        ]
+        return [{"name": TOPIC, "partitions": parts}]
+
+    def describe_cluster(self) -> dict[str, Any]:
+        return {"brokers": [{"broker_id": b} for b in (1, 2, 3, 4)]}
+
+    def list_partition_reassignments(self) -> dict[Any, Any]:
+        return {}  # reorders finish at once
+
+    def alter_partition_reassignments(
+        self, request: dict[KpTopicPartition, list[int] | None], timeout_ms: int
+    ) -> dict[KpTopicPartition, None]:
+        for tp, target in request.items():
+            assert target is not None
+            self.replicas[tp.partition] = tuple(target)
+        return dict.fromkeys(request)
+
+    def elect_leaders(self, election_type: int, partitions: dict[str, list[int]], **_: Any) -> None:
+        assert election_type == 0
+        for p in partitions[TOPIC]:
+            # Kafka elects the first replica of the controller's list, not of a stale read.
+            self.leaders[p] = self.replicas[p][0]
+            self.elections.append((p, self.leaders[p]))
+
+
+class FakeCalls:
+    def __init__(self, kafka: FakeKafka) -> None:
+        self.client = kafka
+
+    def __call__(self, call: Callable[[FakeKafka], Any], what: str) -> Any:
+        return call(self.client)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def build(monkeypatch: pytest.MonkeyPatch) -> Callable[[FakeKafka], Executor]:
+    def make(kafka: FakeKafka) -> Executor:
+        monkeypatch.setattr(executor_module, "AdminCalls", lambda *a, **k: FakeCalls(kafka))
+        ex = Executor("unused:9092", ExecutorConfig(throttle_bytes_per_s=None), clock=lambda: 0.0)
+        return ex
+
+    return make
+
+
+def test_a_partition_already_in_the_target_order_still_gets_its_election(
+    build: Callable[[FakeKafka], Executor],
+) -> None:
+    # A demote's reorder was applied earlier (by a previous plan, or before a failover), and
+    # broker 4 still leads: the move is "already done" replica-wise, its election is not.
+    kafka = FakeKafka({0: (2, 1, 4)}, {0: 4})
+    ex = build(kafka)
+    ex.submit([Move(TOPIC, 0, (2, 1, 4))])
+    ex.step()
+    state = ex.states[(TOPIC, 0)]
+    assert state.status == "completed"
+    assert kafka.leaders[0] == 2, "broker 4 still leads: no election was run"
+    assert state.details["preferred_leader_election"] == "broker 2 leads"
+
+
+def test_already_in_order_and_led_by_the_first_replica_needs_no_election(
+    build: Callable[[FakeKafka], Executor],
+) -> None:
+    kafka = FakeKafka({0: (2, 1, 4)}, {0: 2})
+    ex = build(kafka)
+    ex.submit([Move(TOPIC, 0, (2, 1, 4))])
+    ex.step()
+    assert ex.states[(TOPIC, 0)].status == "completed"
+    assert kafka.elections == []
+
+
+def test_a_reorder_is_done_when_the_metadata_shows_the_new_order(
+    build: Callable[[FakeKafka], Executor],
+) -> None:
+    kafka = FakeKafka({0: (4, 1, 2)}, {0: 4})
+    ex = build(kafka)
+    ex.submit([Move(TOPIC, 0, (1, 2, 4))])
+    ex.step()  # the reorder is issued
+    assert ex.states[(TOPIC, 0)].status == "in_flight"
+    kafka.lag_reads = 2  # the next two reads still show [4, 1, 2]: same set, old order
+    ex.step()
+    assert ex.states[(TOPIC, 0)].status == "in_flight", "judged done on the replica set alone"
+    assert kafka.leaders[0] == 4
+    ex.step()
+    ex.step()  # the metadata now shows [1, 2, 4]
+    state = ex.states[(TOPIC, 0)]
+    assert state.status == "completed", state.error
+    assert kafka.leaders[0] == 1
+    assert state.details["preferred_leader_election"] == "broker 1 leads"
+
+
+def test_a_reorder_the_metadata_never_shows_fails_after_the_settle_time(
+    build: Callable[[FakeKafka], Executor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [0.0]
+    kafka = FakeKafka({0: (4, 1, 2)}, {0: 4})
+    monkeypatch.setattr(executor_module, "AdminCalls", lambda *a, **k: FakeCalls(kafka))
+    ex = Executor("unused:9092", ExecutorConfig(throttle_bytes_per_s=None), clock=lambda: now[0])
+    ex.submit([Move(TOPIC, 0, (1, 2, 4))])
+    ex.step()
+    kafka.lag_reads = 1_000
+    ex.step()
+    now[0] = executor_module.METADATA_SETTLE_S + 1
+    ex.step()
+    state = ex.states[(TOPIC, 0)]
+    assert state.status == "failed"
+    assert state.error == "reassignment ended with replicas [4, 1, 2]"
