@@ -1,5 +1,6 @@
 """The leader's decision for one cycle: the planner (pure, run with the garbage collector
-paused), then the daemon's own rules - degraded mode, one plan at a time, observe mode."""
+paused), then the daemon's own rules - what stays unhealed while its moves run, degraded
+mode, one plan at a time, observe mode."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from manager.analyzer.planner import decide
 from manager.coordination.mode_store import Mode
 from manager.daemon.gc_pause import collector_paused
 from manager.daemon.mode import OBSERVE_WHY
-from manager.daemon.rules import degrade, observe_only, wait_for_plan
+from manager.daemon.rules import degrade, keep_unhealed, observe_only, wait_for_plan
 from manager.executor.move_state import MoveState
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
@@ -23,12 +24,14 @@ def decide_cycle(
     coordination_reliable: bool,
     active: list[MoveState],
     mode: Mode,
+    previous: Decision | None = None,
 ) -> tuple[Decision, float]:
-    """The decision, and the seconds the planner took."""
+    """The decision, and the seconds the planner took (``previous``: the last cycle's)."""
     started = monotonic()
     with collector_paused():
         decided = decide(snap)
     took = monotonic() - started
+    decided = keep_unhealed(decided, previous)
     decision = degrade(
         decided, audit_on_failover=audit_on_failover, coordination_reliable=coordination_reliable
     )

@@ -2,14 +2,13 @@
 
 Each cycle reads ZooKeeper once (placement config, in-flight plan, epoch), builds one
 immutable snapshot, runs the pure planner over it, and acts only when this instance leads
-with a current fencing epoch. It returns one outcome with one sentence (manager.daemon.outcome),
-which the loop logs once. Standbys observe and export metrics but neither decide nor write
-the audit log. The in-flight plan lives in ZooKeeper (compare-and-set on its version), so a
-new leader adopts it instead of starting over or leaving moves orphaned (the leader's side of
-that, storing plans and driving the executor: manager.daemon.plan_keeper).
+with a current fencing epoch; one outcome, one sentence (manager.daemon.outcome), logged once.
+Standbys observe and export metrics but neither decide nor write the audit log. The in-flight
+plan lives in ZooKeeper (compare-and-set on its version), so a new leader adopts it instead of
+starting over or leaving moves orphaned (the leader's side of that, storing plans and driving
+the executor: manager.daemon.plan_keeper).
 
-Collaborators (sources, coordinator, executor, audit log, clock) are passed in:
-manager.daemon.wiring builds the real ones, unit tests pass fakes.
+Collaborators are passed in: manager.daemon.wiring builds the real ones, unit tests pass fakes.
 """
 
 from __future__ import annotations
@@ -259,6 +258,7 @@ class Manager:
             coordination_reliable=coord.may_act(),
             active=self.executor.active(),
             mode=mode,
+            previous=self.last_decision,
         )
         self.metrics.observe_plan(plan_s)
         self.metrics.observe_decision(decision, heal_needed=heal_needed(snap))

@@ -55,6 +55,18 @@ def wait_for_plan(decision: Decision, *, running: int, queued: int) -> Decision:
     return _replace(decision, "noop", summary, ())
 
 
+def keep_unhealed(decision: Decision, previous: Decision | None) -> Decision:
+    """While kmedic's own moves run the planner plans nothing (it waits for them), so it cannot
+    say what it could not heal: what the plan before left unhealed stays refused, and paged,
+    until a plan is made again (the partial-heal alert went off while the healed part moved,
+    and came back after)."""
+    if previous is None or not previous.unhealed or decision.unhealed:
+        return decision
+    if not any(r.code == "own_reassignment_in_progress" for r in decision.reasons):
+        return decision
+    return replace(decision, unhealed=previous.unhealed)
+
+
 def blind(why: str) -> Decision:
     """The decision of a cycle that could not observe the cluster: refuse, naming what failed.
     Nothing is known, so nothing is planned; the refusal is audited and alerted like any other."""

@@ -182,3 +182,39 @@ def test_a_short_audit_failover_is_counted_not_alerted(tmp_path: Path) -> None:
     log.replay(force=True)
     assert not log.on_failover and not trail.failover_alerting(now=71.0)
     assert [r.summary for r in sink.records] == ["while the audit topic has no leader"]
+
+
+def test_what_a_partial_heal_left_stays_paged_while_its_healed_part_moves(
+    tmp_path: Path,
+) -> None:
+    """A partial heal's moves run; the planner waits for them and plans nothing, so it cannot
+    say what stays unhealed: the partial-heal alert and refusing-to-heal hold until a plan is
+    made again (they went off while the moves ran and came back after)."""
+    from manager_fakes import Rig
+
+    rig = Rig(tmp_path)
+    rig.sources.dead = {4}
+    rig.sources.replicas[("t", 3)] = (4,)  # its only replica died with broker 4
+    first = rig.manager.cycle()
+    assert first.kind == "act", first.sentence
+    assert rig.manager.trail.active_alerts.keys() == {"refused:unhealed_partitions"}
+    refusing = {"cluster": "c"}
+    registry = rig.manager.metrics.registry
+    assert registry.get_sample_value("kmedic_refusing_to_heal", refusing) == 1
+    held = rig.manager.cycle()  # the heal's moves still run
+    assert "own reassignments" in held.sentence, held.sentence
+    assert rig.manager.trail.active_alerts.keys() == {"refused:unhealed_partitions"}
+    assert registry.get_sample_value("kmedic_refusing_to_heal", refusing) == 1
+    assert [r.summary for r in rig.sink.records if r.kind == "alert_cleared"] == []
+
+
+def test_only_a_hold_for_own_moves_keeps_what_was_left_unhealed() -> None:
+    from manager.daemon.rules import keep_unhealed
+
+    left = (Reason("no_live_replica", "t:3 has no live replica to copy from"),)
+    partial = Decision("act", "heal", "heal", (Reason("broker_dead", "4"),), unhealed=left)
+    hold = Decision("noop", None, "waiting", (Reason("own_reassignment_in_progress", "running"),))
+    assert keep_unhealed(hold, partial).unhealed == left
+    assert keep_unhealed(hold, None).unhealed == ()
+    at_rest = Decision("noop", None, "every broker is alive", ())
+    assert keep_unhealed(at_rest, partial).unhealed == ()  # a plan was made again
