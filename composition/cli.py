@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "composition.demo",
     "manager.cli.admin",
     "manager.cli.requests",
+    "manager.cli.status",
     "manager.cli.mode",
     "manager.cli.zk_acls",
     "manager.cli.actions",

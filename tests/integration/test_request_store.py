@@ -1,7 +1,8 @@
 """Operator commands in a real ZooKeeper. Requests: the commands store them in order, the
 leader's state changes are fenced by its epoch and the request's version, and an operator's
 cancel wins over a leader that read the request before it. The mode (`kmedic mode`): unset,
-switched, read back by the cycle's one ZooKeeper read, and a corrupt mode znode named."""
+switched, read back by the cycle's one ZooKeeper read, and a corrupt mode znode named. `kmedic
+status`: who leads, the mode and the open requests, as ZooKeeper holds them."""
 
 from __future__ import annotations
 
@@ -130,3 +131,41 @@ def test_the_mode_is_switched_read_back_and_validated(
     client.set(f"{manager_path('/kmedic', cluster)}/mode", b'{"mode": "maybe"}')
     with pytest.raises(CoordinationError, match="holds no valid mode: mode: Input should be"):
         read_state(client, cluster, "/kmedic")
+
+
+def test_status_says_who_leads_the_mode_and_what_is_open(
+    zk_hosts: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = f"status-{uuid.uuid4().hex[:8]}"
+    where = ["--zk", zk_hosts, "--cluster", cluster]
+    code, out, _ = kmedic_in_process(capsys, "status", *where)
+    assert code == 0
+    assert out.splitlines() == [
+        f"cluster: {cluster}",
+        "leader: none: no manager leads (is one running, and connected to ZooKeeper?)",
+        "mode: not set in ZooKeeper; each manager runs in its config's mode (default act)",
+        "in-flight plan: none",
+        "requests: none open",
+        "maintenance: none",
+    ]
+    kmedic_in_process(capsys, "mode", "observe", "--why", "day one", *where)
+    kmedic_in_process(capsys, "demote", "2", *where)
+    coordinator = Coordinator(
+        CoordinationConfig(zk_connect=zk_hosts, session_timeout_s=6.0), cluster, "m1"
+    )
+    coordinator.start()
+    try:
+        assert coordinator.wait_until_leader(20)
+        code, out, _ = kmedic_in_process(capsys, "status", *where)
+        lines = out.splitlines()
+        assert code == 0
+        assert lines[1] == f"leader: m1, epoch {coordinator.epoch}", lines
+        assert lines[2].startswith("mode: observe, set by ") and lines[2].endswith(": day one")
+        assert lines[4].startswith("requests: request req-") and "(demote brokers 2)" in lines[4]
+        code, out, _ = kmedic_in_process(capsys, "status", "--json", *where)
+        doc = json.loads(out)
+        assert doc["leader"]["instance"] == "m1" and doc["epoch"] == coordinator.epoch
+        assert doc["mode"]["mode"] == "observe"
+        assert [r["kind"] for r in doc["requests"]] == ["demote"]
+    finally:
+        coordinator.stop()

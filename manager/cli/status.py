@@ -1,0 +1,96 @@
+"""`kmedic status`: what kmedic is doing to a cluster, read from ZooKeeper in one go - who
+leads (and with which fencing epoch), the mode the managers run in, the in-flight plan, the
+open operator requests and the failure domains in maintenance. It reads on a plain session
+(manager.coordination.session): it never joins the election. What a manager decided last and
+which alerts it holds are on its status page (`/status`), which needs its HTTP port."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from manager.cli.zk_args import common_parser, zk_target
+from manager.coordination.session import zk_session
+from manager.coordination.state import CoordinationState, read_state
+
+CONFIG_MODE = "not set in ZooKeeper; each manager runs in its config's mode (default act)"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "status",
+        parents=[common_parser()],
+        help="who leads, the mode, the in-flight plan and open requests, from ZooKeeper",
+        description=__doc__,
+    )
+    p.set_defaults(func=_status)
+
+
+def _status(args: argparse.Namespace) -> int:
+    target = zk_target(args)
+    with zk_session(target.zk_connect, auth=target.auth) as client:
+        state = read_state(client, target.cluster, target.root)
+    if args.json:
+        print(json.dumps(status_document(target.cluster, state), sort_keys=True))
+    else:
+        print("\n".join(status_lines(target.cluster, state, time.time())))
+    return 0
+
+
+def status_document(cluster: str, state: CoordinationState) -> dict[str, Any]:
+    plan = state.plan
+    return {
+        "cluster": cluster,
+        "leader": state.leader.model_dump() if state.leader else None,
+        "epoch": state.current_epoch,
+        "mode": state.mode.model_dump() if state.mode else None,
+        "plan": None
+        if plan is None or not plan.plan.moves
+        else {
+            "decision": plan.plan.decision,
+            "kind": plan.plan.kind,
+            "moves": len(plan.plan.moves),
+            "epoch": plan.epoch,
+            "instance": plan.instance,
+            "written_at": plan.written_at,
+        },
+        "requests": [r.document() for r in state.requests if r.open],
+        "maintenance": sorted(state.placement.maintenance),
+    }
+
+
+def status_lines(cluster: str, state: CoordinationState, now_s: float) -> list[str]:
+    """One line per fact, each a sentence an operator reads without the docs."""
+    leader = state.leader
+    if leader is None:
+        led = "none: no manager leads (is one running, and connected to ZooKeeper?)"
+    else:
+        led = f"{leader.instance}, epoch {state.current_epoch}"
+    mode = state.mode.sentence() if state.mode else CONFIG_MODE
+    plan = state.plan
+    if plan is None or not plan.plan.moves:
+        planned = "none"
+    else:
+        age = max(0.0, now_s - plan.written_at)
+        planned = (
+            f"{len(plan.plan.moves)} moves left of {plan.plan.decision!r}, written by "
+            f"{plan.instance} (epoch {plan.epoch}) {age:.0f} s ago"
+        )
+    open_requests = [r for r in state.requests if r.open]
+    requests = "; ".join(r.sentence() for r in open_requests) if open_requests else "none open"
+    maintenance = state.placement.maintenance
+    domains = (
+        ", ".join(f"{d} ({m.reason})" for d, m in sorted(maintenance.items()))
+        if maintenance
+        else "none"
+    )
+    return [
+        f"cluster: {cluster}",
+        f"leader: {led}",
+        f"mode: {mode}",
+        f"in-flight plan: {planned}",
+        f"requests: {requests}",
+        f"maintenance: {domains}",
+    ]

@@ -1,0 +1,53 @@
+"""`kmedic status` in words (pure): the in-flight plan and maintenance lines; the real
+ZooKeeper read is in tests/integration/test_request_store.py."""
+
+from __future__ import annotations
+
+from manager.cli.status import status_document, status_lines
+from manager.coordination.plan_document import PlanDocument, PlannedMove
+from manager.coordination.plan_store import StoredPlan
+from manager.coordination.state import CoordinationState
+from manager.coordination.znodes import LeaderRecord
+from manager.model.placement_config import Maintenance, PlacementConfig
+
+
+def test_a_plan_in_flight_and_a_domain_in_maintenance_are_told() -> None:
+    plan = PlanDocument(
+        decision="heal dead brokers 3: 2 partitions reassigned",
+        kind="heal",
+        epoch=4,
+        moves=(
+            PlannedMove(topic="t", partition=0, target=(1, 2)),
+            PlannedMove(topic="t", partition=1, target=(2, 4)),
+        ),
+    )
+    placement = PlacementConfig(
+        maintenance={"rack-b": Maintenance(domain="rack-b", reason="PDU swap", since_ms=1)}
+    )
+    state = CoordinationState(
+        placement=placement,
+        plan=StoredPlan(plan, version=7, epoch=4, instance="m1", written_at=1_000.0),
+        current_epoch=4,
+        leader=LeaderRecord(instance="m1", epoch=4),
+    )
+    lines = status_lines("c", state, now_s=1_012.4)
+    assert lines[1] == "leader: m1, epoch 4"
+    assert lines[3] == (
+        "in-flight plan: 2 moves left of 'heal dead brokers 3: 2 partitions reassigned', "
+        "written by m1 (epoch 4) 12 s ago"
+    )
+    assert lines[5] == "maintenance: rack-b (PDU swap)"
+    doc = status_document("c", state)
+    assert doc["plan"]["moves"] == 2 and doc["plan"]["kind"] == "heal"
+    assert doc["maintenance"] == ["rack-b"]
+
+
+def test_an_emptied_plan_is_no_plan_in_flight() -> None:
+    state = CoordinationState(
+        placement=PlacementConfig(),
+        plan=StoredPlan(PlanDocument(decision="done", epoch=2), 3, 2, "m1", 0.0),
+        current_epoch=2,
+        leader=None,
+    )
+    assert status_lines("c", state, 10.0)[3] == "in-flight plan: none"
+    assert status_document("c", state)["plan"] is None
