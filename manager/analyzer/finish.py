@@ -55,6 +55,12 @@ def finish(ctx: Context, outcome: Outcome) -> Decision:
 
 def _finish_proposal(ctx: Context, plan: Proposal) -> Decision:
     state = plan.state
+    if plan.gates and all(g.wait for g in plan.gates):
+        # A dead broker still in its grace period may come back, and with it what cannot be
+        # placed now: a wait, never a refusal of partitions it may yet bring back.
+        after = ctx.before if plan.blocked else loads_after(state, ctx.before)
+        waiting = refusal(plan.kind, list(plan.gates), ctx.before, after)
+        return replace(waiting, request=plan.request)
     # A gate that fails refuses the whole goal: nothing to split.
     split = plan.partial and plan.move_count > 0 and not plan.gates
     listed = blocked_reasons(plan.blocked, plan.exact)

@@ -74,18 +74,18 @@ def health_facts(snap: Snapshot) -> HealthFacts:
 
 
 def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]:
-    """The alerts a decision keeps active: one per refusal reason (authority reasons are not
-    alerts: a standby is supposed to refuse), one naming the partitions a partial heal left
-    unhealed, plus the audit failover. name -> sentence."""
+    """The alerts a decision keeps active: one per reason code of a refusal or of the
+    partitions a partial heal left unhealed, naming each (authority reasons are not alerts: a
+    standby is supposed to refuse), plus the audit failover. name -> sentence."""
     active: dict[str, str] = {}
-    if decision.outcome == "refuse":
-        for reason in decision.reasons:
-            if reason.code not in AUTHORITY_CODES:
-                active.setdefault(f"refused:{reason.code}", reason.message)
-    if decision.unhealed:
-        # A partial heal: the rest is healed, these are refused, each named with its reason.
-        named = "; ".join(r.message for r in decision.unhealed)
-        active["refused:unhealed_partitions"] = f"partitions left unhealed: {named}"
+    refused = decision.reasons if decision.outcome == "refuse" else ()
+    # A partial heal refuses its unhealed partitions by the same names as a refusal does, so
+    # the alert stays the same one when the healed part is done and only they are left.
+    for reason in (*refused, *decision.unhealed):
+        if reason.code not in AUTHORITY_CODES:
+            name = f"refused:{reason.code}"
+            told = active.get(name)
+            active[name] = reason.message if told is None else f"{told}; {reason.message}"
     if switched_off(decision):
         # Work kmedic sees and may not do: the switch that holds it back is named.
         active[f"disabled:{decision.kind}"] = decision.summary

@@ -1,8 +1,8 @@
 """Trust on the real cluster (issue 25): a dead broker under a manager whose heal switch is off
 is decided and audited as `would_act`, paged by the switch's name, and nothing moves; with the
 switch on, the heal is partial - every partition with a live copy is healed, the one whose only
-replica died is refused by name and stays paged while the rest moves; once that broker is back,
-the page clears."""
+replica died is refused by name, by one alert that stays up while the rest moves and after;
+within the grace period nothing is refused; once that broker is back, the page clears."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_a_switched_off_heal_pages_by_name_and_a_partial_heal_refuses_only_what_
 
         # Switched off: decided, audited as would_act, paged by the switch's name; no move.
         would = wait_for(
-            lambda: [r for r in audit("would_act") if r.summary.startswith("would act")],
+            lambda: [r for r in audit("would_act") if "would act (" in r.summary],
             timeout=60,
             interval=2,
             what="the heal decided and held back by its switch",
@@ -102,7 +102,8 @@ def test_a_switched_off_heal_pages_by_name_and_a_partial_heal_refuses_only_what_
             what="refusing to heal while the switch is off",
         )
         assert scrape(port, "kmedic_would_act_total", why=f"disabled by {SWITCH}")
-        assert set(active_alerts(port)) == {"disabled:heal"}, active_alerts(port)
+        # Paged by the switch's name (the lone partition is unhealable either way: named too).
+        assert set(active_alerts(port)) == {"disabled:heal", "refused:no_live_replica"}
         assert audit("action_started") == []
         assert all(VICTIM in replicas for replicas, _ in partitions(bootstrap, healable).values())
         pipeline.stop_role("off")
@@ -124,15 +125,25 @@ def test_a_switched_off_heal_pages_by_name_and_a_partial_heal_refuses_only_what_
             what="every move of the heal to finish",
         )
         alerts = active_alerts(port)
-        assert set(alerts) == {"refused:unhealed_partitions"}, alerts
-        assert f"{alone}:0" in alerts["refused:unhealed_partitions"], alerts
+        assert set(alerts) == {"refused:no_live_replica"}, alerts
+        assert f"{alone}:0 has no live leader" in alerts["refused:no_live_replica"], alerts
         assert scrape(port, "kmedic_refusing_to_heal") == 1
         assert partitions(bootstrap, alone)[0][0] == [VICTIM]
-        raised = [r.summary for r in audit("alert_raised")]
-        cleared = [r.summary for r in audit("alert_cleared")]
-        # Raised once and held through the moves (it went off while they ran).
-        assert sum("refused:unhealed_partitions" in s for s in raised) == 1, raised
-        assert not any("refused:unhealed_partitions" in s for s in cleared), cleared
+        # Under "on": no refusal while the broker was in its grace period (a wait), and the
+        # alert raised once and held through the moves and after them (it went off while
+        # they ran, and was renamed once only the lone partition was left).
+        since = wait_for(
+            lambda: [r for r in audit("decision") if r.instance == "on"],
+            timeout=30,
+            what="the decisions of manager 'on'",
+        )[0].time_ms
+        later = [r for r in read_audit(bootstrap, topics["actions"]) if r.time_ms >= since]
+        raised = [r.summary for r in later if r.kind == "alert_raised"]
+        cleared = [r.summary for r in later if r.kind == "alert_cleared"]
+        assert [s.split(": ")[0] for s in raised] == ["alert refused:no_live_replica"], raised
+        assert cleared == [], cleared
+        waits = [r.summary for r in later if r.kind == "decision" and "grace period" in r.summary]
+        assert waits and all(s.startswith("wait") for s in waits), waits
 
         # The broker is back: nothing is left unhealed, and the page clears.
         cluster.restart(VICTIM)

@@ -126,9 +126,9 @@ def test_a_partial_heal_keeps_refusing_to_heal_and_names_what_it_left() -> None:
         ),
     )
     alerts = alerts_for(partial, audit_on_failover=False)
-    assert list(alerts) == ["refused:unhealed_partitions"]
-    assert "gone:0 has no live leader" in alerts["refused:unhealed_partitions"]
-    assert "pay:1: no broker" in alerts["refused:unhealed_partitions"]
+    assert list(alerts) == ["refused:no_live_replica", "refused:plan_violates_constraints"]
+    assert "gone:0 has no live leader" in alerts["refused:no_live_replica"]
+    assert "pay:1: no broker" in alerts["refused:plan_violates_constraints"]
 
 
 def test_a_dead_broker_that_holds_nothing_needs_no_heal() -> None:
@@ -197,13 +197,13 @@ def test_what_a_partial_heal_left_stays_paged_while_its_healed_part_moves(
     rig.sources.replicas[("t", 3)] = (4,)  # its only replica died with broker 4
     first = rig.manager.cycle()
     assert first.kind == "act", first.sentence
-    assert rig.manager.trail.active_alerts.keys() == {"refused:unhealed_partitions"}
+    assert rig.manager.trail.active_alerts.keys() == {"refused:no_live_replica"}
     refusing = {"cluster": "c"}
     registry = rig.manager.metrics.registry
     assert registry.get_sample_value("kmedic_refusing_to_heal", refusing) == 1
     held = rig.manager.cycle()  # the heal's moves still run
     assert "own reassignments" in held.sentence, held.sentence
-    assert rig.manager.trail.active_alerts.keys() == {"refused:unhealed_partitions"}
+    assert rig.manager.trail.active_alerts.keys() == {"refused:no_live_replica"}
     assert registry.get_sample_value("kmedic_refusing_to_heal", refusing) == 1
     assert [r.summary for r in rig.sink.records if r.kind == "alert_cleared"] == []
 

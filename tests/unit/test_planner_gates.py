@@ -8,7 +8,7 @@ import pytest
 from planner_fixtures import HOUR, NOW, broker, make, part
 
 from manager.analyzer.gates import failing_gates, gate_budget
-from manager.analyzer.health import health_facts
+from manager.analyzer.health import alerts_for, health_facts
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.planner import decide
 
@@ -63,6 +63,24 @@ def test_dead_within_grace() -> None:
     assert decision.exit_code == 0
     assert "dead 60 s of its 600 s grace period (540 s left)" in decision.reasons[0].message
     assert decision.summary == decision.reasons[0].message
+
+
+def test_within_grace_a_partition_only_the_dead_broker_held_is_waited_for_not_refused() -> None:
+    """The broker may come back, and the partition with it: a wait, no page. Seen on the real
+    cluster: 'refuse (heal): dead_within_grace, no_live_replica' and an alert for a broker
+    that had been dead 0 s."""
+    brokers = [broker(1, "/r1"), broker(2, "/r2"), broker(3, "/r1", alive=False)]
+    brokers[2]["dead_since_ms"] = NOW - 1_000
+    snap = make(brokers, {"t": [part(0, [3]), part(1, [1, 3]), part(2, [1, 2])]})
+    decision = decide(snap)
+    assert decision.outcome == "wait", decision.summary
+    assert [r.code for r in decision.reasons] == ["dead_within_grace"]
+    assert alerts_for(decision, audit_on_failover=False) == {}
+    # Past the grace: the rest is healed and the lone partition refused by name.
+    brokers[2]["dead_since_ms"] = NOW - 3_600_000
+    healed = decide(make(brokers, {"t": [part(0, [3]), part(1, [1, 3]), part(2, [1, 2])]}))
+    assert healed.outcome == "act" and [r.code for r in healed.unhealed] == ["no_live_replica"]
+    assert list(alerts_for(healed, audit_on_failover=False)) == ["refused:no_live_replica"]
 
 
 def test_dead_within_grace_with_another_failing_gate_refuses() -> None:
