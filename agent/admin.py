@@ -24,6 +24,10 @@ from kmedic.metadata import (
     parse_topics,
 )
 
+# Metadata reads per sample: a second one goes to another broker when the first broker asked
+# had just died.
+METADATA_ATTEMPTS = 2
+
 
 class AdminApiError(KmedicError):
     """An Admin API call failed (cluster unreachable, timeout, error code)."""
@@ -67,6 +71,10 @@ class AdminSource:
                 timeout_ms=self._timeout_ms,
                 error=AdminApiError,
             )
+            # Requests for the controller go to this agent's own broker, which forwards them
+            # (KRaft): kafka-python would send them to the broker the metadata names, which
+            # for a few seconds after a broker dies may be that dead, not yet fenced, broker.
+            self._client._controller_id = self._broker_id
         return self._client
 
     def close(self) -> None:
@@ -87,14 +95,19 @@ class AdminSource:
     def read(self, node: BrokerNode | None) -> AdminView:
         """Topics, reassignments and (if the broker is registered) its log dirs."""
         client = self._connect()
-        try:
-            partitions = parse_topics(client.describe_topics())
-            reassignments = parse_reassignments(
-                client.list_partition_reassignments(timeout_ms=self._timeout_ms)
-            )
-        except Exception as exc:
-            self.close()
-            raise AdminApiError(f"Admin API metadata call failed: {exc}") from exc
+        for attempt in range(1, METADATA_ATTEMPTS + 1):
+            try:
+                partitions = parse_topics(client.describe_topics())
+                reassignments = parse_reassignments(
+                    client.list_partition_reassignments(timeout_ms=self._timeout_ms)
+                )
+                break
+            except Exception as exc:
+                # Asked again on the same client: the broker that refused the connection
+                # (one that just died) is in its reconnect backoff, so another one answers.
+                if attempt == METADATA_ATTEMPTS:
+                    self.close()
+                    raise AdminApiError(f"Admin API metadata call failed: {exc}") from exc
         log_dirs = None
         if node is not None:
             try:
