@@ -14,8 +14,8 @@ Steps:
      pyspark's own jars into .cache/jvm/kmedic-spark/lib/kmedic-spark.jar (no network);
   5. programs from Debian's packages (DEBIAN_TOOLS): promtool for the alert-rule tests,
      chromium for the status page's browser test, podman, runc and debootstrap for the
-     container image tests; each installed once when not on PATH; a
-     failed attempt is stamped too and only warned about.
+     container image tests; each installed when not on PATH; a failed attempt is warned
+     about and tried again by the next bootstrap (never remembered as failed).
 
 ``--runtime`` (the container image's build stage): what the roles need to run and nothing the
 tests need: the dependencies of pyproject.toml without the dev extra (kmedic itself is installed
@@ -271,29 +271,21 @@ DEBIAN_TOOLS = {
 }
 
 
-def ensure_debian_tool(tool: str, package: str, needed_by: str) -> None:
-    """Installs ``package`` once when ``tool`` is not on PATH; a failed attempt is stamped
-    and only warned about (the tests that need the tool then skip, saying why)."""
-    stamp = CACHE / "stamps" / tool
+def ensure_debian_tool(tool: str, package: str, needed_by: str) -> bool:
+    """Installs ``package`` when ``tool`` is not on PATH; True when the tool is there after.
+    A failed attempt is warned about and remembered nowhere: the next bootstrap tries again
+    (the tests that need the tool skip, saying why - and fail under CI, .ci/run)."""
     if shutil.which(tool):
         say(f"{tool} present")
-        return
-    if stamp.exists():
-        say(
-            f"{tool} missing (install failed before; remove {stamp} to retry): "
-            f"{needed_by} will skip"
-        )
-        return
+        return True
     apt = shutil.which("apt-get")
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    stamp.parent.mkdir(parents=True, exist_ok=True)
     if apt is None or (sudo and shutil.which("sudo") is None):
-        stamp.write_text("no apt-get or no root\n")
         say(
             f"{tool} missing and cannot be installed (needs apt-get as root): "
             f"install Debian's `{package}` package; {needed_by} will skip"
         )
-        return
+        return False
     say(f"installing {tool} (Debian package `{package}`)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for cmd in (
@@ -302,15 +294,15 @@ def ensure_debian_tool(tool: str, package: str, needed_by: str) -> None:
     ):
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
-            stamp.write_text("install failed\n")
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
             say(
                 f"could not install {tool} ({' '.join(cmd[-2:])} failed); {needed_by} will "
-                f"skip. Install Debian's `{package}` package by hand.\n{tail}"
+                f"skip, and the next bootstrap tries again. Or install Debian's `{package}` "
+                f"package by hand.\n{tail}"
             )
-            return
-    stamp.write_text("installed\n")
+            return False
     say(f"{tool} installed")
+    return True
 
 
 def run(cmd: list[str], what: str) -> None:

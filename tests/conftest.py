@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from required_tools import missing, must_fail
 
 from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster
@@ -27,6 +28,17 @@ CLUSTER_KIND = os.environ.get("KMEDIC_TEST_CLUSTER", "local")
 settings.register_profile("repeatable", derandomize=True, print_blob=True)
 settings.register_profile("shake", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("KMEDIC_HYPOTHESIS", "repeatable"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under CI a skip for a missing tool is a failure (tests/required_tools.py)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    failure = must_fail(report)
+    if failure is not None:
+        report.outcome = "failed"
+        report.longrepr = failure
 
 
 @pytest.fixture(scope="session")
@@ -65,7 +77,7 @@ def _container_cluster(spec: ClusterSpec, workdir: Path, engine_dir: Path) -> It
             yield cluster
             cluster.stop()
     except EngineMissing as exc:
-        pytest.skip(f"KMEDIC_TEST_CLUSTER=testcontainers: {exc}")
+        pytest.skip(missing(f"KMEDIC_TEST_CLUSTER=testcontainers: {exc}"))
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
+from required_tools import skip_missing
 
 from kmedic.localcluster import process
 
@@ -53,7 +53,7 @@ class PrometheusServer:
 
     def start(self, timeout: float = 60) -> PrometheusServer:
         if (missing := prometheus_missing()) is not None:
-            pytest.skip(missing)
+            skip_missing(missing)
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},

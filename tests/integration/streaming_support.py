@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from helpers import kafka_conf, wait_until_usable
+from required_tools import skip_missing
 from spark_helpers import connector_missing, shared_spark
 
 from streaming import job, topics
@@ -23,7 +24,7 @@ from streaming.config import SparkConfig, StreamConfig, TopicsConfig, Validation
 def spark() -> Iterator[Any]:
     """The run's one local[2] SparkSession, with the Kafka connector."""
     if (missing := connector_missing()) is not None:
-        pytest.skip(f"Spark Kafka connector not bootstrapped: {missing}")
+        skip_missing(f"Spark Kafka connector not bootstrapped: {missing}")
     yield shared_spark()
     # Stopped by whichever fixture module finishes last (stop is idempotent).
 

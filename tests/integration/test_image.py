@@ -22,6 +22,7 @@ import pytest
 import yaml
 from container_support import IMAGE, Engine, EngineMissing, build_image, container_engine
 from helpers import http_get, kafka_conf, read_audit
+from required_tools import skip_missing
 from streaming_support import create_topic, read_all, unique
 
 from composition.pipeline import Pipeline
@@ -39,7 +40,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
         with container_engine(tmp_path_factory.mktemp("engine")) as running:
             yield running
     except EngineMissing as exc:
-        pytest.skip(f"no container engine: {exc}")
+        skip_missing(f"no container engine: {exc}")
 
 
 @pytest.fixture(scope="module")

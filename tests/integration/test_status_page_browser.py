@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, sync_playwright
+from required_tools import needs
 
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditRecord
@@ -30,9 +31,9 @@ from manager.web.metrics import ManagerMetrics, MetricsServer
 from manager.web.status_page import status_document
 
 CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(
+pytestmark = needs(
     CHROMIUM is None,
-    reason="needs Chromium on PATH (Debian package `chromium`, installed by `make bootstrap`)",
+    "needs Chromium on PATH (Debian package `chromium`, installed by `make bootstrap`)",
 )
 # Headless, and quiet on this machine's closed network (no background connections).
 CHROMIUM_ARGS = [

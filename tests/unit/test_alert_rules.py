@@ -7,17 +7,17 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
+from required_tools import needs
 
 from manager.web.metrics import ManagerMetrics
 from streaming.metrics import StreamMetrics
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "configs" / "prometheus"
 PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(
+needs_promtool = needs(
     PROMTOOL is None,
-    reason="promtool not on PATH (Debian package `prometheus`; scripts/bootstrap.py installs it)",
+    "promtool not on PATH (Debian package `prometheus`; scripts/bootstrap.py installs it)",
 )
 REQUIRED_ALERTS = {
     "KmedicRefusingToHeal",
