@@ -29,12 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState, KeeperState
-from kazoo.exceptions import (
-    KazooException,
-    NodeExistsError,
-    RolledBackError,
-    ZookeeperError,
-)
+from kazoo.exceptions import KazooException, NodeExistsError, RolledBackError, ZookeeperError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
@@ -340,8 +335,15 @@ class Coordinator:
             )
         except NodeExistsError:
             # Wake up as soon as the leader goes away instead of waiting for the next tick.
-            self._client.exists(self.leader_path, watch=lambda _e: self._events.put("leader"))
-            return
+            stat = self._client.exists(
+                self.leader_path, watch=lambda _e: self._events.put("leader")
+            )
+            if stat is None or stat.ephemeralOwner != self.session_id():
+                return
+            # This session's own znode: an acquisition cut off after the create (its reply
+            # lost to a connection drop, or the epoch bump and the release both failed). Left
+            # alone it names a leader that never leads; finished, it does.
+            log.warning("leadership_acquisition_resumed", instance=self.instance_id)
         try:
             epoch, version = bump_epoch(self._client, self.epoch_path)
             self._client.set(self.leader_path, self._leader_payload(epoch))

@@ -234,3 +234,34 @@ def test_a_short_partition_keeps_leadership_and_epoch(
     assert a.epoch == epoch and a.current_epoch() == epoch
     assert rec_a.acquired == [epoch] and rec_a.lost == [] and rec_a.shutdown == []
     assert a.verify_leadership()
+
+
+def test_an_acquisition_whose_create_reply_was_lost_is_finished(zk_hosts: str) -> None:
+    """Found by the soak: ZooKeeper paused while the standby took over; the leader znode's
+    create reached the server but its reply was lost (ConnectionLoss), the session survived,
+    and the instance then saw its own znode as someone else's leadership - the znode named it
+    with no epoch, and nobody led until the process was stopped."""
+    from kazoo.exceptions import ConnectionLoss
+
+    config = CoordinationConfig(zk_connect=zk_hosts, session_timeout_s=6.0)
+    coord = Coordinator(config, f"coord-{uuid.uuid4().hex[:8]}", "m2", reconcile_interval_s=0.2)
+    real_create = coord._client.create
+    lost: list[str] = []
+
+    def create_then_lose_the_reply(path: str, *args: Any, **kwargs: Any) -> Any:
+        created = real_create(path, *args, **kwargs)
+        if path == coord.leader_path and not lost:
+            lost.append(path)
+            raise ConnectionLoss()
+        return created
+
+    coord._client.create = create_then_lose_the_reply  # type: ignore[method-assign]
+    coord.start()
+    try:
+        wait_for(coord.may_act, timeout=10, what="m2 to lead after its create lost its reply")
+        assert lost == [coord.leader_path]
+        leader = coord.current_leader()
+        assert leader is not None and leader.instance == "m2"
+        assert leader.epoch == coord.epoch == coord.current_epoch() >= 1
+    finally:
+        coord.stop()
