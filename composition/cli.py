@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "manager.cli.plan",
     "streaming.cli",
     "manager.cli.daemon",
+    "composition.soak.cli",
     "composition.healthcheck",
     # (each role and tool adds its module here)
 )

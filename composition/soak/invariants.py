@@ -1,0 +1,120 @@
+"""What a soak must end with, checked over what it collected (pure): each check returns the
+problems it found, every one a sentence with its numbers; none found is a held invariant.
+
+- no acknowledged message lost (acked - consumed, per topic: composition.soak.verifiable);
+- never two managers acting: each fencing epoch belongs to one instance, and the action
+  records of an epoch all come before those of the next;
+- no duplicate move: a move (partition and target) is started once until it completes or
+  fails - a leader that takes over adopts a running move, it does not start it again;
+- the alerts raised: none unless the schedule calls for one (it calls for none: a restart
+  in grace, a short pause and a completed heal never page);
+- the end state: every partition fully replicated, no reassignment running, no throttle
+  left, the audit spool empty."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from manager.audit.log import AuditRecord
+
+ACTION_KINDS = ("action_started", "action_progress", "action_completed", "action_failed")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    problems: tuple[str, ...]
+
+    @property
+    def held(self) -> bool:
+        return not self.problems
+
+
+def one_actor(records: Iterable[AuditRecord]) -> Check:
+    """Each epoch is one instance's, and no two epochs' action windows overlap."""
+    holders: dict[int, set[str]] = defaultdict(set)
+    windows: dict[int, tuple[int, int]] = {}
+    for r in records:
+        if r.kind not in ACTION_KINDS:
+            continue
+        holders[r.epoch].add(r.instance)
+        first, last = windows.get(r.epoch, (r.time_ms, r.time_ms))
+        windows[r.epoch] = (min(first, r.time_ms), max(last, r.time_ms))
+    problems = [
+        f"epoch {e} acted from {len(who)} instances: {sorted(who)}"
+        for e, who in sorted(holders.items())
+        if len(who) > 1
+    ]
+    epochs = sorted(windows)
+    for older, newer in itertools.pairwise(epochs):
+        if windows[older][1] > windows[newer][0]:
+            problems.append(
+                f"epoch {older} acted until {windows[older][1]}, after epoch {newer} began "
+                f"acting at {windows[newer][0]} ({windows[older][1] - windows[newer][0]} ms)"
+            )
+    return Check("never two managers acting", tuple(problems))
+
+
+def no_duplicate_move(records: Iterable[AuditRecord]) -> Check:
+    """A move is started once until it ends (completed or failed)."""
+    running: dict[str, tuple[int, ...]] = {}
+    problems = []
+    for r in sorted(records, key=lambda r: r.time_ms):
+        if r.kind not in ("action_started", "action_completed", "action_failed"):
+            continue
+        for partition in r.partitions:
+            target = tuple((r.after or {}).get("replicas", ()))
+            if r.kind == "action_started":
+                if running.get(partition) == target:
+                    problems.append(
+                        f"{partition} -> {list(target)} started again by {r.instance} "
+                        f"(epoch {r.epoch}) while it was running"
+                    )
+                running[partition] = target
+            else:
+                running.pop(partition, None)
+    return Check("no duplicate move", tuple(problems))
+
+
+def alerts(records: Iterable[AuditRecord], allowed: Iterable[str] = ()) -> Check:
+    """Every alert raised, with its time; a problem unless its name is ``allowed``."""
+    permitted = set(allowed)
+    problems = [
+        f"{r.time_ms}: {r.summary} ({r.instance}, epoch {r.epoch})"
+        for r in records
+        if r.kind == "alert_raised" and not (set(r.reasons) & permitted)
+    ]
+    return Check("no alert the schedule does not call for", tuple(problems))
+
+
+def messages(lost: dict[str, int], acked: dict[str, int]) -> Check:
+    problems = [
+        f"{topic}: {n} of {acked[topic]} acknowledged messages never consumed"
+        for topic, n in sorted(lost.items())
+        if n
+    ]
+    empty = [f"{topic}: no message was acknowledged" for topic, n in sorted(acked.items()) if not n]
+    return Check("every acknowledged message consumed", tuple(problems + empty))
+
+
+def end_state(
+    under_replicated: list[str],
+    reassigning: list[str],
+    throttles: list[str],
+    spool_pending: int,
+) -> Check:
+    problems = []
+    if under_replicated:
+        problems.append(
+            f"{len(under_replicated)} partitions not fully replicated: {under_replicated[:10]}"
+        )
+    if reassigning:
+        problems.append(f"{len(reassigning)} reassignments still running: {reassigning[:10]}")
+    if throttles:
+        problems.append(f"throttles left in place: {throttles[:10]}")
+    if spool_pending:
+        problems.append(f"{spool_pending} audit records left in the spool")
+    return Check("the cluster whole at the end", tuple(problems))

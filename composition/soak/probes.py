@@ -1,0 +1,120 @@
+"""What the soak asks the cluster and the managers, through fresh clients that survive brokers
+coming and going: is the cluster whole, which throttles are set, who leads."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import TypeVar
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    ResourceType,
+)
+from kafka import KafkaAdminClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from kmedic.errors import KmedicError
+from manager.model.throttles import FOLLOWER_REPLICAS, LEADER_REPLICAS, RATE_KEYS
+
+T = TypeVar("T")
+
+
+def ask(bootstrap: str, question: Callable[[AdminClient], T], tries: int = 6) -> T:
+    last: Exception | None = None
+    for _ in range(tries):
+        try:
+            return question(AdminClient({"bootstrap.servers": bootstrap}))
+        except (KafkaException, TimeoutError) as exc:
+            last = exc
+            time.sleep(1)
+    raise KmedicError(f"the Admin API at {bootstrap} did not answer in {tries} tries: {last}")
+
+
+def under_replicated(bootstrap: str) -> list[str]:
+    """Partitions whose ISR is short of their replicas, or that have no leader."""
+
+    def read(admin: AdminClient) -> list[str]:
+        meta = admin.list_topics(timeout=10)
+        return sorted(
+            f"{t}:{p.id}"
+            for t, topic in meta.topics.items()
+            for p in topic.partitions.values()
+            if len(p.isrs) < len(p.replicas) or p.leader < 0
+        )
+
+    return ask(bootstrap, read)
+
+
+def reassigning(bootstrap: str) -> list[str]:
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15_000)
+    try:
+        ongoing = client.list_partition_reassignments()
+    finally:
+        client.close()
+    return sorted(f"{tp.topic}:{tp.partition}" for tp in ongoing)
+
+
+def replicas_on(bootstrap: str, broker: int) -> list[str]:
+    def read(admin: AdminClient) -> list[str]:
+        meta = admin.list_topics(timeout=10)
+        return sorted(
+            f"{t}:{p.id}"
+            for t, topic in meta.topics.items()
+            for p in topic.partitions.values()
+            if broker in p.replicas
+        )
+
+    return ask(bootstrap, read)
+
+
+def throttles(bootstrap: str, brokers: list[int]) -> list[str]:
+    """Every replication throttle set: rates on brokers, throttled replicas on topics."""
+
+    def read(admin: AdminClient) -> list[str]:
+        topics = [t for t in admin.list_topics(timeout=10).topics if not t.startswith("__")]
+        # One broker per call (the Admin API's rule); every topic in one.
+        calls = [[ConfigResource(ResourceType.BROKER, str(b))] for b in brokers]
+        calls.append([ConfigResource(ResourceType.TOPIC, t) for t in topics])
+        found = []
+        for resources in calls:
+            for res, future in admin.describe_configs(resources).items():
+                broker = res.restype == ResourceType.BROKER
+                keys = RATE_KEYS if broker else (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+                for key, entry in future.result(30).items():
+                    if key in keys and entry.value and not entry.is_default:
+                        found.append(f"{res.name} {key}={entry.value}")
+        return sorted(found)
+
+    return ask(bootstrap, read)
+
+
+def metric(port: int, name: str, **labels: str) -> float | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
+            text = page.read().decode()
+    except OSError:
+        return None
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return None
+
+
+def wait(check: Callable[[], T], timeout_s: float, what: str, interval_s: float = 1.0) -> T:
+    """Poll ``check`` until it returns something truthy; KmedicError naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    last: T | None = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except KmedicError:
+            last = None
+        if last:
+            return last
+        time.sleep(interval_s)
+    raise KmedicError(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {last!r})")

@@ -1,0 +1,152 @@
+"""The end of a soak run: the producers stop, the consumers read to the end, the cluster is
+given time to be whole, and every invariant is checked into a report - ``report.json`` and a
+readable summary - before every process is stopped and checked gone."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from composition.soak import invariants, probes
+from composition.soak.run import MANAGERS, Rig
+from composition.soak.schedule import Schedule
+from composition.soak.verifiable import consumed_count, tally
+from manager.audit.kafka_reader import read_records
+from manager.audit.log import AuditRecord
+from manager.audit.spool import Spool
+
+CATCH_UP_S = 120.0  # how long the consumers may take to read the last acknowledged messages
+
+
+@dataclass
+class Report:
+    seed: int
+    schedule: list[str]
+    timeline: list[tuple[float, str]]
+    topics: list[dict[str, Any]]
+    checks: list[invariants.Check]
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def held(self) -> bool:
+        return all(c.held for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "held": self.held,
+            "schedule": self.schedule,
+            "timeline": [{"at_s": at, "event": what} for at, what in self.timeline],
+            "topics": self.topics,
+            "counts": self.counts,
+            "checks": [
+                {"name": c.name, "held": c.held, "problems": list(c.problems)} for c in self.checks
+            ],
+        }
+
+    def lines(self) -> list[str]:
+        out = [f"soak seed {self.seed}: " + ("every invariant held" if self.held else "FAILED")]
+        for t in self.topics:
+            out.append(
+                f"  {t['topic']}: {t['acked']} acknowledged, {t['consumed']} consumed, "
+                f"{t['lost']} lost ({t['send_errors']} sends failed, never acknowledged)"
+            )
+        out.append("  " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())))
+        for check in self.checks:
+            mark = "held" if check.held else "BROKEN"
+            out.append(f"  [{mark}] {check.name}")
+            out.extend(f"      {p}" for p in check.problems)
+        return out
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json(), indent=2))
+
+
+def finish(rig: Rig, schedule: Schedule) -> Report:
+    """Stop the writes, read to the end, check; the processes are stopped by ``stop``."""
+    tools = rig.settings.workdir / "tools"
+    producers = [t for t in rig.tools if t.name.startswith("producer")]
+    for producer in producers:
+        producer.stop()
+    rig.timeline.say("producers stopped")
+    for topic in rig.topics:
+        acked = len(tally(topic, tools / f"{topic}.producer.jsonl", Path("/nonexistent")).acked)
+        _wait_consumed(tools / f"{topic}.consumer.jsonl", acked)
+    for consumer in (t for t in rig.tools if t.name.startswith("consumer")):
+        consumer.stop()
+    rig.timeline.say("consumers stopped")
+    whole = True
+    try:
+        probes.wait(rig.whole, 300, "a whole cluster at the end", interval_s=2)
+    except Exception as exc:
+        whole = False
+        rig.timeline.say(f"not whole at the end: {exc}")
+    tallies = [
+        tally(t, tools / f"{t}.producer.jsonl", tools / f"{t}.consumer.jsonl") for t in rig.topics
+    ]
+    records = list(read_records(rig.bootstrap, timeout_s=30))
+    checks = [
+        invariants.messages(
+            {t.topic: len(t.lost) for t in tallies}, {t.topic: len(t.acked) for t in tallies}
+        ),
+        invariants.one_actor(records),
+        invariants.no_duplicate_move(records),
+        invariants.alerts(records),
+        invariants.end_state(
+            probes.under_replicated(rig.bootstrap) if whole else ["(timed out)"],
+            probes.reassigning(rig.bootstrap),
+            probes.throttles(rig.bootstrap, rig.cluster.broker_ids),
+            sum(Spool(rig.spool(m)).pending() for m in MANAGERS if rig.spool(m).exists()),
+        ),
+    ]
+    return Report(
+        seed=schedule.seed,
+        schedule=schedule.lines(),
+        timeline=list(rig.timeline.events),
+        topics=[t.summary() for t in tallies],
+        checks=checks,
+        counts=_counts(records, schedule),
+    )
+
+
+def _wait_consumed(consumer_out: Path, acked: int) -> None:
+    """Until the consumer has read as many records as were acknowledged, or stops gaining."""
+    deadline = time.monotonic() + CATCH_UP_S
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        read = consumed_count(consumer_out)
+        if read >= acked:
+            return
+        if read != last:
+            last, since = read, time.monotonic()
+        elif time.monotonic() - since > 30:
+            return
+        time.sleep(2)
+
+
+def _counts(records: list[AuditRecord], schedule: Schedule) -> dict[str, int]:
+    kinds = [r.kind for r in records]
+    return {
+        "episodes": len(schedule.episodes),
+        "faults": schedule.fault_count(),
+        "moves_started": kinds.count("action_started"),
+        "moves_completed": kinds.count("action_completed"),
+        "moves_failed": kinds.count("action_failed"),
+        "alerts_raised": kinds.count("alert_raised"),
+        "audit_records": len(records),
+    }
+
+
+def stop(rig: Rig) -> list[str]:
+    """Stop every process the run started; what is still running after is returned."""
+    for tool in rig.tools:
+        tool.stop()
+    rig.pipeline.stop()
+    rig.cluster.stop()
+    left = [t.name for t in rig.tools if t.running()]
+    left += [name for name, role in rig.pipeline.roles.items() if role.running()]
+    left += [str(n["node"]) for n in rig.cluster.status() if n["running"]]
+    return left

@@ -1,0 +1,329 @@
+"""One soak run: a real cluster (6 brokers on 3 racks, ZooKeeper), the agents, the Spark job,
+two managers, Kafka's verifiable producer and consumer on every soak topic, and the seeded
+schedule's episodes one after the other (composition.soak.schedule). Then the producers stop,
+the consumers read to the end, and the invariants are checked (composition.soak.invariants)
+into a report (composition.soak.report). Every process started here is stopped here."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from composition.pipeline import Pipeline
+from composition.soak import probes
+from composition.soak.schedule import Episode, Overlap, Schedule
+from composition.soak.verifiable import (
+    ToolProcess,
+    acked_count,
+    consumed_count,
+    start_consumer,
+    start_producer,
+)
+from kmedic.localcluster import ClusterSpec, LocalCluster, process
+from kmedic.logging import get_logger
+from manager.coordination.placement_store import ZkConfigStore
+from manager.model.placement_config import BrokerGroup, IsolationGroup
+
+log = get_logger(__name__)
+
+MANAGERS = ("m1", "m2")
+GRACE_S = 15.0
+SESSION_TIMEOUT_S = 6.0  # broker.session.timeout.ms of the local cluster
+PARTITIONS = 6
+ISOLATED_BROKERS = (3, 4, 5, 6)  # the isolated topic lives here (racks /r3, /r1, /r2, /r3)
+
+
+@dataclass
+class SoakSettings:
+    seed: int
+    length_s: float
+    workdir: Path
+    brokers: int = 6
+    throughput: int = 200  # messages per second, per soak topic
+    stream: bool = True  # run the Spark job (the short variant in `make test` leaves it out)
+
+
+@dataclass
+class Timeline:
+    """What happened when, in seconds from the start of the faults."""
+
+    started: float = field(default_factory=time.monotonic)
+    events: list[tuple[float, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def say(self, what: str) -> None:
+        at = time.monotonic() - self.started
+        with self.lock:
+            self.events.append((round(at, 1), what))
+        log.info("soak_event", at_s=round(at, 1), what=what)
+
+
+@dataclass
+class Rig:
+    """Everything a run started, for the episodes to act on and for the end to stop."""
+
+    settings: SoakSettings
+    cluster: LocalCluster
+    pipeline: Pipeline
+    ports: dict[str, int]
+    topics: list[str]
+    tools: list[ToolProcess] = field(default_factory=list)
+    timeline: Timeline = field(default_factory=Timeline)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap_servers
+
+    def manager_settings(self, name: str) -> dict[str, Any]:
+        return {
+            "instance_id": name,
+            "interval_s": 3,
+            "policy": {
+                "dead_grace_ms": int(GRACE_S * 1000),
+                "max_dead_brokers": 1,
+                "even_spread": False,  # the soak proves heals and drains, not balancing
+                "max_moves_per_cycle": 10_000,
+                "max_moves_per_hour": 100_000,
+            },
+            "executor": {"throttle_bytes_per_s": 20_000_000, "max_moves_in_flight": 12},
+            "http": {"port": self.ports[name]},
+            "snapshot_path": str(self.pipeline.workdir / f"{name}-snapshot.json"),
+            "audit": {"spool_dir": str(self.spool(name))},
+        }
+
+    def spool(self, name: str) -> Path:
+        return self.pipeline.workdir / f"{name}-spool"
+
+    def start_manager(self, name: str) -> None:
+        self.pipeline.start_manager(name, **self.manager_settings(name))
+
+    def leader(self) -> str | None:
+        for name in MANAGERS:
+            if probes.metric(self.ports[name], "kmedic_is_leader") == 1:
+                return name
+        return None
+
+    def whole(self) -> bool:
+        return not probes.under_replicated(self.bootstrap) and not probes.reassigning(
+            self.bootstrap
+        )
+
+
+def start(settings: SoakSettings) -> Rig:
+    """The cluster, the roles and the verifiable clients, writing and reading; on a failure
+    on the way, whatever was started is stopped before the error goes on."""
+    cluster = LocalCluster.start(
+        ClusterSpec(brokers=settings.brokers, racks=("/r1", "/r2", "/r3"), broker_heap_mb=320),
+        settings.workdir / "cluster",
+    )
+    name = f"soak-{uuid.uuid4().hex[:6]}"
+    pipeline = Pipeline(cluster, settings.workdir / "roles", cluster_name=name)
+    ports = dict(zip(MANAGERS, process.free_ports(len(MANAGERS)), strict=True))
+    rig = Rig(settings, cluster, pipeline, ports, ["soak.rf3", "soak.isolated"])
+    try:
+        _start_roles(rig)
+    except BaseException:
+        for tool in rig.tools:
+            tool.stop()
+        pipeline.stop()
+        cluster.stop()
+        raise
+    return rig
+
+
+def _start_roles(rig: Rig) -> None:
+    _create_topics(rig)
+    rig.pipeline.start_agents(interval_s=2)
+    if rig.settings.stream:
+        rig.pipeline.start_stream()
+    for manager in MANAGERS:
+        rig.start_manager(manager)
+        if manager == MANAGERS[0]:
+            probes.wait(lambda: rig.leader() == "m1", 90, "m1 to lead")
+    tools = rig.settings.workdir / "tools"
+    for topic in rig.topics:
+        rig.tools.append(start_consumer(rig.bootstrap, topic, tools))
+        rig.tools.append(
+            start_producer(rig.bootstrap, topic, tools, throughput=rig.settings.throughput)
+        )
+    for topic in rig.topics:
+        producer, consumer = tools / f"{topic}.producer.jsonl", tools / f"{topic}.consumer.jsonl"
+
+        def both(producer: Path = producer, consumer: Path = consumer) -> bool:
+            return acked_count(producer) > 0 and consumed_count(consumer) > 0
+
+        probes.wait(
+            both, 90, f"{topic}'s verifiable producer and consumer to write and read ({tools})"
+        )
+
+
+def _create_topics(rig: Rig) -> None:
+    admin = AdminClient({"bootstrap.servers": rig.bootstrap})
+    config = {"min.insync.replicas": "2"}
+    futures = admin.create_topics([NewTopic(t, PARTITIONS, 3, config=config) for t in rig.topics])
+    for future in futures.values():
+        future.result(timeout=30)
+    # The isolated topic may only live on its broker group: its heals stay inside it.
+    with ZkConfigStore.connect(rig.cluster.zk_connect, rig.pipeline.cluster_name) as store:
+        store.put(BrokerGroup(name="iso-brokers", brokers=ISOLATED_BROKERS), create=True)
+        store.put(
+            IsolationGroup(name="iso", topics=("soak.isolated",), primary="iso-brokers"),
+            create=True,
+        )
+    _place_isolated(rig)
+
+
+def _place_isolated(rig: Rig) -> None:
+    """Move the isolated topic's replicas into its group (created anywhere by Kafka)."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpTopicPartition
+
+    group = list(ISOLATED_BROKERS)
+    targets = {
+        KpTopicPartition("soak.isolated", p): [group[(p + i) % len(group)] for i in range(3)]
+        for p in range(PARTITIONS)
+    }
+    client = KafkaAdminClient(bootstrap_servers=rig.bootstrap)
+    try:
+        client.alter_partition_reassignments(targets)
+    finally:
+        client.close()
+    probes.wait(rig.whole, 120, "the isolated topic placed in its group")
+
+
+# ---- episodes ----------------------------------------------------------------------------
+
+
+def run_episode(rig: Rig, number: int, episode: Episode) -> None:
+    say = rig.timeline.say
+    probes.wait(rig.whole, 300, "a whole cluster before the next episode", interval_s=2)
+    say(f"episode {number}: {episode.sentence()}")
+    cluster, broker = rig.cluster, episode.broker
+    if episode.kind == "heal":
+        cluster.kill(broker)
+        say(f"broker {broker} killed")
+        # The overlaps are timed from the moment the heal's moves run: "mid-heal".
+        threads = _overlaps(rig, episode.overlaps, None)
+
+        def healed() -> bool:
+            return not probes.replicas_on(rig.bootstrap, broker) and rig.whole()
+
+        probes.wait(healed, 420, f"broker {broker}'s replicas healed", interval_s=2)
+        say(f"broker {broker} healed: it holds no replica, every partition is whole")
+        _join(threads)
+        cluster.restart(broker)
+        say(f"broker {broker} restarted (empty)")
+    elif episode.kind == "bounce":
+        cluster.kill(broker)
+        say(f"broker {broker} killed")
+        threads = _overlaps(rig, episode.overlaps, time.monotonic())
+        time.sleep(episode.hold_s)
+        cluster.restart(broker)
+        say(f"broker {broker} restarted after {episode.hold_s:.0f} s, inside its grace")
+        _join(threads)
+    elif episode.kind == "pause":
+        cluster.pause(broker)
+        say(f"broker {broker} paused")
+        threads = _overlaps(rig, episode.overlaps, time.monotonic())
+        time.sleep(episode.hold_s)
+        cluster.resume(broker)
+        say(f"broker {broker} resumed after {episode.hold_s:.0f} s")
+        _join(threads)
+    elif episode.kind == "drain":
+        threads = _overlaps(rig, episode.overlaps, time.monotonic())
+        _drain(rig, broker)
+        _join(threads)
+
+
+def _drain(rig: Rig, broker: int) -> None:
+    where = ["--zk", rig.cluster.zk_connect, "--cluster", rig.pipeline.cluster_name]
+    cmd = [sys.executable, "-m", "composition.cli", "drain", str(broker), "--wait", "400"]
+    done = subprocess.run([*cmd, *where], capture_output=True, text=True, timeout=460)
+    said = (done.stdout.strip().splitlines() or [done.stderr.strip()])[-1]
+    rig.timeline.say(f"drain of broker {broker}: {said}")
+
+
+def _overlaps(
+    rig: Rig, overlaps: tuple[Overlap, ...], anchor: float | None
+) -> list[threading.Thread]:
+    """Each overlap on its own thread, ``offset_s`` after ``anchor`` (None: after the moment
+    the leading manager has moves in flight)."""
+    threads = []
+    for overlap in overlaps:
+        thread = threading.Thread(target=_overlap_at, args=(rig, overlap, anchor), daemon=True)
+        thread.start()
+        threads.append(thread)
+    return threads
+
+
+def _overlap_at(rig: Rig, overlap: Overlap, anchor: float | None) -> None:
+    try:
+        if anchor is None:
+            probes.wait(lambda: _moving(rig), 180, "the heal's moves to run", interval_s=0.5)
+            anchor = time.monotonic()
+        time.sleep(max(0.0, anchor + overlap.offset_s - time.monotonic()))
+        _overlap(rig, overlap)
+    except Exception as exc:  # the run goes on; the report says the fault did not happen
+        rig.timeline.say(f"{overlap.kind} not done: {exc}")
+
+
+def _moving(rig: Rig) -> bool:
+    leader = rig.leader()
+    return (
+        leader is not None and (probes.metric(rig.ports[leader], "kmedic_moves_in_flight") or 0) > 0
+    )
+
+
+def _join(threads: list[threading.Thread]) -> None:
+    for thread in threads:
+        thread.join(timeout=300)
+
+
+def _overlap(rig: Rig, overlap: Overlap) -> None:
+    say = rig.timeline.say
+    if overlap.kind == "manager_kill":
+        leader = rig.leader()
+        if leader is None:
+            say("manager_kill: no manager leads at that moment; nothing killed")
+            return
+        rig.pipeline.stop_role(leader, signal.SIGKILL)
+        say(f"leading manager {leader} killed (SIGKILL)")
+        other = next(m for m in MANAGERS if m != leader)
+        try:
+            probes.wait(lambda: rig.leader() == other, 60, f"{other} to take over")
+            say(f"{other} leads")
+        finally:  # back as a standby whatever happened, so that the run goes on with two
+            rig.start_manager(leader)
+            say(f"{leader} started again, as a standby")
+    elif overlap.kind == "zookeeper_pause":
+        rig.cluster.pause_zookeeper()
+        say("ZooKeeper paused (SIGSTOP)")
+        time.sleep(overlap.hold_s)
+        rig.cluster.resume_zookeeper()
+        say(f"ZooKeeper resumed after {overlap.hold_s:.0f} s")
+    elif overlap.kind == "stream_kill":
+        if "stream" not in rig.pipeline.roles:
+            say("stream_kill: no Spark job runs in this variant; nothing killed")
+            return
+        rig.pipeline.stop_role("stream", signal.SIGKILL)
+        say("the Spark job killed (SIGKILL)")
+        time.sleep(20)
+        rig.pipeline.start_stream()
+        say("the Spark job started again")
+
+
+def run_schedule(rig: Rig, schedule: Schedule, on_episode: Callable[[int], None]) -> None:
+    rig.timeline = Timeline()
+    for number, episode in enumerate(schedule.episodes, start=1):
+        run_episode(rig, number, episode)
+        on_episode(number)

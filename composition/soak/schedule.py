@@ -1,0 +1,140 @@
+"""The soak's fault schedule, drawn from a seed (pure): the same seed, length and brokers give
+the same schedule, printed and saved so that a failing run can be run again.
+
+The schedule is a list of episodes, run one after the other; each waits for a whole cluster
+(every partition fully replicated, no reassignment) before it starts, so that two broker
+faults never overlap - with RF 3 and ``min.insync.replicas`` 2, two brokers out at once stop
+acks=all writes and kmedic rightly refuses to heal (too many dead brokers). What overlaps is
+the rest: a heal episode may also kill the leading manager in the middle of the heal, pause
+ZooKeeper or kill the Spark job.
+
+Episode kinds:
+- ``heal``: a broker SIGKILLed and kept down past the grace period: kmedic heals it; the
+  broker is restarted once the heal is over (empty, it joins as a spare);
+- ``bounce``: a broker SIGKILLed and restarted inside the grace period: nothing moves, nothing
+  pages;
+- ``pause``: a broker SIGSTOPped for a few seconds (less than the broker session timeout),
+  then resumed: nothing moves, nothing pages;
+- ``drain``: an operator drains a broker (``kmedic drain``); the request ends ``done``.
+
+Overlapping faults (``Overlap``), at an offset into their episode: ``manager_kill`` (the
+leading manager SIGKILLed, then started again as a standby), ``zookeeper_pause`` (SIGSTOP for
+a few seconds), ``stream_kill`` (the Spark job stopped; started again at the episode's end).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+EpisodeKind = Literal["heal", "bounce", "pause", "drain"]
+OverlapKind = Literal["manager_kill", "zookeeper_pause", "stream_kill"]
+
+EPISODE_KINDS: tuple[EpisodeKind, ...] = ("heal", "bounce", "pause", "drain")
+OVERLAP_KINDS: tuple[OverlapKind, ...] = ("manager_kill", "zookeeper_pause", "stream_kill")
+# Rough length of each episode on this machine, for fitting a schedule into its length.
+EPISODE_S: dict[EpisodeKind, float] = {"heal": 90.0, "bounce": 30.0, "pause": 25.0, "drain": 60.0}
+
+
+@dataclass(frozen=True)
+class Overlap:
+    kind: OverlapKind
+    # Seconds after the episode's fault (for a heal: after its moves have started running,
+    # so that a killed manager dies mid-heal).
+    offset_s: float
+    hold_s: float  # how long ZooKeeper stays paused; 0 for the others
+
+    def sentence(self) -> str:
+        held = f" for {self.hold_s:.0f} s" if self.hold_s else ""
+        return f"{self.kind}{held} at +{self.offset_s:.0f} s"
+
+
+@dataclass(frozen=True)
+class Episode:
+    kind: EpisodeKind
+    broker: int
+    hold_s: float  # bounce: down this long; pause: stopped this long; else 0
+    overlaps: tuple[Overlap, ...] = ()
+
+    def sentence(self) -> str:
+        what = {
+            "heal": f"broker {self.broker} killed past its grace (a heal)",
+            "bounce": f"broker {self.broker} killed and restarted after {self.hold_s:.0f} s",
+            "pause": f"broker {self.broker} paused (SIGSTOP) for {self.hold_s:.0f} s",
+            "drain": f"broker {self.broker} drained by an operator",
+        }[self.kind]
+        extra = "; ".join(o.sentence() for o in self.overlaps)
+        return what + (f", with {extra}" if extra else "")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    seed: int
+    episodes: tuple[Episode, ...] = field(default_factory=tuple)
+
+    def lines(self) -> list[str]:
+        return [f"{i + 1}. {e.sentence()}" for i, e in enumerate(self.episodes)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seed": self.seed, "episodes": [asdict(e) for e in self.episodes]}
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, sort_keys=True)
+
+    def fault_count(self) -> int:
+        return sum(1 + len(e.overlaps) for e in self.episodes)
+
+
+def draw(
+    seed: int,
+    *,
+    length_s: float,
+    brokers: list[int],
+    grace_s: float,
+    session_timeout_s: float,
+    stream: bool = True,
+) -> Schedule:
+    """Episodes that fit in about ``length_s``. The first is always a heal whose leading
+    manager is killed in the middle of it, overlapped by a second fault: the faults a run of
+    any length must see. Without the Spark job (``stream`` False) none kills it."""
+    rng = random.Random(seed)
+    kinds = OVERLAP_KINDS if stream else tuple(k for k in OVERLAP_KINDS if k != "stream_kill")
+    second = [k for k in kinds if k != "manager_kill"]
+    first = Episode(
+        "heal",
+        rng.choice(brokers),
+        0.0,
+        (Overlap("manager_kill", _mid_heal(rng), 0.0), _overlap(rng, rng.choice(second))),
+    )
+    episodes = [first]
+    spent = EPISODE_S["heal"]
+    while True:
+        kind = rng.choice(EPISODE_KINDS)
+        if spent + EPISODE_S[kind] > length_s:
+            break
+        spent += EPISODE_S[kind]
+        broker = rng.choice(brokers)
+        hold = 0.0
+        if kind == "bounce":
+            # Plus the restart itself (5-10 s): back well inside the grace.
+            hold = round(rng.uniform(0.1, 0.3) * grace_s, 1)
+        elif kind == "pause":
+            hold = round(rng.uniform(0.3, 0.7) * session_timeout_s, 1)
+        overlaps: tuple[Overlap, ...] = ()
+        if rng.random() < 0.5:
+            overlaps = (_overlap(rng, rng.choice(kinds)),)
+        episodes.append(Episode(kind, broker, hold, overlaps))
+    return Schedule(seed, tuple(episodes))
+
+
+def _mid_heal(rng: random.Random) -> float:
+    """Seconds after the grace period: the heal's first moves have started."""
+    return round(rng.uniform(2.0, 5.0), 1)
+
+
+def _overlap(rng: random.Random, kind: OverlapKind) -> Overlap:
+    offset = round(rng.uniform(0.0, 6.0), 1)
+    hold = round(rng.uniform(3.0, 8.0), 1) if kind == "zookeeper_pause" else 0.0
+    return Overlap(kind, offset, hold)

@@ -1,0 +1,115 @@
+"""The soak's pure parts: a seeded schedule (same seed, same faults; the faults every run
+must see), and the invariants over audit records and tallies."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from composition.soak.invariants import alerts, end_state, messages, no_duplicate_move, one_actor
+from composition.soak.schedule import draw
+from manager.audit.log import AuditRecord
+
+BROKERS = [1, 2, 3, 4, 5, 6]
+
+
+def schedule(seed: int, length_s: float = 240.0):  # type: ignore[no-untyped-def]
+    return draw(seed, length_s=length_s, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0)
+
+
+@given(st.integers(min_value=0, max_value=2**32), st.floats(min_value=60, max_value=3600))
+def test_a_seed_draws_one_schedule_and_every_run_kills_a_manager_mid_heal(
+    seed: int, length_s: float
+) -> None:
+    drawn = schedule(seed, length_s)
+    assert drawn == schedule(seed, length_s)
+    first = drawn.episodes[0]
+    assert first.kind == "heal"
+    assert next(o.kind for o in first.overlaps) == "manager_kill"
+    assert drawn.fault_count() >= 3  # the heal, the manager kill, one more overlapping
+    for episode in drawn.episodes:
+        assert episode.broker in BROKERS
+        if episode.kind == "bounce":
+            assert 0 < episode.hold_s < 15.0  # inside the grace period
+        if episode.kind == "pause":
+            assert 0 < episode.hold_s < 9.0  # shorter than the broker session timeout
+
+
+@given(st.integers(min_value=0, max_value=2**32))
+def test_without_the_spark_job_no_fault_kills_it(seed: int) -> None:
+    drawn = draw(
+        seed, length_s=1800, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0, stream=False
+    )
+    kinds = [o.kind for e in drawn.episodes for o in e.overlaps]
+    assert "stream_kill" not in kinds
+    assert drawn.episodes[0].overlaps[1].kind == "zookeeper_pause"
+
+
+def test_the_schedule_is_printed_and_saved() -> None:
+    drawn = schedule(7, 600.0)
+    lines = drawn.lines()
+    assert lines[0].startswith("1. broker ") and "killed past its grace (a heal), with" in lines[0]
+    assert '"seed": 7' in drawn.dumps()
+
+
+def record(
+    kind: str, t: int, epoch: int, instance: str, part: str = "t:0", to=(1, 2)
+) -> AuditRecord:  # type: ignore[no-untyped-def]
+    return AuditRecord(
+        time_ms=t,
+        cluster="c",
+        instance=instance,
+        epoch=epoch,
+        kind=kind,  # type: ignore[arg-type]
+        summary=f"{kind} {part}",
+        partitions=(part,),
+        after={"replicas": list(to)},
+    )
+
+
+def test_a_successor_acting_after_its_predecessor_is_one_actor() -> None:
+    records = [
+        record("action_started", 1, 1, "a"),
+        record("action_progress", 5, 2, "b"),
+        record("action_completed", 9, 2, "b"),
+    ]
+    assert one_actor(records).held
+    assert no_duplicate_move(records).held
+
+
+def test_overlapping_epochs_and_a_shared_epoch_are_found() -> None:
+    overlap = [record("action_started", 1, 1, "a"), record("action_started", 3, 2, "b", "t:1"),
+               record("action_completed", 5, 1, "a")]  # fmt: skip
+    (problem,) = one_actor(overlap).problems
+    assert problem == "epoch 1 acted until 5, after epoch 2 began acting at 3 (2 ms)"
+    shared = [record("action_started", 1, 3, "a"), record("action_started", 2, 3, "b", "t:1")]
+    assert one_actor(shared).problems == ("epoch 3 acted from 2 instances: ['a', 'b']",)
+
+
+def test_a_move_started_again_while_it_runs_is_a_duplicate() -> None:
+    again = [record("action_started", 1, 1, "a"), record("action_started", 4, 2, "b")]
+    (problem,) = no_duplicate_move(again).problems
+    assert problem == "t:0 -> [1, 2] started again by b (epoch 2) while it was running"
+    after_done = [*again[:1], record("action_completed", 2, 1, "a"), again[1]]
+    assert no_duplicate_move(after_done).held
+
+
+def test_alerts_lost_messages_and_the_end_state_are_told_with_numbers() -> None:
+    raised = AuditRecord(
+        time_ms=7, cluster="c", instance="a", epoch=1, kind="alert_raised",
+        summary="alert refused:x: y", reasons=("refused:x",),
+    )  # fmt: skip
+    assert alerts([raised]).problems == ("7: alert refused:x: y (a, epoch 1)",)
+    assert alerts([raised], allowed=["refused:x"]).held
+    assert messages({"a": 2, "b": 0}, {"a": 10, "b": 5}).problems == (
+        "a: 2 of 10 acknowledged messages never consumed",
+    )
+    assert messages({"a": 0}, {"a": 0}).problems == ("a: no message was acknowledged",)
+    whole = end_state([], [], [], 0)
+    assert whole.held
+    assert end_state(["t:0"], ["t:1"], ["broker 1 leader rate"], 2).problems == (
+        "1 partitions not fully replicated: ['t:0']",
+        "1 reassignments still running: ['t:1']",
+        "throttles left in place: ['broker 1 leader rate']",
+        "2 audit records left in the spool",
+    )
