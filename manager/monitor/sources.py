@@ -33,7 +33,9 @@ from manager.monitor.offline import OfflineOnLive, confirm_offline
 log = get_logger(__name__)
 
 
+# Reads per cycle before it is blind: the first two on the same client, the last on a fresh one.
 ADMIN_ATTEMPTS = 3
+SAME_CLIENT_ATTEMPTS = 2
 
 
 class AdminUnavailable(KmedicError):
@@ -187,24 +189,32 @@ class ClusterSources:
     def _read_admin(
         self,
     ) -> tuple[dict[int, BrokerNode], list[PartitionInfo], dict[TopicPartition, Reassignment]]:
-        """One consistent Admin API read. A hung broker (a long GC pause) still holds its
-        connections open and swallows requests until they time out; each retry uses a fresh
-        client, which picks its node at random, so one hung broker cannot blind the manager."""
+        """One consistent Admin API read, asked again when it fails: first on the same client,
+        whose reconnect backoff now skips the broker that failed (one that has just died and is
+        not yet fenced), then on a fresh client, which picks its node at random (a hung broker,
+        in a long GC pause, holds its connections open and swallows requests until they time
+        out), so neither a dead nor a hung broker can blind the manager."""
         errors = []
-        for _ in range(ADMIN_ATTEMPTS):
+        for attempt in range(1, ADMIN_ATTEMPTS + 1):
             try:
                 client = self._client()
                 live = {
                     b: n for b, n in parse_nodes(client.describe_cluster()).items() if not n.fenced
                 }
                 partitions = parse_topics(client.describe_topics())
+                # Controller requests go to a broker that has just answered (KRaft brokers
+                # forward them): kafka-python keeps the controller the metadata once named,
+                # which for seconds after a broker dies may be that dead, unfenced broker.
+                client._controller_id = client._manager.least_loaded_node()
                 reassignments = parse_reassignments(
                     client.list_partition_reassignments(timeout_ms=self._timeout_ms)
                 )
                 return live, partitions, reassignments
             except Exception as exc:  # kafka-python raises several unrelated types
                 errors.append(str(exc) or type(exc).__name__)
-                self._close_admin()
+                log.info("admin_read_retry", attempt=attempt, error=errors[-1])
+                if attempt >= SAME_CLIENT_ATTEMPTS:
+                    self._close_admin()
         raise AdminUnavailable(f"Admin API read failed {ADMIN_ATTEMPTS} times: {errors[-1]}")
 
     def _remember(

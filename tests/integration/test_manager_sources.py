@@ -1,0 +1,92 @@
+"""The manager's Admin API read while a broker dies: for the seconds between a SIGKILL and the
+controller fencing the broker, the dead broker is still registered and still named as the
+controller by some brokers' metadata. The manager must keep seeing the cluster through the
+brokers that are up (found by the chaos soak: three failed reads, a blind cycle and an alert)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from helpers import wait_for
+
+from manager.model.placement_config import PlacementConfig
+from manager.model.snapshot import Leadership
+from manager.monitor.sources import AdminUnavailable, ClusterSources
+
+pytestmark = pytest.mark.integration
+
+LEADERSHIP = Leadership(holder="test", epoch=1, current_epoch=1, is_leader=True)
+
+
+def read(sources: ClusterSources) -> set[int]:
+    """One cycle's read; the ids of the live (unfenced) brokers it saw."""
+    obs = sources.observe(
+        int(time.time() * 1000),
+        placement=PlacementConfig(),
+        leadership=LEADERSHIP,
+        own_moves=frozenset(),
+        moves_last_hour=0,
+    )
+    return set(obs.live)
+
+
+def test_a_dying_broker_does_not_blind_the_manager(healthy_cluster: Any) -> None:
+    cluster = healthy_cluster
+    victim = cluster.broker_ids[-1]
+    sources = ClusterSources(
+        cluster="test",
+        bootstrap=cluster.bootstrap_servers,
+        stats_topic="kmedic.brokerstats",
+        loads_topic="kmedic.replica-loads",
+        stats_lookback_s=60,
+        request_timeout_s=4.0,
+    )
+    try:
+        assert victim in read(sources)
+        cluster.kill(victim)
+        killed_at = time.monotonic()
+        reads, failures, fresh = 0, [], 0
+        # Until the controller has fenced the victim, and 3 s more: every read starts from a
+        # client whose cached controller is the dead broker (what a manager whose controller
+        # died has), and every other read from a fresh client, which picks its nodes at random.
+        fenced_at: float | None = None
+        while fenced_at is None or time.monotonic() - fenced_at < 3.0:
+            assert time.monotonic() - killed_at < 60, "the controller never fenced the victim"
+            if reads % 2:
+                sources._close_admin()
+                fresh += 1
+            else:
+                sources._client()._controller_id = victim
+            try:
+                live = read(sources)
+            except AdminUnavailable as exc:
+                failures.append(f"{time.monotonic() - killed_at:.1f}s: {exc}")
+            else:
+                if fenced_at is None and victim not in live:
+                    fenced_at = time.monotonic()
+            reads += 1
+        fenced_s = fenced_at - killed_at
+        print(f"{reads} reads ({fresh} on a fresh client), fenced after {fenced_s:.1f}s")
+        assert not failures, f"{len(failures)} of {reads} reads were blind: {failures[:3]}"
+    finally:
+        sources._close_admin()  # the feeds were never started
+        cluster.restart(victim)
+        wait_for(lambda: victim in read_quietly(cluster), timeout=60, what="the victim back")
+
+
+def read_quietly(cluster: Any) -> set[int]:
+    sources = ClusterSources(
+        cluster="test",
+        bootstrap=cluster.bootstrap_servers,
+        stats_topic="kmedic.brokerstats",
+        loads_topic="kmedic.replica-loads",
+        stats_lookback_s=60,
+    )
+    try:
+        return read(sources)
+    except AdminUnavailable:
+        return set()
+    finally:
+        sources._close_admin()
