@@ -29,12 +29,20 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--throughput", type=int, default=200, help="messages per second per topic (default 200)"
     )
+    p.add_argument(
+        "--ballast-mb",
+        type=int,
+        default=8,
+        help="MB per partition of a topic the heals must copy, at 1 MB/s (default 8)",
+    )
     p.set_defaults(func=_soak)
 
 
 def _soak(args: argparse.Namespace) -> int:
     if args.minutes <= 0:
         raise SystemExit("kmedic soak: --minutes must be positive")
+    if args.ballast_mb < 0:
+        raise SystemExit("kmedic soak: --ballast-mb must be 0 or more")
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kmedic-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -44,6 +52,7 @@ def _soak(args: argparse.Namespace) -> int:
         workdir=workdir,
         throughput=args.throughput,
         stream=not args.no_stream,
+        ballast_mb=args.ballast_mb,
     )
     code, lines = run_soak(settings)
     print("\n".join(lines))

@@ -9,7 +9,9 @@ problems it found, every one a sentence with its numbers; none found is a held i
 - the alerts raised: none unless the schedule calls for one (it calls for none: a restart
   in grace, a short pause and a completed heal never page);
 - the end state: every partition fully replicated, no reassignment running, no throttle
-  left, the audit spool empty."""
+  left, the audit spool empty;
+- every audit record readable by on-call: ``kmedic actions tail --json`` prints each record
+  the topic holds, once."""
 
 from __future__ import annotations
 
@@ -118,3 +120,16 @@ def end_state(
     if spool_pending:
         problems.append(f"{spool_pending} audit records left in the spool")
     return Check("the cluster whole at the end", tuple(problems))
+
+
+def tail_readable(records: Iterable[AuditRecord], tailed_ids: list[str], tail_error: str) -> Check:
+    """``kmedic actions tail`` printed every audit record, each once, and ended cleanly."""
+    ids = [r.id for r in records]
+    problems = [f"kmedic actions tail failed: {tail_error}"] if tail_error else []
+    missing = sorted(set(ids) - set(tailed_ids))
+    if missing:
+        problems.append(f"{len(missing)} of {len(ids)} records not printed: {missing[:5]}")
+    twice = sorted({i for i in tailed_ids if tailed_ids.count(i) > 1})
+    if twice:
+        problems.append(f"{len(twice)} records printed more than once: {twice[:5]}")
+    return Check("every audit record readable by kmedic actions tail", tuple(problems))

@@ -5,6 +5,8 @@ readable summary - before every process is stopped and checked gone."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +97,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         invariants.one_actor(records),
         invariants.no_duplicate_move(records),
         invariants.alerts(records),
+        invariants.tail_readable(records, *_tail(rig.bootstrap)),
         invariants.end_state(
             probes.under_replicated(rig.bootstrap) if whole else ["(timed out)"],
             probes.reassigning(rig.bootstrap),
@@ -110,6 +113,25 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         checks=checks,
         counts=_counts(records, schedule),
     )
+
+
+def _tail(bootstrap: str) -> tuple[list[str], str]:
+    """The ids ``kmedic actions tail --json`` prints, as on-call would run it; and its error."""
+    cmd = [sys.executable, "-m", "composition.cli", "actions", "tail", "--json"]
+    try:
+        done = subprocess.run(
+            [*cmd, "--bootstrap", bootstrap], capture_output=True, text=True, timeout=120
+        )
+    except subprocess.TimeoutExpired:
+        return [], "no answer in 120 s"
+    ids = []
+    for line in done.stdout.splitlines():
+        try:
+            ids.append(str(json.loads(line)["id"]))
+        except (ValueError, KeyError, TypeError):
+            return ids, f"a line that is not a record: {line[:200]!r}"
+    error = "" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr[-500:]}"
+    return ids, error
 
 
 def _wait_consumed(consumer_out: Path, acked: int) -> None:

@@ -29,6 +29,7 @@ from composition.soak.verifiable import (
     start_consumer,
     start_producer,
 )
+from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from kmedic.logging import get_logger
 from manager.coordination.placement_store import ZkConfigStore
@@ -41,6 +42,12 @@ GRACE_S = 15.0
 SESSION_TIMEOUT_S = 6.0  # broker.session.timeout.ms of the local cluster
 PARTITIONS = 6
 ISOLATED_BROKERS = (3, 4, 5, 6)  # the isolated topic lives here (racks /r3, /r1, /r2, /r3)
+# Data the heals must copy, in a topic of its own (the verifiable clients never read it), at a
+# throttle that makes a heal outlast a manager's failover: the standby must finish the heal,
+# not find it done. 8 MB a partition at 1 MB/s: a heal of one broker takes about 30 s.
+BALLAST_TOPIC = "soak.ballast"
+BALLAST_RECORD_BYTES = 64 * 1024
+THROTTLE_BYTES_PER_S = 1_000_000
 
 
 @dataclass
@@ -50,6 +57,7 @@ class SoakSettings:
     workdir: Path
     brokers: int = 6
     throughput: int = 200  # messages per second, per soak topic
+    ballast_mb: int = 8  # per partition of the ballast topic
     stream: bool = True  # run the Spark job (the short variant in `make test` leaves it out)
 
 
@@ -95,7 +103,7 @@ class Rig:
                 "max_moves_per_cycle": 10_000,
                 "max_moves_per_hour": 100_000,
             },
-            "executor": {"throttle_bytes_per_s": 20_000_000, "max_moves_in_flight": 12},
+            "executor": {"throttle_bytes_per_s": THROTTLE_BYTES_PER_S, "max_moves_in_flight": 12},
             "http": {"port": self.ports[name]},
             "snapshot_path": str(self.pipeline.workdir / f"{name}-snapshot.json"),
             "audit": {"spool_dir": str(self.spool(name))},
@@ -170,9 +178,11 @@ def _start_roles(rig: Rig) -> None:
 def _create_topics(rig: Rig) -> None:
     admin = AdminClient({"bootstrap.servers": rig.bootstrap})
     config = {"min.insync.replicas": "2"}
-    futures = admin.create_topics([NewTopic(t, PARTITIONS, 3, config=config) for t in rig.topics])
+    topics = [*rig.topics, BALLAST_TOPIC]
+    futures = admin.create_topics([NewTopic(t, PARTITIONS, 3, config=config) for t in topics])
     for future in futures.values():
         future.result(timeout=30)
+    _fill_ballast(rig.bootstrap, rig.settings.ballast_mb)
     # The isolated topic may only live on its broker group: its heals stay inside it.
     with ZkConfigStore.connect(rig.cluster.zk_connect, rig.pipeline.cluster_name) as store:
         store.put(BrokerGroup(name="iso-brokers", brokers=ISOLATED_BROKERS), create=True)
@@ -181,6 +191,24 @@ def _create_topics(rig: Rig) -> None:
             create=True,
         )
     _place_isolated(rig)
+
+
+def _fill_ballast(bootstrap: str, mb_per_partition: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 50})
+    value = b"b" * BALLAST_RECORD_BYTES
+    per_partition = mb_per_partition * 1024 * 1024 // BALLAST_RECORD_BYTES
+    for _ in range(per_partition):
+        for p in range(PARTITIONS):
+            while True:
+                try:
+                    producer.produce(BALLAST_TOPIC, value=value, partition=p)
+                    break
+                except BufferError:  # the local queue is full: let it drain
+                    producer.poll(0.5)
+    if producer.flush(120) != 0:
+        raise KmedicError(f"{BALLAST_TOPIC}: the ballast was not all acknowledged in 120 s")
 
 
 def _place_isolated(rig: Rig) -> None:
@@ -231,9 +259,12 @@ def run_episode(rig: Rig, number: int, episode: Episode) -> None:
         cluster.restart(broker)
         say(f"broker {broker} restarted after {episode.hold_s:.0f} s, inside its grace")
         _join(threads)
-    elif episode.kind == "pause":
+    elif episode.kind in ("pause", "hang"):
         cluster.pause(broker)
-        say(f"broker {broker} paused")
+        say(
+            f"broker {broker} paused"
+            + (" past its session timeout" if episode.kind == "hang" else "")
+        )
         threads = _overlaps(rig, episode.overlaps, time.monotonic())
         time.sleep(episode.hold_s)
         cluster.resume(broker)

@@ -15,6 +15,9 @@ Episode kinds:
   pages;
 - ``pause``: a broker SIGSTOPped for a few seconds (less than the broker session timeout),
   then resumed: nothing moves, nothing pages;
+- ``hang``: a broker SIGSTOPped for longer than the broker session timeout (a long GC pause:
+  the controller fences it) but less than the grace period, then resumed: it registers
+  again, nothing moves, nothing pages;
 - ``drain``: an operator drains a broker (``kmedic drain``); the request ends ``done``.
 
 Overlapping faults (``Overlap``), at an offset into their episode: ``manager_kill`` (the
@@ -29,13 +32,19 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-EpisodeKind = Literal["heal", "bounce", "pause", "drain"]
+EpisodeKind = Literal["heal", "bounce", "pause", "hang", "drain"]
 OverlapKind = Literal["manager_kill", "zookeeper_pause", "stream_kill"]
 
-EPISODE_KINDS: tuple[EpisodeKind, ...] = ("heal", "bounce", "pause", "drain")
+EPISODE_KINDS: tuple[EpisodeKind, ...] = ("heal", "bounce", "pause", "hang", "drain")
 OVERLAP_KINDS: tuple[OverlapKind, ...] = ("manager_kill", "zookeeper_pause", "stream_kill")
 # Rough length of each episode on this machine, for fitting a schedule into its length.
-EPISODE_S: dict[EpisodeKind, float] = {"heal": 90.0, "bounce": 30.0, "pause": 25.0, "drain": 60.0}
+EPISODE_S: dict[EpisodeKind, float] = {
+    "heal": 110.0,
+    "bounce": 30.0,
+    "pause": 25.0,
+    "hang": 35.0,
+    "drain": 60.0,
+}
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,7 @@ class Episode:
             "heal": f"broker {self.broker} killed past its grace (a heal)",
             "bounce": f"broker {self.broker} killed and restarted after {self.hold_s:.0f} s",
             "pause": f"broker {self.broker} paused (SIGSTOP) for {self.hold_s:.0f} s",
+            "hang": f"broker {self.broker} hung (SIGSTOP, fenced) for {self.hold_s:.0f} s",
             "drain": f"broker {self.broker} drained by an operator",
         }[self.kind]
         extra = "; ".join(o.sentence() for o in self.overlaps)
@@ -122,6 +132,11 @@ def draw(
             hold = round(rng.uniform(0.1, 0.3) * grace_s, 1)
         elif kind == "pause":
             hold = round(rng.uniform(0.3, 0.7) * session_timeout_s, 1)
+        elif kind == "hang":
+            # Past the session timeout (fenced), back well inside the grace.
+            hold = round(
+                session_timeout_s + rng.uniform(0.2, 0.4) * (grace_s - session_timeout_s), 1
+            )
         overlaps: tuple[Overlap, ...] = ()
         if rng.random() < 0.5:
             overlaps = (_overlap(rng, rng.choice(kinds)),)

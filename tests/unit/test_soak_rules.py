@@ -6,7 +6,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from composition.soak.invariants import alerts, end_state, messages, no_duplicate_move, one_actor
+from composition.soak.invariants import (
+    alerts,
+    end_state,
+    messages,
+    no_duplicate_move,
+    one_actor,
+    tail_readable,
+)
 from composition.soak.schedule import draw
 from manager.audit.log import AuditRecord
 
@@ -33,6 +40,8 @@ def test_a_seed_draws_one_schedule_and_every_run_kills_a_manager_mid_heal(
             assert 0 < episode.hold_s < 15.0  # inside the grace period
         if episode.kind == "pause":
             assert 0 < episode.hold_s < 9.0  # shorter than the broker session timeout
+        if episode.kind == "hang":
+            assert 9.0 < episode.hold_s < 12.0  # fenced, back well inside the grace period
 
 
 @given(st.integers(min_value=0, max_value=2**32))
@@ -112,4 +121,17 @@ def test_alerts_lost_messages_and_the_end_state_are_told_with_numbers() -> None:
         "1 reassignments still running: ['t:1']",
         "throttles left in place: ['broker 1 leader rate']",
         "2 audit records left in the spool",
+    )
+
+
+def test_every_record_must_be_printed_once_by_actions_tail() -> None:
+    records = [record("action_started", 1, 1, "a"), record("action_completed", 2, 1, "a")]
+    ids = [r.id for r in records]
+    assert tail_readable(records, ids, "").held
+    (missing,) = tail_readable(records, ids[:1], "").problems
+    assert missing == f"1 of 2 records not printed: ['{ids[1]}']"
+    (twice,) = tail_readable(records, [*ids, ids[0]], "").problems
+    assert twice == f"1 records printed more than once: ['{ids[0]}']"
+    assert tail_readable(records, ids, "exit 2: no Kafka").problems == (
+        "kmedic actions tail failed: exit 2: no Kafka",
     )
