@@ -7,6 +7,9 @@ SIGKILLed, its session expired) then looks live with every replica offline. Take
 log directory, that would move its replicas at once, skipping the grace period a dead broker
 gets. So offline replicas on a live broker count only when the previous read saw them too: a
 failed directory stays failed until its broker restarts, while a fencing settles within a read.
+A read that sees some for the first time is followed at once by a second one (``unconfirmed``),
+so that a failed disk is neither taken on one read's word nor left to look, for a cycle, like
+a slow follower that pages.
 """
 
 from __future__ import annotations
@@ -36,3 +39,8 @@ def confirm_offline(
             p = replace(p, offline=tuple(b for b in p.offline if b not in unconfirmed))
         out.append(p)
     return out, seen
+
+
+def unconfirmed(seen: OfflineOnLive, previous: OfflineOnLive) -> bool:
+    """Whether this read saw offline replicas on a live broker that the previous did not."""
+    return any(gone - previous.get(key, frozenset()) for key, gone in seen.items())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from typing import Any
 
 from kmedic.brokerstats import BrokerStats, from_json
@@ -28,7 +29,7 @@ from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
-from manager.monitor.offline import OfflineOnLive, confirm_offline
+from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
 
 log = get_logger(__name__)
 
@@ -36,6 +37,10 @@ log = get_logger(__name__)
 # Reads per cycle before it is blind: the first two on the same client, the last on a fresh one.
 ADMIN_ATTEMPTS = 3
 SAME_CLIENT_ATTEMPTS = 2
+# Offline replicas first seen on a live broker are read again this much later, once
+# (manager.monitor.offline): a second read confirms a failed log directory in the same cycle.
+OFFLINE_READS = 2
+OFFLINE_CONFIRM_S = 1.0
 
 
 class AdminUnavailable(KmedicError):
@@ -161,10 +166,13 @@ class ClusterSources:
         own_moves: frozenset[TopicPartition],
         moves_last_hour: int,
     ) -> Observation:
-        live, partitions, reassignments = self._read_admin()
-        partitions, self.offline_on_live = confirm_offline(
-            partitions, set(live), self.offline_on_live
-        )
+        for _ in range(OFFLINE_READS):
+            live, raw, reassignments = self._read_admin()
+            previous = self.offline_on_live
+            partitions, self.offline_on_live = confirm_offline(raw, set(live), previous)
+            if not unconfirmed(self.offline_on_live, previous):
+                break
+            time.sleep(OFFLINE_CONFIRM_S)  # a fencing settles; a failed directory stays
         agents = {int(k): v for k, v in self.agents.values().items() if k.isdigit()}
         loads = {tp: v for k, v in self.loads.values().items() if (tp := _tp(k)) is not None}
         replica_ids = {r for p in partitions for r in p.replicas}

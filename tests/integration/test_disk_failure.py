@@ -150,5 +150,13 @@ def test_replicas_on_a_failed_log_directory_are_healed_to_another_broker(
         assert moved == lost, (moved, lost)
         assert any(r.startswith("log_dir_failed:") for r in records[0].reasons)
         assert not any(r.startswith("unexplained_under_replication") for r in records[0].reasons)
+        # A failed disk that kmedic heals pages nobody: the cycle that first sees the offline
+        # replicas reads again and heals; none refuses, and no alert is raised.
+        audit = read_audit(bootstrap, topics["actions"])
+        refusals = [
+            r.summary for r in audit if r.kind == "decision" and r.summary.startswith("refuse")
+        ]
+        assert not refusals, refusals
+        assert not [r.summary for r in audit if r.kind == "alert_raised"]
     finally:
         pipeline.stop()

@@ -5,11 +5,17 @@ manager healed "failed log directories on broker 4" at once, without the grace p
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kmedic.metadata import PartitionInfo
-from manager.monitor.offline import confirm_offline
+from kmedic.metadata import BrokerNode, PartitionInfo
+from manager.model.placement_config import PlacementConfig
+from manager.model.snapshot import Leadership
+from manager.monitor import sources as sources_module
+from manager.monitor.offline import confirm_offline, unconfirmed
+from manager.monitor.sources import ClusterSources
 
 
 def part(p: int, replicas: tuple[int, ...], offline: tuple[int, ...] = ()) -> PartitionInfo:
@@ -94,3 +100,61 @@ def test_nothing_is_invented_and_a_live_brokers_offline_replica_was_seen_before(
             on_live = {b for b in after.offline if b in live}
             assert on_live <= previous.get((after.topic, after.partition), frozenset())
         previous = seen
+
+
+def test_a_read_with_offline_replicas_seen_for_the_first_time_is_unconfirmed() -> None:
+    _, first = confirm_offline([part(0, (2, 1), offline=(2,))], {1, 2}, {})
+    assert unconfirmed(first, {})
+    assert not unconfirmed(first, first)
+    assert not unconfirmed({}, first)  # a directory back online needs no second read
+    _, more = confirm_offline([part(0, (2, 1, 3), offline=(2, 3))], {1, 2, 3}, first)
+    assert unconfirmed(more, first)
+
+
+class ScriptedSources(ClusterSources):
+    """ClusterSources whose Admin API reads are a script: what one read after another says."""
+
+    def __init__(self, reads: list[tuple[set[int], list[PartitionInfo]]]) -> None:
+        super().__init__(
+            cluster="c", bootstrap="127.0.0.1:1", stats_topic="s", loads_topic="l",
+            stats_lookback_s=60,
+        )  # fmt: skip
+        self.script = list(reads)
+        self.reads = 0
+
+    def _read_admin(self) -> Any:
+        live, partitions = self.script[min(self.reads, len(self.script) - 1)]
+        self.reads += 1
+        return {b: BrokerNode("h", 9092, "/r1", False) for b in live}, partitions, {}
+
+
+def observe(sources: ClusterSources) -> dict[int, tuple[int, ...]]:
+    obs = sources.observe(
+        1_800_000_000_000,
+        placement=PlacementConfig(),
+        leadership=Leadership(holder="m", epoch=1, current_epoch=1, is_leader=True),
+        own_moves=frozenset(),
+        moves_last_hour=0,
+    )
+    return offline_of(obs.partitions)
+
+
+def test_a_failed_directory_is_confirmed_within_the_cycle_that_first_sees_it(
+    monkeypatch: Any,
+) -> None:
+    monkeypatch.setattr(sources_module, "OFFLINE_CONFIRM_S", 0.0)
+    failed = [part(0, (2, 1), offline=(2,)), part(1, (1, 3))]
+    sources = ScriptedSources([({1, 2, 3}, failed)])
+    assert observe(sources) == {0: (2,)}, "one cycle, two reads: the directory is failed"
+    assert sources.reads == 2
+    assert observe(sources) == {0: (2,)} and sources.reads == 3, "known since: one read"
+
+
+def test_a_broker_fenced_meanwhile_is_a_dead_broker_after_the_second_read(
+    monkeypatch: Any,
+) -> None:
+    monkeypatch.setattr(sources_module, "OFFLINE_CONFIRM_S", 0.0)
+    offline = [part(0, (4, 1), offline=(4,)), part(1, (1, 2))]
+    sources = ScriptedSources([({1, 2, 3, 4}, offline), ({1, 2, 3}, offline)])
+    assert observe(sources) == {0: (4,)}  # broker 4's: dead, not a failed directory
+    assert sources.reads == 2 and sources.offline_on_live == {}
