@@ -46,6 +46,7 @@ ISOLATED_BROKERS = (3, 4, 5, 6)  # the isolated topic lives here (racks /r3, /r1
 # throttle that makes a heal outlast a manager's failover: the standby must finish the heal,
 # not find it done. 8 MB a partition at 1 MB/s: a heal of one broker takes about 30 s.
 BALLAST_TOPIC = "soak.ballast"
+FAILED_DIR = 1  # which log directory a disk episode fails
 BALLAST_RECORD_BYTES = 64 * 1024
 THROTTLE_BYTES_PER_S = 1_000_000
 
@@ -131,7 +132,12 @@ def start(settings: SoakSettings) -> Rig:
     """The cluster, the roles and the verifiable clients, writing and reading; on a failure
     on the way, whatever was started is stopped before the error goes on."""
     cluster = LocalCluster.start(
-        ClusterSpec(brokers=settings.brokers, racks=("/r1", "/r2", "/r3"), broker_heap_mb=320),
+        ClusterSpec(
+            brokers=settings.brokers,
+            racks=("/r1", "/r2", "/r3"),
+            broker_heap_mb=320,
+            log_dirs=2,  # JBOD: a disk episode fails one directory, the broker stays up
+        ),
         settings.workdir / "cluster",
     )
     name = f"soak-{uuid.uuid4().hex[:6]}"
@@ -270,10 +276,30 @@ def run_episode(rig: Rig, number: int, episode: Episode) -> None:
         cluster.resume(broker)
         say(f"broker {broker} resumed after {episode.hold_s:.0f} s")
         _join(threads)
+    elif episode.kind == "disk":
+        _disk(rig, broker, episode.overlaps)
     elif episode.kind == "drain":
         threads = _overlaps(rig, episode.overlaps, time.monotonic())
         _drain(rig, broker)
         _join(threads)
+
+
+def _disk(rig: Rig, broker: int, overlaps: tuple[Overlap, ...]) -> None:
+    """Fail the broker's second log directory (the first holds its metadata log), wait for
+    Kafka to take it offline and for kmedic to heal its replicas, then replace the disk."""
+    say, cluster = rig.timeline.say, rig.cluster
+    path = cluster.break_log_dir(broker, FAILED_DIR)
+    say(f"broker {broker}: log directory {path.name} made unusable")
+    threads = _overlaps(rig, overlaps, None)
+    probes.wait(lambda: not rig.whole(), 120, f"broker {broker}'s failed directory seen offline")
+    say(f"broker {broker}: its replicas in {path.name} are offline")
+    probes.wait(rig.whole, 420, f"the replicas of broker {broker}'s failed disk healed", 2)
+    say(f"broker {broker}'s failed disk healed: every partition is whole")
+    _join(threads)
+    cluster.kill(broker)
+    cluster.repair_log_dir(broker, FAILED_DIR)
+    cluster.restart(broker)
+    say(f"broker {broker} restarted with the disk replaced (empty)")
 
 
 def _drain(rig: Rig, broker: int) -> None:

@@ -18,6 +18,9 @@ Episode kinds:
 - ``hang``: a broker SIGSTOPped for longer than the broker session timeout (a long GC pause:
   the controller fences it) but less than the grace period, then resumed: it registers
   again, nothing moves, nothing pages;
+- ``disk``: one of a broker's two log directories made unusable (a failed disk; the broker
+  stays up): kmedic heals the replicas that lived there; the disk is then replaced (an empty
+  directory) and the broker restarted;
 - ``drain``: an operator drains a broker (``kmedic drain``); the request ends ``done``.
 
 Overlapping faults (``Overlap``), at an offset into their episode: ``manager_kill`` (the
@@ -32,10 +35,10 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-EpisodeKind = Literal["heal", "bounce", "pause", "hang", "drain"]
+EpisodeKind = Literal["heal", "bounce", "pause", "hang", "disk", "drain"]
 OverlapKind = Literal["manager_kill", "zookeeper_pause", "stream_kill"]
 
-EPISODE_KINDS: tuple[EpisodeKind, ...] = ("heal", "bounce", "pause", "hang", "drain")
+EPISODE_KINDS: tuple[EpisodeKind, ...] = ("heal", "bounce", "pause", "hang", "disk", "drain")
 OVERLAP_KINDS: tuple[OverlapKind, ...] = ("manager_kill", "zookeeper_pause", "stream_kill")
 # Rough length of each episode on this machine, for fitting a schedule into its length.
 EPISODE_S: dict[EpisodeKind, float] = {
@@ -43,6 +46,7 @@ EPISODE_S: dict[EpisodeKind, float] = {
     "bounce": 30.0,
     "pause": 25.0,
     "hang": 35.0,
+    "disk": 90.0,
     "drain": 60.0,
 }
 
@@ -73,6 +77,7 @@ class Episode:
             "bounce": f"broker {self.broker} killed and restarted after {self.hold_s:.0f} s",
             "pause": f"broker {self.broker} paused (SIGSTOP) for {self.hold_s:.0f} s",
             "hang": f"broker {self.broker} hung (SIGSTOP, fenced) for {self.hold_s:.0f} s",
+            "disk": f"broker {self.broker} lost a log directory (a failed disk)",
             "drain": f"broker {self.broker} drained by an operator",
         }[self.kind]
         extra = "; ".join(o.sentence() for o in self.overlaps)
