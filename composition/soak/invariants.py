@@ -117,7 +117,9 @@ def end_state(
         problems.append(f"{len(reassigning)} reassignments still running: {reassigning[:10]}")
     if throttles:
         problems.append(f"throttles left in place: {throttles[:10]}")
-    if spool_pending:
+    if spool_pending < 0:
+        problems.append("a manager's audit spool could not be read (its /metrics did not answer)")
+    elif spool_pending:
         problems.append(f"{spool_pending} audit records left in the spool")
     return Check("the cluster whole at the end", tuple(problems))
 

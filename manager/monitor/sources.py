@@ -30,6 +30,7 @@ from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
 from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
+from manager.monitor.registrations import RegistrationWatch
 
 log = get_logger(__name__)
 
@@ -40,6 +41,8 @@ SAME_CLIENT_ATTEMPTS = 2
 # Offline replicas first seen on a live broker are read again this much later, once
 # (manager.monitor.offline): a second read confirms a failed log directory in the same cycle.
 OFFLINE_READS = 2
+# The registration watch asks every second; a request to a hung broker must not hold it long.
+WATCH_TIMEOUT_MS = 1500
 OFFLINE_CONFIRM_S = 1.0
 
 
@@ -126,16 +129,46 @@ class ClusterSources:
         self.known_racks: dict[int, str] = {}
         # Offline replicas on live brokers at the last read (manager.monitor.offline).
         self.offline_on_live: OfflineOnLive = {}
+        # Brokers fenced and back between two cycles (manager.monitor.registrations).
+        self._watch_admin: Any = None
+        self.registrations = RegistrationWatch(self._read_registered)
 
     def start(self) -> ClusterSources:
         self.agents.start()
         self.loads.start()
+        self.registrations.start()
         return self
 
     def stop(self) -> None:
         self.agents.stop()
         self.loads.stop()
+        self.registrations.stop()
+        self.stop_admin_clients()
+
+    def stop_admin_clients(self) -> None:
         self._close_admin()
+        if self._watch_admin is not None:
+            with contextlib.suppress(Exception):
+                self._watch_admin.close()
+            self._watch_admin = None
+
+    def _read_registered(self) -> frozenset[int]:
+        """The unfenced brokers, on a client of the registration watch's own (its thread)."""
+        if self._watch_admin is None:
+            self._watch_admin = connect_admin(
+                self._bootstrap,
+                client_id="kmedic-manager-registrations",
+                timeout_ms=WATCH_TIMEOUT_MS,
+                error=AdminUnavailable,
+            )
+        try:
+            nodes = parse_nodes(self._watch_admin.describe_cluster())
+        except Exception:
+            with contextlib.suppress(Exception):
+                self._watch_admin.close()
+            self._watch_admin = None
+            raise
+        return frozenset(b for b, n in nodes.items() if not n.fenced)
 
     def feed_status(self) -> list[FeedStatus]:
         return [self.agents.status(), self.loads.status()]
@@ -176,7 +209,8 @@ class ClusterSources:
         agents = {int(k): v for k, v in self.agents.values().items() if k.isdigit()}
         loads = {tp: v for k, v in self.loads.values().items() if (tp := _tp(k)) is not None}
         replica_ids = {r for p in partitions for r in p.replicas}
-        self._remember(now_ms, live, agents, replica_ids)
+        returns, away = self.registrations.take()
+        self._remember(now_ms, live, agents, replica_ids, returns, away)
         return Observation(
             taken_at_ms=now_ms,
             cluster=self.cluster,
@@ -231,7 +265,16 @@ class ClusterSources:
         live: dict[int, Any],
         agents: dict[int, AgentView],
         replica_ids: set[int],
+        returns: dict[int, int] | None = None,
+        away: frozenset[int] = frozenset(),
     ) -> None:
+        # A broker fenced and back between two cycles was never seen absent: its return, seen
+        # by the registration watch (or this read, when the watch last saw it away), starts
+        # its recovery window all the same.
+        back = dict(returns or {}) | {b: now_ms for b in away}
+        for b, back_ms in back.items():
+            if b in live and b not in self.first_absent_ms:
+                self.returned_ms[b] = max(back_ms, self.returned_ms.get(b, back_ms))
         for b, n in live.items():
             if self.first_absent_ms.pop(b, None) is not None:
                 self.returned_ms[b] = now_ms  # back: its replicas catch up from here

@@ -71,7 +71,7 @@ def test_a_dying_broker_does_not_blind_the_manager(healthy_cluster: Any) -> None
         print(f"{reads} reads ({fresh} on a fresh client), fenced after {fenced_s:.1f}s")
         assert not failures, f"{len(failures)} of {reads} reads were blind: {failures[:3]}"
     finally:
-        sources._close_admin()  # the feeds were never started
+        sources.stop_admin_clients()  # the feeds were never started
         cluster.restart(victim)
         wait_for(lambda: victim in read_quietly(cluster), timeout=60, what="the victim back")
 
@@ -89,4 +89,58 @@ def read_quietly(cluster: Any) -> set[int]:
     except AdminUnavailable:
         return set()
     finally:
-        sources._close_admin()
+        sources.stop_admin_clients()
+
+
+def test_a_broker_fenced_and_back_between_two_cycles_is_catching_up(healthy_cluster: Any) -> None:
+    """A broker stopped past its session timeout (fenced, out of every ISR) and resumed between
+    two reads: no read saw it gone, yet its return starts the recovery window, so its lagging
+    followers are catch-up, not a slow follower that pages (found by the soak's hang episode)."""
+    cluster = healthy_cluster
+    victim = cluster.broker_ids[0]
+    sources = ClusterSources(
+        cluster="test",
+        bootstrap=cluster.bootstrap_servers,
+        stats_topic="kmedic.brokerstats",
+        loads_topic="kmedic.replica-loads",
+        stats_lookback_s=60,
+    )
+    seen: list[str] = []
+    inner = sources.registrations._read
+
+    def traced() -> frozenset[int]:
+        t = time.monotonic()
+        try:
+            out = inner()
+        except Exception as exc:
+            seen.append(f"{t:.1f} err {exc!r}"[:120])
+            raise
+        seen.append(f"{t:.1f} {sorted(out)}")
+        return out
+
+    sources.registrations._read = traced
+    sources.registrations.start()
+    try:
+        assert victim in read(sources)
+        cluster.pause(victim)
+        try:
+            wait_for(
+                lambda: victim not in read_quietly(cluster),
+                timeout=60,
+                what=f"broker {victim} fenced",
+            )
+            time.sleep(2.0)  # fenced for a moment, as a GC pause of 8 s past a 6 s session is
+        finally:
+            cluster.resume(victim)
+        resumed_ms = int(time.time() * 1000)
+        wait_for(lambda: victim in read_quietly(cluster), timeout=60, what="the victim back")
+        assert victim in read(sources)
+        assert sources.first_absent_ms == {}, "no read of this one saw the victim away"
+        back_ms = sources.returned_ms.get(victim)
+        assert back_ms is not None and back_ms >= resumed_ms - 2000, (
+            sources.returned_ms,
+            "; ".join(seen),
+        )
+    finally:
+        sources.registrations.stop()
+        sources.stop_admin_clients()
