@@ -10,6 +10,8 @@ problems it found, every one a sentence with its numbers; none found is a held i
   in grace, a short pause and a completed heal never page);
 - the end state: every partition fully replicated, no reassignment running, no throttle
   left, the audit spool empty;
+- every role the run started still running at the end (a manager started again after a kill
+  must stay up as a standby);
 - every audit record readable by on-call: ``kmedic actions tail --json`` prints each record
   the topic holds, once."""
 
@@ -135,3 +137,9 @@ def tail_readable(records: Iterable[AuditRecord], tailed_ids: list[str], tail_er
     if twice:
         problems.append(f"{len(twice)} records printed more than once: {twice[:5]}")
     return Check("every audit record readable by kmedic actions tail", tuple(problems))
+
+
+def roles_running(died: list[str]) -> Check:
+    """The roles that should be running at the end and are not."""
+    problems = [f"{name} is not running at the end" for name in sorted(died)]
+    return Check("every role running at the end", tuple(problems))

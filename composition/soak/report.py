@@ -97,6 +97,9 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         invariants.one_actor(records),
         invariants.no_duplicate_move(records),
         invariants.alerts(records),
+        invariants.roles_running(
+            [n for n, role in rig.pipeline.roles.items() if role.pid and not role.running()]
+        ),
         invariants.tail_readable(records, *_tail(rig.bootstrap)),
         invariants.end_state(
             probes.under_replicated(rig.bootstrap) if whole else ["(timed out)"],
@@ -185,6 +188,7 @@ def stop(rig: Rig) -> list[str]:
         tool.stop()
     rig.pipeline.stop()
     rig.cluster.stop()
+    rig.launcher.shutdown(wait=True)
     left = [t.name for t in rig.tools if t.running()]
     left += [name for name, role in rig.pipeline.roles.items() if role.running()]
     left += [str(n["node"]) for n in rig.cluster.status() if n["running"]]

@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,16 @@ class Rig:
     topics: list[str]
     tools: list[ToolProcess] = field(default_factory=list)
     timeline: Timeline = field(default_factory=Timeline)
+    # Processes started during the run are started from this one thread, which lives until
+    # the run stops: a child dies with the *thread* that started it (kmedic.localcluster.
+    # process), and a fault's own thread ends with the fault.
+    launcher: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="soak-launcher")
+    )
+
+    def launch(self, start: Callable[[], None]) -> None:
+        """Run ``start`` (which starts a process) on the launcher thread; wait for it."""
+        self.launcher.submit(start).result(timeout=120)
 
     @property
     def bootstrap(self) -> str:
@@ -360,7 +371,7 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
             probes.wait(lambda: rig.leader() == other, 60, f"{other} to take over")
             say(f"{other} leads")
         finally:  # back as a standby whatever happened, so that the run goes on with two
-            rig.start_manager(leader)
+            rig.launch(lambda: rig.start_manager(leader))
             say(f"{leader} started again, as a standby")
     elif overlap.kind == "zookeeper_pause":
         rig.cluster.pause_zookeeper()
@@ -375,7 +386,7 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
         rig.pipeline.stop_role("stream", signal.SIGKILL)
         say("the Spark job killed (SIGKILL)")
         time.sleep(20)
-        rig.pipeline.start_stream()
+        rig.launch(rig.pipeline.start_stream)
         say("the Spark job started again")
 
 

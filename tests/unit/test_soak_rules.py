@@ -12,6 +12,7 @@ from composition.soak.invariants import (
     messages,
     no_duplicate_move,
     one_actor,
+    roles_running,
     tail_readable,
 )
 from composition.soak.schedule import draw
@@ -137,4 +138,12 @@ def test_every_record_must_be_printed_once_by_actions_tail() -> None:
     assert twice == f"1 records printed more than once: ['{ids[0]}']"
     assert tail_readable(records, ids, "exit 2: no Kafka").problems == (
         "kmedic actions tail failed: exit 2: no Kafka",
+    )
+
+
+def test_a_role_that_died_before_the_end_is_named() -> None:
+    assert roles_running([]).held
+    assert roles_running(["stream", "m1"]).problems == (
+        "m1 is not running at the end",
+        "stream is not running at the end",
     )
