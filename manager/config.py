@@ -80,6 +80,13 @@ class ManagerConfig(_Settings):
     stats_lookback_s: float = Field(
         default=3600.0, gt=0, description="how far back the stats topic is read at start"
     )
+    blind_alert_after_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="a cycle that cannot read the cluster or ZooKeeper is a refusal, audited; "
+        "its alert record is raised only once the manager has been blind this long (a broker "
+        "dying under a read, ZooKeeper paused for seconds, is no page)",
+    )
     snapshot_path: Path | None = Field(
         default=None, description="write each cycle's snapshot here (for `kmedic plan` replay)"
     )

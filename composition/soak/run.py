@@ -96,6 +96,10 @@ class Rig:
         default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="soak-launcher")
     )
 
+    # Set once the episode's fault is over (a heal done): a fault timed "mid-heal" that is
+    # still waiting for moves gives up instead of waiting for moves that will never run.
+    episode_over: threading.Event = field(default_factory=threading.Event)
+
     def launch(self, start: Callable[[], None]) -> None:
         """Run ``start`` (which starts a process) on the launcher thread; wait for it."""
         self.launcher.submit(start).result(timeout=120)
@@ -252,6 +256,7 @@ def _place_isolated(rig: Rig) -> None:
 def run_episode(rig: Rig, number: int, episode: Episode) -> None:
     say = rig.timeline.say
     probes.wait(rig.whole, 300, "a whole cluster before the next episode", interval_s=2)
+    rig.episode_over.clear()
     say(f"episode {number}: {episode.sentence()}")
     cluster, broker = rig.cluster, episode.broker
     if episode.kind == "heal":
@@ -264,6 +269,7 @@ def run_episode(rig: Rig, number: int, episode: Episode) -> None:
             return not probes.replicas_on(rig.bootstrap, broker) and rig.whole()
 
         probes.wait(healed, 420, f"broker {broker}'s replicas healed", interval_s=2)
+        rig.episode_over.set()
         say(f"broker {broker} healed: it holds no replica, every partition is whole")
         _join(threads)
         cluster.restart(broker)
@@ -305,6 +311,7 @@ def _disk(rig: Rig, broker: int, overlaps: tuple[Overlap, ...]) -> None:
     probes.wait(lambda: not rig.whole(), 120, f"broker {broker}'s failed directory seen offline")
     say(f"broker {broker}: its replicas in {path.name} are offline")
     probes.wait(rig.whole, 420, f"the replicas of broker {broker}'s failed disk healed", 2)
+    rig.episode_over.set()
     say(f"broker {broker}'s failed disk healed: every partition is whole")
     _join(threads)
     cluster.kill(broker)
@@ -337,7 +344,15 @@ def _overlaps(
 def _overlap_at(rig: Rig, overlap: Overlap, anchor: float | None) -> None:
     try:
         if anchor is None:
-            probes.wait(lambda: _moving(rig), 180, "the heal's moves to run", interval_s=0.5)
+            probes.wait(
+                lambda: _moving(rig) or rig.episode_over.is_set(),
+                180,
+                "the heal's moves to run",
+                interval_s=0.5,
+            )
+            if not _moving(rig) and rig.episode_over.is_set():
+                rig.timeline.say(f"{overlap.kind} not done: the heal was over before any move ran")
+                return
             anchor = time.monotonic()
         time.sleep(max(0.0, anchor + overlap.offset_s - time.monotonic()))
         _overlap(rig, overlap)

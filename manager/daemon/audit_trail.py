@@ -44,9 +44,12 @@ class AuditTrail:
         instance: str,
         epoch: Callable[[], int],
         failover_alert_after_s: float = 60.0,
+        blind_alert_after_s: float = 60.0,
     ) -> None:
         self.log = log_
         self._failover_bound_s = failover_alert_after_s
+        self._blind_bound_s = blind_alert_after_s
+        self._blind_since: float | None = None
         self._failover_since: float | None = None  # monotonic: when the audit log went over
         self._metrics = metrics
         self._cluster = cluster
@@ -80,6 +83,18 @@ class AuditTrail:
             except RuntimeError:  # appended to while copying: copy again
                 continue
         return []
+
+    def blind_alerting(self, now: float) -> bool:
+        """Whether this blind cycle's refusal is worth an alert: blind for longer than the
+        bound. A shorter spell (a broker dying under a read, ZooKeeper paused for seconds)
+        is audited as a refusal each cycle, and the Prometheus rule has its own ``for``."""
+        if self._blind_since is None:
+            self._blind_since = now
+        return now - self._blind_since >= self._blind_bound_s
+
+    def seen_clearly(self) -> None:
+        """A cycle read the cluster and ZooKeeper: the blind spell, if any, is over."""
+        self._blind_since = None
 
     def failover_alerting(self, now: float) -> bool:
         """Whether the audit log's failover is worth an alert: on its failover sink for

@@ -89,7 +89,6 @@ class Manager:
         self._moves_view: tuple[MoveState, ...] = ()
         self.load_history = LoadHistory()  # for the status page's chart
         self._evidence: dict[int, DeathEvidence] = {}
-        # Since when (wall clock) and for how many cycles ZooKeeper has been unreachable.
         self._zk_outage = ZkOutage()
         self.mode = ModeTracker(cfg.mode)
         self.trail = AuditTrail(
@@ -99,6 +98,7 @@ class Manager:
             instance=instance,
             epoch=lambda: coordinator.epoch,
             failover_alert_after_s=cfg.audit.failover_alert_after_s,
+            blind_alert_after_s=cfg.blind_alert_after_s,
         )
         self.requests = RequestFollower(coordinator, self.trail, self.metrics, self.clock.monotonic)
         self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
@@ -235,6 +235,7 @@ class Manager:
         except ClusterUnobservable as exc:
             return self._refuse_blind(str(exc))
         self.metrics.observe_observable(True)
+        self.trail.seen_clearly()
         facts = health_facts(snap)
         self.metrics.observe_cluster(
             facts.dead_brokers, facts.waiting_brokers, facts.urp_explained, facts.urp_unexplained
@@ -279,19 +280,18 @@ class Manager:
 
     def _refuse_blind(self, why: str) -> CycleOutcome:
         """A cycle that could not read the cluster: a standby only says so; the leader also
-        audits a refusal and raises an alert (keeping the alerts it had: nothing shows they
-        cleared)."""
+        audits a refusal, and past the blind bound raises its alert (keeping the alerts it
+        had: nothing shows they cleared)."""
         self.metrics.observe_observable(False)
         if not self.coordinator.is_leader:
             return CycleOutcome("blind", f"blind: {why}")
         decision = blind(why)
-        self.metrics.record_decision(
-            decision.outcome, [r.code for r in decision.reasons], heal_needed=None
-        )
+        self.metrics.record_decision(decision.outcome, ["cluster_unobservable"], heal_needed=None)
         self.trail.decision(decision, None, {})
-        failover = self.trail.failover_alerting(self.clock.monotonic())
-        active = alerts_for(decision, audit_on_failover=failover)
-        self.trail.alerts({**self.trail.active_alerts, **active})
+        failover = self.trail.failover_alerting(now := self.clock.monotonic())
+        if self.trail.blind_alerting(now):
+            active = alerts_for(decision, audit_on_failover=failover)
+            self.trail.alerts({**self.trail.active_alerts, **active})
         self.last_decision = decision
         return CycleOutcome(
             "blind", f"blind: {why}; refusal audited", decision, ("cluster_unobservable",)

@@ -69,7 +69,8 @@ def keep_unhealed(decision: Decision, previous: Decision | None) -> Decision:
 
 def blind(why: str) -> Decision:
     """The decision of a cycle that could not observe the cluster: refuse, naming what failed.
-    Nothing is known, so nothing is planned; the refusal is audited and alerted like any other."""
+    Nothing is known, so nothing is planned; the refusal is audited, and alerted once the
+    manager has been blind past its bound (AuditTrail.blind_alerting)."""
     reason = Reason("cluster_unobservable", f"the cluster cannot be observed: {why}")
     return Decision(
         outcome="refuse",

@@ -59,6 +59,9 @@ def test_every_broker_killed_while_the_manager_cycles(healthy_cluster: Any, tmp_
             topics={"actions": topic},
             policy={"even_spread": False},  # the shared cluster is not this test's to even out
             audit={"write_timeout_s": 2.0, "retry_interval_s": 2.0},
+            # The blind refusal's alert record at once (60 s by default): this outage is short,
+            # and its alert records must spool and replay in order like every other record.
+            blind_alert_after_s=0,
             http={"port": port},
         )
         wait_for(

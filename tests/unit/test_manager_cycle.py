@@ -108,10 +108,39 @@ def test_a_leader_that_cannot_read_the_cluster_is_blind_and_audits_the_refusal(
     assert outcome.sentence == "blind: no broker answered within 4s; refusal audited"
     assert outcome.reasons == ("cluster_unobservable",)
     assert rig.summaries() == ["refuse: nothing is decided while the cluster cannot be observed"]
+    # A short blind spell (a broker dying under a read, ZooKeeper paused) is no page; one past
+    # blind_alert_after_s (60 s by default) raises the alert.
+    assert rig.summaries("alert_raised") == []
+    rig.clock.advance(59)
+    rig.manager.cycle()
+    assert rig.summaries("alert_raised") == []
+    rig.clock.advance(1)
+    rig.manager.cycle()
     assert rig.summaries("alert_raised") == [
         "alert refused:cluster_unobservable: the cluster cannot be observed: "
         "no broker answered within 4s"
     ]
+
+
+def test_a_blind_spell_ends_with_a_cycle_that_sees(rig: Rig) -> None:
+    rig.sources.unavailable = "no broker answered within 4s"
+    rig.manager.cycle()
+    rig.clock.advance(50)
+    rig.manager.cycle()
+    rig.sources.unavailable = None
+    rig.manager.cycle()  # seen clearly: the next spell starts its own count
+    rig.sources.unavailable = "no broker answered within 4s"
+    rig.clock.advance(20)
+    rig.manager.cycle()
+    assert rig.summaries("alert_raised") == []
+
+
+def test_a_failed_zookeeper_read_pages_only_past_the_blind_bound(rig: Rig) -> None:
+    rig.coordinator.read_error = CoordinationError("cannot read /kmedic/c/config: ConnectionLoss")
+    rig.manager.cycle()
+    rig.clock.advance(30)
+    rig.manager.cycle()
+    assert rig.summaries("alert_raised") == []
 
 
 def test_a_failed_zookeeper_read_is_blind_too(rig: Rig) -> None:
