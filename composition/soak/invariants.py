@@ -8,8 +8,8 @@ problems it found, every one a sentence with its numbers; none found is a held i
   fails - a leader that takes over adopts a running move, it does not start it again;
 - the alerts raised: none unless the schedule calls for one (it calls for none: a restart
   in grace, a short pause and a completed heal never page);
-- the end state: every partition fully replicated, no reassignment running, no throttle
-  left, the audit spool empty;
+- the end state: every partition fully replicated, the isolated topic inside its group, no
+  reassignment running, no throttle left, the audit spool empty;
 - every role the run started still running at the end (a manager started again after a kill
   must stay up as a standby);
 - every audit record readable by on-call: ``kmedic actions tail --json`` prints each record
@@ -109,8 +109,11 @@ def end_state(
     reassigning: list[str],
     throttles: list[str],
     spool_pending: int,
+    misplaced: list[str] = [],  # noqa: B006 - read only
 ) -> Check:
     problems = []
+    if misplaced:
+        problems.append(f"placement constraints broken: {misplaced[:10]}")
     if under_replicated:
         problems.append(
             f"{len(under_replicated)} partitions not fully replicated: {under_replicated[:10]}"

@@ -71,6 +71,20 @@ def replicas_on(bootstrap: str, broker: int) -> list[str]:
     return ask(bootstrap, read)
 
 
+def outside(bootstrap: str, topic: str, brokers: tuple[int, ...]) -> list[str]:
+    """The partitions of ``topic`` with a replica on a broker not in ``brokers``."""
+
+    def read(admin: AdminClient) -> list[str]:
+        meta = admin.list_topics(topic, timeout=10).topics[topic]
+        return sorted(
+            f"{topic}:{p.id} on {list(p.replicas)}"
+            for p in meta.partitions.values()
+            if set(p.replicas) - set(brokers)
+        )
+
+    return ask(bootstrap, read)
+
+
 def throttles(bootstrap: str, brokers: list[int]) -> list[str]:
     """Every replication throttle set: rates on brokers, throttled replicas on topics."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from composition.soak import invariants, probes
-from composition.soak.run import MANAGERS, Rig
+from composition.soak.run import ISOLATED_BROKERS, ISOLATED_TOPIC, MANAGERS, Rig
 from composition.soak.schedule import Schedule
 from composition.soak.verifiable import consumed_count, tally
 from manager.audit.kafka_reader import read_records
@@ -106,6 +106,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
             probes.reassigning(rig.bootstrap),
             probes.throttles(rig.bootstrap, rig.cluster.broker_ids),
             _spools_replayed(rig),
+            _misplaced(rig),
         ),
     ]
     return Report(
@@ -116,6 +117,14 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         checks=checks,
         counts=_counts(records, schedule),
     )
+
+
+def _misplaced(rig: Rig) -> list[str]:
+    """The isolated topic outside its group, read from the metadata: the hard constraint.
+    (Distinct racks are best effort under the default policy: a group of four brokers on
+    three racks cannot keep them distinct when its only broker of a rack dies, and kmedic
+    then places best effort and reports the violation every cycle, as it should.)"""
+    return probes.outside(rig.bootstrap, ISOLATED_TOPIC, ISOLATED_BROKERS)
 
 
 def _spools_replayed(rig: Rig) -> int:

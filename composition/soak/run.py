@@ -42,6 +42,7 @@ MANAGERS = ("m1", "m2")
 GRACE_S = 15.0
 SESSION_TIMEOUT_S = 6.0  # broker.session.timeout.ms of the local cluster
 PARTITIONS = 6
+ISOLATED_TOPIC = "soak.isolated"
 ISOLATED_BROKERS = (3, 4, 5, 6)  # the isolated topic lives here (racks /r3, /r1, /r2, /r3)
 # Data the heals must copy, in a topic of its own (the verifiable clients never read it), at a
 # throttle that makes a heal outlast a manager's failover: the standby must finish the heal,
@@ -158,7 +159,7 @@ def start(settings: SoakSettings) -> Rig:
     name = f"soak-{uuid.uuid4().hex[:6]}"
     pipeline = Pipeline(cluster, settings.workdir / "roles", cluster_name=name)
     ports = dict(zip(MANAGERS, process.free_ports(len(MANAGERS)), strict=True))
-    rig = Rig(settings, cluster, pipeline, ports, ["soak.rf3", "soak.isolated"])
+    rig = Rig(settings, cluster, pipeline, ports, ["soak.rf3", ISOLATED_TOPIC])
     try:
         _start_roles(rig)
     except BaseException:
@@ -208,7 +209,7 @@ def _create_topics(rig: Rig) -> None:
     with ZkConfigStore.connect(rig.cluster.zk_connect, rig.pipeline.cluster_name) as store:
         store.put(BrokerGroup(name="iso-brokers", brokers=ISOLATED_BROKERS), create=True)
         store.put(
-            IsolationGroup(name="iso", topics=("soak.isolated",), primary="iso-brokers"),
+            IsolationGroup(name="iso", topics=(ISOLATED_TOPIC,), primary="iso-brokers"),
             create=True,
         )
     _place_isolated(rig)
@@ -237,9 +238,10 @@ def _place_isolated(rig: Rig) -> None:
     from kafka import KafkaAdminClient
     from kafka import TopicPartition as KpTopicPartition
 
-    group = list(ISOLATED_BROKERS)
+    # On distinct racks: brokers 4 (/r1) and 5 (/r2) with 3 or 6 (/r3), leaders rotated.
+    sets = ([3, 4, 5], [6, 4, 5])
     targets = {
-        KpTopicPartition("soak.isolated", p): [group[(p + i) % len(group)] for i in range(3)]
+        KpTopicPartition(ISOLATED_TOPIC, p): [sets[p % 2][(p // 2 + i) % 3] for i in range(3)]
         for p in range(PARTITIONS)
     }
     client = KafkaAdminClient(bootstrap_servers=rig.bootstrap)

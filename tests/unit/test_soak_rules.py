@@ -123,6 +123,9 @@ def test_alerts_lost_messages_and_the_end_state_are_told_with_numbers() -> None:
         "throttles left in place: ['broker 1 leader rate']",
         "2 audit records left in the spool",
     )
+    assert end_state([], [], [], 0, ["soak.isolated:2 on [1, 4, 5]"]).problems == (
+        "placement constraints broken: ['soak.isolated:2 on [1, 4, 5]']",
+    )
     assert end_state([], [], [], -1).problems == (
         "a manager's audit spool could not be read (its /metrics did not answer)",
     )
