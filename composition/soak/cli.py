@@ -35,6 +35,12 @@ def register(sub: Any) -> None:
         default=8,
         help="MB per partition of a topic the heals must copy, at 1 MB/s (default 8)",
     )
+    p.add_argument(
+        "--audit-outage",
+        action="store_true",
+        help="end with every broker of the audit topic killed at once (an open finding: "
+        "docs/reliability.md)",
+    )
     p.set_defaults(func=_soak)
 
 
@@ -53,6 +59,7 @@ def _soak(args: argparse.Namespace) -> int:
         throughput=args.throughput,
         stream=not args.no_stream,
         ballast_mb=args.ballast_mb,
+        audit_outage=args.audit_outage,
     )
     code, lines = run_soak(settings)
     print("\n".join(lines))
@@ -69,6 +76,8 @@ def run_soak(settings: SoakSettings) -> tuple[int, list[str]]:
         session_timeout_s=SESSION_TIMEOUT_S,
         stream=settings.stream,
     )
+    if settings.audit_outage:
+        schedule = schedule.with_audit_outage(GRACE_S)
     (settings.workdir / "schedule.json").write_text(schedule.dumps())
     print(f"soak seed {settings.seed} in {settings.workdir}:", flush=True)
     print("\n".join(schedule.lines()), flush=True)

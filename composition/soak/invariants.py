@@ -6,8 +6,11 @@ problems it found, every one a sentence with its numbers; none found is a held i
   records of an epoch all come before those of the next;
 - no duplicate move: a move (partition and target) is started once until it completes or
   fails - a leader that takes over adopts a running move, it does not start it again;
-- the alerts raised: none unless the schedule calls for one (it calls for none: a restart
-  in grace, a short pause and a completed heal never page);
+- the alerts raised: none unless the schedule calls for one (only an outage of the audit
+  topic's brokers, three of six at once, does: a restart in grace, a pause, a hang, a failed
+  disk and a completed heal never page);
+- the audit topic in each manager's order: an instance's records of one epoch appear in the
+  order it wrote them, spooled ones included;
 - the end state: every partition fully replicated, the isolated topic inside its group, no
   reassignment running, no throttle left, the audit spool empty;
 - every role the run started still running at the end (a manager started again after a kill
@@ -146,3 +149,20 @@ def roles_running(died: list[str]) -> Check:
     """The roles that should be running at the end and are not."""
     problems = [f"{name} is not running at the end" for name in sorted(died)]
     return Check("every role running at the end", tuple(problems))
+
+
+def in_order(records: Iterable[AuditRecord]) -> Check:
+    """Each instance's records of one epoch, in the topic, in the order they were written (a
+    record's time is taken when it is made; the spool replays in order)."""
+    last: dict[tuple[str, int], AuditRecord] = {}
+    problems = []
+    for r in records:
+        key = (r.instance, r.epoch)
+        before = last.get(key)
+        if before is not None and r.time_ms < before.time_ms:
+            problems.append(
+                f"{r.instance} (epoch {r.epoch}): {r.kind} of {r.time_ms} after "
+                f"{before.kind} of {before.time_ms} (via {r.sink})"
+            )
+        last[key] = r
+    return Check("the audit log in each manager's order", tuple(problems))

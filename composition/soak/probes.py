@@ -71,6 +71,16 @@ def replicas_on(bootstrap: str, broker: int) -> list[str]:
     return ask(bootstrap, read)
 
 
+def replicas_of(bootstrap: str, topic: str) -> list[int]:
+    """Every broker holding a replica of ``topic``."""
+
+    def read(admin: AdminClient) -> list[int]:
+        meta = admin.list_topics(topic, timeout=10).topics[topic]
+        return sorted({b for p in meta.partitions.values() for b in p.replicas})
+
+    return ask(bootstrap, read)
+
+
 def outside(bootstrap: str, topic: str, brokers: tuple[int, ...]) -> list[str]:
     """The partitions of ``topic`` with a replica on a broker not in ``brokers``."""
 

@@ -49,6 +49,7 @@ ISOLATED_BROKERS = (3, 4, 5, 6)  # the isolated topic lives here (racks /r3, /r1
 # not find it done. 8 MB a partition at 1 MB/s: a heal of one broker takes about 30 s.
 BALLAST_TOPIC = "soak.ballast"
 FAILED_DIR = 1  # which log directory a disk episode fails
+AUDIT_TOPIC = "kmedic.actions"  # the managers' audit topic (their default)
 BALLAST_RECORD_BYTES = 64 * 1024
 THROTTLE_BYTES_PER_S = 1_000_000
 
@@ -61,6 +62,7 @@ class SoakSettings:
     brokers: int = 6
     throughput: int = 200  # messages per second, per soak topic
     ballast_mb: int = 8  # per partition of the ballast topic
+    audit_outage: bool = False  # end with every broker of the audit topic killed at once
     stream: bool = True  # run the Spark job (the short variant in `make test` leaves it out)
 
 
@@ -297,6 +299,16 @@ def run_episode(rig: Rig, number: int, episode: Episode) -> None:
         _join(threads)
     elif episode.kind == "disk":
         _disk(rig, broker, episode.overlaps)
+    elif episode.kind == "audit_outage":
+        holders = probes.replicas_of(rig.bootstrap, AUDIT_TOPIC)
+        for b in holders:
+            cluster.kill(b)
+        say(f"brokers {holders}, every replica of {AUDIT_TOPIC}, killed")
+        threads = _overlaps(rig, episode.overlaps, time.monotonic())
+        time.sleep(episode.hold_s)
+        cluster.restart_many(holders)
+        say(f"brokers {holders} restarted after {episode.hold_s:.0f} s")
+        _join(threads)
     elif episode.kind == "drain":
         threads = _overlaps(rig, episode.overlaps, time.monotonic())
         _drain(rig, broker)

@@ -21,7 +21,12 @@ Episode kinds:
 - ``disk``: one of a broker's two log directories made unusable (a failed disk; the broker
   stays up): kmedic heals the replicas that lived there; the disk is then replaced (an empty
   directory) and the broker restarted;
-- ``drain``: an operator drains a broker (``kmedic drain``); the request ends ``done``.
+- ``drain``: an operator drains a broker (``kmedic drain``); the request ends ``done``;
+- ``audit_outage``: every broker holding a replica of the audit topic killed at once and
+  restarted a few seconds later, inside the grace: the managers' audit records go to their
+  spools and are replayed in order once the topic is back. Three of six brokers down at once
+  is an outage, not a broker failure: kmedic refuses (``too_many_dead_brokers``) and that
+  alert is the one the schedule calls for.
 
 Overlapping faults (``Overlap``), at an offset into their episode: ``manager_kill`` (the
 leading manager SIGKILLed, then started again as a standby), ``zookeeper_pause`` (SIGSTOP for
@@ -35,10 +40,15 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-EpisodeKind = Literal["heal", "bounce", "pause", "hang", "disk", "drain"]
+EpisodeKind = Literal["heal", "bounce", "pause", "hang", "disk", "drain", "audit_outage"]
 OverlapKind = Literal["manager_kill", "zookeeper_pause", "stream_kill"]
 
+# The kinds a schedule draws from. An audit outage is added on request only
+# (``kmedic soak --audit-outage``; docs/reliability.md says why), so that seeds keep
+# their schedules.
 EPISODE_KINDS: tuple[EpisodeKind, ...] = ("heal", "bounce", "pause", "hang", "disk", "drain")
+# The alert each kind of episode calls for, if any (composition.soak.invariants.alerts).
+EXPECTED_ALERTS: dict[EpisodeKind, str] = {"audit_outage": "refused:too_many_dead_brokers"}
 OVERLAP_KINDS: tuple[OverlapKind, ...] = ("manager_kill", "zookeeper_pause", "stream_kill")
 # Length of each episode as measured on this machine (seed 4242, 15 minutes asked): a heal
 # 60 s (grace, copy at 1 MB/s, restart), a bounce 9 s, a pause 7-12 s, a hang 11-13 s, a disk
@@ -50,6 +60,7 @@ EPISODE_S: dict[EpisodeKind, float] = {
     "hang": 13.0,
     "disk": 40.0,
     "drain": 35.0,
+    "audit_outage": 40.0,
 }
 
 
@@ -80,6 +91,7 @@ class Episode:
             "pause": f"broker {self.broker} paused (SIGSTOP) for {self.hold_s:.0f} s",
             "hang": f"broker {self.broker} hung (SIGSTOP, fenced) for {self.hold_s:.0f} s",
             "disk": f"broker {self.broker} lost a log directory (a failed disk)",
+            "audit_outage": f"every broker of the audit topic killed for {self.hold_s:.0f} s",
             "drain": f"broker {self.broker} drained by an operator",
         }[self.kind]
         extra = "; ".join(o.sentence() for o in self.overlaps)
@@ -102,6 +114,14 @@ class Schedule:
 
     def fault_count(self) -> int:
         return sum(1 + len(e.overlaps) for e in self.episodes)
+
+    def with_audit_outage(self, grace_s: float) -> Schedule:
+        """This schedule and, at its end, every broker of the audit topic killed at once."""
+        outage = Episode("audit_outage", 0, round(0.3 * grace_s, 1))
+        return Schedule(self.seed, (*self.episodes, outage))
+
+    def expected_alerts(self) -> set[str]:
+        return {EXPECTED_ALERTS[e.kind] for e in self.episodes if e.kind in EXPECTED_ALERTS}
 
 
 def draw(

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from composition.soak.invariants import (
     alerts,
     end_state,
+    in_order,
     messages,
     no_duplicate_move,
     one_actor,
@@ -150,3 +151,21 @@ def test_a_role_that_died_before_the_end_is_named() -> None:
         "m1 is not running at the end",
         "stream is not running at the end",
     )
+
+
+def test_each_managers_records_must_keep_their_order() -> None:
+    a1, a2 = record("action_started", 1, 1, "a"), record("action_completed", 5, 1, "a")
+    b1 = record("action_started", 3, 2, "b")
+    assert in_order([a1, b1, a2]).held, "two writers interleave; each in its own order"
+    (problem,) = in_order([a2, a1]).problems
+    assert problem == "a (epoch 1): action_started of 1 after action_completed of 5 (via primary)"
+
+
+def test_only_an_audit_outage_calls_for_an_alert_and_only_on_request() -> None:
+    drawn = schedule(11, 3600.0)
+    assert "audit_outage" not in {e.kind for e in drawn.episodes}
+    assert drawn.expected_alerts() == set()
+    outage = drawn.with_audit_outage(15.0)
+    assert outage.episodes[:-1] == drawn.episodes
+    assert outage.episodes[-1].kind == "audit_outage" and outage.episodes[-1].hold_s == 4.5
+    assert outage.expected_alerts() == {"refused:too_many_dead_brokers"}
