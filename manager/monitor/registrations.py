@@ -71,6 +71,11 @@ class RegistrationWatch:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
+    def away(self) -> frozenset[int]:
+        """Who is away at the last read (nothing is consumed)."""
+        with self._lock:
+            return frozenset(self._returns.away_since_ms)
+
     def take(self) -> tuple[dict[int, int], frozenset[int]]:
         with self._lock:
             return self._returns.take()

@@ -129,7 +129,13 @@ def test_a_broker_fenced_and_back_between_two_cycles_is_catching_up(healthy_clus
                 timeout=60,
                 what=f"broker {victim} fenced",
             )
-            time.sleep(2.0)  # fenced for a moment, as a GC pause of 8 s past a 6 s session is
+            # Fenced until the watch, asking every second, has seen it away (a GC pause of a
+            # few seconds past the session; on a loaded machine the watch's reads are slower).
+            wait_for(
+                lambda: victim in sources.registrations.away(),
+                timeout=60,
+                what=f"the registration watch to see broker {victim} away",
+            )
         finally:
             cluster.resume(victim)
         resumed_ms = int(time.time() * 1000)
