@@ -9,6 +9,7 @@ through Docker or podman's Docker API, and skips, saying why, where neither can 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,23 @@ def _revive(cluster: Any) -> None:
 
 def _remove_throttle_rates(cluster: Any) -> None:
     """Delete both replication throttle rates on every broker (one broker per request: a
-    broker's dynamic config is changed on that broker)."""
+    broker's dynamic config is changed on that broker). A broker just back (restarted or
+    resumed) may be missing for a moment from the metadata a fresh client bootstraps from:
+    then a new client asks again, for up to 30 s."""
+    from kafka.errors import UnknownBrokerIdError
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            _remove_throttle_rates_once(cluster)
+            return
+        except UnknownBrokerIdError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+def _remove_throttle_rates_once(cluster: Any) -> None:
     from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
     from manager.model.throttles import RATE_KEYS

@@ -131,6 +131,7 @@ class ClusterSources:
         self.offline_on_live: OfflineOnLive = {}
         # Brokers fenced and back between two cycles (manager.monitor.registrations).
         self._watch_admin: Any = None
+        self._watch_failures = 0
         self.registrations = RegistrationWatch(self._read_registered)
 
     def start(self) -> ClusterSources:
@@ -164,10 +165,17 @@ class ClusterSources:
         try:
             nodes = parse_nodes(self._watch_admin.describe_cluster())
         except Exception:
-            with contextlib.suppress(Exception):
-                self._watch_admin.close()
-            self._watch_admin = None
+            # Asked again next second on the same client, whose backoff then skips a hung or
+            # dead broker; a fresh client (its bootstrap may pick that broker again) only
+            # after several failures in a row.
+            self._watch_failures += 1
+            if self._watch_failures >= SAME_CLIENT_ATTEMPTS + 1:
+                with contextlib.suppress(Exception):
+                    self._watch_admin.close()
+                self._watch_admin = None
+                self._watch_failures = 0
             raise
+        self._watch_failures = 0
         return frozenset(b for b, n in nodes.items() if not n.fenced)
 
     def feed_status(self) -> list[FeedStatus]:
