@@ -20,6 +20,18 @@ pytestmark = pytest.mark.integration
 LEADERSHIP = Leadership(holder="test", epoch=1, current_epoch=1, is_leader=True)
 
 
+def sources_for(cluster: Any) -> ClusterSources:
+    """The manager's sources on the session cluster; only their Admin API reads are used."""
+    return ClusterSources(
+        cluster="test",
+        bootstrap=cluster.bootstrap_servers,
+        stats_topic="kmedic.brokerstats",
+        loads_topic="kmedic.replica-loads",
+        stats_lookback_s=60,
+        request_timeout_s=4.0,
+    )
+
+
 def read(sources: ClusterSources) -> set[int]:
     """One cycle's read; the ids of the live (unfenced) brokers it saw."""
     obs = sources.observe(
@@ -35,14 +47,7 @@ def read(sources: ClusterSources) -> set[int]:
 def test_a_dying_broker_does_not_blind_the_manager(healthy_cluster: Any) -> None:
     cluster = healthy_cluster
     victim = cluster.broker_ids[-1]
-    sources = ClusterSources(
-        cluster="test",
-        bootstrap=cluster.bootstrap_servers,
-        stats_topic="kmedic.brokerstats",
-        loads_topic="kmedic.replica-loads",
-        stats_lookback_s=60,
-        request_timeout_s=4.0,
-    )
+    sources = sources_for(cluster)
     try:
         assert victim in read(sources)
         cluster.kill(victim)
@@ -77,13 +82,7 @@ def test_a_dying_broker_does_not_blind_the_manager(healthy_cluster: Any) -> None
 
 
 def read_quietly(cluster: Any) -> set[int]:
-    sources = ClusterSources(
-        cluster="test",
-        bootstrap=cluster.bootstrap_servers,
-        stats_topic="kmedic.brokerstats",
-        loads_topic="kmedic.replica-loads",
-        stats_lookback_s=60,
-    )
+    sources = sources_for(cluster)
     try:
         return read(sources)
     except AdminUnavailable:
@@ -98,13 +97,7 @@ def test_a_broker_fenced_and_back_between_two_cycles_is_catching_up(healthy_clus
     followers are catch-up, not a slow follower that pages (found by the soak's hang episode)."""
     cluster = healthy_cluster
     victim = cluster.broker_ids[0]
-    sources = ClusterSources(
-        cluster="test",
-        bootstrap=cluster.bootstrap_servers,
-        stats_topic="kmedic.brokerstats",
-        loads_topic="kmedic.replica-loads",
-        stats_lookback_s=60,
-    )
+    sources = sources_for(cluster)
     seen: list[str] = []
     inner = sources.registrations._read
 
