@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from manager.analyzer.health import recovering
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Reason
-from manager.model.snapshot import Snapshot
+from manager.model.snapshot import Policy, Snapshot
 
 MAX_EXAMPLES = 5
 
@@ -44,15 +44,21 @@ def gate_leadership(snap: Snapshot) -> list[Reason]:
 def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
     policy = snap.policy
     dead = [b for b in snap.brokers if not b.alive]
+    waiting = [b for b in dead if b.in_grace(snap.taken_at, policy.dead_grace_ms)]
     out = []
-    fraction = len(dead) / len(snap.brokers)
-    if len(dead) > policy.max_dead_brokers or fraction > policy.max_dead_fraction:
+    if _too_many_dead(len(dead), len(snap.brokers), policy):
+        # Brokers that fail together often come back together (a switch, a power blip):
+        # while the count is over the limit only by brokers still in their grace, it is a
+        # wait like theirs, and it pages once they stay dead past it.
+        settling = not _too_many_dead(len(dead) - len(waiting), len(snap.brokers), policy)
+        still = f", {len(waiting)} of them still in their grace period" if settling else ""
         out.append(
             Reason(
                 "too_many_dead_brokers",
-                f"{len(dead)} of {len(snap.brokers)} brokers are dead "
+                f"{len(dead)} of {len(snap.brokers)} brokers are dead{still} "
                 f"(max {policy.max_dead_brokers} and {policy.max_dead_fraction:.0%}); "
                 "that looks like a partition or an outage, not a broker failure",
+                wait=settling,
             )
         )
     for b in dead:
@@ -76,6 +82,10 @@ def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
                 )
             )
     return out
+
+
+def _too_many_dead(dead: int, brokers: int, policy: Policy) -> bool:
+    return dead > policy.max_dead_brokers or dead / brokers > policy.max_dead_fraction
 
 
 def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:

@@ -58,7 +58,9 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
     "not_leader": CodeDoc("refuse", "this instance does not hold leadership"),
     "stale_fencing_epoch": CodeDoc("refuse", "its epoch is older than ZooKeeper's current epoch"),
     "too_many_dead_brokers": CodeDoc(
-        "refuse", "dead brokers > `max_dead_brokers` or > `max_dead_fraction`"
+        "refuse",
+        "dead brokers > `max_dead_brokers` or > `max_dead_fraction` (a wait while the count "
+        "is over only by brokers still inside `dead_grace_ms`)",
     ),
     "too_many_failed_disks": CodeDoc(
         "refuse",

@@ -86,10 +86,47 @@ def test_within_grace_a_partition_only_the_dead_broker_held_is_waited_for_not_re
 def test_dead_within_grace_with_another_failing_gate_refuses() -> None:
     brokers = [broker(i, f"/r{(i - 1) % 3 + 1}", alive=i in ALIVE) for i in range(1, 7)]
     brokers[5]["dead_since_ms"] = NOW - 60_000
-    snap = _snap(brokers=brokers, policy={"max_dead_brokers": 0})
-    decision = decide(snap)
+    foreign = [{"topic": "t", "partition": 0, "started_by_kmedic": False}]
+    decision = decide(_snap(brokers=brokers, reassignments=foreign))
     assert decision.outcome == "refuse"
-    assert {r.code for r in decision.reasons} == {"dead_within_grace", "too_many_dead_brokers"}
+    codes = {r.code for r in decision.reasons}
+    assert codes == {"dead_within_grace", "foreign_reassignment_in_progress"}
+
+
+def _outage(dead_s: dict[int, int], **policy: Any) -> Any:
+    """Six brokers; those in ``dead_s`` dead for that many seconds (grace 600 s)."""
+    brokers = [broker(i, f"/r{(i - 1) % 3 + 1}", alive=i not in dead_s) for i in range(1, 7)]
+    for b, seconds in dead_s.items():
+        brokers[b - 1]["dead_since_ms"] = NOW - seconds * 1000
+    alive = {i for i in range(1, 7) if i not in dead_s}
+    topics = {"t": [part(n, [1 + n % 6, 1 + (n + 2) % 6], alive=alive) for n in range(6)]}
+    return _snap(brokers=brokers, topics=topics, policy={"max_dead_brokers": 2, **policy})
+
+
+def test_an_outage_inside_the_grace_is_a_wait_that_pages_nobody() -> None:
+    # Three of six brokers gone at once, a few seconds ago: they may all come back.
+    decision = decide(_outage({2: 5, 4: 6, 6: 7}))
+    assert decision.outcome == "wait" and decision.actions == ()
+    (too_many,) = [r for r in decision.reasons if r.code == "too_many_dead_brokers"]
+    assert too_many.wait
+    assert too_many.message.startswith("3 of 6 brokers are dead, 3 of them still in their grace")
+    assert list(alerts_for(decision, audit_on_failover=False)) == []
+
+
+def test_an_outage_over_the_limit_only_by_brokers_in_grace_still_waits() -> None:
+    # One broker long dead (within the limit of two), two more just gone.
+    decision = decide(_outage({2: 3600, 4: 5, 6: 5}))
+    assert decision.outcome == "wait"
+    assert list(alerts_for(decision, audit_on_failover=False)) == []
+
+
+def test_an_outage_past_the_grace_refuses_and_pages() -> None:
+    decision = decide(_outage({2: 3600, 4: 3600, 6: 5}, max_dead_fraction=0.3))
+    assert decision.outcome == "refuse"
+    (too_many,) = [r for r in decision.reasons if r.code == "too_many_dead_brokers"]
+    assert not too_many.wait and "grace" not in too_many.message
+    assert "refused:too_many_dead_brokers" in alerts_for(decision, audit_on_failover=False)
+    assert decide(_outage({2: 3600, 4: 3600, 6: 3600})).outcome == "refuse"
 
 
 def test_dead_broker_in_maintenance_domain() -> None:
