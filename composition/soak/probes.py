@@ -15,6 +15,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 from kafka import KafkaAdminClient
+from kafka.errors import KafkaError
 from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.errors import KmedicError
@@ -24,11 +25,19 @@ T = TypeVar("T")
 
 
 def ask(bootstrap: str, question: Callable[[AdminClient], T], tries: int = 6) -> T:
+    return _retried(
+        bootstrap, lambda: question(AdminClient({"bootstrap.servers": bootstrap})), tries
+    )
+
+
+def _retried(bootstrap: str, call: Callable[[], T], tries: int) -> T:
+    """``call()`` on fresh clients until one answers: a broker just killed, not yet fenced,
+    refuses connections for a few seconds, and either client library may pick it."""
     last: Exception | None = None
     for _ in range(tries):
         try:
-            return question(AdminClient({"bootstrap.servers": bootstrap}))
-        except (KafkaException, TimeoutError) as exc:
+            return call()
+        except (KafkaException, KafkaError, TimeoutError) as exc:
             last = exc
             time.sleep(1)
     raise KmedicError(f"the Admin API at {bootstrap} did not answer in {tries} tries: {last}")
@@ -49,13 +58,16 @@ def under_replicated(bootstrap: str) -> list[str]:
     return ask(bootstrap, read)
 
 
-def reassigning(bootstrap: str) -> list[str]:
-    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15_000)
-    try:
-        ongoing = client.list_partition_reassignments()
-    finally:
-        client.close()
-    return sorted(f"{tp.topic}:{tp.partition}" for tp in ongoing)
+def reassigning(bootstrap: str, tries: int = 6) -> list[str]:
+    def read() -> list[str]:
+        client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15_000)
+        try:
+            ongoing = client.list_partition_reassignments()
+        finally:
+            client.close()
+        return sorted(f"{tp.topic}:{tp.partition}" for tp in ongoing)
+
+    return _retried(bootstrap, read, tries)
 
 
 def replicas_on(bootstrap: str, broker: int) -> list[str]:
