@@ -7,6 +7,8 @@ fell inside the fenced window, the manager never saw it gone: its lagging replic
 a slow follower's, and the cycle refuses and pages for a broker that is simply catching up. So a
 thread asks DescribeCluster every ``interval_s`` between cycles and remembers each return; the
 cycle takes them (``ClusterSources`` turns a return into ``returned_ms``, the recovery window).
+The same reads say when a broker left: a dead broker's grace counts from the read that first
+missed it (within ``interval_s`` of its fencing), not from the next cycle's.
 
 The rule for a return is pure (``Returns.saw``); the thread and its Admin client are the edge.
 """
@@ -41,12 +43,12 @@ class Returns:
                 self.returned_ms[b] = now_ms
         self.registered = registered
 
-    def take(self) -> tuple[dict[int, int], frozenset[int]]:
+    def take(self) -> tuple[dict[int, int], dict[int, int]]:
         """The returns seen since the last take (each broker's latest), forgotten once taken,
-        and who is away at the last read (a cycle that sees one of them registered again
-        sees its return before the watch does)."""
+        and who is away at the last read, since when (a cycle that sees one of them
+        registered again sees its return before the watch does)."""
         taken, self.returned_ms = self.returned_ms, {}
-        return taken, frozenset(self.away_since_ms)
+        return taken, dict(self.away_since_ms)
 
 
 class RegistrationWatch:
@@ -76,7 +78,7 @@ class RegistrationWatch:
         with self._lock:
             return frozenset(self._returns.away_since_ms)
 
-    def take(self) -> tuple[dict[int, int], frozenset[int]]:
+    def take(self) -> tuple[dict[int, int], dict[int, int]]:
         with self._lock:
             return self._returns.take()
 

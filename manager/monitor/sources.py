@@ -274,8 +274,9 @@ class ClusterSources:
         agents: dict[int, AgentView],
         replica_ids: set[int],
         returns: dict[int, int] | None = None,
-        away: frozenset[int] = frozenset(),
+        away: dict[int, int] | None = None,
     ) -> None:
+        away = away or {}
         # A broker fenced and back between two cycles was never seen absent: its return, seen
         # by the registration watch (or this read, when the watch last saw it away), starts
         # its recovery window all the same.
@@ -289,7 +290,8 @@ class ClusterSources:
             if n.rack:
                 self.known_racks[b] = n.rack
         for b in (set(agents) | replica_ids) - set(live):
-            self.first_absent_ms.setdefault(b, now_ms)
+            # Absent since the watch's read that first missed it, when that came first.
+            self.first_absent_ms.setdefault(b, min(away.get(b, now_ms), now_ms))
         for b, a in agents.items():
             if a.latest.rack and b not in self.known_racks:
                 self.known_racks[b] = a.latest.rack
