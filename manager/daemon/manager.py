@@ -16,7 +16,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
 from manager.analyzer.health import alerts_for, heal_needed, health_facts
@@ -29,6 +28,7 @@ from manager.daemon.mode import ModeTracker
 from manager.daemon.observation import (
     ClusterUnobservable,
     observe_cluster,
+    read_state,
     save_snapshot,
     standby_sentence,
 )
@@ -82,6 +82,7 @@ class Manager:
         self.metrics = ManagerMetrics(cfg.cluster)
         self.server: MetricsServer | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set to stop, or to look again now: see wake()
         self._warm_up = WarmUp(self.clock.monotonic)
         self._last_cycle_ok = self.clock.monotonic()
         self.last_decision: Decision | None = None
@@ -107,7 +108,7 @@ class Manager:
         coordinator.watch(
             on_leadership_acquired=self._on_leadership_acquired,
             on_leadership_lost=self._on_leadership_lost,
-            on_shutdown=lambda reason: self._stop.set(),
+            on_shutdown=lambda reason: self.request_stop(),
         )
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -129,7 +130,7 @@ class Manager:
         return self
 
     def stop(self) -> None:
-        self._stop.set()
+        self.request_stop()
         closers = [self.coordinator.stop, self.sources.stop, self.executor.close, self.audit.close]
         if self.server is not None:
             closers.append(self.server.stop)
@@ -161,15 +162,16 @@ class Manager:
         )
 
     def _between_cycles(self, next_cycle: float) -> None:
-        """Wait for the next cycle; while moves run, poll the executor on the way: when one
-        completes, the next move of the plan starts at once rather than a whole cycle later
-        (the per-broker and per-cluster limits, and the fenced plan write, still apply)."""
+        """Wait for the next cycle (or a wake); while moves run, poll the executor on the way:
+        when one completes, the next move of the plan starts at once rather than a whole cycle
+        later (the per-broker and per-cluster limits, and the fenced plan write, still apply)."""
         poll = self.executor.config.poll_interval_s
         while (left := next_cycle - self.clock.monotonic()) > 0:
-            if not self._may_step():
-                self._stop.wait(left)
+            stepping = self._may_step()
+            if self._wake.wait(min(left, poll) if stepping else left):
+                self._wake.clear()
                 return
-            if self._stop.wait(min(left, poll)):
+            if not stepping:
                 return
             try:
                 if self.executor.poll():
@@ -209,6 +211,11 @@ class Manager:
 
     def request_stop(self) -> None:
         self._stop.set()
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Run the next cycle now, not up to ``interval_s`` later (a broker fenced or back)."""
+        self._wake.set()
 
     # ---- one cycle ----------------------------------------------------------------------
 
@@ -230,7 +237,7 @@ class Manager:
             topics = ", ".join(reading)
             return CycleOutcome("wait", f"wait: reading {topics} to the end before deciding")
         try:
-            state = self._read_state()
+            state = read_state(self.coordinator)
             snap = self._snapshot(state)
         except ClusterUnobservable as exc:
             return self._refuse_blind(str(exc))
@@ -297,12 +304,6 @@ class Manager:
             "blind", f"blind: {why}; refusal audited", decision, ("cluster_unobservable",)
         )
 
-    def _read_state(self) -> CoordinationState:
-        try:
-            return self.coordinator.read_state()
-        except KmedicError as exc:
-            raise ClusterUnobservable(f"ZooKeeper read failed: {exc}") from exc
-
     def _snapshot(self, state: CoordinationState) -> Snapshot:
         coord = self.coordinator
         leadership = Leadership(
@@ -349,8 +350,7 @@ class Manager:
         self._observe_leadership()  # at once, not at the next cycle (30 s by default)
 
     def _on_leadership_lost(self, reason: str) -> None:
-        # Drop in-flight decisions: the next leader adopts the stored plan; Kafka keeps running
-        # the reassignments already issued.
+        # Drop in-flight moves: the next leader adopts the stored plan (Kafka runs them on).
         log.warning("leadership_lost", reason=reason)
         self.keeper.drop_moves.set()
         self.view.moves.forget()

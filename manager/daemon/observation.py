@@ -11,7 +11,7 @@ from manager.config import ManagerConfig
 from manager.coordination.move_budget import Entry, moves_in_window
 from manager.coordination.plan_document import own_partitions
 from manager.coordination.state import CoordinationState
-from manager.daemon.ports import Sources
+from manager.daemon.ports import Coordinator, Sources
 from manager.model.moves import TopicPartition
 from manager.model.snapshot import Leadership, Snapshot
 from manager.monitor.observe import DeathEvidence, build_snapshot, death_evidence
@@ -20,6 +20,14 @@ from manager.monitor.sources import AdminUnavailable
 
 class ClusterUnobservable(KmedicError):
     """This cycle could not read the cluster (Admin API) or its placement config (ZooKeeper)."""
+
+
+def read_state(coordinator: Coordinator) -> CoordinationState:
+    """The cycle's one read of ZooKeeper; a failed read makes the cycle blind."""
+    try:
+        return coordinator.read_state()
+    except KmedicError as exc:
+        raise ClusterUnobservable(f"ZooKeeper read failed: {exc}") from exc
 
 
 def observe_cluster(

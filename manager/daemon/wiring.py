@@ -40,11 +40,14 @@ def build_manager(cfg: ManagerConfig) -> Manager:
         write_timeout_s=cfg.audit.write_timeout_s,
         retry_interval_s=cfg.audit.retry_interval_s,
     )
-    return Manager(
+    sources = sources_for(cfg)
+    manager = Manager(
         cfg,
         instance=instance,
-        sources=sources_for(cfg),
+        sources=sources,
         coordinator=Coordinator(cfg.zookeeper, cfg.cluster, instance),
         executor=Executor(cfg.cluster_client, cfg.executor),
         audit=audit,
     )
+    sources.registrations.on_change = manager.wake  # a broker fenced or back: a cycle now
+    return manager

@@ -33,8 +33,10 @@ class Returns:
     away_since_ms: dict[int, int] = field(default_factory=dict)
     returned_ms: dict[int, int] = field(default_factory=dict)
 
-    def saw(self, registered: frozenset[int], now_ms: int) -> None:
-        """One read of the registered (unfenced) brokers at ``now_ms``."""
+    def saw(self, registered: frozenset[int], now_ms: int) -> bool:
+        """One read of the registered (unfenced) brokers at ``now_ms``; whether a broker left
+        or came back since the last read."""
+        changed = self.registered is not None and registered != self.registered
         if self.registered is not None:
             for b in self.registered - registered:
                 self.away_since_ms.setdefault(b, now_ms)
@@ -42,6 +44,7 @@ class Returns:
             if self.away_since_ms.pop(b, None) is not None:
                 self.returned_ms[b] = now_ms
         self.registered = registered
+        return changed
 
     def take(self) -> tuple[dict[int, int], dict[int, int]]:
         """The returns seen since the last take (each broker's latest), forgotten once taken,
@@ -53,7 +56,8 @@ class Returns:
 
 class RegistrationWatch:
     """``read()`` (the unfenced broker ids) every ``interval_s`` on a thread of its own; a read
-    that fails is skipped (the cycle's own read says whether the cluster can be observed)."""
+    that fails is skipped (the cycle's own read says whether the cluster can be observed).
+    ``on_change`` is called (on the watch's thread) when a broker left or came back."""
 
     def __init__(self, read: Callable[[], frozenset[int]], interval_s: float = 1.0) -> None:
         self._read = read
@@ -62,6 +66,7 @@ class RegistrationWatch:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.on_change: Callable[[], None] = lambda: None
 
     def start(self) -> RegistrationWatch:
         self._thread = threading.Thread(target=self._run, name="registrations", daemon=True)
@@ -90,5 +95,7 @@ class RegistrationWatch:
                 log.debug("registrations_unread", error=str(exc) or type(exc).__name__)
             else:
                 with self._lock:
-                    self._returns.saw(registered, int(time.time() * 1000))
+                    changed = self._returns.saw(registered, int(time.time() * 1000))
+                if changed:
+                    self.on_change()
             self._stop.wait(self._interval_s)

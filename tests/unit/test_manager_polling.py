@@ -4,6 +4,7 @@ off from ZooKeeper, or once told to drop its moves."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,19 @@ def test_a_failing_step_ends_the_poll_for_the_cycle_to_retry(tmp_path: Path) -> 
     rig.executor.on_step = broken
     rig.manager._between_cycles(rig.clock.monotonic() + 5.0)
     assert rig.executor.steps == 1
+
+
+@pytest.mark.parametrize("moves", [False, True], ids=["idle", "stepping"])
+def test_a_wake_ends_the_wait_and_is_used_once(tmp_path: Path, moves: bool) -> None:
+    """The registration watch wakes the daemon when a broker is fenced or back: the next cycle
+    runs then, not up to a whole interval (30 s by default) later."""
+    rig = _rig(tmp_path, moves=moves)
+    rig.executor.on_step = lambda: None  # the fake clock stands still: only a wake ends it
+    waiter = threading.Thread(
+        target=rig.manager._between_cycles, args=(rig.clock.monotonic() + 60.0,)
+    )
+    waiter.start()
+    rig.manager.wake()
+    waiter.join(timeout=10)
+    assert not waiter.is_alive(), "the wait went on after a wake"
+    assert not rig.manager._wake.is_set(), "a wake ends one wait, not the next one too"

@@ -84,3 +84,12 @@ def test_a_watch_time_later_than_the_cycles_read_is_not_taken() -> None:
     s = sources()
     s._remember(NOW, live(1, 3), {}, {1, 2, 3}, {}, {2: NOW + 500})
     assert s.first_absent_ms == {2: NOW}
+
+
+def test_a_read_says_whether_a_broker_left_or_came_back() -> None:
+    watch = Returns()
+    assert not watch.saw(frozenset({1, 2, 3}), NOW), "the first read compares with nothing"
+    assert not watch.saw(frozenset({1, 2, 3}), NOW + 1000)
+    assert watch.saw(frozenset({1, 3}), NOW + 2000)
+    assert not watch.saw(frozenset({1, 3}), NOW + 3000)
+    assert watch.saw(frozenset({1, 2, 3}), NOW + 4000)
