@@ -443,10 +443,11 @@ def report(
             "",
             "Where the time goes: the controller fences the broker about 6 s after the kill "
             "(`broker.session.timeout.ms` 6000 on the local cluster; Kafka's default is 9000); "
-            "the manager sees it absent at its next cycle and counts the grace from there; the "
-            "cycle after the grace is held for it, so the first move starts about 1 s after the "
-            "grace ends; the copies and the catch-up take the rest. The data grows by the "
-            "traffic from run to run (the lower bound rises with it).",
+            "the manager's registration watch (a read a second) sees it absent and counts the "
+            "grace from that read; a cycle is held for the grace's end, and the first move "
+            "starts about 1 s after the grace ends (the watch's read, then the cycle's own "
+            "reads, plan write and audit record); the copies and the catch-up take the rest. "
+            "The data grows by the traffic from run to run (the lower bound rises with it).",
             "",
         ]
     )
