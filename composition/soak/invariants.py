@@ -6,9 +6,9 @@ problems it found, every one a sentence with its numbers; none found is a held i
   records of an epoch all come before those of the next;
 - no duplicate move: a move (partition and target) is started once until it completes or
   fails - a leader that takes over adopts a running move, it does not start it again;
-- the alerts raised: none unless the schedule calls for one (only an outage of the audit
-  topic's brokers, three of six at once, does: a restart in grace, a pause, a hang, a failed
-  disk and a completed heal never page);
+- the alerts raised: none (no episode calls for one: a restart in grace, a pause, a hang, a
+  failed disk, an outage of the audit topic's brokers inside the grace and a completed heal
+  never page);
 - the audit topic in each manager's order: an instance's records of one epoch appear in the
   order it wrote them, spooled ones included;
 - the end state: every partition fully replicated, the isolated topic inside its group, no

@@ -279,13 +279,8 @@ def run_episode(rig: Rig, number: int, episode: Episode) -> None:
         cluster.restart(broker)
         say(f"broker {broker} restarted (empty)")
     elif episode.kind == "bounce":
-        cluster.kill(broker)
-        say(f"broker {broker} killed")
-        threads = _overlaps(rig, episode.overlaps, time.monotonic())
-        time.sleep(episode.hold_s)
-        cluster.restart(broker)
-        say(f"broker {broker} restarted after {episode.hold_s:.0f} s, inside its grace")
-        _join(threads)
+        back = f"broker {broker} restarted after {episode.hold_s:.0f} s, inside its grace"
+        _down_for(rig, [broker], episode, f"broker {broker} killed", back)
     elif episode.kind in ("pause", "hang"):
         cluster.pause(broker)
         say(
@@ -301,18 +296,26 @@ def run_episode(rig: Rig, number: int, episode: Episode) -> None:
         _disk(rig, broker, episode.overlaps)
     elif episode.kind == "audit_outage":
         holders = probes.replicas_of(rig.bootstrap, AUDIT_TOPIC)
-        for b in holders:
-            cluster.kill(b)
-        say(f"brokers {holders}, every replica of {AUDIT_TOPIC}, killed")
-        threads = _overlaps(rig, episode.overlaps, time.monotonic())
-        time.sleep(episode.hold_s)
-        cluster.restart_many(holders)
-        say(f"brokers {holders} restarted after {episode.hold_s:.0f} s")
-        _join(threads)
+        killed = f"brokers {holders}, every replica of {AUDIT_TOPIC}, killed"
+        back = f"brokers {holders} restarted after {episode.hold_s:.0f} s"
+        _down_for(rig, holders, episode, killed, back)
     elif episode.kind == "drain":
         threads = _overlaps(rig, episode.overlaps, time.monotonic())
         _drain(rig, broker)
         _join(threads)
+
+
+def _down_for(rig: Rig, brokers: list[int], episode: Episode, killed: str, back: str) -> None:
+    """SIGKILL ``brokers`` at once (saying ``killed``), run the episode's overlaps meanwhile,
+    and start them again ``episode.hold_s`` later (saying ``back``)."""
+    for b in brokers:
+        rig.cluster.kill(b)
+    rig.timeline.say(killed)
+    threads = _overlaps(rig, episode.overlaps, time.monotonic())
+    time.sleep(episode.hold_s)
+    rig.cluster.restart_many(brokers)
+    rig.timeline.say(back)
+    _join(threads)
 
 
 def _disk(rig: Rig, broker: int, overlaps: tuple[Overlap, ...]) -> None:
