@@ -59,6 +59,11 @@ class ClusterState:
         self.leaving: frozenset[int] = frozenset(
             b for r in snap.requests if r.kind == "drain" for b in r.brokers
         )
+        # Brokers a move stalled on (the executor cancelled it): no plan sends them replicas.
+        self.stalled: frozenset[int] = frozenset(
+            b.id for b in snap.brokers if b.stalled_at_ms is not None
+        )
+        self._kept_out = self.frozen | self.leaving | self.stalled
 
         self.topic: list[str] = []
         self.number: list[int] = []
@@ -179,8 +184,8 @@ class ClusterState:
 
     def usable(self, b: int) -> bool:
         """A broker that may gain or lose replicas or leadership (a broker being drained may
-        only lose them)."""
-        return self.alive[b] and b not in self.frozen and b not in self.leaving
+        only lose them; one a move stalled on is left alone until it is trusted again)."""
+        return self.alive[b] and b not in self._kept_out
 
     def allowed_sets(self, p: int) -> tuple[frozenset[int], ...] | None:
         """Broker sets the partition may live on, most preferred first; None: anywhere."""

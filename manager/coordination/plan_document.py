@@ -3,23 +3,27 @@ finish, read back by a new leader. The I/O (fenced compare-and-set) is
 manager.coordination.plan_store's.
 
 The JSON document: ``{"decision", "kind", "epoch", "moves": [{"topic", "partition", "target",
-"size_bytes"}], "moves_started": [...], "throttles": {...}}``. ``moves_started`` is the hourly
-move budget's history (manager.coordination.move_budget), ``throttles`` the replication
+"size_bytes", "progress"}], "moves_started": [...], "throttles": {...}}``. ``moves_started`` is
+the hourly move budget's history (manager.coordination.move_budget), ``throttles`` the replication
 throttles kmedic set and owns (manager.model.throttles). Read back, it is validated: a move
 that does not name its partition and target is a corrupt plan, an error that names the field.
-The history and the throttle record are read leniently, as their modules say why.
+The history and the throttle record are read leniently, as their modules say why. A move's
+``progress`` is the progress watchdog's record (manager.model.move_progress), so that a new
+leader keeps its clock; read leniently too: a malformed one restarts the clock, nothing more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kmedic.errors import KmedicError
 from manager.coordination.move_budget import FIELD as HISTORY_FIELD
 from manager.coordination.move_budget import Entry, from_field, to_field
 from manager.model.decision import Decision, ElectPreferredLeader, PlanKind, Reassign
+from manager.model.move_progress import FIELD, MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.snapshot import Snapshot
 from manager.model.throttles import FIELD as THROTTLES_FIELD
@@ -35,6 +39,17 @@ class PlannedMove(BaseModel):
     partition: int = Field(ge=0)
     target: tuple[int, ...] = Field(min_length=1)
     size_bytes: int = Field(default=0, ge=0)
+    progress: MoveProgress | None = None
+
+    @field_validator("progress", mode="before")
+    @classmethod
+    def _progress(cls, raw: Any) -> MoveProgress | None:
+        if raw is None or isinstance(raw, MoveProgress):
+            return raw
+        try:
+            return MoveProgress.from_field(raw)
+        except KmedicError:
+            return None
 
     @property
     def tp(self) -> TopicPartition:
@@ -79,6 +94,7 @@ class PlanDocument(BaseModel):
                     "partition": m.partition,
                     "target": list(m.target),
                     "size_bytes": m.size_bytes,
+                    **({FIELD: m.progress.to_field()} if m.progress is not None else {}),
                 }
                 for m in self.moves
             ],
@@ -129,15 +145,37 @@ def plan_document(
 
 
 def synced(
-    plan: PlanDocument, active: set[TopicPartition], throttles: ThrottleRecord
+    plan: PlanDocument,
+    active: set[TopicPartition],
+    throttles: ThrottleRecord,
+    progress: Mapping[TopicPartition, MoveProgress] | None = None,
+    stalled: Iterable[TopicPartition] = (),
 ) -> PlanDocument | None:
-    """The plan with only the moves still active and the throttles kmedic owns now, or None
-    when nothing changed. Emptied, not deleted, when all are done: the move history it carries
-    must outlive it."""
-    kept = tuple(m for m in plan.moves if m.tp in active)
-    if len(kept) == len(plan.moves) and plan.throttles.to_field() == throttles.to_field():
+    """The plan with only the moves still active, the throttles kmedic owns now and the
+    watchdog's records, or None when nothing worth a write changed. The records ride along
+    with other writes, and force one only for a stalled move whose record is not stored yet:
+    its clock must survive a failover exactly, a progressing move's needs no write per sample.
+    Emptied, not deleted, when all are done: the move history it carries must outlive it."""
+    progress = progress or {}
+    kept = tuple(
+        m.model_copy(update={"progress": progress.get(m.tp, m.progress)})
+        for m in plan.moves
+        if m.tp in active
+    )
+    stored = {m.tp: m.progress for m in plan.moves}
+    unsaved = any(stored.get(tp) != progress.get(tp) for tp in stalled if tp in progress)
+    if (
+        len(kept) == len(plan.moves)
+        and plan.throttles.to_field() == throttles.to_field()
+        and not unsaved
+    ):
         return None
     return plan.model_copy(update={"moves": kept, "throttles": throttles})
+
+
+def stored_progress(plan: PlanDocument) -> dict[TopicPartition, MoveProgress]:
+    """The watchdog's records the stored plan carries, for the moves a new leader adopts."""
+    return {m.tp: m.progress for m in plan.moves if m.progress is not None}
 
 
 def with_throttles(plan: PlanDocument, throttles: ThrottleRecord) -> PlanDocument:

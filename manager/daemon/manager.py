@@ -38,7 +38,7 @@ from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
 from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind
-from manager.daemon.settling import MonotonicView, with_moves_in_flight
+from manager.daemon.settling import MonotonicView, with_moves_in_flight, with_stalled
 from manager.daemon.warm_up import WarmUp
 from manager.daemon.zk_outage import ZkOutage
 from manager.executor.move_state import MoveState
@@ -305,12 +305,11 @@ class Manager:
         )
 
     def _snapshot(self, state: CoordinationState) -> Snapshot:
-        coord = self.coordinator
         leadership = Leadership(
             holder=self.instance,
-            epoch=coord.epoch,
+            epoch=self.coordinator.epoch,
             current_epoch=state.current_epoch,
-            is_leader=coord.may_act(),
+            is_leader=self.coordinator.may_act(),
         )
         snap, self._evidence = observe_cluster(
             self.cfg,
@@ -322,6 +321,7 @@ class Manager:
             history=self.keeper.moves_started,
         )
         snap = with_moves_in_flight(snap, [m.move for m in self.executor.in_flight()])
+        snap = with_stalled(snap, self.executor.stalled_destinations())
         if state.requests:
             known = (b.id for b in snap.brokers)
             opened = self.requests.for_planner(state.requests, known)
@@ -338,7 +338,7 @@ class Manager:
         now = self.clock.monotonic()
         flight = self.executor.in_flight()
         oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
-        self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.timed_out))
+        self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.stalled))
 
     def _move_event(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
         self.trail.move_event(kind, state, details)

@@ -26,6 +26,7 @@ from manager.coordination.plan_document import (
     moves_for,
     moves_to_adopt,
     plan_document,
+    stored_progress,
     stored_throttles,
     synced,
     with_throttles,
@@ -136,8 +137,14 @@ class PlanKeeper:
         stored = self.plan
         if stored is None:
             return
-        active = {s.move.tp for s in self.executor.active()}
-        changed = synced(stored.plan, active, self.executor.owned_throttles())
+        states = self.executor.active()
+        changed = synced(
+            stored.plan,
+            {s.move.tp for s in states},
+            self.executor.owned_throttles(),
+            {s.move.tp: s.progress for s in states if s.progress is not None},
+            [s.move.tp for s in states if s.stalled],
+        )
         if changed is None:
             return
         try:
@@ -179,6 +186,7 @@ class PlanKeeper:
             return  # released by this cycle's step, once adoption is over
         moves = moves_to_adopt(stored.plan, {s.move.tp for s in self.executor.active()})
         self.executor.submit(moves)
+        self.executor.resume_progress(stored_progress(stored.plan))  # the watchdog's clocks
         self.trail.record(
             "decision",
             f"adopted the in-flight plan of epoch {stored.epoch} by {stored.instance}: "

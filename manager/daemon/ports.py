@@ -4,7 +4,7 @@ unit tests pass fakes, so a cycle is tested without Kafka or ZooKeeper."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from manager.coordination.plan_document import PlanDocument
@@ -12,6 +12,7 @@ from manager.coordination.plan_store import StoredPlan
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
 from manager.executor.move_state import ChangeGuard, EventCallback, ExecutorConfig, MoveState
+from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
@@ -126,5 +127,9 @@ class Executor(Protocol):
     def adopt_throttles(self, record: ThrottleRecord) -> None: ...
 
     def release_throttles(self) -> ThrottleRecord: ...
+
+    def stalled_destinations(self) -> dict[int, int]: ...
+
+    def resume_progress(self, records: Mapping[TopicPartition, MoveProgress]) -> None: ...
 
     def close(self) -> None: ...

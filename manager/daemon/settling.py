@@ -113,6 +113,18 @@ def with_moves_in_flight(snap: Snapshot, in_flight: list[Move]) -> Snapshot:
     return snap.model_copy(update={"reassignments": (*snap.reassignments, *added)})
 
 
+def with_stalled(snap: Snapshot, stalled: dict[int, int]) -> Snapshot:
+    """The snapshot with the brokers the progress watchdog recently cancelled a move to
+    marked, so that the replan sends their replicas elsewhere."""
+    if not stalled:
+        return snap
+    brokers = tuple(
+        b.model_copy(update={"stalled_at_ms": stalled[b.id]}) if b.id in stalled else b
+        for b in snap.brokers
+    )
+    return snap.model_copy(update={"brokers": brokers})
+
+
 class MonotonicView:
     """The leader's side: expects what the executor saw complete, reads a contradicting
     snapshot again, and audits a wait once per episode and each finding once."""

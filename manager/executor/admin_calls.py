@@ -1,4 +1,6 @@
-"""The executor's Admin API client, and how one call survives a dead broker: retried with a
+"""The executor's Admin API client, and how one call survives a dead broker: retried once on
+the same client (a broker that just timed out is in its reconnect backoff, so another one
+answers: a hung broker, which a fresh client could pick again to bootstrap from), then with a
 fresh client, whose new metadata stops pointing at it (kafka-python would otherwise keep its
 cached controller for minutes), for up to ``admin_retry_s`` - longer than the broker session
 timeout, after which the controller has fenced the dead broker."""
@@ -17,6 +19,8 @@ from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
 from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
+from manager.executor.move_state import ClusterView
+from manager.model.moves import Move, TopicPartition
 
 log = get_logger(__name__)
 
@@ -50,9 +54,46 @@ class AdminCalls:
                     raise KmedicError(f"cannot {what}: {exc!r}") from exc
                 log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
                 time.sleep(min(float(attempt), 3.0))
+                if attempt == 1:
+                    continue  # the same client first: it avoids a broker that just timed out
                 with contextlib.suppress(Exception):
                     self.client.close()
                 self.client = self._connect()
 
+    def elect_preferred(self, move: Move) -> str:
+        """A preferred leader election for the moved partition; what came of it, in words."""
+        try:
+            self.client.elect_leaders(
+                0,  # preferred
+                {move.topic: [move.partition]},
+                timeout_ms=self._timeout_ms,
+            )
+        except KpKafkaError as exc:
+            log.warning("preferred_election_failed", partition=move.key, error=repr(exc))
+            return f"failed: {exc!r}"
+        return f"broker {move.target[0]} leads"
+
     def close(self) -> None:
         self.client.close()
+
+
+def read_view(calls: AdminCalls) -> ClusterView:
+    """The one read of the cluster a step judges its moves by: replicas and leaders, live
+    brokers (registered and not fenced), ongoing reassignments."""
+    topics = calls(lambda kp: kp.describe_topics(), "describe topics")
+    cluster = calls(lambda kp: kp.describe_cluster(), "describe the cluster")
+    ongoing_raw = calls(
+        lambda kp: kp.list_partition_reassignments(), "list partition reassignments"
+    )
+    replicas: dict[TopicPartition, tuple[int, ...]] = {}
+    leaders: dict[TopicPartition, int] = {}
+    for topic in topics:
+        for part in topic["partitions"]:
+            tp = (str(topic["name"]), int(part["partition_index"]))
+            replicas[tp] = tuple(part["replica_nodes"])
+            leaders[tp] = int(part["leader_id"])
+    live = frozenset(
+        int(b["broker_id"]) for b in cluster["brokers"] if not b.get("is_fenced", False)
+    )
+    ongoing = {(tp.topic, tp.partition): dict(info) for tp, info in ongoing_raw.items()}
+    return ClusterView(replicas, leaders, live, ongoing)

@@ -4,7 +4,8 @@ tracked until done.
 Each ``step()`` reads the cluster once (metadata and ongoing reassignments), then:
 1. tracks the moves in flight: completed (replicas equal the target) → preferred leader
    election; a destination broker no longer alive → the move is cancelled and reported failed
-   (the planner replans it); past ``move_timeout_s`` → an alert, and a cancel if configured;
+   (the planner replans it); the progress watchdog (manager.executor.watchdog) reports a move
+   whose adding replicas stopped growing and cancels it after twice ``stall_s``;
 2. starts the next pending moves that fit the per-broker and per-cluster limits, setting the
    replication throttles before issuing the reassignment;
 3. sets the throttles the remaining moves need and removes every other one it set.
@@ -21,16 +22,15 @@ Events (``action_started``, ``action_progress``, ``action_completed``, ``action_
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kafka import TopicPartition as KpTopicPartition
-from kafka.errors import KafkaError as KpKafkaError
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
-from manager.executor.admin_calls import AdminCalls
+from manager.executor.admin_calls import AdminCalls, read_view
 from manager.executor.batches import select_batch, throttle_targets
 from manager.executor.move_state import (
     ChangeGuard,
@@ -40,7 +40,10 @@ from manager.executor.move_state import (
     MoveState,
     Status,
 )
+from manager.executor.replica_sizes import ReplicaSizes
 from manager.executor.throttles import ThrottleChange, Throttles
+from manager.executor.watchdog import Watchdog
+from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import ThrottleRecord
 
@@ -58,6 +61,7 @@ class Executor:
         *,
         on_event: EventCallback | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.config = config or ExecutorConfig()
         self.on_event = on_event
@@ -69,6 +73,8 @@ class Executor:
         self._order: list[TopicPartition] = []
         self._throttles = Throttles(self.config.throttle_bytes_per_s, self._retrying)
         self._live: frozenset[int] = frozenset()
+        self._sizes = ReplicaSizes(bootstrap_servers, cfg.sample_timeout_s)
+        self.watchdog = Watchdog(self._sizes, cfg, clock, wall_ms)
 
     # -- public ----------------------------------------------------------------------------
 
@@ -91,23 +97,28 @@ class Executor:
 
     def step(self) -> None:
         view = self.read_cluster()
-        self._live = view.live_brokers
+        # A destination the watchdog gave up on may hang: its throttle rate waits like a dead
+        # broker's (harmless: no replica of it is listed as throttled any more).
+        self._live = view.live_brokers - set(self.watchdog.excluded())
         self._track(view)
+        self._watch(view.ongoing)
         self._start_next(view)
         self._apply_throttles()
 
     def poll(self) -> bool:
         """A cheap look between steps: one reassignment listing. Steps (and returns True) only
         when a move in flight has left Kafka's list - it completed or was cancelled - so the
-        next move can start at once instead of at the next step."""
+        next move can start at once instead of at the next step. The watchdog samples on the
+        way; True too when it reported or cancelled a move."""
         flying = {s.move.tp for s in self.in_flight()}
         if not flying:
             return False
         ongoing = self._retrying(
             lambda kp: kp.list_partition_reassignments(), "list partition reassignments"
         )
-        if flying <= {(tp.topic, tp.partition) for tp in ongoing}:
-            return False
+        listed = {(tp.topic, tp.partition): dict(info) for tp, info in ongoing.items()}
+        if flying <= set(listed):
+            return self._watch(listed)
         self.step()
         return True
 
@@ -133,23 +144,7 @@ class Executor:
         self._finish(state, "cancelled", reason)
 
     def read_cluster(self) -> ClusterView:
-        topics = self._retrying(lambda kp: kp.describe_topics(), "describe topics")
-        cluster = self._retrying(lambda kp: kp.describe_cluster(), "describe the cluster")
-        ongoing_raw = self._retrying(
-            lambda kp: kp.list_partition_reassignments(), "list partition reassignments"
-        )
-        replicas: dict[TopicPartition, tuple[int, ...]] = {}
-        leaders: dict[TopicPartition, int] = {}
-        for topic in topics:
-            for part in topic["partitions"]:
-                tp = (str(topic["name"]), int(part["partition_index"]))
-                replicas[tp] = tuple(part["replica_nodes"])
-                leaders[tp] = int(part["leader_id"])
-        live = frozenset(
-            int(b["broker_id"]) for b in cluster["brokers"] if not b.get("is_fenced", False)
-        )
-        ongoing = {(tp.topic, tp.partition): dict(info) for tp, info in ongoing_raw.items()}
-        return ClusterView(replicas, leaders, live, ongoing)
+        return read_view(self._retrying)
 
     def owned_throttles(self) -> ThrottleRecord:
         """The throttle settings this executor set, or adopted, and has not removed."""
@@ -177,6 +172,46 @@ class Executor:
 
     def close(self) -> None:
         self._retrying.close()
+        self._sizes.close()
+
+    # -- the progress watchdog -------------------------------------------------------------
+
+    def _watch(self, ongoing: dict[TopicPartition, dict[str, list[int]]]) -> bool:
+        """Report the moves that stopped copying, cancel those stopped for twice ``stall_s``
+        (their destinations then receive nothing for ``stall_exclude_s``, so the replan goes
+        elsewhere), and say when one that was reported copies again. True if any did."""
+        changes = self.watchdog.watch(self.in_flight(), ongoing)
+        for change in changes:
+            state, progress = change.state, change.state.progress
+            assert progress is not None
+            figures = {
+                "idle_s": round(change.idle_s, 1),
+                "copied_bytes": progress.copied_bytes,
+                "size_bytes": state.move.size_bytes,
+                "adding": list(change.adding),
+            }
+            if change.verdict == "moving":
+                state.stalled = False
+                self._emit("action_progress", state, {"resumed": True, **figures})
+                continue
+            blamed = list(change.blamed)
+            stall = (
+                f"no progress for {change.idle_s:.0f} s: brokers {blamed} gained no byte "
+                f"({progress.copied_bytes} of about {state.move.size_bytes * len(change.adding)} "
+                "copied)"
+            )
+            if not state.stalled:
+                state.stalled = True
+                self._emit("alert_raised", state, {"reason": stall, "stalled": blamed, **figures})
+            if change.verdict == "cancel":
+                self._alter({state.move.tp: None}, f"cancel {state.move.key}")
+                self.watchdog.exclude(blamed)
+                excluded = f"{self.config.stall_exclude_s:.0f} s"
+                state.details["excluded_destinations"] = blamed
+                self._finish(
+                    state, "cancelled", f"{stall}; cancelled, brokers {blamed} excluded {excluded}"
+                )
+        return bool(changes)
 
     # -- tracking --------------------------------------------------------------------------
 
@@ -190,15 +225,6 @@ class Executor:
                     self._alter({tp: None}, f"cancel {move.key}")
                     self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
                     continue
-                assert state.started_at is not None
-                if not state.timed_out and now - state.started_at > self.config.move_timeout_s:
-                    state.timed_out = True
-                    why = f"move of {move.key} exceeded {self.config.move_timeout_s:.0f}s"
-                    self._emit("alert_raised", state, {"reason": why})
-                    if self.config.cancel_on_timeout:
-                        self._alter({tp: None}, f"cancel {move.key}")
-                        self._finish(state, "cancelled", why)
-                        continue
                 if now - state.last_progress >= self.config.progress_interval_s:
                     state.last_progress = now
                     self._emit("action_progress", state, {"ongoing": view.ongoing[tp]})
@@ -221,21 +247,9 @@ class Executor:
         move = state.move
         details: dict[str, Any] = {}
         if self.config.elect_preferred_leaders and view.leaders.get(move.tp) != move.target[0]:
-            details["preferred_leader_election"] = self._elect_preferred(move)
+            details["preferred_leader_election"] = self._retrying.elect_preferred(move)
         state.details.update(details)
         self._finish(state, "completed", None)
-
-    def _elect_preferred(self, move: Move) -> str:
-        try:
-            self._retrying.client.elect_leaders(
-                0,  # preferred
-                {move.topic: [move.partition]},
-                timeout_ms=int(self.config.request_timeout_s * 1000),
-            )
-        except KpKafkaError as exc:
-            log.warning("preferred_election_failed", partition=move.key, error=repr(exc))
-            return f"failed: {exc!r}"
-        return f"broker {move.target[0]} leads"
 
     # -- starting --------------------------------------------------------------------------
 
@@ -333,6 +347,16 @@ class Executor:
         if not batch and not grows:
             return True
         return self.before_change(batch, owned.union(change.owned))
+
+    def resume_progress(self, records: Mapping[TopicPartition, MoveProgress]) -> None:
+        """A predecessor's watchdog records for moves this instance adopts: their clocks go on."""
+        for tp, record in records.items():
+            if (state := self.states.get(tp)) is not None and state.status == "pending":
+                state.progress = record
+
+    def stalled_destinations(self) -> dict[int, int]:
+        """Brokers a move was cancelled on for a stall, within ``stall_exclude_s``, and when."""
+        return self.watchdog.excluded()
 
     def throttled_brokers(self) -> set[int]:
         """Brokers on which this executor set a throttle rate that is still in place."""

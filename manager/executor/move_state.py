@@ -7,10 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import ThrottleRecord
+
+FETCH_BYTES = 1 << 20  # replica.fetch.max.bytes, Kafka's default
 
 Status = Literal["pending", "in_flight", "completed", "failed", "cancelled"]
 
@@ -28,8 +31,24 @@ class ExecutorConfig(BaseModel):
     throttle_bytes_per_s: int | None = Field(
         default=50_000_000, ge=1024, description="replication throttle; null: none"
     )
-    move_timeout_s: float = Field(default=3600.0, gt=0)
-    cancel_on_timeout: bool = False
+    stall_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="a move whose adding replicas gain no byte for this long is reported; "
+        "for twice this long, cancelled and replanned without its destination",
+    )
+    progress_sample_s: float = Field(
+        default=5.0, gt=0, description="how often the adding replicas' sizes are sampled"
+    )
+    sample_timeout_s: float = Field(
+        default=5.0, gt=0, description="how long one broker may take to report its sizes"
+    )
+    stall_exclude_s: float = Field(
+        default=1800.0,
+        ge=0,
+        description="how long a destination whose move was cancelled for a stall receives "
+        "no new replicas",
+    )
     poll_interval_s: float = Field(
         default=0.5,
         gt=0,
@@ -40,6 +59,32 @@ class ExecutorConfig(BaseModel):
     request_timeout_s: float = Field(default=30.0, gt=0)
     admin_retry_s: float = Field(default=20.0, ge=0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_wall_clock_timeout(cls, raw: Any) -> Any:
+        gone = sorted(k for k in ("move_timeout_s", "cancel_on_timeout") if k in dict(raw or {}))
+        if gone:
+            raise ValueError(
+                f"{' and '.join(gone)}: no longer read; the progress watchdog replaced the "
+                "wall-clock timeout: a move is reported after stall_s without progress and "
+                "cancelled after twice that (docs/executor.md)"
+            )
+        return raw
+
+    @model_validator(mode="after")
+    def _stall_outlasts_a_throttled_fetch(self) -> ExecutorConfig:
+        # A throttled follower copies in whole fetches (replica.fetch.max.bytes, 1 MiB by
+        # default) and then waits its quota out: a stall_s shorter than two such waits would
+        # cancel a move that is merely throttled.
+        rate = self.throttle_bytes_per_s
+        if rate is not None and self.stall_s < 2 * FETCH_BYTES / rate:
+            raise ValueError(
+                f"stall_s {self.stall_s:g} is too short for throttle_bytes_per_s {rate}: a "
+                f"throttled follower may wait {FETCH_BYTES / rate:.0f} s between fetches "
+                f"(1 MiB each); use stall_s >= {2 * FETCH_BYTES / rate:.0f}"
+            )
+        return self
+
 
 @dataclass
 class MoveState:
@@ -49,7 +94,8 @@ class MoveState:
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None
-    timed_out: bool = False
+    progress: MoveProgress | None = None  # the watchdog's record (None: not sampled yet)
+    stalled: bool = False  # reported as making no progress
     ended_at: float | None = None
     last_progress: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)

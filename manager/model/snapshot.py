@@ -55,6 +55,12 @@ class Broker(_Frozen):
     disk_used_bytes: int | None = Field(
         default=None, ge=0, description="from the log dirs; None: the sum of its replica sizes"
     )
+    stalled_at_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="when kmedic cancelled a move to it that copied nothing (the progress "
+        "watchdog): it receives no new replicas while this is set",
+    )
 
     # The grace rule, in one place: a dead broker is healed only once it has been dead for
     # the grace period; a broker dead since an unknown time counts as dead since ``now``.

@@ -129,7 +129,10 @@ class ManagerMetrics:
             registry=r,
         )
         self.stuck_moves = Gauge(
-            "kmedic_stuck_moves", "Moves in flight past their timeout", c, registry=r
+            "kmedic_stuck_moves",
+            "Moves in flight whose new replicas gained no byte for executor.stall_s",
+            c,
+            registry=r,
         )
         self.bytes_moved = Counter(
             "kmedic_bytes_moved", "Bytes of replica data moved by completed moves", c, registry=r

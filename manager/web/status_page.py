@@ -71,7 +71,7 @@ def status_document(
                 "running_s": round(now_monotonic - m.started_at, 1)
                 if now_monotonic is not None and m.started_at is not None
                 else None,
-                "timed_out": m.timed_out,
+                "stalled": m.stalled,
             }
             for m in moves
         ],
@@ -259,7 +259,7 @@ def _moves(moves: list[Mapping[str, Any]]) -> str:
             str(m["from"]),
             str(m["to"]),
             f"{m['bytes'] / 1e9:.2f}",
-            m["status"] + (", TIMED OUT" if m["timed_out"] else ""),
+            m["status"] + (", NO PROGRESS" if m["stalled"] else ""),
             "-" if m["running_s"] is None else f"{m['running_s']:.0f} s",
         ]
         for m in moves

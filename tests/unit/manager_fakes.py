@@ -3,7 +3,7 @@ ZooKeeper. The audit log is the real one over an in-memory sink."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from manager.coordination.state import CoordinationState
 from manager.coordination.znodes import LeaderRecord
 from manager.daemon.manager import Manager
 from manager.executor.move_state import ChangeGuard, EventCallback, ExecutorConfig, MoveState
+from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
@@ -252,6 +253,7 @@ class FakeExecutor:
         self.owned = ThrottleRecord()
         self.released: list[ThrottleRecord] = []
         self.refused_batches = 0
+        self.stalled: dict[int, int] = {}  # what stalled_destinations() reports
         self._complete = False
 
     def submit(self, moves: Iterable[Move]) -> None:
@@ -292,6 +294,13 @@ class FakeExecutor:
             elif state in pending:
                 state.status = "in_flight"
                 state.started_at = 100.0
+
+    def stalled_destinations(self) -> dict[int, int]:
+        return dict(self.stalled)
+
+    def resume_progress(self, records: Mapping[TopicPartition, MoveProgress]) -> None:
+        for tp, record in records.items():
+            self.states[tp].progress = record
 
     def poll(self) -> bool:
         """As if a move in flight always just left the reassignment list."""

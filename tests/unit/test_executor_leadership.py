@@ -16,6 +16,7 @@ import pytest
 from kafka import TopicPartition as KpTopicPartition
 
 from manager.executor import executor as executor_module
+from manager.executor.admin_calls import AdminCalls
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig
 from manager.model.moves import Move
@@ -74,6 +75,9 @@ class FakeKafka:
 class FakeCalls:
     def __init__(self, kafka: FakeKafka) -> None:
         self.client = kafka
+        self._timeout_ms = 1000
+
+    elect_preferred = AdminCalls.elect_preferred
 
     def __call__(self, call: Callable[[FakeKafka], Any], what: str) -> Any:
         return call(self.client)

@@ -12,6 +12,7 @@ from manager.coordination.leadership import FencedError
 from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import PlanConflictError, StoredPlan
 from manager.coordination.znodes import CoordinationError
+from manager.model.move_progress import MoveProgress
 from manager.model.throttles import LEADER_RATE, ThrottleRecord
 
 DEAD_BROKERS_PARTITIONS = [("t", 1), ("t", 2)]
@@ -412,3 +413,31 @@ def test_the_leader_gauge_follows_leadership_at_once_not_at_the_next_cycle(rig: 
     assert _gauge(rig, "kmedic_fencing_epoch") == EPOCH + 1
     rig.coordinator.lose("the leader znode was deleted or taken over")
     assert _gauge(rig, "kmedic_is_leader") == 0
+
+
+def test_a_new_leader_resumes_the_watchdogs_clock_and_avoids_a_stalled_destination(
+    rig: Rig,
+) -> None:
+    rig.sources.dead = {4}
+    stalled_since = int(NOW_S * 1000) - 200_000
+    moves = [
+        {
+            "topic": "t",
+            "partition": 1,
+            "target": [2, 3, 1],
+            "size_bytes": 10,
+            "progress": {"advanced_ms": stalled_since, "copied": {"3": 0}},
+        },
+        {"topic": "t", "partition": 2, "target": [3, 2, 1], "size_bytes": 20},
+    ]
+    rig.coordinator.stored = _stored_plan(moves, [])
+    rig.coordinator.acquire(EPOCH + 1)
+    rig.executor.stalled = {3: stalled_since}
+    rig.manager.cycle()
+    # The predecessor's record, not a fresh clock: the move is as stalled as it was.
+    assert rig.executor.states[("t", 1)].progress == MoveProgress(stalled_since, {3: 0})
+    assert rig.executor.states[("t", 2)].progress is None
+    # A destination the watchdog gave up on is marked in the snapshot the planner reads.
+    snap = rig.manager.last_snapshot
+    assert snap is not None
+    assert {b.id: b.stalled_at_ms for b in snap.brokers if b.stalled_at_ms} == {3: stalled_since}

@@ -15,12 +15,14 @@ from manager.coordination.plan_document import (
     moves_to_adopt,
     own_partitions,
     plan_document,
+    stored_progress,
     stored_throttles,
     synced,
 )
 from manager.coordination.plan_store import parse_stored_plan
 from manager.coordination.znodes import CoordinationError, LeaderRecord, parse_leader
 from manager.model.decision import Decision, ElectPreferredLeader, Reason, Reassign
+from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move
 from manager.model.throttles import LEADER_RATE, LEADER_REPLICAS, ThrottleRecord
 
@@ -128,3 +130,33 @@ def test_the_leader_record_is_validated_on_read() -> None:
         parse_leader(b'{"epoch": 3}', "/l")
     with pytest.raises(CoordinationError, match="does not hold JSON"):
         parse_leader(b"{", "/l")
+
+
+def test_the_watchdogs_records_ride_along_and_force_a_write_only_for_a_stalled_move() -> None:
+    moves = [Move("t", 0, (3, 2), 3 * GB), Move("t", 1, (2, 4), GB)]
+    plan = plan_document(decision(), moves, 7, [], NONE)
+    active = {("t", 0), ("t", 1)}
+    moving = {("t", 0): MoveProgress(5_000, {3: 100})}
+    # A progressing move's record changes with every sample: no write of its own.
+    assert synced(plan, active, NONE, moving, stalled=[]) is None
+    # A stalled one's record is written at once, so that a new leader keeps its clock.
+    stalled = {**moving, ("t", 1): MoveProgress(1_000, {4: 0})}
+    written = synced(plan, active, NONE, stalled, stalled=[("t", 1)])
+    assert written is not None
+    assert {m.tp: m.progress for m in written.moves} == stalled
+    assert synced(written, active, NONE, stalled, stalled=[("t", 1)]) is None
+    # Read back through JSON: the clock a successor resumes.
+    raw = json.loads(json.dumps(written.to_json()))
+    assert raw["moves"][1]["progress"] == {"advanced_ms": 1_000, "copied": {"4": 0}}
+    assert stored_progress(PlanDocument.model_validate(raw)) == stalled
+    # Records ride along with any other write (here a move that ended).
+    done = synced(written, {("t", 1)}, NONE, {("t", 1): MoveProgress(9_000, {4: 7})})
+    assert done is not None and [m.progress for m in done.moves] == [MoveProgress(9_000, {4: 7})]
+
+
+def test_a_malformed_progress_record_restarts_the_clock_and_loses_no_move() -> None:
+    raw = plan_document(decision(), [Move("t", 0, (3, 2), GB)], 7, [], NONE).to_json()
+    raw["moves"][0]["progress"] = {"advanced_ms": "yesterday"}
+    doc = PlanDocument.model_validate(raw)
+    assert [m.tp for m in doc.moves] == [("t", 0)]
+    assert stored_progress(doc) == {}

@@ -109,3 +109,22 @@ def test_two_dead_replicas_of_one_partition() -> None:
     assert decision.outcome == "act"
     to = decision.actions[0].to_dict()["to"]
     assert to[0] == 1 and len(set(to)) == 3 and not {5, 6} & set(to)
+
+
+def test_a_broker_a_move_stalled_on_receives_no_replica_of_the_heal() -> None:
+    # The watchdog cancelled a move to broker 4: the replan heals onto the others only.
+    brokers = [
+        broker(
+            i, f"/r{(i - 1) % 3 + 1}", alive=i in ALIVE, **({"stalled_at_ms": 1} if i == 4 else {})
+        )
+        for i in range(1, 7)
+    ]
+    # Racks /r3, /r2, /r3: the replica lost with broker 6 goes to /r1, broker 1 or 4.
+    parts = [part(n, [6, 2, 3], size=GB, alive=ALIVE) for n in range(6)]
+    decision = decide(make(brokers, {"t": parts}))
+    assert decision.outcome == "act" and decision.kind == "heal"
+    assert len(decision.actions) >= 6
+    assert all(4 not in a.to_dict()["to"] for a in decision.actions)
+    # The same cluster without the mark uses broker 4 (the test would pass vacuously else).
+    plain = decide(make(_brokers(), {"t": parts}))
+    assert any(4 in a.to_dict()["to"] for a in plain.actions)

@@ -60,7 +60,7 @@ def test_the_document_shows_brokers_loads_moves_alerts_and_newest_records_first(
             "bytes": 10,
             "status": "in_flight",
             "running_s": None,
-            "timed_out": False,
+            "stalled": False,
         }
     ]
     assert [r["kind"] for r in doc["recent_audit"]] == ["action_started", "decision"]
