@@ -55,7 +55,11 @@ class AdminCalls:
                 log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
                 time.sleep(min(float(attempt), 3.0))
                 if attempt == 1:
-                    continue  # the same client first: it avoids a broker that just timed out
+                    # The same client first: it avoids a broker that just timed out, and asks
+                    # anew which broker takes controller requests (KRaft names a random one,
+                    # and kafka-python would keep sending them to a hung broker).
+                    self.client._controller_id = None
+                    continue
                 with contextlib.suppress(Exception):
                     self.client.close()
                 self.client = self._connect()

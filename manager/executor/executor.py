@@ -101,8 +101,8 @@ class Executor:
         # broker's (harmless: no replica of it is listed as throttled any more).
         self._live = view.live_brokers - set(self.watchdog.excluded())
         self._track(view)
-        self._watch(view.ongoing)
         self._start_next(view)
+        self._watch(view.ongoing)  # after the starts: a move's first sample is its baseline
         self._apply_throttles()
 
     def poll(self) -> bool:

@@ -1,9 +1,16 @@
 """How many bytes the adding replicas of running moves hold: the progress watchdog's samples.
 
 One DescribeLogDirs request per destination broker, naming only the partitions moving to it,
-on a client of its own with a short timeout: a broker that hangs (a stopped JVM, a hung disk)
-costs one timeout and answers None - which the watchdog counts as no progress - and never
-holds up the other brokers' samples or the executor's own Admin calls.
+on a client of its own whose requests time out after ``sample_timeout_s`` (a new connection's
+set-up, after 10 s: kafka-python's own bound). Two kinds of failure, told apart:
+
+- the broker did not answer (a timeout, a lost connection): None for its partitions, which
+  the watchdog counts as no progress - a stopped JVM or a hung disk is a stall;
+- kmedic could not ask (no client, a refusal, an API the broker lacks): its partitions are
+  left out of the sample, and the watchdog judges nothing it cannot see - a watchdog that
+  cannot read sizes must never cancel moves.
+
+The client is kept across failures: a fresh one would bootstrap, possibly from a hung broker.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafka import errors as KpErrors
 from kafka.admin import KafkaAdminClient
 
 from kmedic.kafka_admin import connect_admin
@@ -41,6 +49,19 @@ def sizes_on(result: Iterable[Mapping[str, Any]], broker: int) -> dict[TopicPart
     return sizes
 
 
+# The broker did not answer: its replicas' bytes did not grow, as far as anyone can tell.
+_SILENT = (
+    KpErrors.KafkaTimeoutError,
+    KpErrors.RequestTimedOutError,
+    KpErrors.KafkaConnectionError,
+    KpErrors.NodeNotReadyError,
+)
+
+
+class _CannotAsk(Exception):
+    """kmedic could not ask the broker: a fact about kmedic, not about the move."""
+
+
 class ReplicaSizes:
     """Samples the sizes of replicas being added; one client, replaced after a failure."""
 
@@ -51,11 +72,15 @@ class ReplicaSizes:
 
     def __call__(self, adding: Mapping[int, Iterable[TopicPartition]]) -> Sample:
         """For each broker and the partitions being added to it: the bytes it holds of each
-        (0 while it has not created the replica yet), or None when it did not answer."""
+        (0 while it has not created the replica yet), None when it did not answer; nothing
+        when kmedic could not ask it."""
         sample: Sample = {}
         for broker, tps in sorted(adding.items()):
             wanted = sorted(set(tps))
-            sizes = self._ask(broker, wanted)
+            try:
+                sizes = self._ask(broker, wanted)
+            except _CannotAsk:
+                continue
             for tp in wanted:
                 sample[(tp, broker)] = None if sizes is None else sizes.get(tp, 0)
         return sample
@@ -67,10 +92,12 @@ class ReplicaSizes:
         try:
             client = self._connected()
             return sizes_on(client.describe_log_dirs(request, brokers=[broker]), broker)
-        except Exception as exc:  # kafka-python raises several unrelated types
+        except _SILENT as exc:
             log.warning("replica_sizes_unanswered", broker=broker, error=repr(exc))
-            self.close()  # a fresh client next time: this one may keep waiting on the broker
-            return None
+            return None  # kafka-python drops that connection and reconnects in the background
+        except Exception as exc:  # kafka-python raises several unrelated types
+            log.error("replica_sizes_unknown", broker=broker, error=repr(exc))
+            raise _CannotAsk from exc
 
     def _connected(self) -> KafkaAdminClient:
         if self._client is None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from manager.executor.move_state import ExecutorConfig, MoveState
 from manager.executor.replica_sizes import Sample
-from manager.model.move_progress import Verdict, observe, stalled_brokers, verdict
+from manager.model.move_progress import Verdict, observe, stalled_brokers, unseen, verdict
 from manager.model.moves import TopicPartition
 
 Sampler = Callable[[Mapping[int, Iterable[TopicPartition]]], Sample]
@@ -60,10 +60,12 @@ class Watchdog:
         if self._sampled_at is not None and now - self._sampled_at < self._config.progress_sample_s:
             return []
         self._sampled_at = now
+        # As Kafka lists them; for a move started since the listing, what it adds.
         adding = {
             s.move.tp: tuple(ongoing[s.move.tp].get("adding_replicas", ()))
-            for s in flying
             if s.move.tp in ongoing
+            else tuple(b for b in s.move.target if b not in s.original)
+            for s in flying
         }
         wanted: dict[int, list[TopicPartition]] = defaultdict(list)
         for tp, brokers in adding.items():
@@ -77,8 +79,11 @@ class Watchdog:
             brokers = adding.get(state.move.tp, ())
             if not brokers:
                 continue  # nothing to copy: a removal or a reorder ends at once
-            seen = {b: sample.get((state.move.tp, b)) for b in brokers}
-            state.progress = observe(state.progress, seen, now_ms)
+            keys = [(state.move.tp, b) for b in brokers]
+            if not all(k in sample for k in keys):
+                state.progress = unseen(state.progress, now_ms)  # blind: judge nothing
+                continue
+            state.progress = observe(state.progress, {k[1]: sample[k] for k in keys}, now_ms)
             said = verdict(state.progress, now_ms, stall_ms)
             was = "stalled" if state.stalled else "moving"
             if said != was:

@@ -9,6 +9,8 @@ stalls (a hung disk, a stopped JVM) is noticed within ``stall_ms``.
   it ever did before; ``advanced_ms`` is the last time it did (the start, until then).
 - No advance for ``stall_ms``: *stalled* (reported). For twice that: *cancel*.
 - A broker that does not answer never advances: a stopped JVM is a stall, not an unknown.
+  A sample kmedic could not take (it could not ask: a refusal, no client) restarts the clock
+  instead: the watchdog never cancels a move on what it cannot see.
 - The record is stored with the in-flight plan, so a new leader keeps the clock: a sample
   above the stored bytes is an advance at that moment; one equal to them means no advance
   since the stored ``advanced_ms``.
@@ -71,6 +73,11 @@ def observe(
             copied[broker] = size
     # A broker's first answer is a baseline, not an advance: its bytes may be days old.
     return MoveProgress(now_ms if grew else progress.advanced_ms, copied)
+
+
+def unseen(progress: MoveProgress | None, now_ms: int) -> MoveProgress:
+    """The record after a sample kmedic could not take: the clock restarts, the bytes stay."""
+    return MoveProgress(now_ms, progress.copied if progress is not None else {})
 
 
 def verdict(progress: MoveProgress, now_ms: int, stall_ms: int) -> Verdict:

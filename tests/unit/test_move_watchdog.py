@@ -237,3 +237,34 @@ def test_a_stall_period_shorter_than_a_throttled_fetch_is_refused() -> None:
         ExecutorConfig(throttle_bytes_per_s=10_000, stall_s=60)
     assert ExecutorConfig(throttle_bytes_per_s=10_000_000, stall_s=1).stall_s == 1
     assert ExecutorConfig(throttle_bytes_per_s=None, stall_s=1).stall_s == 1
+
+
+def test_a_watchdog_that_cannot_ask_never_reports_or_cancels() -> None:
+    # A refusal or no client at all leaves the broker out of the sample: nothing is judged,
+    # however long it lasts - unlike a broker that does not answer (None), which stalls.
+    class Blind(Fake):
+        def sample(
+            self, adding: Mapping[int, Iterable[TopicPartition]]
+        ) -> dict[tuple[TopicPartition, int], int | None]:
+            super().sample(adding)
+            return {}
+
+    fake = Blind()
+    dog = watchdog(fake)
+    move = flying("t", (1, 4))
+    ongoing = {("t", 0): {"replicas": [1, 4, 2], "adding_replicas": [4]}}
+    for second in range(0, 120, 2):
+        fake.now = float(second)
+        assert dog.watch([move], ongoing) == []
+    assert len(fake.asked) == 60
+    assert move.progress is not None and move.progress.advanced_ms == 118_000
+    silent = Fake()  # the same broker answering nothing (None) is a stall
+    dog = watchdog(silent)
+    silent.sizes[(("t", 0), 4)] = None
+    move = flying("t", (1, 4))
+    verdicts = []
+    for second in range(0, 21, 2):
+        silent.now = float(second)
+        verdicts += [c.verdict for c in dog.watch([move], ongoing)]
+        move.stalled = bool(verdicts)
+    assert verdicts == ["stalled", "cancel"]

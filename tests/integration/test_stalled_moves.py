@@ -1,0 +1,136 @@
+"""The progress watchdog on a real cluster: a move's destination hangs (SIGSTOP) but stays
+registered, so nothing but the watchdog can tell; the move is reported, cancelled and its
+destination excluded, and the partition moved to another broker completes while the hung
+one is still stopped. The cluster is this module's own: its controller fences a broker only
+after 90 s without heartbeats (the session cluster's does after 6 s, which would make the hang
+a dead broker, the other path)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from helpers import kafka_conf, wait_for
+from kafka.admin import KafkaAdminClient
+from kafka.admin import NewTopic as KpNewTopic
+
+from kmedic.localcluster import ClusterSpec, LocalCluster
+from manager.executor.executor import Executor
+from manager.executor.move_state import ExecutorConfig, MoveState
+from manager.model.moves import Move
+
+pytestmark = pytest.mark.integration
+
+FENCE_AFTER_MS = "90000"
+
+
+@pytest.fixture(scope="module")
+def slow_fencing_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    spec = ClusterSpec(
+        brokers=4,
+        racks=("/r1", "/r2"),
+        controller_overrides={"broker.session.timeout.ms": FENCE_AFTER_MS},
+        # Followers of the hung broker's partitions stay in the ISR meanwhile.
+        broker_overrides={"replica.lag.time.max.ms": FENCE_AFTER_MS},
+    )
+    cluster = LocalCluster.start(spec, Path(tmp_path_factory.mktemp("stall")))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def make_topic(bootstrap: str, replicas: list[int], megabytes: int) -> str:
+    topic = f"stall-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([KpNewTopic(topic, replica_assignments={0: replicas})])
+    finally:
+        admin.close()
+    producer = Producer(kafka_conf(bootstrap, {"acks": "all", "linger.ms": 20}))
+    payload = b"x" * 1024
+    for i in range(megabytes * 1024):
+        producer.produce(topic, value=payload)
+        if i % 1000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    return topic
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
+        self.seen.append((kind, details))
+
+    def kinds(self) -> list[str]:
+        return [k for k, _ in self.seen]
+
+
+def test_a_hung_destination_is_cancelled_excluded_and_the_partition_moved_elsewhere(
+    slow_fencing_cluster: LocalCluster,
+) -> None:
+    cluster = slow_fencing_cluster
+    bootstrap = cluster.bootstrap_servers
+    # A leader and a follower (brokers 1, 2) that stay up; 4 MB to copy, throttled so the
+    # copy to broker 3 is still running when it hangs.
+    topic = make_topic(bootstrap, [1, 2], megabytes=4)
+    events = Events()
+    config = ExecutorConfig(
+        throttle_bytes_per_s=2_000_000,
+        stall_s=4,
+        progress_sample_s=0.5,
+        sample_timeout_s=2,
+        poll_interval_s=0.5,
+        request_timeout_s=5,
+        admin_retry_s=20,
+        stall_exclude_s=10,
+    )
+    ex = Executor(bootstrap, config, on_event=events)
+    try:
+        ex.submit([Move(topic, 0, (1, 3), 4 << 20)])
+        ex.step()
+        assert events.kinds() == ["action_started"]
+        cluster.pause(3)  # registered and unfenced for 90 s: only the watchdog can tell
+
+        def cancelled() -> bool:
+            ex.poll()
+            return ex.done()
+
+        wait_for(cancelled, timeout=60, interval=0.5, what="the watchdog to cancel the move")
+        state = ex.states[(topic, 0)]
+        assert state.status == "cancelled", state.error
+        # Broker 3 answered before it hung (its baseline), then not at all.
+        assert state.progress is not None and 3 in state.progress.copied
+        assert "no progress for" in str(state.error) and "brokers [3]" in str(state.error)
+        kinds = events.kinds()
+        assert kinds[0] == "action_started" and kinds[-1] == "action_failed", kinds
+        [alert] = [d for k, d in events.seen if k == "alert_raised"]
+        assert alert["stalled"] == [3] and alert["idle_s"] >= 4, alert
+        assert 3 in ex.stalled_destinations()
+        assert 3 in ex.read_cluster().live_brokers  # never fenced: the watchdog alone saw it
+        assert ex.read_cluster().replicas[(topic, 0)] == (1, 2)
+
+        # The replan (the planner now keeps broker 3 out): broker 4 instead, which completes
+        # while broker 3 still hangs.
+        ex.submit([Move(topic, 0, (1, 4), 4 << 20)])
+        state = ex.run(timeout_s=120)[(topic, 0)]
+        assert state.status == "completed", state.error
+        assert ex.read_cluster().replicas[(topic, 0)] == (1, 4)
+        # The watchdog saw broker 4 copy: the same sampler judged broker 3 stalled.
+        assert state.progress is not None and state.progress.copied.get(4, 0) > 0, state.progress
+        cluster.resume(3)
+        # Broker 3's throttle rate is removed once it answers again.
+        wait_for(
+            lambda: ex.step() is None and not ex.throttled_brokers(),
+            timeout=60,
+            what="kmedic's throttles removed once broker 3 answers",
+        )
+    finally:
+        cluster.resume(3)
+        ex.close()
