@@ -128,6 +128,12 @@ def _heal_partition(
         )
     if leader in state.frozen:
         return Blocked("maintenance", f"{name} is led by a broker in maintenance")
+    if leader in state.stalled:  # every copy comes from the leader: it would stall again
+        return Blocked(
+            "stalled_leader",
+            f"{name} is led by broker {leader}, on which a move made no progress: it heals "
+            "once that broker copies again or is fenced",
+        )
     d_in = state.bin[p]
     placed: list[tuple[int, int]] = []
     for gone in before:

@@ -26,19 +26,28 @@ log = get_logger(__name__)
 
 
 class AdminCalls:
-    """One Admin client of the executor's, replaced whenever a call fails."""
+    """One Admin client of the executor's, replaced whenever a call fails. A client that could
+    not be replaced (the cluster unreachable that moment) is connected again by the next call:
+    never a closed client kept for the next one."""
 
     def __init__(self, bootstrap: Cluster, request_timeout_s: float, retry_s: float) -> None:
         self._bootstrap = bootstrap
         self._timeout_ms = int(request_timeout_s * 1000)
         self._retry_s = retry_s
-        self.client = self._connect()
+        self._client: KafkaAdminClient | None = self._connect()
 
     def _connect(self) -> KafkaAdminClient:
         client: KafkaAdminClient = connect_admin(
             self._bootstrap, client_id="kmedic-executor", timeout_ms=self._timeout_ms
         )
         return client
+
+    @property
+    def client(self) -> KafkaAdminClient:
+        """The client, connected anew if the last one was dropped (KmedicError if it cannot)."""
+        if self._client is None:
+            self._client = self._connect()
+        return self._client
 
     def __call__(self, call: Callable[[KafkaAdminClient], Any], what: str) -> Any:
         """Run one Admin API call, retried as the module says; KmedicError naming ``what``
@@ -49,20 +58,24 @@ class AdminCalls:
             attempt += 1
             try:
                 return call(self.client)
-            except KpKafkaError as exc:
+            except (KpKafkaError, KmedicError) as exc:  # KmedicError: could not reconnect
                 if time.monotonic() >= deadline:
                     raise KmedicError(f"cannot {what}: {exc!r}") from exc
                 log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
                 time.sleep(min(float(attempt), 3.0))
-                if attempt == 1:
+                if attempt == 1 and self._client is not None:
                     # The same client first: it avoids a broker that just timed out, and asks
                     # anew which broker takes controller requests (KRaft names a random one,
                     # and kafka-python would keep sending them to a hung broker).
-                    self.client._controller_id = None
+                    self._client._controller_id = None
                     continue
-                with contextlib.suppress(Exception):
-                    self.client.close()
-                self.client = self._connect()
+                self._drop()
+
+    def _drop(self) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()
+        self._client = None
 
     def elect_preferred(self, move: Move) -> str:
         """A preferred leader election for the moved partition; what came of it, in words."""
@@ -72,13 +85,13 @@ class AdminCalls:
                 {move.topic: [move.partition]},
                 timeout_ms=self._timeout_ms,
             )
-        except KpKafkaError as exc:
+        except (KpKafkaError, KmedicError) as exc:
             log.warning("preferred_election_failed", partition=move.key, error=repr(exc))
             return f"failed: {exc!r}"
         return f"broker {move.target[0]} leads"
 
     def close(self) -> None:
-        self.client.close()
+        self._drop()
 
 
 def read_view(calls: AdminCalls) -> ClusterView:

@@ -73,6 +73,7 @@ class Executor:
         self._order: list[TopicPartition] = []
         self._throttles = Throttles(self.config.throttle_bytes_per_s, self._retrying)
         self._live: frozenset[int] = frozenset()
+        self._leaders: dict[TopicPartition, int] = {}  # as the last step read them
         self._sizes = ReplicaSizes(bootstrap_servers, cfg.sample_timeout_s)
         self.watchdog = Watchdog(self._sizes, cfg, clock, wall_ms)
 
@@ -100,6 +101,7 @@ class Executor:
         # A destination the watchdog gave up on may hang: its throttle rate waits like a dead
         # broker's (harmless: no replica of it is listed as throttled any more).
         self._live = view.live_brokers - set(self.watchdog.excluded())
+        self._leaders = view.leaders
         self._track(view)
         self._start_next(view)
         self._watch(view.ongoing)  # after the starts: a move's first sample is its baseline
@@ -136,13 +138,6 @@ class Executor:
                 )
             time.sleep(self.config.poll_interval_s)
 
-    def cancel(self, tp: TopicPartition, reason: str) -> None:
-        state = self.states[tp]
-        if state.status != "in_flight":
-            raise KmedicError(f"{state.move.key} is {state.status}, not in flight")
-        self._alter({tp: None}, f"cancel {state.move.key}")
-        self._finish(state, "cancelled", reason)
-
     def read_cluster(self) -> ClusterView:
         return read_view(self._retrying)
 
@@ -177,10 +172,9 @@ class Executor:
     # -- the progress watchdog -------------------------------------------------------------
 
     def _watch(self, ongoing: dict[TopicPartition, dict[str, list[int]]]) -> bool:
-        """Report the moves that stopped copying, cancel those stopped for twice ``stall_s``
-        (their destinations then receive nothing for ``stall_exclude_s``, so the replan goes
-        elsewhere), and say when one that was reported copies again. True if any did."""
-        changes = self.watchdog.watch(self.in_flight(), ongoing)
+        """Report moves that stopped copying, cancel those stopped for twice ``stall_s`` (the
+        brokers to blame excluded: the replan goes elsewhere); True if the verdict changed."""
+        changes = self.watchdog.watch(self.in_flight(), ongoing, self._leaders)
         for change in changes:
             state, progress = change.state, change.state.progress
             assert progress is not None
@@ -195,8 +189,9 @@ class Executor:
                 self._emit("action_progress", state, {"resumed": True, **figures})
                 continue
             blamed = list(change.blamed)
+            why = "did not answer" if change.silent else "gained no byte"
             stall = (
-                f"no progress for {change.idle_s:.0f} s: brokers {blamed} gained no byte "
+                f"no progress for {change.idle_s:.0f} s: brokers {blamed} {why} "
                 f"({progress.copied_bytes} of about {state.move.size_bytes * len(change.adding)} "
                 "copied)"
             )
@@ -255,9 +250,13 @@ class Executor:
 
     def _start_next(self, view: ClusterView) -> None:
         pending = [self.states[tp] for tp in self._order if self.states[tp].status == "pending"]
+        stalled = self.watchdog.excluded()
         for state in pending:
             current = view.replicas.get(state.move.tp)
             dead = [b for b in state.move.target if b not in view.live_brokers]
+            # A new replica copies from the leader: a move to or from a hung broker stalls.
+            adds = set(state.move.target) - set(current or ())
+            hung = [b for b in (*adds, view.leaders.get(state.move.tp)) if adds and b in stalled]
             if current is None:
                 self._finish(state, "failed", f"partition {state.move.key} does not exist")
                 continue
@@ -265,6 +264,8 @@ class Executor:
                 state.original = current  # what the audit shows as "before"
             if dead:
                 self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
+            elif hung:  # planned before a move to it stalled: the replan goes elsewhere
+                self._finish(state, "failed", f"broker {hung[0]} stalled a move")
             elif state.move.tp in view.ongoing:
                 self._adopt_or_fail(state, view.ongoing[state.move.tp])
             elif current == state.move.target:

@@ -1,8 +1,10 @@
 """How many bytes the adding replicas of running moves hold: the progress watchdog's samples.
 
 One DescribeLogDirs request per destination broker, naming only the partitions moving to it,
-on a client of its own whose requests time out after ``sample_timeout_s`` (a new connection's
-set-up, after 10 s: kafka-python's own bound). Two kinds of failure, told apart:
+on a client of its own whose requests time out after ``sample_timeout_s``. The requests run in
+a small thread pool and a sample waits for them no longer than that: a new connection to a
+hung broker takes kafka-python 10 s to give up on, and the daemon must not wait with it. Two
+kinds of failure, told apart:
 
 - the broker did not answer (a timeout, a lost connection): None for its partitions, which
   the watchdog counts as no progress - a stopped JVM or a hung disk is a stall;
@@ -16,7 +18,9 @@ The client is kept across failures: a fresh one would bootstrap, possibly from a
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from kafka import errors as KpErrors
@@ -63,25 +67,39 @@ class _CannotAsk(Exception):
 
 
 class ReplicaSizes:
-    """Samples the sizes of replicas being added; one client, replaced after a failure."""
+    """Samples the sizes of replicas being added: one client (safe to share between threads),
+    one request per broker in a small thread pool, and never longer than the timeout."""
 
     def __init__(self, bootstrap: Cluster, timeout_s: float) -> None:
         self._bootstrap = bootstrap
-        self._timeout_ms = int(timeout_s * 1000)
+        self._timeout_s = timeout_s
         self._client: KafkaAdminClient | None = None
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kmedic-sizes")
+        self._asking: dict[int, Future[dict[TopicPartition, int] | None]] = {}
 
     def __call__(self, adding: Mapping[int, Iterable[TopicPartition]]) -> Sample:
         """For each broker and the partitions being added to it: the bytes it holds of each
-        (0 while it has not created the replica yet), None when it did not answer; nothing
-        when kmedic could not ask it."""
+        (0 while it has not created the replica yet), None when it did not answer within the
+        timeout; nothing when kmedic could not ask it. A broker still busy with an earlier
+        request is not asked again: it has not answered."""
+        wanted = {b: sorted(set(tps)) for b, tps in adding.items()}
+        for broker, tps in wanted.items():
+            earlier = self._asking.get(broker)
+            if earlier is None or earlier.done():
+                self._asking[broker] = self._pool.submit(self._ask, broker, tps)
+        futures = [self._asking[b] for b in wanted]
+        wait(futures, timeout=self._timeout_s + 0.5)
         sample: Sample = {}
-        for broker, tps in sorted(adding.items()):
-            wanted = sorted(set(tps))
-            try:
-                sizes = self._ask(broker, wanted)
-            except _CannotAsk:
-                continue
-            for tp in wanted:
+        for broker, tps in sorted(wanted.items()):
+            future = self._asking[broker]
+            sizes: dict[TopicPartition, int] | None = None
+            if future.done():
+                try:
+                    sizes = future.result()
+                except _CannotAsk:
+                    continue
+            for tp in tps:
                 sample[(tp, broker)] = None if sizes is None else sizes.get(tp, 0)
         return sample
 
@@ -100,15 +118,20 @@ class ReplicaSizes:
             raise _CannotAsk from exc
 
     def _connected(self) -> KafkaAdminClient:
-        if self._client is None:
-            client: KafkaAdminClient = connect_admin(
-                self._bootstrap, client_id="kmedic-watchdog", timeout_ms=self._timeout_ms
-            )
-            self._client = client
-        return self._client
+        with self._lock:
+            if self._client is None:
+                client: KafkaAdminClient = connect_admin(
+                    self._bootstrap,
+                    client_id="kmedic-watchdog",
+                    timeout_ms=int(self._timeout_s * 1000),
+                )
+                self._client = client
+            return self._client
 
     def close(self) -> None:
-        if self._client is not None:
-            with contextlib.suppress(Exception):
-                self._client.close()
-            self._client = None
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            if self._client is not None:
+                with contextlib.suppress(Exception):
+                    self._client.close()
+                self._client = None

@@ -30,9 +30,14 @@ class Change:
     verdict: Verdict
     adding: tuple[int, ...]
     idle_s: float
+    silent: tuple[int, ...] = ()  # brokers of the move (new replicas, leader) not answering
 
     @property
     def blamed(self) -> tuple[int, ...]:
+        """The brokers that did not answer - a new replica's, or the leader it copies from -
+        else the new replicas behind the others."""
+        if self.silent:
+            return self.silent
         assert self.state.progress is not None
         return stalled_brokers(self.state.progress, self.adding)
 
@@ -53,9 +58,14 @@ class Watchdog:
         self._excluded: dict[int, int] = {}  # broker -> when a move to it was cancelled (ms)
 
     def watch(
-        self, flying: list[MoveState], ongoing: Mapping[TopicPartition, Mapping[str, list[int]]]
+        self,
+        flying: list[MoveState],
+        ongoing: Mapping[TopicPartition, Mapping[str, list[int]]],
+        leaders: Mapping[TopicPartition, int],
     ) -> list[Change]:
-        """Sample (at most every ``progress_sample_s``) and judge the moves still running."""
+        """Sample (at most every ``progress_sample_s``) and judge the moves still running.
+        Each partition's leader is asked too: a new replica copies from it, so a leader that
+        does not answer is the one to blame."""
         now = self._clock()
         if self._sampled_at is not None and now - self._sampled_at < self._config.progress_sample_s:
             return []
@@ -67,8 +77,13 @@ class Watchdog:
             else tuple(b for b in s.move.target if b not in s.original)
             for s in flying
         }
+        asked = {
+            tp: (*brokers, *([leaders[tp]] if tp in leaders and leaders[tp] not in brokers else []))
+            for tp, brokers in adding.items()
+            if brokers
+        }
         wanted: dict[int, list[TopicPartition]] = defaultdict(list)
-        for tp, brokers in adding.items():
+        for tp, brokers in asked.items():
             for b in brokers:
                 wanted[b].append(tp)
         sample = self._sample(wanted) if wanted else {}
@@ -79,16 +94,17 @@ class Watchdog:
             brokers = adding.get(state.move.tp, ())
             if not brokers:
                 continue  # nothing to copy: a removal or a reorder ends at once
-            keys = [(state.move.tp, b) for b in brokers]
-            if not all(k in sample for k in keys):
+            tp = state.move.tp
+            if not all((tp, b) in sample for b in asked[tp]):
                 state.progress = unseen(state.progress, now_ms)  # blind: judge nothing
                 continue
-            state.progress = observe(state.progress, {k[1]: sample[k] for k in keys}, now_ms)
+            state.progress = observe(state.progress, {b: sample[(tp, b)] for b in brokers}, now_ms)
             said = verdict(state.progress, now_ms, stall_ms)
             was = "stalled" if state.stalled else "moving"
             if said != was:
                 idle_s = (now_ms - state.progress.advanced_ms) / 1000
-                changes.append(Change(state, said, brokers, idle_s))
+                silent = tuple(b for b in asked[tp] if sample[(tp, b)] is None)
+                changes.append(Change(state, said, brokers, idle_s, silent))
         return changes
 
     def exclude(self, brokers: Iterable[int]) -> None:

@@ -158,3 +158,22 @@ def test_a_reorder_the_metadata_never_shows_fails_after_the_settle_time(
     state = ex.states[(TOPIC, 0)]
     assert state.status == "failed"
     assert state.error == "reassignment ended with replicas [4, 1, 2]"
+
+
+def test_a_queued_move_to_a_broker_a_move_stalled_on_fails_for_the_replan(
+    build: Callable[[FakeKafka], Executor],
+) -> None:
+    # Planned before the stall: the replan, which keeps broker 4 out, goes elsewhere.
+    kafka = FakeKafka({0: (2, 1, 3), 1: (1, 2, 4), 2: (4, 1, 2)}, {0: 2, 1: 1, 2: 4})
+    ex = build(kafka)
+    ex.watchdog.exclude([4])
+    ex.submit([Move(TOPIC, 0, (2, 1, 4)), Move(TOPIC, 1, (2, 1, 4)), Move(TOPIC, 2, (4, 1, 3))])
+    ex.step()
+    moved, kept = ex.states[(TOPIC, 0)], ex.states[(TOPIC, 1)]
+    assert (moved.status, moved.error) == ("failed", "broker 4 stalled a move")
+    # Broker 4 leads partition 2: its new replica on broker 3 would copy from it.
+    led = ex.states[(TOPIC, 2)]
+    assert (led.status, led.error) == ("failed", "broker 4 stalled a move")
+    assert kafka.replicas[0] == (2, 1, 3)
+    # Broker 4 already holds partition 1: a reorder there moves no data to it.
+    assert kept.status == "in_flight", kept.error

@@ -156,7 +156,10 @@ class Fake:
         self, adding: Mapping[int, Iterable[TopicPartition]]
     ) -> dict[tuple[TopicPartition, int], int | None]:
         self.asked.append({b: list(tps) for b, tps in adding.items()})
-        return {(tp, b): self.sizes.get((tp, b)) for b, tps in adding.items() for tp in tps}
+        return {(tp, b): self.sizes.get((tp, b), 0) for b, tps in adding.items() for tp in tps}
+
+
+LEADERS = {("t", 0): 1}
 
 
 def watchdog(fake: Fake, **config: Any) -> Watchdog:
@@ -177,12 +180,12 @@ def test_the_watchdog_reports_a_stall_once_then_asks_to_cancel_and_blames_the_de
     seen = []
     for second in range(0, 31):
         fake.now = float(second)
-        for change in dog.watch([move] if move.status == "in_flight" else [], ongoing):
+        for change in dog.watch([move] if move.status == "in_flight" else [], ongoing, LEADERS):
             seen.append((second, change.verdict, change.blamed, round(change.idle_s)))
             move.stalled = change.verdict != "moving"
             if change.verdict == "cancel":
                 move.status = "cancelled"  # what the executor does with it
-    assert fake.asked[0] == {4: [("t", 0)]}
+    assert fake.asked[0] == {4: [("t", 0)], 1: [("t", 0)]}  # the leader too
     assert len(fake.asked) == 11  # every progress_sample_s (0, 2, ... 20 s), not every call
     assert seen == [(10, "stalled", (4,), 10), (20, "cancel", (4,), 20)]
 
@@ -198,7 +201,7 @@ def test_a_reported_move_that_copies_again_is_said_to_move_again() -> None:
         fake.now = float(second)
         if second == 14:
             fake.sizes[(("t", 0), 4)] = 5
-        for change in dog.watch([move], ongoing):
+        for change in dog.watch([move], ongoing, LEADERS):
             verdicts.append((second, change.verdict))
             move.stalled = change.verdict != "moving"
     assert verdicts == [(10, "stalled"), (14, "moving")]
@@ -211,7 +214,7 @@ def test_a_move_that_copies_nothing_is_not_watched() -> None:
     ongoing = {("t", 0): {"replicas": [2, 1], "adding_replicas": []}}
     for second in range(0, 60, 2):
         fake.now = float(second)
-        assert dog.watch([reorder], ongoing) == []
+        assert dog.watch([reorder], ongoing, LEADERS) == []
     assert fake.asked == []
     assert reorder.progress is None
 
@@ -255,7 +258,7 @@ def test_a_watchdog_that_cannot_ask_never_reports_or_cancels() -> None:
     ongoing = {("t", 0): {"replicas": [1, 4, 2], "adding_replicas": [4]}}
     for second in range(0, 120, 2):
         fake.now = float(second)
-        assert dog.watch([move], ongoing) == []
+        assert dog.watch([move], ongoing, LEADERS) == []
     assert len(fake.asked) == 60
     assert move.progress is not None and move.progress.advanced_ms == 118_000
     silent = Fake()  # the same broker answering nothing (None) is a stall
@@ -265,6 +268,21 @@ def test_a_watchdog_that_cannot_ask_never_reports_or_cancels() -> None:
     verdicts = []
     for second in range(0, 21, 2):
         silent.now = float(second)
-        verdicts += [c.verdict for c in dog.watch([move], ongoing)]
+        verdicts += [c.verdict for c in dog.watch([move], ongoing, LEADERS)]
         move.stalled = bool(verdicts)
     assert verdicts == ["stalled", "cancel"]
+
+
+def test_a_leader_that_does_not_answer_is_blamed_not_the_replica_copying_from_it() -> None:
+    fake = Fake()
+    dog = watchdog(fake)
+    move = flying("t", (1, 4))
+    ongoing = {("t", 0): {"replicas": [1, 4, 2], "adding_replicas": [4]}}
+    fake.sizes[(("t", 0), 1)] = None  # broker 1 leads, and hangs
+    blamed = []
+    for second in range(0, 21, 2):
+        fake.now = float(second)
+        for change in dog.watch([move], ongoing, LEADERS):
+            blamed.append((change.verdict, change.blamed))
+            move.stalled = True
+    assert blamed == [("stalled", (1,)), ("cancel", (1,))]

@@ -128,3 +128,19 @@ def test_a_broker_a_move_stalled_on_receives_no_replica_of_the_heal() -> None:
     # The same cluster without the mark uses broker 4 (the test would pass vacuously else).
     plain = decide(make(_brokers(), {"t": parts}))
     assert any(4 in a.to_dict()["to"] for a in plain.actions)
+
+
+def test_a_partition_led_by_a_broker_a_move_stalled_on_is_left_for_later_with_why() -> None:
+    # Every copy comes from the leader: a move to anywhere would stall the same way.
+    brokers = [
+        broker(
+            i, f"/r{(i - 1) % 3 + 1}", alive=i in ALIVE, **({"stalled_at_ms": 1} if i == 2 else {})
+        )
+        for i in range(1, 7)
+    ]
+    parts = [part(0, [2, 6], size=GB, alive=ALIVE), part(1, [1, 6], size=GB, alive=ALIVE)]
+    decision = decide(make(brokers, {"t": parts}))
+    assert [a.to_dict()["partition"] for a in decision.actions] == [1]
+    [why] = decision.unhealed
+    assert why.code == "plan_violates_constraints"
+    assert "t:0 is led by broker 2, on which a move made no progress" in why.message

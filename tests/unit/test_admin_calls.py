@@ -1,0 +1,78 @@
+"""The executor's Admin calls without a cluster: retried on the same client first, then on a
+fresh one; a reconnect that fails leaves no closed client behind for the next call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kafka.errors import KafkaTimeoutError
+
+from kmedic.errors import KmedicError
+from manager.executor import admin_calls as module
+from manager.executor.admin_calls import AdminCalls
+
+
+class FakeClient:
+    def __init__(self, name: str, works: bool) -> None:
+        self.name = name
+        self.works = works
+        self.closed = False
+        self._controller_id: int | None = 3
+        self.calls = 0
+
+    def ask(self) -> str:
+        if self.closed:
+            raise RuntimeError("NetworkSelector closed!")  # what kafka-python raises then
+        self.calls += 1
+        if not self.works:
+            raise KafkaTimeoutError("hung broker")
+        return self.name
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def connects(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What each connect does, in order: a FakeClient, or an error to raise."""
+    plan: list[Any] = []
+
+    def connect(*_: Any, **__: Any) -> FakeClient:
+        step = plan.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        assert isinstance(step, FakeClient)
+        return step
+
+    monkeypatch.setattr(module, "connect_admin", connect)
+    monkeypatch.setattr(module.time, "sleep", lambda _: None)
+    return plan
+
+
+def test_a_failed_call_is_retried_on_the_same_client_then_on_a_fresh_one(
+    connects: list[Any],
+) -> None:
+    first, second = FakeClient("first", works=False), FakeClient("second", works=True)
+    connects += [first, second]
+    calls = AdminCalls("unused:9092", request_timeout_s=1, retry_s=60)
+    assert calls(lambda c: c.ask(), "ask") == "second"
+    assert first.calls == 2 and first._controller_id is None and first.closed
+
+
+def test_a_reconnect_that_fails_leaves_no_closed_client_for_the_next_call(
+    connects: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = FakeClient("first", works=False)
+    later = FakeClient("later", works=True)
+    connects += [first, KmedicError("cannot reach the cluster"), later]
+    # The clock: the deadline passes just as the reconnect fails.
+    ticks = iter([0.0, 1.0, 2.0, 11.0, 12.0, 13.0])
+    monkeypatch.setattr(module.time, "monotonic", lambda: next(ticks))
+    calls = AdminCalls("unused:9092", request_timeout_s=1, retry_s=10)
+    with pytest.raises(KmedicError, match="cannot ask: KmedicError"):
+        calls(lambda c: c.ask(), "ask")
+    assert first.closed
+    # The next call connects anew; it used to get the closed client, and kafka-python's
+    # "NetworkSelector closed!" failed every cycle after.
+    assert calls(lambda c: c.ask(), "ask") == "later"
