@@ -152,8 +152,8 @@ class Executor:
 
     def release_throttles(self) -> ThrottleRecord:
         """Remove every throttle kmedic owns (no move runs); returns what is left: rates on
-        brokers that are down, removed once they are back."""
-        live = self.read_cluster().live_brokers
+        brokers that are down or excluded for a stall, removed once they are back."""
+        live = self.read_cluster().live_brokers - set(self.watchdog.excluded())
         return self._throttles.release(live)
 
     def forget_moves(self) -> None:
