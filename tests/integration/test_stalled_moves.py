@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
-from helpers import kafka_conf, wait_for
-from kafka.admin import KafkaAdminClient
-from kafka.admin import NewTopic as KpNewTopic
+from helpers import create_placed_topic, kafka_conf, wait_for
 
 from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster
@@ -49,11 +47,7 @@ def slow_fencing_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[L
 
 def make_topic(bootstrap: str, replicas: list[int], megabytes: int) -> str:
     topic = f"stall-{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([KpNewTopic(topic, replica_assignments={0: replicas})])
-    finally:
-        admin.close()
+    create_placed_topic(bootstrap, topic, [replicas])
     producer = Producer(kafka_conf(bootstrap, {"acks": "all", "linger.ms": 20}))
     payload = b"x" * 1024
     for i in range(megabytes * 1024):
