@@ -1,12 +1,40 @@
 """One way to open kafka-python's admin client (the calls confluent-kafka lacks:
-reassignments, log dirs), with its many error types turned into one clear KmedicError."""
+reassignments, log dirs), with its many error types turned into one clear KmedicError.
+
+kafka-python starts the client's network thread before it bootstraps, and a bootstrap that
+fails leaves that thread running with no client to close it; a manager that cannot reach its
+cluster for an hour would collect one thread per attempt. So a client that fails to start is
+closed here before the error is raised."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster, client_settings
+
+
+@functools.cache
+def _client_class() -> Any:
+    """KafkaAdminClient, closed when its start fails (imported late: kafka-python is slow to
+    import and most commands never need it)."""
+    from kafka import KafkaAdminClient
+
+    class ClosedOnFailure(KafkaAdminClient):  # type: ignore[misc]
+        def __init__(self, **config: Any) -> None:
+            try:
+                super().__init__(**config)
+            except BaseException:
+                # close() skips a client it thinks was never opened (no ``_closed`` yet).
+                if hasattr(self, "_net"):
+                    self._closed = False
+                    with contextlib.suppress(Exception):  # the start's error is the one to report
+                        self.close()
+                raise
+
+    return ClosedOnFailure
 
 
 def connect_admin(
@@ -17,13 +45,11 @@ def connect_admin(
     error: type[KmedicError] = KmedicError,
 ) -> Any:
     """A connected KafkaAdminClient, or ``error`` naming the cluster that could not be reached."""
-    from kafka import KafkaAdminClient
-
     settings = client_settings(cluster)
     bootstrap = settings.bootstrap
     try:
         # The bootstrap bound matters when every broker is down: its default is 30 s.
-        return KafkaAdminClient(
+        return _client_class()(
             **settings.kafka_python(),
             client_id=client_id,
             request_timeout_ms=timeout_ms,

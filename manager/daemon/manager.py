@@ -80,6 +80,8 @@ class Manager:
         self.audit = audit
         self.clock: Clock = clock or SystemClock()
         self.metrics = ManagerMetrics(cfg.cluster)
+        # Leading means may act: an instance cut off from ZooKeeper cannot prove it leads.
+        self.metrics.follow_leadership(coordinator)
         self.server: MetricsServer | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()  # set to stop, or to look again now: see wake()
@@ -222,7 +224,6 @@ class Manager:
     def cycle(self) -> CycleOutcome:
         t0 = self.clock.monotonic()
         coord = self.coordinator
-        self._observe_leadership()
         self.audit.replay()
         self.metrics.observe_audit(self.audit.on_failover, self.audit.spool.pending())
         if self.keeper.drop_moves.is_set():
@@ -347,19 +348,12 @@ class Manager:
 
     def _on_leadership_acquired(self, epoch: int) -> None:
         self.keeper.adopt.set()
-        self._observe_leadership()  # at once, not at the next cycle (30 s by default)
 
     def _on_leadership_lost(self, reason: str) -> None:
         # Drop in-flight moves: the next leader adopts the stored plan (Kafka runs them on).
         log.warning("leadership_lost", reason=reason)
         self.keeper.drop_moves.set()
         self.view.moves.forget()
-        self._observe_leadership()
-
-    def _observe_leadership(self) -> None:
-        coord = self.coordinator
-        # Leading means may act: an instance cut off from ZooKeeper cannot prove it leads.
-        self.metrics.observe_leadership(coord.may_act(), coord.epoch, coord.connected)
 
     # ---- health -------------------------------------------------------------------------
 

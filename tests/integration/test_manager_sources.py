@@ -99,6 +99,7 @@ def test_a_broker_fenced_and_back_between_two_cycles_is_catching_up(healthy_clus
     victim = cluster.broker_ids[0]
     sources = sources_for(cluster)
     seen: list[str] = []
+    registered: list[frozenset[int]] = []
     inner = sources.registrations._read
 
     def traced() -> frozenset[int]:
@@ -109,12 +110,20 @@ def test_a_broker_fenced_and_back_between_two_cycles_is_catching_up(healthy_clus
             seen.append(f"{t:.1f} err {exc!r}"[:120])
             raise
         seen.append(f"{t:.1f} {sorted(out)}")
+        registered.append(out)
         return out
 
     sources.registrations._read = traced
     sources.registrations.start()
     try:
         assert victim in read(sources)
+        # The watch sees a broker leave only after a read that saw it registered (cc33: on a
+        # loaded machine its first read came after the fencing, and it never saw it go).
+        wait_for(
+            lambda: any(victim in r for r in registered),
+            timeout=30,
+            what=f"the watch's first read with broker {victim}",
+        )
         cluster.pause(victim)
         try:
             wait_for(
@@ -124,11 +133,14 @@ def test_a_broker_fenced_and_back_between_two_cycles_is_catching_up(healthy_clus
             )
             # Fenced until the watch, asking every second, has seen it away (a GC pause of a
             # few seconds past the session; on a loaded machine the watch's reads are slower).
-            wait_for(
-                lambda: victim in sources.registrations.away(),
-                timeout=60,
-                what=f"the registration watch to see broker {victim} away",
-            )
+            try:
+                wait_for(
+                    lambda: victim in sources.registrations.away(),
+                    timeout=60,
+                    what=f"the registration watch to see broker {victim} away",
+                )
+            except pytest.fail.Exception as exc:
+                pytest.fail(f"{exc}; the watch's last reads: {'; '.join(seen[-30:])}")
         finally:
             cluster.resume(victim)
         resumed_ms = int(time.time() * 1000)

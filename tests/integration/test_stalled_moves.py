@@ -132,8 +132,11 @@ def test_a_hung_destination_is_cancelled_excluded_and_the_partition_moved_elsewh
         state = ex.states[(topic, 0)]
         assert state.status == "completed", state.error
         assert metadata(bootstrap, topic)[1] == [1, 4]
-        # The watchdog saw broker 4 copy: the same sampler judged broker 3 stalled.
-        assert state.progress is not None and state.progress.copied.get(4, 0) > 0, state.progress
+        # The same watchdog never judged that move stalled. What its samples caught of the
+        # copy is the machine's timing: the 4 MB take about 2 s, and a step that waits on the
+        # hung broker may take longer (cc33 saw only the 0 B baseline before it completed).
+        assert not state.stalled, state.progress
+        assert [k for k in events.kinds() if k == "alert_raised"] == ["alert_raised"]
         # kmedic's rate on broker 3 waits while it is excluded (a request to it would hang);
         # it is the only throttle left.
         assert ex.throttled_brokers() == {3}

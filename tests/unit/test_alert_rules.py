@@ -31,6 +31,16 @@ REQUIRED_ALERTS = {
 }
 
 
+class Standby:
+    """A coordinator that does not lead, as the leadership gauges read it."""
+
+    epoch = 0
+    connected = False
+
+    def may_act(self) -> bool:
+        return False
+
+
 def rules() -> list[dict[str, object]]:
     doc = yaml.safe_load((RULES_DIR / "alerts.yml").read_text())
     return [rule for group in doc["groups"] for rule in group["rules"]]
@@ -79,7 +89,7 @@ def test_rules_only_use_metrics_kmedic_exports() -> None:
     # Every metric appears once the daemon has reported each fact.
     metrics.observe_loads(age_s=1, valid_fraction=1)
     metrics.observe_moves(in_flight=0, oldest_age_s=0, stuck=0)
-    metrics.observe_leadership(leading=False, epoch=0, zk_connected=False)
+    metrics.follow_leadership(Standby())
     metrics.observe_audit(on_failover=False, spool_pending=0)
     metrics.observe_observable(True)
     metrics.observe_cycle(seconds=0.5, finished_at_s=1.0)

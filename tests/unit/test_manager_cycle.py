@@ -415,6 +415,20 @@ def test_the_leader_gauge_follows_leadership_at_once_not_at_the_next_cycle(rig: 
     assert _gauge(rig, "kmedic_is_leader") == 0
 
 
+def test_a_leader_cut_off_from_zookeeper_stops_claiming_to_lead_while_a_cycle_runs(
+    rig: Rig,
+) -> None:
+    """No callback and no new cycle when the connection drops (kazoo's SUSPENDED); a cycle may
+    be waiting on a dead broker meanwhile, and the gauge must not say 1 beside the new
+    leader's (cc33)."""
+    rig.manager.cycle()
+    assert _gauge(rig, "kmedic_is_leader") == 1
+    assert _gauge(rig, "kmedic_zookeeper_connected") == 1
+    rig.coordinator.connected = False
+    assert _gauge(rig, "kmedic_is_leader") == 0
+    assert _gauge(rig, "kmedic_zookeeper_connected") == 0
+
+
 def test_a_new_leader_resumes_the_watchdogs_clock_and_avoids_a_stalled_destination(
     rig: Rig,
 ) -> None:

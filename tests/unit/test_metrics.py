@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -12,6 +13,18 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.errors import KmedicError
 from manager.web.metrics import ManagerMetrics, MetricsServer
+
+
+@dataclass
+class Leading:
+    """The coordinator as the leadership gauges read it."""
+
+    epoch: int
+    connected: bool = True
+    leading: bool = True
+
+    def may_act(self) -> bool:
+        return self.leading and self.connected
 
 
 def value(m: ManagerMetrics, name: str, **labels: str) -> float | None:
@@ -48,7 +61,7 @@ def test_cluster_actions_moves_durations_leadership_audit() -> None:
     m.observe_plan(0.2)
     m.observe_cycle(1.5, finished_at_s=1_700_000_000)
     m.observe_loads(age_s=30, valid_fraction=0.97)
-    m.observe_leadership(leading=True, epoch=9, zk_connected=True)
+    m.follow_leadership(Leading(epoch=9))
     m.observe_audit(on_failover=True, spool_pending=4)
     m.count_audit_record("spool")
     assert value(m, "kmedic_dead_brokers") == 1
@@ -88,7 +101,7 @@ def test_metrics_endpoint_serves_prometheus_text(
     served: tuple[ManagerMetrics, Health, str],
 ) -> None:
     metrics, _, base = served
-    metrics.observe_leadership(leading=True, epoch=4, zk_connected=True)
+    metrics.follow_leadership(Leading(epoch=4))
     code, ctype, body = http_get(base + "/metrics")
     assert code == 200 and ctype.startswith("text/plain")
     families = {f.name: f for f in text_string_to_metric_families(body)}
