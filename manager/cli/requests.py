@@ -13,9 +13,11 @@ import time
 from typing import Any
 
 from kmedic.errors import KmedicError
+from manager.cli.status import plan_json, plan_line
 from manager.cli.zk_args import common_parser, zk_target
 from manager.coordination.request_store import StoredRequest, cancel, read_requests, submit
 from manager.coordination.session import zk_session
+from manager.coordination.state import read_state
 from manager.coordination.znodes import manager_path
 from manager.model.snapshot import RequestKind
 
@@ -86,9 +88,27 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    """Every request; a running one with where the in-flight plan carrying it out stands."""
     target = zk_target(args)
     with zk_session(target.zk_connect, auth=target.auth) as client:
-        _show(args, list(read_requests(client, manager_path(target.root, target.cluster))))
+        requests = list(read_requests(client, manager_path(target.root, target.cluster)))
+        try:
+            plan, unread = read_state(client, target.cluster, target.root).plan, None
+        except KmedicError as exc:  # the requests are still worth listing
+            plan, unread = None, str(exc)
+    shown = plan_json(plan)
+    if args.json:
+        for r in requests:
+            running = r.state == "running" and shown is not None
+            print(
+                json.dumps({**r.document(), **({"plan": shown} if running else {})}, sort_keys=True)
+            )
+        return 0
+    _show(args, requests)
+    if unread is not None:
+        print(f"in-flight plan: unreadable: {unread}")
+    elif shown is not None:
+        print(f"in-flight plan: {plan_line(plan, time.time())}")
     return 0
 
 

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from manager.cli.zk_args import common_parser, zk_target
+from manager.coordination.plan_store import StoredPlan
 from manager.coordination.session import zk_session
 from manager.coordination.state import CoordinationState, read_state
 
@@ -46,19 +47,43 @@ def status_document(cluster: str, state: CoordinationState) -> dict[str, Any]:
         "leader": state.leader.model_dump() if state.leader else None,
         "epoch": state.current_epoch,
         "mode": state.mode.model_dump() if state.mode else None,
-        "plan": None
-        if plan is None or not plan.plan.moves
-        else {
-            "decision": plan.plan.decision,
-            "kind": plan.plan.kind,
-            "moves": len(plan.plan.moves),
-            "epoch": plan.epoch,
-            "instance": plan.instance,
-            "written_at": plan.written_at,
-        },
+        "plan": plan_json(plan),
         "requests": [r.document() for r in state.requests if r.open],
         "maintenance": sorted(state.placement.maintenance),
     }
+
+
+def plan_json(plan: StoredPlan | None) -> dict[str, Any] | None:
+    if plan is None or not plan.plan.moves:
+        return None
+    progress = plan.plan.progress
+    return {
+        "decision": plan.plan.decision,
+        "kind": plan.plan.kind,
+        "moves": len(plan.plan.moves),
+        "epoch": plan.epoch,
+        "instance": plan.instance,
+        "written_at": plan.written_at,
+        "progress": None
+        if progress is None
+        else {**progress.to_field(), "at": plan.plan.progress_at},
+    }
+
+
+def plan_line(plan: StoredPlan | None, now_s: float) -> str:
+    """The in-flight plan in one sentence, with where it stood when its leader last said."""
+    if plan is None or not plan.plan.moves:
+        return "none"
+    age = max(0.0, now_s - plan.written_at)
+    line = (
+        f"{len(plan.plan.moves)} moves left of {plan.plan.decision!r}, written by "
+        f"{plan.instance} (epoch {plan.epoch}) {age:.0f} s ago"
+    )
+    progress = plan.plan.progress
+    if progress is not None:
+        said = max(0.0, now_s - plan.plan.progress_at)
+        line += f"; {progress.sentence()} (as of {said:.0f} s ago)"
+    return line
 
 
 def status_lines(cluster: str, state: CoordinationState, now_s: float) -> list[str]:
@@ -69,15 +94,7 @@ def status_lines(cluster: str, state: CoordinationState, now_s: float) -> list[s
     else:
         led = f"{leader.instance}, epoch {state.current_epoch}"
     mode = state.mode.sentence() if state.mode else CONFIG_MODE
-    plan = state.plan
-    if plan is None or not plan.plan.moves:
-        planned = "none"
-    else:
-        age = max(0.0, now_s - plan.written_at)
-        planned = (
-            f"{len(plan.plan.moves)} moves left of {plan.plan.decision!r}, written by "
-            f"{plan.instance} (epoch {plan.epoch}) {age:.0f} s ago"
-        )
+    planned = plan_line(state.plan, now_s)
     open_requests = [r for r in state.requests if r.open]
     requests = "; ".join(r.sentence() for r in open_requests) if open_requests else "none open"
     maintenance = state.placement.maintenance

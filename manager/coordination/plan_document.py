@@ -10,6 +10,9 @@ that does not name its partition and target is a corrupt plan, an error that nam
 The history and the throttle record are read leniently, as their modules say why. A move's
 ``progress`` is the progress watchdog's record (manager.model.move_progress), so that a new
 leader keeps its clock; read leniently too: a malformed one restarts the clock, nothing more.
+``plan_progress`` (``{"copied_bytes", "total_bytes", ..., "at"}``) is where the whole plan
+stood when last written (manager.model.plan_progress), for `kmedic status` and `kmedic
+requests list`; a malformed one is not shown, and an emptied plan carries none.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kmedic.errors import KmedicError
 from manager.coordination.move_budget import FIELD as HISTORY_FIELD
@@ -25,6 +28,8 @@ from manager.coordination.move_budget import Entry, from_field, to_field
 from manager.model.decision import Decision, ElectPreferredLeader, PlanKind, Reassign
 from manager.model.move_progress import FIELD, MoveProgress
 from manager.model.moves import Move, TopicPartition
+from manager.model.plan_progress import FIELD as PROGRESS_FIELD
+from manager.model.plan_progress import PlanProgress
 from manager.model.snapshot import Snapshot
 from manager.model.throttles import FIELD as THROTTLES_FIELD
 from manager.model.throttles import ThrottleRecord
@@ -71,6 +76,20 @@ class PlanDocument(BaseModel):
     moves: tuple[PlannedMove, ...] = ()
     moves_started: tuple[Entry, ...] = ()
     throttles: ThrottleRecord = ThrottleRecord()
+    progress: PlanProgress | None = None  # the whole plan's figures, as of ``progress_at``
+    progress_at: float = 0.0  # wall-clock seconds
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_progress(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict) or PROGRESS_FIELD not in raw:
+            return raw
+        raw = dict(raw)
+        stored = raw.pop(PROGRESS_FIELD)
+        at = stored.get("at") if isinstance(stored, dict) else None
+        if not isinstance(at, int | float) or isinstance(at, bool):
+            return {**raw, "progress": None, "progress_at": 0.0}
+        return {**raw, "progress": stored, "progress_at": float(at)}
 
     @field_validator("moves_started", mode="before")
     @classmethod
@@ -82,8 +101,23 @@ class PlanDocument(BaseModel):
     def _throttles(cls, raw: Any) -> ThrottleRecord:
         return raw if isinstance(raw, ThrottleRecord) else ThrottleRecord.from_field(raw)
 
+    @field_validator("progress", mode="before")
+    @classmethod
+    def _progress(cls, raw: Any) -> PlanProgress | None:
+        if raw is None or isinstance(raw, PlanProgress):
+            return raw
+        try:
+            return PlanProgress.from_field(raw)
+        except KmedicError:
+            return None  # only shown to operators: a malformed one is not shown
+
     def to_json(self) -> dict[str, Any]:
         """The JSON document as stored."""
+        progress = (
+            {PROGRESS_FIELD: {**self.progress.to_field(), "at": self.progress_at}}
+            if self.progress is not None
+            else {}
+        )
         return {
             "decision": self.decision,
             "kind": self.kind,
@@ -100,6 +134,7 @@ class PlanDocument(BaseModel):
             ],
             HISTORY_FIELD: to_field(self.moves_started),
             THROTTLES_FIELD: self.throttles.to_field(),
+            **progress,
         }
 
 
@@ -170,12 +205,19 @@ def synced(
         and not unsaved
     ):
         return None
-    return plan.model_copy(update={"moves": kept, "throttles": throttles})
+    update: dict[str, Any] = {"moves": kept, "throttles": throttles}
+    if not kept:
+        update["progress"] = None
+    return plan.model_copy(update=update)
 
 
 def stored_progress(plan: PlanDocument) -> dict[TopicPartition, MoveProgress]:
     """The watchdog's records the stored plan carries, for the moves a new leader adopts."""
     return {m.tp: m.progress for m in plan.moves if m.progress is not None}
+
+
+def with_progress(plan: PlanDocument, progress: PlanProgress, at: float) -> PlanDocument:
+    return plan.model_copy(update={"progress": progress, "progress_at": at})
 
 
 def with_throttles(plan: PlanDocument, throttles: ThrottleRecord) -> PlanDocument:

@@ -14,6 +14,7 @@ from manager.analyzer.health import in_grace
 from manager.audit.log import AuditLog, AuditRecord
 from manager.executor.move_state import MoveState
 from manager.model.decision import Decision
+from manager.model.plan_progress import PlanProgress
 from manager.model.snapshot import Snapshot
 from manager.monitor.observe import DeathEvidence
 from manager.web.metrics import ManagerMetrics
@@ -198,3 +199,13 @@ class AuditTrail:
             self._metrics.add_bytes_moved(
                 move.size_bytes * len(set(move.target) - set(state.original))
             )
+
+    def plan_progress(self, progress: PlanProgress, *, ended: bool, elapsed_s: float) -> None:
+        """The running plan's figures: periodically while it runs, and once when it ends."""
+        said = (
+            f"plan done {progress.done_sentence(elapsed_s)}"
+            if ended
+            else f"plan running: {progress.sentence()}"
+        )
+        details = {"plan": progress.to_field(), "elapsed_s": round(elapsed_s, 1)}
+        self.record("action_progress", said, details=details)

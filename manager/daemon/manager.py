@@ -25,6 +25,7 @@ from manager.coordination.state import CoordinationState
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.deciding import decide_cycle
 from manager.daemon.mode import ModeTracker
+from manager.daemon.move_report import MoveReport
 from manager.daemon.observation import (
     ClusterUnobservable,
     observe_cluster,
@@ -41,13 +42,13 @@ from manager.daemon.rules import blind
 from manager.daemon.settling import MonotonicView, with_moves_in_flight, with_stalled
 from manager.daemon.warm_up import WarmUp
 from manager.daemon.zk_outage import ZkOutage
-from manager.executor.move_state import MoveState
 from manager.model.decision import Decision
 from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
 from manager.monitor.observe import DeathEvidence
 from manager.web.load_history import LoadHistory
-from manager.web.metrics import ManagerMetrics, MetricsServer
+from manager.web.metrics import ManagerMetrics
+from manager.web.server import MetricsServer
 from manager.web.status_page import status_document
 
 log = get_logger(__name__)
@@ -89,7 +90,6 @@ class Manager:
         self._last_cycle_ok = self.clock.monotonic()
         self.last_decision: Decision | None = None
         self.last_snapshot: Snapshot | None = None
-        self._moves_view: tuple[MoveState, ...] = ()
         self.load_history = LoadHistory()  # for the status page's chart
         self._evidence: dict[int, DeathEvidence] = {}
         self._zk_outage = ZkOutage()
@@ -106,7 +106,10 @@ class Manager:
         self.requests = RequestFollower(coordinator, self.trail, self.metrics, self.clock.monotonic)
         self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
         self.view = MonotonicView(self.trail)
-        executor.on_event = self._move_event
+        self.moves = MoveReport(
+            executor, self.metrics, self.trail, self.keeper, self.view.moves, self.clock
+        )
+        executor.on_event = self.moves.event
         coordinator.watch(
             on_leadership_acquired=self._on_leadership_acquired,
             on_leadership_lost=self._on_leadership_lost,
@@ -178,7 +181,7 @@ class Manager:
             try:
                 if self.executor.poll():
                     self.keeper.sync()
-                    self._observe_moves()
+                self.moves.observe()  # the copy rate is sampled at every poll
             except Exception as exc:  # the next cycle tries again, and says why
                 log.warning("executor_poll_failed", error=str(exc))
                 return
@@ -229,6 +232,7 @@ class Manager:
         if self.keeper.drop_moves.is_set():
             self.keeper.drop_moves.clear()
             self.executor.forget_moves()
+            self.moves.forget()  # dropped, not done: no "plan done" record
         if not coord.connected:
             self._zk_outage.blind_cycle(self.clock.time())
             return CycleOutcome(
@@ -257,6 +261,7 @@ class Manager:
         self.metrics.observe_mode(mode)
         if mode == "act":  # observe mode writes nothing: no adopted move, no throttle removed
             self.keeper.lead(state.plan)
+            self.moves.observe()  # before any wait below: a plan that just ended says so
         snap, stale = self.view.settle(snap, lambda: self._snapshot(state), self.clock.monotonic())
         if stale is not None:
             return CycleOutcome("wait", f"wait: {stale}")
@@ -281,7 +286,7 @@ class Manager:
         self.last_decision = decision
         if not {r.code for r in decision.reasons} & _STALE_LOADS:
             self.load_history.record(snap.taken_at, decision.loads_before)
-        self._observe_moves()
+        self.moves.observe()
         self._last_cycle_ok = self.clock.monotonic()
         self.metrics.observe_cycle(self._last_cycle_ok - t0, self.clock.time())
         return outcome
@@ -334,18 +339,6 @@ class Manager:
 
     # ---- moves and leadership -------------------------------------------------------
 
-    def _observe_moves(self) -> None:
-        self._moves_view = tuple(self.executor.active())  # for the status page's thread
-        now = self.clock.monotonic()
-        flight = self.executor.in_flight()
-        oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
-        self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.stalled))
-
-    def _move_event(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
-        self.trail.move_event(kind, state, details)
-        if kind == "action_completed":
-            self.view.moves.completed(state.move, self.clock.monotonic())
-
     def _on_leadership_acquired(self, epoch: int) -> None:
         self.keeper.adopt.set()
 
@@ -353,7 +346,7 @@ class Manager:
         # Drop in-flight moves: the next leader adopts the stored plan (Kafka runs them on).
         log.warning("leadership_lost", reason=reason)
         self.keeper.drop_moves.set()
-        self.view.moves.forget()
+        self.moves.forget()
 
     # ---- health -------------------------------------------------------------------------
 
@@ -368,7 +361,8 @@ class Manager:
             snapshot=self.last_snapshot,
             decision=self.last_decision,
             alerts=self.trail.active_alerts,
-            moves=self._moves_view,
+            moves=self.moves.shown,
+            progress=self.moves.progress,
             recent=self.trail.recent_records(),
             requests=[r.document() for r in self.requests.latest],
             history=self.load_history.series(),

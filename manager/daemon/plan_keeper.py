@@ -29,6 +29,7 @@ from manager.coordination.plan_document import (
     stored_progress,
     stored_throttles,
     synced,
+    with_progress,
     with_throttles,
 )
 from manager.coordination.plan_store import StoredPlan
@@ -37,6 +38,7 @@ from manager.daemon.outcome import CycleOutcome
 from manager.daemon.ports import Clock, Coordinator, Executor
 from manager.model.decision import Decision
 from manager.model.moves import Move
+from manager.model.plan_progress import PlanProgress
 from manager.model.snapshot import Snapshot
 from manager.model.throttles import ThrottleRecord
 
@@ -151,6 +153,20 @@ class PlanKeeper:
             self.plan = self.coordinator.plans.write(changed, stored.version)
         except KmedicError as exc:
             log.warning("plan_sync_failed", error=str(exc))
+
+    def store_progress(self, progress: PlanProgress) -> None:
+        """Where the whole plan stands, for `kmedic status` and `requests list` (read from
+        ZooKeeper): one write per report, never one per sample."""
+        stored = self.plan
+        if stored is None or not stored.plan.moves:
+            return
+        changed = with_progress(stored.plan, progress, self.clock.time())
+        try:
+            self.plan = self.coordinator.plans.write(changed, stored.version)
+        except FencedError:
+            self.drop_moves.set()
+        except KmedicError as exc:
+            log.warning("plan_progress_unstored", error=str(exc))
 
     def _release_throttles(self) -> None:
         """No move runs: remove the throttles kmedic owns (left by a predecessor, or on a

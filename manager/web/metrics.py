@@ -1,4 +1,4 @@
-"""The manager's Prometheus metrics and its small HTTP server (``/metrics``, ``/healthz``).
+"""The manager's Prometheus metrics (served by manager.web.server).
 
 Every metric carries a ``cluster`` label, so several managers can share one Prometheus and the
 alert rules in configs/prometheus/alerts.yml can name the cluster. Decision reasons are reason
@@ -7,28 +7,16 @@ codes (one per confidence gate), never free text, to keep label cardinality boun
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal, Protocol
+import math
+from collections.abc import Iterable, Mapping
+from typing import Literal, Protocol
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from kmedic.errors import KmedicError
-from kmedic.http_server import HttpServer, Reply, Route
-from kmedic.logging import get_logger
-from kmedic.web_config import WebConfig
 from manager.analyzer.health import switched_off
 from manager.model.decision import Decision
-from manager.web.status_page import render_html
-
-log = get_logger(__name__)
+from manager.model.plan_progress import PlanProgress
 
 Outcome = Literal["act", "noop", "wait", "refuse"]
 OUTCOMES: tuple[Outcome, ...] = ("act", "noop", "wait", "refuse")
@@ -137,6 +125,25 @@ class ManagerMetrics:
         self.oldest_move_age = Gauge(
             "kmedic_oldest_move_age_seconds",
             "Age of the oldest reassignment in flight (0 when none)",
+            c,
+            registry=r,
+        )
+        self.plan_bytes = Gauge(
+            "kmedic_plan_bytes",
+            "The running plan's bytes to copy (state=total) and copied so far (state=copied)",
+            [*c, "state"],
+            registry=r,
+        )
+        self.plan_rate = Gauge(
+            "kmedic_plan_copy_rate_bytes_per_second",
+            "The running plan's copy rate over the last 30 s (0 when no plan runs)",
+            c,
+            registry=r,
+        )
+        self.plan_eta = Gauge(
+            "kmedic_plan_eta_seconds",
+            "Time left for the running plan at its copy rate (0 when no plan runs, NaN while "
+            "the rate is unknown)",
             c,
             registry=r,
         )
@@ -287,6 +294,16 @@ class ManagerMetrics:
         self.oldest_move_age.labels(self.cluster).set(oldest_age_s)
         self.stuck_moves.labels(self.cluster).set(stuck)
 
+    def observe_plan_progress(self, progress: PlanProgress | None) -> None:
+        """The running plan's figures; all 0 when no plan runs."""
+        if progress is None:
+            progress = PlanProgress(0, 0, 0, 0, eta_s=0.0)
+        self.plan_bytes.labels(self.cluster, "total").set(progress.total_bytes)
+        self.plan_bytes.labels(self.cluster, "copied").set(progress.copied_bytes)
+        self.plan_rate.labels(self.cluster).set(progress.rate_bytes_per_s or 0.0)
+        eta = progress.eta_s
+        self.plan_eta.labels(self.cluster).set(math.nan if eta is None else eta)
+
     def add_bytes_moved(self, nbytes: int) -> None:
         self.bytes_moved.labels(self.cluster).inc(max(0, nbytes))
 
@@ -325,67 +342,3 @@ class ManagerMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
-
-
-HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
-
-
-StatusPage = Callable[[], dict[str, Any]]
-
-
-class MetricsServer:
-    """Serves ``/metrics`` (Prometheus text format), ``/healthz`` (200 or 503 with JSON) and,
-    given a status callback, ``/status`` (HTML) and ``/status.json``; behind TLS and basic
-    authentication when a web config says so."""
-
-    def __init__(
-        self,
-        registry: CollectorRegistry,
-        health: HealthCheck,
-        host: str = "0.0.0.0",
-        port: int = 0,
-        *,
-        status: StatusPage | None = None,
-        web: WebConfig | None = None,
-    ) -> None:
-        self.registry = registry
-        self.health = health
-        self.status = status
-        routes: dict[str, Route] = {"/metrics": self._metrics, "/healthz": self._healthz}
-        if status is not None:
-            routes["/status"] = lambda: self._status(html=True)
-            routes["/status.json"] = lambda: self._status(html=False)
-        self._http = HttpServer(routes, host, port, web=web, name="kmedic-metrics", what="metrics")
-
-    @property
-    def port(self) -> int:
-        return self._http.port
-
-    def start(self) -> MetricsServer:
-        self._http.start()
-        log.info("metrics_serving", port=self.port, scheme=self._http.scheme)
-        return self
-
-    def stop(self) -> None:
-        self._http.stop()
-
-    def _metrics(self) -> Reply:
-        return 200, CONTENT_TYPE_LATEST, generate_latest(self.registry)
-
-    def _healthz(self) -> Reply:
-        try:
-            ok, details = self.health()
-        except Exception as exc:  # a broken check is itself unhealthy
-            ok, details = False, {"error": repr(exc)}
-        body = json.dumps({"healthy": ok, **details}, sort_keys=True).encode()
-        return 200 if ok else 503, "application/json", body
-
-    def _status(self, *, html: bool) -> Reply:
-        assert self.status is not None
-        try:
-            doc = self.status()
-        except Exception as exc:  # the page must not take the server down
-            return 500, "text/plain", f"status unavailable: {exc!r}\n".encode()
-        if html:
-            return 200, "text/html; charset=utf-8", render_html(doc).encode()
-        return 200, "application/json", json.dumps(doc, sort_keys=True).encode()

@@ -16,6 +16,7 @@ from manager.analyzer.health import in_grace
 from manager.audit.log import AuditRecord, render_line
 from manager.executor.move_state import MoveState
 from manager.model.decision import BrokerLoad, Decision
+from manager.model.plan_progress import PlanProgress
 from manager.model.snapshot import Snapshot
 from manager.web.charts import limit_bars, load_chart
 from manager.web.load_history import DEFAULT_SPAN_S
@@ -38,9 +39,10 @@ def status_document(
     now_ms: int | None = None,
     now_monotonic: float | None = None,
     mode: str = "act",
+    progress: PlanProgress | None = None,
 ) -> dict[str, Any]:
     """``history``: LoadHistory.series(); ``now_monotonic``: the executor's clock, for how long
-    each move has run."""
+    each move has run; ``progress``: where the running plan stands."""
     loads = decision.loads_before if decision else {}
     limits = snapshot.policy.limits if snapshot else None
     return {
@@ -75,6 +77,9 @@ def status_document(
             }
             for m in moves
         ],
+        "plan_progress": {**progress.to_field(), "sentence": progress.sentence()}
+        if progress is not None
+        else None,
         # Operator requests as last read from ZooKeeper, oldest first (the order served).
         "requests": [dict(r) for r in requests],
         "history": {
@@ -204,7 +209,7 @@ def render_html(doc: Mapping[str, Any]) -> str:
             "capacity)",
             load_chart(history["series"], history["network_limit"] or 1.0, history["span_ms"]),
         ),
-        _section("moves", "Moves", _moves(doc["moves"])),
+        _section("moves", "Moves", _moves(doc["moves"], doc["plan_progress"])),
         _section("requests", "Operator requests", _requests(doc["requests"])),
         _section("brokers", "Brokers", _table(BROKER_COLUMNS, _broker_rows(doc), "none")),
         _section(
@@ -250,9 +255,11 @@ def _down(brokers: Iterable[Mapping[str, Any]]) -> str:
     return _table(["broker", "domain", "state", "dead since", "grace ends"], rows, "none")
 
 
-def _moves(moves: list[Mapping[str, Any]]) -> str:
+def _moves(moves: list[Mapping[str, Any]], progress: Mapping[str, Any] | None) -> str:
     running = sum(1 for m in moves if m["status"] == "in_flight")
     summary = f"<p>{running} in flight, {len(moves) - running} queued</p>" if moves else ""
+    if progress is not None:
+        summary += f"<p>Plan: {html.escape(progress['sentence'])}</p>"
     rows = [
         [
             m["partition"],

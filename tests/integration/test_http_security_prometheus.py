@@ -18,7 +18,8 @@ from kmedic.http_server import HttpServer
 from kmedic.localcluster.tls import LocalCa
 from kmedic.metrics_http import serve_metrics
 from kmedic.web_config import load_web_config
-from manager.web.metrics import ManagerMetrics, MetricsServer
+from manager.web.metrics import ManagerMetrics
+from manager.web.server import MetricsServer
 
 pytestmark = pytest.mark.integration
 

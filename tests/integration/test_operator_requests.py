@@ -41,6 +41,16 @@ def states(where: list[str]) -> list[str]:
     return [json.loads(line)["state"] for line in listed.stdout.splitlines()]
 
 
+def running_plan(where: list[str]) -> dict[str, Any] | None:
+    """The figures `requests list --json` gives with the running request: where the in-flight
+    plan carrying it out stood when its leader last stored them."""
+    listed = kmedic_process("requests", "list", "--json", *where)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    docs = [json.loads(line) for line in listed.stdout.splitlines()]
+    plans = [d["plan"] for d in docs if d["state"] == "running" and "plan" in d]
+    return plans[0]["progress"] if plans and plans[0]["progress"] else None
+
+
 def on_target(admin: AdminClient) -> tuple[int, int]:
     """(replicas on TARGET, partitions it leads), over every topic."""
     meta = admin.list_topics(timeout=10)
@@ -110,6 +120,7 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
                     "max_moves_per_broker": 10,
                     "max_moves_in_flight": 30,
                     "throttle_bytes_per_s": 1_000_000,
+                    "progress_interval_s": 2,  # the plan's figures told every 2 s
                 },
                 http={"port": port},
             )
@@ -134,6 +145,16 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         started = kmedic_process("drain", str(TARGET), *where)
         assert started.returncode == 0, started.stdout + started.stderr
         wait_for(lambda: states(where)[-1] == "running", timeout=60, what="the drain to run")
+        # How far it is, as on-call sees it: `requests list`, and m1's gauges.
+        progress = wait_for(
+            lambda: running_plan(where), timeout=30, what="the drain's figures in requests list"
+        )
+        assert progress["total_bytes"] >= SLOW_MB * 1_000_000, progress
+        assert 0 <= progress["copied_bytes"] < progress["total_bytes"], progress
+        told = kmedic_process("requests", "list", *where).stdout.splitlines()
+        assert told[-1].startswith("in-flight plan: ") and "copied (" in told[-1], told
+        total = scrape(ports["m1"], "kmedic_plan_bytes", state="total")
+        assert total is not None and total >= SLOW_MB * 1_000_000, total
         assert TARGET in replicas_of(admin, slow), "the slow partition moved before the kill"
         pipeline.stop_role("m1", signal.SIGKILL)
         wait_for(
@@ -153,6 +174,14 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         for kind in ("demote", "drain", "fill"):
             assert any(f"({kind} brokers {TARGET}) is running" in s for s in told), told
             assert any(f"({kind} brokers {TARGET}) is done" in s for s in told), told
+        # Each plan's end is told with its figures: everything copied.
+        ended = [
+            r
+            for r in read_audit(bootstrap, topics["actions"])
+            if r.summary.startswith("plan done in ")
+        ]
+        figures = [r.details["plan"] for r in ended]
+        assert figures and all(f["copied_bytes"] == f["total_bytes"] for f in figures), figures
         # The drain ran under m1 and was finished by m2, with the newer epoch.
         records = read_audit(bootstrap, topics["actions"])
         drain = next(r for r in records if f"(drain brokers {TARGET}) is running" in r.summary)

@@ -27,7 +27,8 @@ from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import parse_snapshot
 from manager.web.load_history import LoadHistory
-from manager.web.metrics import ManagerMetrics, MetricsServer
+from manager.web.metrics import ManagerMetrics
+from manager.web.server import MetricsServer
 from manager.web.status_page import status_document
 
 CHROMIUM = shutil.which("chromium")

@@ -10,7 +10,8 @@ import pytest
 
 from composition.healthcheck import Target, probe, role_of, target_of
 from kmedic.errors import KmedicError
-from manager.web.metrics import ManagerMetrics, MetricsServer
+from manager.web.metrics import ManagerMetrics
+from manager.web.server import MetricsServer
 
 CONFIGS = Path(__file__).parents[2] / "configs"
 

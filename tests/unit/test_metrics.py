@@ -12,7 +12,8 @@ from helpers import http_get
 from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.errors import KmedicError
-from manager.web.metrics import ManagerMetrics, MetricsServer
+from manager.web.metrics import ManagerMetrics
+from manager.web.server import MetricsServer
 
 
 @dataclass

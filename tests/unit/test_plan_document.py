@@ -18,12 +18,14 @@ from manager.coordination.plan_document import (
     stored_progress,
     stored_throttles,
     synced,
+    with_progress,
 )
 from manager.coordination.plan_store import parse_stored_plan
 from manager.coordination.znodes import CoordinationError, LeaderRecord, parse_leader
 from manager.model.decision import Decision, ElectPreferredLeader, Reason, Reassign
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move
+from manager.model.plan_progress import PlanProgress
 from manager.model.throttles import LEADER_RATE, LEADER_REPLICAS, ThrottleRecord
 
 NONE = ThrottleRecord()
@@ -160,3 +162,19 @@ def test_a_malformed_progress_record_restarts_the_clock_and_loses_no_move() -> N
     doc = PlanDocument.model_validate(raw)
     assert [m.tp for m in doc.moves] == [("t", 0)]
     assert stored_progress(doc) == {}
+
+
+def test_the_whole_plans_figures_are_stored_read_back_leniently_and_dropped_when_done() -> None:
+    moves = [Move("t", 0, (3, 2), GB), Move("t", 1, (1, 2), GB)]
+    doc = plan_document(decision(), moves, 7, [], NONE)
+    figures = PlanProgress(GB, 2 * GB, 1, 2, 0, 50e6, 20.0)
+    raw = json.loads(json.dumps(with_progress(doc, figures, 1_234.5).to_json()))
+    assert raw["plan_progress"]["at"] == 1_234.5
+    back = PlanDocument.model_validate(raw)
+    assert (back.progress, back.progress_at) == (figures, 1_234.5)
+    # Only shown to operators: a malformed one is not shown, and the plan is still read.
+    for bad in ({**raw["plan_progress"], "copied_bytes": "many"}, {"copied_bytes": 1}, "x"):
+        lenient = PlanDocument.model_validate({**raw, "plan_progress": bad})
+        assert lenient.progress is None and len(lenient.moves) == 2
+    emptied = synced(back, set(), NONE)
+    assert emptied is not None and "plan_progress" not in emptied.to_json()

@@ -3,12 +3,13 @@ ZooKeeper read is in tests/integration/test_request_store.py."""
 
 from __future__ import annotations
 
-from manager.cli.status import status_document, status_lines
+from manager.cli.status import plan_json, plan_line, status_document, status_lines
 from manager.coordination.plan_document import PlanDocument, PlannedMove
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.state import CoordinationState
 from manager.coordination.znodes import LeaderRecord
 from manager.model.placement_config import Maintenance, PlacementConfig
+from manager.model.plan_progress import PlanProgress
 
 
 def test_a_plan_in_flight_and_a_domain_in_maintenance_are_told() -> None:
@@ -51,3 +52,22 @@ def test_an_emptied_plan_is_no_plan_in_flight() -> None:
     )
     assert status_lines("c", state, 10.0)[3] == "in-flight plan: none"
     assert status_document("c", state)["plan"] is None
+
+
+def test_the_plans_figures_are_told_with_how_old_they_are() -> None:
+    figures = PlanProgress(1_500_000_000, 3_000_000_000, 1, 2, 0, 25e6, 60.0)
+    plan = PlanDocument(
+        decision="drain brokers 4",
+        epoch=4,
+        moves=(PlannedMove(topic="t", partition=0, target=(1, 2)),),
+        progress=figures,
+        progress_at=1_005.0,
+    )
+    stored = StoredPlan(plan, version=7, epoch=4, instance="m1", written_at=1_000.0)
+    assert plan_line(stored, now_s=1_012.0) == (
+        "1 moves left of 'drain brokers 4', written by m1 (epoch 4) 12 s ago; "
+        "1.5 GB of 3.0 GB copied (50%), 1 of 2 moves done, 25.0 MB/s, about 60 s left "
+        "(as of 7 s ago)"
+    )
+    shown = plan_json(stored)
+    assert shown is not None and shown["progress"] == {**figures.to_field(), "at": 1_005.0}

@@ -13,7 +13,9 @@ from manager.audit.log import AuditRecord
 from manager.executor.move_state import MoveState
 from manager.model.decision import Decision, Reason
 from manager.model.moves import Move
-from manager.web.metrics import ManagerMetrics, MetricsServer
+from manager.model.plan_progress import PlanProgress
+from manager.web.metrics import ManagerMetrics
+from manager.web.server import MetricsServer
 from manager.web.status_page import render_html, status_document
 
 SNAP = make(
@@ -196,6 +198,16 @@ def test_moves_show_size_and_how_long_they_have_run() -> None:
     assert (
         "1 in flight, 1 queued" in page and "<td>2.00</td><td>in_flight</td><td>42 s</td>" in page
     )
+    assert doc["plan_progress"] is None and "Plan:" not in page
+
+
+def test_the_running_plan_says_what_is_copied_how_fast_and_how_long_is_left() -> None:
+    figures = PlanProgress(GB, 3 * GB, 0, 2, 0, 40e6, 50.0)
+    doc = document(progress=figures)
+    assert doc["plan_progress"]["eta_s"] == 50.0
+    assert (
+        "<p>Plan: 1.0 GB of 3.0 GB copied (33%), 0 of 2 moves done, 40.0 MB/s, about 50 s left</p>"
+    ) in render_html(doc)
 
 
 def test_the_load_chart_draws_one_line_per_broker_and_the_limit() -> None:

@@ -1,0 +1,80 @@
+"""What the leader says about its moves, between and within cycles: the move gauges, the
+status page's list, each move's audit record (with where the whole plan stands) and the plan's
+own progress records (manager.daemon.plan_report decides when)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kmedic.logging import get_logger
+from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.plan_keeper import PlanKeeper
+from manager.daemon.plan_report import PlanReport
+from manager.daemon.ports import Clock, Executor
+from manager.daemon.settling import SettledMoves
+from manager.executor.move_state import MoveState
+from manager.model.plan_progress import PlanProgress
+from manager.web.metrics import ManagerMetrics
+
+log = get_logger(__name__)
+
+
+class MoveReport:
+    def __init__(
+        self,
+        executor: Executor,
+        metrics: ManagerMetrics,
+        trail: AuditTrail,
+        keeper: PlanKeeper,
+        settled: SettledMoves,
+        clock: Clock,
+    ) -> None:
+        self.executor = executor
+        self.metrics = metrics
+        self.trail = trail
+        self.keeper = keeper
+        self.settled = settled
+        self.clock = clock
+        config = executor.config
+        self.plan = PlanReport(config.progress_interval_s, config.progress_sample_s)
+        self.shown: tuple[MoveState, ...] = ()  # for the status page's thread
+
+    @property
+    def progress(self) -> PlanProgress | None:
+        return self.plan.latest
+
+    def observe(self) -> None:
+        """After every cycle and every poll: the gauges, and the plan's record when due. What
+        goes wrong here is logged, never raised: telling must not stop a heal."""
+        try:
+            self._observe()
+        except Exception as exc:
+            log.exception("move_report_failed", error=str(exc) or type(exc).__name__)
+
+    def _observe(self) -> None:
+        active = self.executor.active()
+        self.shown = tuple(active)
+        now = self.clock.monotonic()
+        flight = self.executor.in_flight()
+        oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
+        self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.stalled))
+        look = self.plan.look(active, now)
+        self.metrics.observe_plan_progress(None if look.ended else look.progress)
+        if look.progress is not None and (look.due or look.ended):
+            self.trail.plan_progress(look.progress, ended=look.ended, elapsed_s=look.elapsed_s)
+            if look.due:
+                self.keeper.store_progress(look.progress)
+
+    def event(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
+        """The executor's events: each move's record says where the whole plan stands."""
+        plan = self.plan.current(self.executor.active())
+        if plan is not None:
+            details = {**details, "plan": plan.to_field()}
+        self.trail.move_event(kind, state, details)
+        if kind == "action_completed":
+            self.settled.completed(state.move, self.clock.monotonic())
+
+    def forget(self) -> None:
+        """Leadership lost: the successor reports the moves it adopts."""
+        self.settled.forget()
+        self.plan.forget()
