@@ -32,6 +32,11 @@ from manager.model.decision import (
 from manager.model.reasons import ReasonCode
 
 MAX_BLOCKERS_LISTED = 20
+# A blocked partition's reason code where it says more than "no eligible target".
+_BLOCKED_CODES: dict[str, ReasonCode] = {
+    "no_live_replica": "no_live_replica",
+    "foreign_reassignment": "foreign_reassignment_in_progress",
+}
 
 
 def finish(ctx: Context, outcome: Outcome) -> Decision:
@@ -122,9 +127,7 @@ def blocked_reasons(blocked: tuple[Blocked, ...], exact: str | None) -> list[Rea
     ``MAX_BLOCKERS_LISTED`` of them; the exact search's account follows."""
     reasons = []
     for b in blocked[:MAX_BLOCKERS_LISTED]:
-        code: ReasonCode = (
-            "no_live_replica" if b.constraint == "no_live_replica" else "plan_violates_constraints"
-        )
+        code: ReasonCode = _BLOCKED_CODES.get(b.constraint, "plan_violates_constraints")
         reasons.append(Reason(code, f"{b.message} (constraint: {b.constraint})"))
     if blocked and exact is not None:
         reasons.append(Reason("plan_violates_constraints", exact))

@@ -172,19 +172,6 @@ def gate_load_data(snap: Snapshot, state: ClusterState) -> list[Reason]:
     return out
 
 
-def gate_reassignments(snap: Snapshot) -> list[Reason]:
-    foreign = [f"{r.topic}:{r.partition}" for r in snap.reassignments if not r.started_by_kmedic]
-    if not foreign:
-        return []
-    return [
-        Reason(
-            "foreign_reassignment_in_progress",
-            f"{len(foreign)} reassignments kmedic did not start are in progress: "
-            f"{_examples(foreign)}",
-        )
-    ]
-
-
 def gate_plan_constraints(violations: Sequence[str]) -> list[Reason]:
     return [Reason("plan_violates_constraints", v) for v in violations]
 
@@ -225,7 +212,6 @@ def failing_gates(
     reasons += gate_under_replication(snap, state)
     reasons += gate_failed_disks(snap, state)
     reasons += gate_load_data(snap, state)
-    reasons += gate_reassignments(snap)
     if plan_moves is not None:
         reasons += gate_plan_constraints(violations)
         reasons += gate_budget(snap, plan_moves)

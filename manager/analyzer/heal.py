@@ -128,6 +128,11 @@ def _heal_partition(
         )
     if leader in state.frozen:
         return Blocked("maintenance", f"{name} is led by a broker in maintenance")
+    if p in state.foreign:  # whoever reassigns it decides where it goes
+        return Blocked(
+            "foreign_reassignment",
+            f"{name} is being reassigned by someone else: it heals once that reassignment ends",
+        )
     if leader in state.stalled:  # every copy comes from the leader: it would stall again
         return Blocked(
             "stalled_leader",

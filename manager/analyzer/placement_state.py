@@ -63,7 +63,13 @@ class ClusterState:
         self.stalled: frozenset[int] = frozenset(
             b.id for b in snap.brokers if b.stalled_at_ms is not None
         )
-        self._kept_out = self.frozen | self.leaving | self.stalled
+        # Brokers a reassignment kmedic did not start adds or removes: left to whoever started
+        # it, as its partitions are (``foreign``), until it ends.
+        foreign = [r for r in snap.reassignments if not r.started_by_kmedic]
+        self.foreign_brokers: frozenset[int] = frozenset(
+            b for r in foreign for b in (*r.adding_replicas, *r.removing_replicas)
+        )
+        self._kept_out = self.frozen | self.leaving | self.stalled | self.foreign_brokers
 
         self.topic: list[str] = []
         self.number: list[int] = []
@@ -93,6 +99,12 @@ class ClusterState:
                 if moving and key in moving
             )
             if moving
+            else frozenset()
+        )
+        others = {(r.topic, r.partition) for r in foreign}
+        self.foreign: frozenset[int] = (
+            frozenset(p for p in self.reassigning if (self.topic[p], self.number[p]) in others)
+            if others
             else frozenset()
         )
         self._isolation = _isolation_sets(snap)
@@ -184,7 +196,8 @@ class ClusterState:
 
     def usable(self, b: int) -> bool:
         """A broker that may gain or lose replicas or leadership (a broker being drained may
-        only lose them; one a move stalled on is left alone until it is trusted again)."""
+        only lose them; one a move stalled on is left alone until it is trusted again, one
+        someone else's reassignment adds or removes until it ends)."""
         return self.alive[b] and b not in self._kept_out
 
     def allowed_sets(self, p: int) -> tuple[frozenset[int], ...] | None:

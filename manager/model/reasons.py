@@ -87,7 +87,9 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "than `max_stats_age_ms`",
     ),
     "foreign_reassignment_in_progress": CodeDoc(
-        "refuse", "a reassignment kmedic did not start is running"
+        "refuse",
+        "a partition the plan needs is being reassigned by someone else (named; the rest of a "
+        "heal goes ahead, and no plan touches its partitions or the brokers it adds or removes)",
     ),
     "plan_violates_constraints": CodeDoc(
         "refuse",

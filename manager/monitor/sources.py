@@ -41,7 +41,10 @@ SAME_CLIENT_ATTEMPTS = 2
 # Offline replicas first seen on a live broker are read again this much later, once
 # (manager.monitor.offline): a second read confirms a failed log directory in the same cycle.
 OFFLINE_READS = 2
-# The registration watch asks every second; a request to a hung broker must not hold it long.
+# The registration watch asks four times a second: a dead broker's grace counts from the read
+# that first misses it, so the read's period is added to every heal (a DescribeCluster is a
+# read of the broker's metadata cache). A request to a hung broker must not hold it long.
+WATCH_INTERVAL_S = 0.25
 WATCH_TIMEOUT_MS = 1500
 OFFLINE_CONFIRM_S = 1.0
 
@@ -132,7 +135,7 @@ class ClusterSources:
         # Brokers fenced and back between two cycles (manager.monitor.registrations).
         self._watch_admin: Any = None
         self._watch_failures = 0
-        self.registrations = RegistrationWatch(self._read_registered)
+        self.registrations = RegistrationWatch(self._read_registered, WATCH_INTERVAL_S)
 
     def start(self) -> ClusterSources:
         self.agents.start()
@@ -165,7 +168,7 @@ class ClusterSources:
         try:
             nodes = parse_nodes(self._watch_admin.describe_cluster())
         except Exception:
-            # Asked again next second on the same client, whose backoff then skips a hung or
+            # Asked again at the next read on the same client, whose backoff then skips a hung or
             # dead broker; a fresh client (its bootstrap may pick that broker again) only
             # after several failures in a row.
             self._watch_failures += 1

@@ -131,7 +131,7 @@ def test_a_broker_fenced_and_back_between_two_cycles_is_catching_up(healthy_clus
                 timeout=60,
                 what=f"broker {victim} fenced",
             )
-            # Fenced until the watch, asking every second, has seen it away (a GC pause of a
+            # Fenced until the watch, asking four times a second, has seen it away (a GC pause of a
             # few seconds past the session; on a loaded machine the watch's reads are slower).
             try:
                 wait_for(

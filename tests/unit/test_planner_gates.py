@@ -11,6 +11,7 @@ from manager.analyzer.gates import failing_gates, gate_budget
 from manager.analyzer.health import alerts_for, health_facts
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.planner import decide
+from manager.model.decision import Reassign
 
 ALIVE = {1, 2, 3, 4, 5}
 
@@ -86,11 +87,11 @@ def test_within_grace_a_partition_only_the_dead_broker_held_is_waited_for_not_re
 def test_dead_within_grace_with_another_failing_gate_refuses() -> None:
     brokers = [broker(i, f"/r{(i - 1) % 3 + 1}", alive=i in ALIVE) for i in range(1, 7)]
     brokers[5]["dead_since_ms"] = NOW - 60_000
-    foreign = [{"topic": "t", "partition": 0, "started_by_kmedic": False}]
-    decision = decide(_snap(brokers=brokers, reassignments=foreign))
+    stale = {"holder": "m2", "epoch": 2, "current_epoch": 3, "is_leader": False}
+    decision = decide(_snap(brokers=brokers, leadership=stale))
     assert decision.outcome == "refuse"
     codes = {r.code for r in decision.reasons}
-    assert codes == {"dead_within_grace", "foreign_reassignment_in_progress"}
+    assert codes == {"dead_within_grace", "not_leader", "stale_fencing_epoch"}
 
 
 def _outage(dead_s: dict[int, int], **policy: Any) -> Any:
@@ -198,9 +199,38 @@ def test_stale_load_data_window_and_silent_agent() -> None:
     assert _codes(_snap(brokers=brokers)) == {"stale_load_data"}
 
 
-def test_foreign_reassignment_in_progress() -> None:
-    reassign = [{"topic": "t", "partition": 0, "started_by_kmedic": False}]
-    assert _codes(_snap(reassignments=reassign)) == {"foreign_reassignment_in_progress"}
+FOREIGN = [  # an operator replacing broker 6's replica of t:0 with broker 3, by hand
+    {
+        "topic": "t",
+        "partition": 0,
+        "adding_replicas": [3],
+        "removing_replicas": [6],
+        "started_by_kmedic": False,
+    }
+]
+
+
+def test_a_foreign_reassignment_holds_back_only_what_it_touches() -> None:
+    """No gate for the cluster as a whole: the heal goes ahead for every other partition, on
+    brokers the reassignment neither adds nor removes, and names the one left to it."""
+    snap = _snap(reassignments=FOREIGN)
+    assert _codes(snap) == set()
+    decision = decide(snap)
+    assert decision.outcome == "act"
+    moved = {(a.topic, a.partition) for a in decision.actions}
+    assert moved == {("t", 1), ("t", 2), ("t", 3)}
+    gained = {b for a in decision.actions if isinstance(a, Reassign) for b in a.replicas_to}
+    gained -= {b for a in decision.actions if isinstance(a, Reassign) for b in a.replicas_from}
+    assert gained and 3 not in gained  # broker 3 is the reassignment's: it gains nothing
+    [unhealed] = decision.unhealed
+    assert unhealed.code == "foreign_reassignment_in_progress"
+    assert unhealed.message.startswith("t:0 is being reassigned by someone else")
+
+
+def test_a_foreign_reassignment_on_a_calm_cluster_is_no_refusal() -> None:
+    """Nothing to heal: a noop, not a refusal that pages for an operator's own move."""
+    decision = decide(_snap(dead=False, reassignments=FOREIGN))
+    assert decision.outcome == "noop", decision.summary
 
 
 def test_own_reassignment_in_progress_waits() -> None:
@@ -251,7 +281,6 @@ def test_every_failing_gate_is_reported() -> None:
         "stale_fencing_epoch",
         "too_many_dead_brokers",
         "dead_within_grace",
-        "foreign_reassignment_in_progress",
     }
     assert all(r.message for r in decision.reasons)
 
