@@ -24,6 +24,7 @@ from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.deciding import decide_cycle
+from manager.daemon.foreign_watch import ForeignWatch
 from manager.daemon.mode import ModeTracker
 from manager.daemon.move_report import MoveReport
 from manager.daemon.observation import (
@@ -110,6 +111,7 @@ class Manager:
             executor, self.metrics, self.trail, self.keeper, self.view.moves, self.clock
         )
         executor.on_event = self.moves.event
+        self.foreign = ForeignWatch(executor.sizes, executor.config.stall_s)
         coordinator.watch(
             on_leadership_acquired=self._on_leadership_acquired,
             on_leadership_lost=self._on_leadership_lost,
@@ -278,7 +280,9 @@ class Manager:
         self.metrics.observe_decision(decision, heal_needed=heal_needed(snap))
         self.trail.decision(decision, snap, self._evidence)
         long_failover = self.trail.failover_alerting(self.clock.monotonic())
-        self.trail.alerts(alerts_for(decision, audit_on_failover=long_failover))
+        stuck = self.foreign.look(snap.reassignments, int(self.clock.time() * 1000))
+        self.metrics.observe_foreign_stuck(len(stuck))
+        self.trail.alerts({**alerts_for(decision, audit_on_failover=long_failover), **stuck})
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
             outcome = self.keeper.execute(decision, snap)

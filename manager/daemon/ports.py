@@ -12,6 +12,7 @@ from manager.coordination.plan_store import StoredPlan
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
 from manager.executor.move_state import ChangeGuard, EventCallback, ExecutorConfig, MoveState
+from manager.executor.replica_sizes import Sample
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
@@ -109,6 +110,11 @@ class Executor(Protocol):
     config: ExecutorConfig
     on_event: EventCallback | None
     before_change: ChangeGuard | None
+
+    @property
+    def sizes(self) -> Callable[[Mapping[int, Iterable[TopicPartition]]], Sample]:
+        """The new replicas' sizes, by (partition, broker): the watchdog's sampler."""
+        ...
 
     def submit(self, moves: Iterable[Move]) -> None: ...
 

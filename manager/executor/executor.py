@@ -74,8 +74,8 @@ class Executor:
         self._throttles = Throttles(self.config.throttle_bytes_per_s, self._retrying)
         self._live: frozenset[int] = frozenset()
         self._leaders: dict[TopicPartition, int] = {}  # as the last step read them
-        self._sizes = ReplicaSizes(bootstrap_servers, cfg.sample_timeout_s)
-        self.watchdog = Watchdog(self._sizes, cfg, clock, wall_ms)
+        self.sizes = ReplicaSizes(bootstrap_servers, cfg.sample_timeout_s)
+        self.watchdog = Watchdog(self.sizes, cfg, clock, wall_ms)
 
     # -- public ----------------------------------------------------------------------------
 
@@ -167,7 +167,7 @@ class Executor:
 
     def close(self) -> None:
         self._retrying.close()
-        self._sizes.close()
+        self.sizes.close()
 
     # -- the progress watchdog -------------------------------------------------------------
 

@@ -147,6 +147,13 @@ class ManagerMetrics:
             c,
             registry=r,
         )
+        self.stuck_foreign = Gauge(
+            "kmedic_stuck_foreign_reassignments",
+            "Reassignments kmedic did not start whose new replicas gained no byte for "
+            "executor.stall_s",
+            c,
+            registry=r,
+        )
         self.stuck_moves = Gauge(
             "kmedic_stuck_moves",
             "Moves in flight whose new replicas gained no byte for executor.stall_s",
@@ -293,6 +300,9 @@ class ManagerMetrics:
         self.moves_in_flight.labels(self.cluster).set(in_flight)
         self.oldest_move_age.labels(self.cluster).set(oldest_age_s)
         self.stuck_moves.labels(self.cluster).set(stuck)
+
+    def observe_foreign_stuck(self, count: int) -> None:
+        self.stuck_foreign.labels(self.cluster).set(count)
 
     def observe_plan_progress(self, progress: PlanProgress | None) -> None:
         """The running plan's figures; all 0 when no plan runs."""

@@ -1,13 +1,15 @@
 """The progress watchdog on a real cluster: a move's destination hangs (SIGSTOP) but stays
 registered, so nothing but the watchdog can tell; the move is reported, cancelled and its
 destination excluded, and the partition moved to another broker completes while the hung
-one is still stopped. The cluster is this module's own: its controller fences a broker only
-after 90 s without heartbeats (the session cluster's does after 6 s, which would make the hang
-a dead broker, the other path)."""
+one is still stopped. And a reassignment kmedic did not start that stops copying is reported
+with its partition and age, never cancelled. The cluster is this module's own: its
+controller fences a broker only after 90 s without heartbeats (the session cluster's does
+after 6 s, which would make the hang a dead broker, the other path)."""
 
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,12 +19,17 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 from helpers import create_placed_topic, kafka_conf, wait_for
+from kafka import TopicPartition as KpTopicPartition
 
 from kmedic.errors import KmedicError
+from kmedic.kafka_admin import connect_admin
 from kmedic.localcluster import ClusterSpec, LocalCluster
+from manager.daemon.foreign_watch import ForeignWatch
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig, MoveState
+from manager.executor.replica_sizes import ReplicaSizes
 from manager.model.moves import Move
+from manager.model.snapshot import Reassignment
 
 pytestmark = pytest.mark.integration
 
@@ -156,3 +163,67 @@ def test_a_hung_destination_is_cancelled_excluded_and_the_partition_moved_elsewh
     finally:
         cluster.resume(3)
         ex.close()
+
+
+def test_a_reassignment_kmedic_did_not_start_that_copies_nothing_is_reported(
+    slow_fencing_cluster: LocalCluster,
+) -> None:
+    """Someone else's reassignment, throttled to 1 KiB/s: its follower copies at most one
+    fetch (1 MiB) and then waits out its quota for about 1,000 s. The leader's watch,
+    sampling the real brokers, reports it with its partition and age after ``stall_s``;
+    nothing cancels it."""
+    bootstrap = slow_fencing_cluster.bootstrap_servers
+    topic = make_topic(bootstrap, [1, 2], megabytes=4)
+    # Started and throttled by an executor of the test's own: the watch only knows the
+    # reassignment from the cluster's list, as kmedic knows an operator's.
+    operator = Executor(
+        bootstrap, ExecutorConfig(throttle_bytes_per_s=1_024, stall_s=3_000, request_timeout_s=5)
+    )
+    sizes = ReplicaSizes(bootstrap, 5.0)
+    watch = ForeignWatch(sizes, stall_s=3)
+    try:
+        operator.submit([Move(topic, 0, (1, 4), 4 << 20)])
+        operator.step()
+
+        def listed() -> list[Reassignment]:
+            ongoing = operator.read_cluster().ongoing
+            return [
+                Reassignment(
+                    topic=t,
+                    partition=p,
+                    adding_replicas=tuple(info.get("adding_replicas", ())),
+                    removing_replicas=tuple(info.get("removing_replicas", ())),
+                    started_by_kmedic=False,
+                )
+                for (t, p), info in ongoing.items()
+                if t == topic
+            ]
+
+        assert [r.adding_replicas for r in listed()] == [(4,)]
+        alerts = wait_for(
+            lambda: watch.look(listed(), int(time.time() * 1000)),
+            timeout=60,
+            what="the watch to report the reassignment that copies nothing",
+        )
+        [(name, sentence)] = alerts.items()
+        assert name == f"stuck_foreign_reassignment:{topic}:0"
+        assert sentence.startswith(
+            f"the reassignment of {topic}:0 that kmedic did not start has copied nothing for "
+        )
+        assert "adding brokers [4]" in sentence and "running for at least" in sentence
+        progress = watch.watched[(topic, 0)].progress
+        # At most one fetch: none at all when the broker's throttle window still holds the
+        # first test's copy to broker 4.
+        assert progress is not None and progress.copied[4] < 4 << 20
+        assert [r.adding_replicas for r in listed()] == [(4,)]  # still running: not cancelled
+    finally:
+        admin = connect_admin(bootstrap, client_id="kmedic-test", timeout_ms=10_000)
+        try:  # KIP-455's cancel, as its operator would
+            admin.alter_partition_reassignments({KpTopicPartition(topic, 0): None})
+        finally:
+            admin.close()
+        with contextlib.suppress(KmedicError):
+            wait_for(lambda: not operator.read_cluster().ongoing, timeout=30, what="no move")
+            operator.release_throttles()
+        sizes.close()
+        operator.close()

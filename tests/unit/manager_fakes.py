@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.brokerstats import BrokerStats
-from kmedic.metadata import BrokerNode, PartitionInfo
+from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 from manager.audit.log import AuditLog, AuditRecord
 from manager.config import ManagerConfig
 from manager.coordination.mode_store import ModeRecord
@@ -20,6 +20,7 @@ from manager.coordination.state import CoordinationState
 from manager.coordination.znodes import LeaderRecord
 from manager.daemon.manager import Manager
 from manager.executor.move_state import ChangeGuard, EventCallback, ExecutorConfig, MoveState
+from manager.executor.replica_sizes import Sample
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
@@ -98,6 +99,8 @@ class FakeSources:
         self.replicas: dict[tuple[str, int], tuple[int, ...]] = {}
         # Leaders other than the preferred one (an election that did not happen).
         self.leaders: dict[tuple[str, int], int] = {}
+        # Reassignments the cluster lists (someone else's, unless kmedic's own_moves name them).
+        self.reassignments: dict[TopicPartition, Reassignment] = {}
 
     def start(self) -> FakeSources:
         return self
@@ -146,7 +149,7 @@ class FakeSources:
             cluster="c",
             live=live,
             partitions=partitions,
-            reassignments={},
+            reassignments=dict(self.reassignments),
             agents=agents,
             loads={},
             placement=placement,
@@ -254,6 +257,8 @@ class FakeExecutor:
         self.released: list[ThrottleRecord] = []
         self.refused_batches = 0
         self.stalled: dict[int, int] = {}  # what stalled_destinations() reports
+        # What the sampler answers, by (partition, broker): the bytes a new replica holds.
+        self.replica_bytes: dict[tuple[TopicPartition, int], int | None] = {}
         self._complete = False
 
     def submit(self, moves: Iterable[Move]) -> None:
@@ -294,6 +299,14 @@ class FakeExecutor:
             elif state in pending:
                 state.status = "in_flight"
                 state.started_at = 100.0
+
+    def sizes(self, wanted: Mapping[int, Iterable[TopicPartition]]) -> Sample:
+        return {
+            (tp, b): self.replica_bytes[(tp, b)]
+            for b, tps in wanted.items()
+            for tp in tps
+            if (tp, b) in self.replica_bytes
+        }
 
     def stalled_destinations(self) -> dict[int, int]:
         return dict(self.stalled)
