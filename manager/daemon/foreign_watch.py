@@ -62,8 +62,7 @@ class ForeignWatch:
             if not r.started_by_kmedic
         }
         self.watched = {
-            tp: self.watched.get(tp) or Foreign(now_ms, adding)
-            for tp, adding in running.items()
+            tp: self.watched.get(tp) or Foreign(now_ms, adding) for tp, adding in running.items()
         }
         wanted: dict[int, list[TopicPartition]] = {}
         for tp, seen in self.watched.items():
