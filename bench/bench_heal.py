@@ -443,11 +443,14 @@ def report(
             "",
             "Where the time goes: the controller fences the broker about 6 s after the kill "
             "(`broker.session.timeout.ms` 6000 on the local cluster; Kafka's default is 9000); "
-            "the manager's registration watch (a read a second) sees it absent and counts the "
-            "grace from that read; a cycle is held for the grace's end, and the first move "
-            "starts about 1 s after the grace ends (the watch's read, then the cycle's own "
-            "reads, plan write and audit record); the copies and the catch-up take the rest. "
-            "The data grows by the traffic from run to run (the lower bound rises with it).",
+            "the manager's registration watch (four reads a second) sees it absent and counts "
+            "the grace from that read; a cycle is held for the grace's end, and the first move "
+            "starts 15.0-15.5 s after the fencing (the watch's read, then the cycle's own "
+            "reads, plan write and audit record: a few hundred ms). Then the moves start two "
+            "at a time, a pair at each completion poll (0.5 s): `max_moves_per_broker` counts "
+            "every replica of a moving partition, and each partition here has one on three of "
+            "the five live brokers. The data grows by the traffic from run to run (the lower "
+            "bound rises with it).",
             "",
         ]
     )
