@@ -116,6 +116,7 @@ class Throttles:
                 current.get(("broker", str(broker)), {}).get(key),
                 owned.rates.get((broker, key)),
                 rates.get((broker, key)),
+                owned.earlier.get((broker, key)),
             )
             if rate_change.changed:
                 brokers.setdefault(broker, {})[key] = rate_change.value

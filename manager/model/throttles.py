@@ -11,7 +11,10 @@ set any of them by hand. Ownership rules:
 - removing kmedic's part of a list leaves the rest exactly as it was; a list left empty is
   deleted;
 - a rate is removed only while it still holds the value kmedic set (an operator who changed it
-  since made it theirs).
+  since made it theirs). When kmedic changes its own rate, the record stored before the change
+  keeps the value it replaces too (``earlier``): a leader that crashes between storing the
+  record and sending the change leaves the old value set, and its successor must still know
+  that value as kmedic's. The next record written after the change drops it.
 
 The record travels with the in-flight plan in ZooKeeper, written before the throttles are set,
 so a successor removes what a crashed leader set and nothing else.
@@ -42,6 +45,9 @@ class ThrottleRecord:
 
     replicas: Mapping[TopicKey, frozenset[str]] = field(default_factory=dict)
     rates: Mapping[BrokerKey, str] = field(default_factory=dict)
+    # A rate kmedic is changing: the value it set before, still in effect until the change is
+    # sent.
+    earlier: Mapping[BrokerKey, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.replicas) or bool(self.rates)
@@ -52,7 +58,13 @@ class ThrottleRecord:
         replicas = dict(self.replicas)
         for key, entries in other.replicas.items():
             replicas[key] = replicas.get(key, frozenset()) | entries
-        return ThrottleRecord(replicas, {**self.rates, **other.rates})
+        earlier = {k: v for k, v in self.earlier.items() if k not in other.rates}
+        earlier.update(other.earlier)
+        for rate_key, value in other.rates.items():
+            before = self.rates.get(rate_key)
+            if before is not None and before != value:
+                earlier[rate_key] = before  # a changed value: either one may be in effect
+        return ThrottleRecord(replicas, {**self.rates, **other.rates}, earlier)
 
     def to_field(self) -> dict[str, Any]:
         return {
@@ -62,7 +74,13 @@ class ThrottleRecord:
                 if e
             ],
             "rates": [
-                {"broker": b, "config": k, "value": v} for (b, k), v in sorted(self.rates.items())
+                {
+                    "broker": b,
+                    "config": k,
+                    "value": v,
+                    **({"earlier": self.earlier[(b, k)]} if (b, k) in self.earlier else {}),
+                }
+                for (b, k), v in sorted(self.rates.items())
             ],
         }
 
@@ -82,6 +100,7 @@ class ThrottleRecord:
                 if parsed:
                     replicas[(topic, str(key))] = parsed
         rates: dict[BrokerKey, str] = {}
+        earlier: dict[BrokerKey, str] = {}
         for item in _items(raw, "rates"):
             if not isinstance(item, Mapping):
                 continue
@@ -94,7 +113,10 @@ class ThrottleRecord:
                 and value
             ):
                 rates[(broker, str(key))] = value
-        return cls(replicas, rates)
+                before = item.get("earlier")
+                if isinstance(before, str) and before and before != value:
+                    earlier[(broker, str(key))] = before
+        return cls(replicas, rates, earlier)
 
 
 def parse_entries(value: str | None) -> frozenset[str] | None:
@@ -150,11 +172,14 @@ class RateChange:
     owned: str | None
 
 
-def change_rate(current: str | None, owned: str | None, wanted: str | None) -> RateChange:
+def change_rate(
+    current: str | None, owned: str | None, wanted: str | None, earlier: str | None = None
+) -> RateChange:
     """The rate ``current`` once kmedic wants ``wanted`` (None: no throttle of its own),
-    having set ``owned`` before (None: nothing)."""
+    having set ``owned`` before (None: nothing), or ``earlier`` if its change to ``owned`` was
+    stored but maybe never sent."""
     current = current or None
-    if owned is not None and current != owned:
+    if owned is not None and current != owned and (earlier is None or current != earlier):
         owned = None  # someone else set it since: theirs now
     if current is not None and owned is None:
         return RateChange(current, False, None)  # someone else's rate: left as it is

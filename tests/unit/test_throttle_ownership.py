@@ -122,6 +122,30 @@ def test_the_record_survives_its_trip_through_the_stored_plan(record: ThrottleRe
     assert ThrottleRecord.from_field(record.to_field()) == record
 
 
+def test_a_rate_kmedic_changes_stays_its_own_if_it_crashes_before_sending_the_change() -> None:
+    """The record stored before a change of kmedic's own rate (a new throttle setting after a
+    restart, an adaptive rate) keeps the value it replaces: the change may never be sent, and
+    the successor must remove the old value, not take it for an operator's."""
+    key = (3, LEADER_RATE)
+    before = ThrottleRecord(rates={key: "50000000"})
+    changing = ThrottleRecord(rates={key: "100000000"})
+    stored = ThrottleRecord.from_field(before.union(changing).to_field())
+    assert stored.rates == {key: "100000000"} and stored.earlier == {key: "50000000"}
+    # The crash came before the change was sent: the old value is still set.
+    left = change_rate("50000000", stored.rates[key], None, stored.earlier[key])
+    assert (left.value, left.changed, left.owned) == (None, True, None)
+    # Sent: the new value, kmedic's as ever.
+    sent = change_rate("100000000", stored.rates[key], None, stored.earlier[key])
+    assert (sent.value, sent.changed) == (None, True)
+    # An operator's value since is theirs, whatever kmedic set before.
+    theirs = change_rate("7", stored.rates[key], None, stored.earlier[key])
+    assert (theirs.value, theirs.changed, theirs.owned) == ("7", False, None)
+    # Once the change is sent, the next record drops the earlier value.
+    assert not ThrottleRecord(rates={key: "100000000"}).earlier
+    # A union that changes nothing keeps no earlier value.
+    assert not before.union(before).earlier
+
+
 @given(a=records, b=records)
 def test_a_union_owns_everything_either_owns(a: ThrottleRecord, b: ThrottleRecord) -> None:
     both = a.union(b)
