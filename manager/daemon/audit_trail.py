@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 from manager.analyzer.health import in_grace
 from manager.audit.log import AuditLog, AuditRecord
 from manager.executor.move_state import MoveState
+from manager.model.adaptive_throttle import RateFigures, rate_sentence
 from manager.model.decision import Decision
 from manager.model.plan_progress import PlanProgress
 from manager.model.snapshot import Snapshot
@@ -199,6 +201,12 @@ class AuditTrail:
             self._metrics.add_bytes_moved(
                 move.size_bytes * len(set(move.target) - set(state.original))
             )
+
+    def throttle_rates(self, figures: list[RateFigures]) -> None:
+        """The adaptive throttle changed rates: each with the traffic and capacity behind it."""
+        said = "; ".join(rate_sentence(f) for f in figures)
+        details = {"throttle_rates": [asdict(f) for f in figures]}
+        self.record("action_progress", f"throttle rates set: {said}", details=details)
 
     def plan_progress(self, progress: PlanProgress, *, ended: bool, elapsed_s: float) -> None:
         """The running plan's figures: periodically while it runs, and once when it ends."""

@@ -111,6 +111,7 @@ class Manager:
             executor, self.metrics, self.trail, self.keeper, self.view.moves, self.clock
         )
         executor.on_event = self.moves.event
+        executor.on_rates = self.trail.throttle_rates
         self.foreign = ForeignWatch(executor.sizes, executor.config.stall_s)
         coordinator.watch(
             on_leadership_acquired=self._on_leadership_acquired,

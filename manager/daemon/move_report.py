@@ -58,6 +58,7 @@ class MoveReport:
         flight = self.executor.in_flight()
         oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
         self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.stalled))
+        self.metrics.observe_throttle_rates(self.executor.throttle_rates())
         look = self.plan.look(active, now)
         self.metrics.observe_plan_progress(None if look.ended else look.progress)
         if look.progress is not None and (look.due or look.ended):

@@ -11,13 +11,19 @@ from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
-from manager.executor.move_state import ChangeGuard, EventCallback, ExecutorConfig, MoveState
+from manager.executor.move_state import (
+    ChangeGuard,
+    EventCallback,
+    ExecutorConfig,
+    MoveState,
+    RateCallback,
+)
 from manager.executor.replica_sizes import Sample
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
-from manager.model.throttles import ThrottleRecord
+from manager.model.throttles import BrokerKey, ThrottleRecord
 from manager.monitor.feeds import FeedStatus
 from manager.monitor.observe import Observation
 
@@ -109,6 +115,7 @@ class Coordinator(Protocol):
 class Executor(Protocol):
     config: ExecutorConfig
     on_event: EventCallback | None
+    on_rates: RateCallback | None
     before_change: ChangeGuard | None
 
     @property
@@ -133,6 +140,8 @@ class Executor(Protocol):
     def adopt_throttles(self, record: ThrottleRecord) -> None: ...
 
     def release_throttles(self) -> ThrottleRecord: ...
+
+    def throttle_rates(self) -> dict[BrokerKey, str]: ...
 
     def stalled_destinations(self) -> dict[int, int]: ...
 

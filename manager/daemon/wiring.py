@@ -12,6 +12,7 @@ from manager.coordination.leadership import Coordinator, default_instance_id
 from manager.daemon.manager import Manager
 from manager.executor.executor import Executor
 from manager.monitor.sources import ClusterSources
+from manager.monitor.traffic import AgentTraffic
 
 log = get_logger(__name__)
 
@@ -41,12 +42,13 @@ def build_manager(cfg: ManagerConfig) -> Manager:
         retry_interval_s=cfg.audit.retry_interval_s,
     )
     sources = sources_for(cfg)
+    traffic = AgentTraffic(sources, cfg.capacity)
     manager = Manager(
         cfg,
         instance=instance,
         sources=sources,
         coordinator=Coordinator(cfg.zookeeper, cfg.cluster, instance),
-        executor=Executor(cfg.cluster_client, cfg.executor),
+        executor=Executor(cfg.cluster_client, cfg.executor, traffic=traffic),
         audit=audit,
     )
     sources.registrations.on_change = manager.wake  # a broker fenced or back: a cycle now

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError as KpKafkaError
 
@@ -90,13 +91,28 @@ class AdminCalls:
             return f"failed: {exc!r}"
         return f"broker {move.target[0]} leads"
 
+    def reassign(
+        self, targets: dict[TopicPartition, list[int] | None], what: str
+    ) -> dict[TopicPartition, str]:
+        """Start (a target) or cancel (None) reassignments; Kafka's error for each refused."""
+        request = {KpTopicPartition(t, p): v for (t, p), v in targets.items()}
+        result = self(
+            lambda kp: kp.alter_partition_reassignments(request, timeout_ms=self._timeout_ms),
+            what,
+        )
+        return {
+            (tp.topic, tp.partition): getattr(err, "__name__", str(err))
+            for tp, err in result.items()
+            if err is not None
+        }
+
     def close(self) -> None:
         self._drop()
 
 
 def read_view(calls: AdminCalls) -> ClusterView:
-    """The one read of the cluster a step judges its moves by: replicas and leaders, live
-    brokers (registered and not fenced), ongoing reassignments."""
+    """The one read of the cluster a step judges its moves by: replicas, leaders and in-sync
+    replicas, live brokers (registered and not fenced), ongoing reassignments."""
     topics = calls(lambda kp: kp.describe_topics(), "describe topics")
     cluster = calls(lambda kp: kp.describe_cluster(), "describe the cluster")
     ongoing_raw = calls(
@@ -104,13 +120,15 @@ def read_view(calls: AdminCalls) -> ClusterView:
     )
     replicas: dict[TopicPartition, tuple[int, ...]] = {}
     leaders: dict[TopicPartition, int] = {}
+    isr: dict[TopicPartition, tuple[int, ...]] = {}
     for topic in topics:
         for part in topic["partitions"]:
             tp = (str(topic["name"]), int(part["partition_index"]))
             replicas[tp] = tuple(part["replica_nodes"])
             leaders[tp] = int(part["leader_id"])
+            isr[tp] = tuple(part.get("isr_nodes", ()))
     live = frozenset(
         int(b["broker_id"]) for b in cluster["brokers"] if not b.get("is_fenced", False)
     )
     ongoing = {(tp.topic, tp.partition): dict(info) for tp, info in ongoing_raw.items()}
-    return ClusterView(replicas, leaders, live, ongoing)
+    return ClusterView(replicas, leaders, live, ongoing, isr)

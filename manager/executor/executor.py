@@ -22,30 +22,30 @@ Events (``action_started``, ``action_progress``, ``action_completed``, ``action_
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
-
-from kafka import TopicPartition as KpTopicPartition
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from manager.executor.admin_calls import AdminCalls, read_view
-from manager.executor.batches import select_batch, throttle_targets
+from manager.executor.batches import select_batch
 from manager.executor.move_state import (
     ChangeGuard,
     ClusterView,
     EventCallback,
     ExecutorConfig,
     MoveState,
+    RateCallback,
     Status,
 )
 from manager.executor.replica_sizes import ReplicaSizes
-from manager.executor.throttles import ThrottleChange, Throttles
+from manager.executor.throttle_rates import TrafficFeed
+from manager.executor.throttling import Throttling
 from manager.executor.watchdog import Watchdog
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
-from manager.model.throttles import ThrottleRecord
+from manager.model.throttles import BrokerKey, ThrottleRecord
 
 log = get_logger(__name__)
 
@@ -60,20 +60,24 @@ class Executor:
         config: ExecutorConfig | None = None,
         *,
         on_event: EventCallback | None = None,
+        traffic: TrafficFeed | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.config = config or ExecutorConfig()
         self.on_event = on_event
+        self.on_rates: RateCallback | None = None  # adaptive rates changed, with their figures
         self.before_change: ChangeGuard | None = None
         self._clock = clock
         cfg = self.config
         self._retrying = AdminCalls(bootstrap_servers, cfg.request_timeout_s, cfg.admin_retry_s)
         self.states: dict[TopicPartition, MoveState] = {}
         self._order: list[TopicPartition] = []
-        self._throttles = Throttles(self.config.throttle_bytes_per_s, self._retrying)
+        self.throttling = Throttling(self.config, self._retrying)
+        self.throttling.rates.feed = traffic
         self._live: frozenset[int] = frozenset()
         self._leaders: dict[TopicPartition, int] = {}  # as the last step read them
+        self._isr: dict[TopicPartition, tuple[int, ...]] = {}
         self.sizes = ReplicaSizes(bootstrap_servers, cfg.sample_timeout_s)
         self.watchdog = Watchdog(self.sizes, cfg, clock, wall_ms)
 
@@ -101,7 +105,7 @@ class Executor:
         # A destination the watchdog gave up on may hang: its throttle rate waits like a dead
         # broker's (harmless: no replica of it is listed as throttled any more).
         self._live = view.live_brokers - set(self.watchdog.excluded())
-        self._leaders = view.leaders
+        self._leaders, self._isr = view.leaders, view.isr
         self._track(view)
         self._start_next(view)
         self._watch(view.ongoing)  # after the starts: a move's first sample is its baseline
@@ -111,7 +115,8 @@ class Executor:
         """A cheap look between steps: one reassignment listing. Steps (and returns True) only
         when a move in flight has left Kafka's list - it completed or was cancelled - so the
         next move can start at once instead of at the next step. The watchdog samples on the
-        way; True too when it reported or cancelled a move."""
+        way, and the adaptive throttle's rates are recomputed when due; True too when the
+        watchdog reported or cancelled a move."""
         flying = {s.move.tp for s in self.in_flight()}
         if not flying:
             return False
@@ -120,7 +125,10 @@ class Executor:
         )
         listed = {(tp.topic, tp.partition): dict(info) for tp, info in ongoing.items()}
         if flying <= set(listed):
-            return self._watch(listed)
+            verdict = self._watch(listed)
+            if self.throttling.rates.due():
+                self._apply_throttles()
+            return verdict
         self.step()
         return True
 
@@ -143,18 +151,18 @@ class Executor:
 
     def owned_throttles(self) -> ThrottleRecord:
         """The throttle settings this executor set, or adopted, and has not removed."""
-        return self._throttles.owned()
+        return self.throttling.owned()
 
     def adopt_throttles(self, record: ThrottleRecord) -> None:
         """Take over throttles a predecessor recorded as kmedic's; they are removed once no
         move needs them (``release_throttles``, or a step without them)."""
-        self._throttles.adopt(record)
+        self.throttling.configs.adopt(record)
 
     def release_throttles(self) -> ThrottleRecord:
         """Remove every throttle kmedic owns (no move runs); returns what is left: rates on
         brokers that are down or excluded for a stall, removed once they are back."""
         live = self.read_cluster().live_brokers - set(self.watchdog.excluded())
-        return self._throttles.release(live)
+        return self.throttling.configs.release(live)
 
     def forget_moves(self) -> None:
         """Drop every move this instance tracks, and what it knows of the throttles it set
@@ -162,7 +170,7 @@ class Executor:
         next leader adopts them, with their throttles, from the in-flight plan)."""
         self.states.clear()
         self._order.clear()
-        self._throttles = Throttles(self.config.throttle_bytes_per_s, self._retrying)
+        self.throttling.forget()
         self._live = frozenset()
 
     def close(self) -> None:
@@ -283,16 +291,9 @@ class Executor:
         )
         if not batch:
             return
-        flight = self.in_flight()
-        originals = {s.move.tp: s.original for s in flight}
-        originals.update({m.tp: view.replicas[m.tp] for m in batch})
-        targets = throttle_targets([s.move for s in flight] + batch, originals)
-        change = self._throttles.prepare(targets, self._live)
-        # Leadership proven and the throttles recorded before anything changes; throttles
-        # before the reassignment, so that no byte moves unthrottled.
-        if not self._guard(batch, change):
+        # Throttles before the reassignment, so that no byte moves unthrottled.
+        if not self._apply_throttles(batch, {m.tp: view.replicas[m.tp] for m in batch}):
             return
-        self._throttles.commit(change)
         for move in batch:
             state = self.states[move.tp]
             state.original = view.replicas[move.tp]
@@ -329,25 +330,27 @@ class Executor:
 
     # -- throttles -------------------------------------------------------------------------
 
-    def _apply_throttles(self) -> None:
+    def _apply_throttles(
+        self,
+        batch: Sequence[Move] = (),
+        starts: Mapping[TopicPartition, tuple[int, ...]] | None = None,
+    ) -> bool:
+        """Set the throttles the moves in flight and ``batch`` (from ``starts``) need. Leadership
+        proven and the throttles recorded first: ``before_change`` is asked for a batch, and
+        for a change that makes kmedic own more (one that only removes needs no permission)."""
         flight = self.in_flight()
-        targets = throttle_targets(
-            [st.move for st in flight], {st.move.tp: st.original for st in flight}
-        )
-        change = self._throttles.prepare(targets, self._live)
-        if self._guard([], change):
-            self._throttles.commit(change)
-
-    def _guard(self, batch: list[Move], change: ThrottleChange) -> bool:
-        """Ask ``before_change`` to go ahead with a batch, or with a throttle change that
-        makes kmedic own more (one that only removes needs no permission)."""
-        if self.before_change is None:
-            return True
-        owned = self._throttles.owned()
-        grows = owned.union(change.owned) != owned
-        if not batch and not grows:
-            return True
-        return self.before_change(batch, owned.union(change.owned))
+        originals = {**{st.move.tp: st.original for st in flight}, **(starts or {})}
+        moves = [st.move for st in flight] + list(batch)
+        prepared = self.throttling.prepare(moves, originals, self._isr, self._live)
+        if self.before_change is not None:
+            owned = self.throttling.owned()
+            record = owned.union(prepared.change.owned)
+            if (batch or record != owned) and not self.before_change(list(batch), record):
+                return False
+        changed = self.throttling.commit(prepared)
+        if changed and self.on_rates is not None:
+            self.on_rates(changed)
+        return True
 
     def resume_progress(self, records: Mapping[TopicPartition, MoveProgress]) -> None:
         """A predecessor's watchdog records for moves this instance adopts: their clocks go on."""
@@ -361,25 +364,18 @@ class Executor:
 
     def throttled_brokers(self) -> set[int]:
         """Brokers on which this executor set a throttle rate that is still in place."""
-        return self._throttles.throttled_brokers()
+        return self.throttling.configs.throttled_brokers()
+
+    def throttle_rates(self) -> dict[BrokerKey, str]:
+        """The rates this executor set, by broker and config (for the gauges)."""
+        return self.throttling.configs.wanted_rates()
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _alter(
         self, targets: dict[TopicPartition, list[int] | None], what: str
     ) -> dict[TopicPartition, str]:
-        request = {KpTopicPartition(t, p): v for (t, p), v in targets.items()}
-        result = self._retrying(
-            lambda kp: kp.alter_partition_reassignments(
-                request, timeout_ms=int(self.config.request_timeout_s * 1000)
-            ),
-            what,
-        )
-        return {
-            (tp.topic, tp.partition): getattr(err, "__name__", str(err))
-            for tp, err in result.items()
-            if err is not None
-        }
+        return self._retrying.reassign(targets, what)
 
     def _finish(self, state: MoveState, status: Status, error: str | None) -> None:
         state.status = status

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from manager.model.adaptive_throttle import Headroom, RateFigures
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import ThrottleRecord
@@ -28,8 +29,13 @@ class ExecutorConfig(BaseModel):
     max_moves_in_flight: int = Field(
         default=10, ge=1, description="concurrent moves in the cluster"
     )
-    throttle_bytes_per_s: int | None = Field(
-        default=50_000_000, ge=1024, description="replication throttle; null: none"
+    throttle_bytes_per_s: Annotated[int, Field(ge=1024)] | Literal["adaptive"] | None = Field(
+        default=50_000_000,
+        description="replication throttle: a fixed rate on every broker taking part, "
+        "adaptive (each broker's headroom, see adaptive:), or null (none)",
+    )
+    adaptive: Headroom = Field(
+        default=Headroom(), description="the adaptive throttle's rule (docs/executor.md)"
     )
     stall_s: float = Field(
         default=120.0,
@@ -71,19 +77,33 @@ class ExecutorConfig(BaseModel):
             )
         return raw
 
+    @field_validator("throttle_bytes_per_s", mode="before")
+    @classmethod
+    def _one_rate_adaptive_or_none(cls, raw: Any) -> Any:
+        if isinstance(raw, str) and raw != "adaptive" and not raw.isdigit():
+            raise ValueError(f"a rate in bytes/s (1024 or more), adaptive, or null; not {raw!r}")
+        return raw
+
     @model_validator(mode="after")
     def _stall_outlasts_a_throttled_fetch(self) -> ExecutorConfig:
         # A throttled follower copies in whole fetches (replica.fetch.max.bytes, 1 MiB by
         # default) and then waits its quota out: a stall_s shorter than two such waits would
         # cancel a move that is merely throttled.
-        rate = self.throttle_bytes_per_s
+        rate = self.slowest_rate
         if rate is not None and self.stall_s < 2 * FETCH_BYTES / rate:
             raise ValueError(
-                f"stall_s {self.stall_s:g} is too short for throttle_bytes_per_s {rate}: a "
+                f"stall_s {self.stall_s:g} is too short for a throttle of {rate} bytes/s: a "
                 f"throttled follower may wait {FETCH_BYTES / rate:.0f} s between fetches "
                 f"(1 MiB each); use stall_s >= {2 * FETCH_BYTES / rate:.0f}"
             )
         return self
+
+    @property
+    def slowest_rate(self) -> int | None:
+        """The slowest rate a move may be throttled to (None: not throttled)."""
+        if self.throttle_bytes_per_s == "adaptive":
+            return self.adaptive.floor_bytes_per_s
+        return self.throttle_bytes_per_s
 
 
 @dataclass
@@ -102,6 +122,8 @@ class MoveState:
 
 
 EventCallback = Callable[[str, MoveState, dict[str, Any]], None]
+# Called with the figures of the throttle rates a step changed (the adaptive throttle).
+RateCallback = Callable[[list[RateFigures]], None]
 # Called with the batch about to start (maybe empty) and the throttle record to store first.
 ChangeGuard = Callable[[list[Move], ThrottleRecord], bool]
 
@@ -112,3 +134,4 @@ class ClusterView:
     leaders: dict[TopicPartition, int]
     live_brokers: frozenset[int]
     ongoing: dict[TopicPartition, dict[str, list[int]]]
+    isr: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)

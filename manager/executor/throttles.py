@@ -10,7 +10,7 @@ on a later call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +52,8 @@ class ThrottleChange:
 
 
 class Throttles:
-    def __init__(self, bytes_per_s: int | None, admin_call: AdminCall) -> None:
-        self.bytes_per_s = bytes_per_s
+    def __init__(self, enabled: bool, admin_call: AdminCall) -> None:
+        self.enabled = enabled
         self._call = admin_call
         self._owned = ThrottleRecord()
         self._wanted_replicas: dict[TopicKey, frozenset[str]] = {}
@@ -62,6 +62,10 @@ class Throttles:
     def owned(self) -> ThrottleRecord:
         return self._owned
 
+    def wanted_rates(self) -> dict[BrokerKey, str]:
+        """The rates kmedic last set (or, for a broker that is down, wants set)."""
+        return dict(self._wanted_rates)
+
     def throttled_brokers(self) -> set[int]:
         return {b for b, _ in self._owned.rates}
 
@@ -69,14 +73,19 @@ class Throttles:
         """Take over what a predecessor recorded as kmedic's (removed once no move needs it)."""
         self._owned = self._owned.union(record)
 
-    def prepare(self, targets: ThrottleTargets, live_brokers: frozenset[int]) -> ThrottleChange:
-        """What it takes for the cluster's throttles to match ``targets``, kmedic's part only
-        (with throttling off, the targets are ignored and what kmedic owns is removed)."""
-        if self.bytes_per_s is None:
-            targets = ThrottleTargets({}, {}, frozenset())
+    def prepare(
+        self,
+        targets: ThrottleTargets,
+        live_brokers: frozenset[int],
+        wanted_rates: Mapping[BrokerKey, str],
+    ) -> ThrottleChange:
+        """What it takes for the cluster's throttles to match ``targets`` at ``wanted_rates``
+        (a rate per broker taking part and config key), kmedic's part only (with throttling
+        off, both are ignored and what kmedic owns is removed)."""
+        if not self.enabled:
+            targets, wanted_rates = ThrottleTargets({}, {}, frozenset()), {}
         replicas = _wanted_replicas(targets)
-        rate = str(self.bytes_per_s)
-        rates = {(b, k): rate for b in targets.brokers for k in RATE_KEYS}
+        rates = dict(wanted_rates)
         owned = self._owned
         topic_keys = sorted(
             k
@@ -165,7 +174,7 @@ class Throttles:
     def release(self, live_brokers: frozenset[int]) -> ThrottleRecord:
         """Remove every throttle kmedic owns; returns what is left (rates of brokers that are
         down)."""
-        self.commit(self.prepare(ThrottleTargets({}, {}, frozenset()), live_brokers))
+        self.commit(self.prepare(ThrottleTargets({}, {}, frozenset()), live_brokers, {}))
         return self._owned
 
     def _kept(self, rates: dict[BrokerKey, str], live: frozenset[int]) -> dict[BrokerKey, str]:

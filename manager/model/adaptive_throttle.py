@@ -1,49 +1,94 @@
-"""The adaptive replication throttle's arithmetic (pure): how fast kmedic may copy through one
+"""The adaptive replication throttle's arithmetic (pure): how fast kmedic may copy through each
 broker, from that broker's own traffic and its network capacity.
 
-The rule is kafka-kit's autothrottle, per broker and per direction (a leader sends the copies,
-a new replica receives them):
+The rule is kafka-kit's autothrottle, per broker and per direction (a leader sends the copies:
+``leader.replication.throttled.rate`` caps its outbound copy traffic; a new replica receives
+them: ``follower.replication.throttled.rate`` caps its inbound):
 
-    rate = (capacity - max(used - previous, 0) - max(used - capacity, 0)) * ratio
+    rate = (capacity - others - max(used - capacity, 0)) * ratio
 
-``used`` is the broker's measured traffic in that direction, ``previous`` the rate kmedic set
-last (its copies are part of ``used``, so ``used - previous`` is everyone else's traffic), and
-the second term gives back what the broker is over its capacity. The result is kept between a
-``floor`` (a heal always moves) and the capacity (the floor yields to a smaller capacity), and
-a new rate replaces the one set only when it differs by more than ``threshold`` of it (no
-config churn on noise). Partitions whose writes already fail (under ``min.insync.replicas``)
-are copied at no less than ``urgent_floor``: availability before politeness.
-
-Not wired into the executor yet (issue 27, item 1): the executor still applies one fixed rate.
+kafka-kit measures a broker's whole traffic and subtracts the rate it set before to find
+``others``. kmedic's figure needs no subtraction: the agents read Kafka's ``BytesInPerSec`` and
+``BytesOutPerSec`` meters, which count clients only (a reassignment's copies are replication
+traffic, metered apart), and add the steady replication each broker carries as a leader or a
+follower (``broker_traffic``), so ``others`` is everything but kmedic's copies. The second term
+gives back what a broker is over its capacity. The result is kept between a floor (a heal
+always moves) and the capacity (the floor yields to a smaller capacity), and a new rate
+replaces the one set only when it differs by more than ``threshold`` of it (no config churn on
+noise). Partitions whose writes already fail (under ``min.insync.replicas``) are copied at no
+less than ``urgent_floor_bytes_per_s``: availability before politeness.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kmedic.brokerstats import BrokerStats
+from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, BrokerKey
+
+Direction = Literal["in", "out"]
+STALE_INTERVALS = 3
+DIRECTION_OF_KEY: dict[str, Direction] = {LEADER_RATE: "out", FOLLOWER_RATE: "in"}
+
+
+class Headroom(BaseModel):
+    """The ``executor.adaptive:`` settings (docs/executor.md, "The adaptive throttle")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ratio: float = Field(default=0.9, gt=0, le=1, description="share of the headroom kmedic uses")
+    floor_bytes_per_s: int = Field(
+        default=10_000_000, ge=1024, description="never slower than this: a heal always moves"
+    )
+    urgent_floor_bytes_per_s: int = Field(
+        default=50_000_000,
+        ge=1024,
+        description="never slower than this for a broker copying a partition under "
+        "min.insync.replicas (its acks=all writes already fail)",
+    )
+    threshold: float = Field(
+        default=0.1, ge=0, lt=1, description="a new rate replaces the one set past this fraction"
+    )
+    interval_s: float = Field(default=5.0, gt=0, description="how often the rates are recomputed")
 
 
 @dataclass(frozen=True)
-class Headroom:
-    """The adaptive rule's settings (docs/executor.md)."""
+class Traffic:
+    """One broker's network traffic other than kmedic's copies (bytes/s)."""
 
-    ratio: float = 0.9
-    floor_bytes_per_s: int = 10_000_000
-    urgent_floor_bytes_per_s: int = 50_000_000
-    threshold: float = 0.1
+    in_bytes_per_s: float
+    out_bytes_per_s: float
+
+    def of(self, direction: Direction) -> float:
+        return self.in_bytes_per_s if direction == "in" else self.out_bytes_per_s
 
 
-def headroom_rate(
-    capacity: float, used: float | None, previous: float | None, rule: Headroom, *, urgent: bool
-) -> int:
-    """The rate for one broker and direction; the floor when its traffic is unknown (an agent
-    that stopped reporting: polite until it is measured again)."""
+@dataclass(frozen=True)
+class RateFigures:
+    """Why one broker's rate is what it is: what the audit record of a change shows."""
+
+    broker: int
+    config: str
+    rate: int
+    capacity: float
+    used: float | None  # None: no figure for the broker
+    urgent: bool
+    before: int | None  # the rate set until now (None: none)
+
+
+def headroom_rate(capacity: float, used: float | None, rule: Headroom, *, urgent: bool) -> int:
+    """The rate for one broker and direction, given everyone else's traffic there; the floor
+    when that traffic is unknown (an agent that stopped reporting: polite until it is
+    measured again)."""
     floor = rule.urgent_floor_bytes_per_s if urgent else rule.floor_bytes_per_s
     if used is None:
         rate = float(floor)
     else:
-        others = max(used - (previous or 0.0), 0.0)
         over = max(used - capacity, 0.0)
-        rate = max((capacity - others - over) * rule.ratio, float(floor))
+        rate = max((capacity - used - over) * rule.ratio, float(floor))
     return int(min(rate, capacity))
 
 
@@ -51,3 +96,83 @@ def worth_changing(current: int | None, proposed: int, threshold: float) -> bool
     """Whether a new rate replaces the one set: always when none is set, else only past the
     threshold (a fraction of the rate set)."""
     return current is None or abs(proposed - current) > threshold * current
+
+
+def plan_rates(
+    brokers: Iterable[int],
+    urgent: frozenset[int],
+    traffic: Mapping[int, Traffic],
+    capacity: Mapping[int, Traffic],
+    current: Mapping[BrokerKey, int],
+    rule: Headroom,
+) -> tuple[dict[BrokerKey, int], list[RateFigures]]:
+    """The rate of each broker taking part in moves, both directions: the one set when the new
+    one is within the threshold, else the new one. Returns the rates and the figures of each
+    rate that changed (a broker taking part anew counts as changed)."""
+    rates: dict[BrokerKey, int] = {}
+    changed: list[RateFigures] = []
+    for broker in sorted(set(brokers)):
+        used = traffic.get(broker)
+        for key, direction in sorted(DIRECTION_OF_KEY.items()):
+            cap = capacity[broker].of(direction)
+            figure = None if used is None else used.of(direction)
+            proposed = headroom_rate(cap, figure, rule, urgent=broker in urgent)
+            before = current.get((broker, key))
+            if worth_changing(before, proposed, rule.threshold):
+                rates[(broker, key)] = proposed
+                changed.append(
+                    RateFigures(broker, key, proposed, cap, figure, broker in urgent, before)
+                )
+            else:
+                assert before is not None
+                rates[(broker, key)] = before
+    return rates, changed
+
+
+def broker_traffic(stats: Mapping[int, BrokerStats], now_ms: int) -> dict[int, Traffic]:
+    """Each reporting broker's traffic other than kmedic's copies, from its agent's newest
+    record: its clients' bytes in and out (Kafka's meters count clients only), plus the steady
+    replication it carries - as a follower it receives what its leaders receive, as a leader
+    it sends that to each follower. A broker whose newest record failed, or is older than
+    three of its agent's intervals (the agent stopped), has no figure."""
+    stats = {
+        b: r
+        for b, r in stats.items()
+        if r.failure is None and now_ms - r.timestamp_ms <= STALE_INTERVALS * r.interval_s * 1000
+    }
+    produced: dict[tuple[str, int], float] = {}
+    for record in stats.values():
+        for leader in record.leaders:
+            produced[(leader.topic, leader.partition)] = leader.bytes_in_per_s
+    replication_out: dict[int, float] = {}
+    replication_in: dict[int, float] = {}
+    for broker, record in stats.items():
+        for follower in record.followers:
+            rate = produced.get((follower.topic, follower.partition), 0.0)
+            replication_in[broker] = replication_in.get(broker, 0.0) + rate
+            if (source := follower.leader_id) >= 0:
+                replication_out[source] = replication_out.get(source, 0.0) + rate
+    return {
+        broker: Traffic(
+            record.totals.bytes_in_per_s + replication_in.get(broker, 0.0),
+            record.totals.bytes_out_per_s + replication_out.get(broker, 0.0),
+        )
+        for broker, record in stats.items()
+    }
+
+
+def rate_sentence(figures: RateFigures) -> str:
+    """One rate change in words: 'broker 2 out 67.5 MB/s (was 50.0 MB/s; others use 50.0 of
+    125.0 MB/s)'."""
+    direction = DIRECTION_OF_KEY.get(figures.config, figures.config)
+    was = "none" if figures.before is None else _mb(figures.before)
+    if figures.used is None:
+        why = "no traffic figure: the floor"
+    else:
+        why = f"others use {figures.used / 1e6:.1f} of {_mb(figures.capacity)}"
+    urgent = ", under min.insync.replicas" if figures.urgent else ""
+    return f"broker {figures.broker} {direction} {_mb(figures.rate)} (was {was}; {why}{urgent})"
+
+
+def _mb(rate: float) -> str:
+    return f"{rate / 1e6:.1f} MB/s"

@@ -147,6 +147,13 @@ class ManagerMetrics:
             c,
             registry=r,
         )
+        self.throttle_rate = Gauge(
+            "kmedic_throttle_rate_bytes_per_second",
+            "The replication throttle rate kmedic set on a broker taking part in moves "
+            "(direction=out: leader.replication.throttled.rate; in: follower's)",
+            [*c, "broker", "direction"],
+            registry=r,
+        )
         self.stuck_foreign = Gauge(
             "kmedic_stuck_foreign_reassignments",
             "Reassignments kmedic did not start whose new replicas gained no byte for "
@@ -313,6 +320,13 @@ class ManagerMetrics:
         self.plan_rate.labels(self.cluster).set(progress.rate_bytes_per_s or 0.0)
         eta = progress.eta_s
         self.plan_eta.labels(self.cluster).set(math.nan if eta is None else eta)
+
+    def observe_throttle_rates(self, rates: Mapping[tuple[int, str], str]) -> None:
+        """The rates kmedic has set now (a broker's series goes when its rate is removed)."""
+        self.throttle_rate.clear()
+        for (broker, config), value in rates.items():
+            direction = "out" if config.startswith("leader.") else "in"
+            self.throttle_rate.labels(self.cluster, str(broker), direction).set(float(value))
 
     def add_bytes_moved(self, nbytes: int) -> None:
         self.bytes_moved.labels(self.cluster).inc(max(0, nbytes))

@@ -19,7 +19,13 @@ from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
 from manager.coordination.znodes import LeaderRecord
 from manager.daemon.manager import Manager
-from manager.executor.move_state import ChangeGuard, EventCallback, ExecutorConfig, MoveState
+from manager.executor.move_state import (
+    ChangeGuard,
+    EventCallback,
+    ExecutorConfig,
+    MoveState,
+    RateCallback,
+)
 from manager.executor.replica_sizes import Sample
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
@@ -248,6 +254,7 @@ class FakeExecutor:
         self.config = ExecutorConfig(poll_interval_s=0.01)
         self.on_step: Callable[[], None] | None = None
         self.on_event: EventCallback | None = None
+        self.on_rates: RateCallback | None = None
         self.before_change: ChangeGuard | None = None
         self.states: dict[TopicPartition, MoveState] = {}
         self.submitted: list[Move] = []
@@ -337,6 +344,9 @@ class FakeExecutor:
         self.released.append(self.owned)
         self.owned = ThrottleRecord()
         return self.owned
+
+    def throttle_rates(self) -> dict[tuple[int, str], str]:
+        return dict(self.owned.rates)
 
     def close(self) -> None:
         pass

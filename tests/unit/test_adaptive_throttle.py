@@ -1,53 +1,70 @@
-"""The adaptive throttle's rate (pure): never below the floor, never above capacity, no change
-below the threshold, and less room for kmedic the more the broker carries for others."""
+"""The adaptive throttle's arithmetic (pure): never below the floor, never above capacity, no
+change below the threshold, less room for kmedic the more a broker carries for others, and
+each broker's traffic read from its agent's record, replication included."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from manager_fakes import stats
 
-from manager.model.adaptive_throttle import Headroom, headroom_rate, worth_changing
+from manager.model.adaptive_throttle import (
+    Headroom,
+    RateFigures,
+    Traffic,
+    broker_traffic,
+    headroom_rate,
+    plan_rates,
+    rate_sentence,
+    worth_changing,
+)
+from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
+from manager.monitor.observe import AgentView, CapacitySettings
+from manager.monitor.traffic import AgentTraffic
 
 MB = 1_000_000
+NOW = 1_000_000
 RULE = Headroom()
+LINK = Traffic(125 * MB, 125 * MB)
 rates = st.floats(0, 2_000 * MB, allow_nan=False)
 capacities = st.floats(1 * MB, 2_000 * MB, allow_nan=False)
 
 
 def test_kafka_kits_rule_on_a_busy_broker() -> None:
-    # 125 MB/s link, 80 MB/s measured of which 30 MB/s are kmedic's copies: 50 MB/s are the
-    # clients', so kmedic may use 90 % of the other 75 MB/s.
-    assert headroom_rate(125 * MB, 80 * MB, 30 * MB, RULE, urgent=False) == 67_500_000
-    # Over capacity by 10 MB/s (clients alone): what is left is under the floor, so the floor.
-    assert headroom_rate(125 * MB, 135 * MB, 0, RULE, urgent=False) == 10 * MB
+    # 125 MB/s link, 50 MB/s for clients and replication: kmedic may use 90 % of the other 75.
+    assert headroom_rate(125 * MB, 50 * MB, RULE, urgent=False) == 67_500_000
+    # Over capacity by 10 MB/s: what is left is under the floor, so the floor.
+    assert headroom_rate(125 * MB, 135 * MB, RULE, urgent=False) == 10 * MB
     # Writes already failing: no less than the higher floor.
-    assert headroom_rate(125 * MB, 135 * MB, 0, RULE, urgent=True) == 50 * MB
+    assert headroom_rate(125 * MB, 135 * MB, RULE, urgent=True) == 50 * MB
     # No figure for the broker: the floor, until it is measured again.
-    assert headroom_rate(125 * MB, None, 30 * MB, RULE, urgent=False) == 10 * MB
+    assert headroom_rate(125 * MB, None, RULE, urgent=False) == 10 * MB
     # A link slower than the floor: the floor yields to it.
-    assert headroom_rate(5 * MB, 0, None, RULE, urgent=True) == 5 * MB
+    assert headroom_rate(5 * MB, 0, RULE, urgent=True) == 5 * MB
 
 
-@given(capacities, st.none() | rates, st.none() | rates, st.booleans())
+@given(capacities, st.none() | rates, st.booleans())
 def test_the_rate_stays_between_the_floor_and_the_capacity(
-    capacity: float, used: float | None, previous: float | None, urgent: bool
+    capacity: float, used: float | None, urgent: bool
 ) -> None:
-    rate = headroom_rate(capacity, used, previous, RULE, urgent=urgent)
+    rate = headroom_rate(capacity, used, RULE, urgent=urgent)
     floor = RULE.urgent_floor_bytes_per_s if urgent else RULE.floor_bytes_per_s
     assert min(floor, int(capacity)) <= rate <= capacity
 
 
-@given(capacities, rates, rates, rates)
+@given(capacities, rates, rates)
 def test_more_traffic_for_others_never_leaves_kmedic_more_room(
-    capacity: float, used: float, more: float, previous: float
+    capacity: float, used: float, more: float
 ) -> None:
-    less = headroom_rate(capacity, used, previous, RULE, urgent=False)
-    busier = headroom_rate(capacity, used + more, previous, RULE, urgent=False)
-    assert busier <= less
+    less = headroom_rate(capacity, used, RULE, urgent=False)
+    assert headroom_rate(capacity, used + more, RULE, urgent=False) <= less
+    assert headroom_rate(capacity, used, RULE, urgent=True) >= less
 
 
-@given(st.integers(1, 10**10), st.floats(0, 1, allow_nan=False))
+@given(st.integers(1, 10**10), st.floats(0, 0.99, allow_nan=False))
 def test_no_change_below_the_threshold(current: int, threshold: float) -> None:
     within = current + int(threshold * current * 0.99)
     assert not worth_changing(current, within, threshold)
@@ -63,3 +80,136 @@ def test_the_threshold_is_a_fraction_of_the_rate_set(
     current: int, proposed: int, changes: bool
 ) -> None:
     assert worth_changing(current, proposed, 0.1) is changes
+
+
+def test_each_broker_gets_its_own_rate_each_direction() -> None:
+    traffic = {1: Traffic(50 * MB, 100 * MB), 2: Traffic(0, 0)}
+    capacity = {b: LINK for b in (1, 2, 3)}
+    rates, changed = plan_rates([1, 2, 3], frozenset({3}), traffic, capacity, {}, RULE)
+    assert rates == {
+        (1, FOLLOWER_RATE): 67_500_000,  # in: 90 % of 75 MB/s
+        (1, LEADER_RATE): 22_500_000,  # out: 90 % of 25 MB/s
+        (2, FOLLOWER_RATE): 112_500_000,
+        (2, LEADER_RATE): 112_500_000,
+        (3, FOLLOWER_RATE): 50 * MB,  # no figure, but urgent: the urgent floor
+        (3, LEADER_RATE): 50 * MB,
+    }
+    assert {(f.broker, f.config) for f in changed} == set(rates)  # all new
+    three = next(f for f in changed if f.broker == 3)
+    assert (three.used, three.urgent, three.before) == (None, True, None)
+
+
+def test_a_rate_within_the_threshold_stays_and_is_not_reported() -> None:
+    capacity = {1: LINK}
+    current = {(1, FOLLOWER_RATE): 67_500_000, (1, LEADER_RATE): 22_500_000}
+    # Clients 5 MB/s busier in: 63 MB/s is within 10 % of 67.5; out 10 MB/s quieter: 31.5
+    # is not within 10 % of 22.5.
+    traffic = {1: Traffic(55 * MB, 90 * MB)}
+    rates, changed = plan_rates([1], frozenset(), traffic, capacity, current, RULE)
+    assert rates == {(1, FOLLOWER_RATE): 67_500_000, (1, LEADER_RATE): 31_500_000}
+    assert changed == [
+        RateFigures(1, LEADER_RATE, 31_500_000, 125 * MB, 90 * MB, False, 22_500_000)
+    ]
+
+
+@given(
+    st.dictionaries(st.integers(0, 5), st.builds(Traffic, rates, rates)),
+    st.dictionaries(
+        st.tuples(st.integers(0, 5), st.sampled_from([LEADER_RATE, FOLLOWER_RATE])),
+        st.integers(1, 10**9),
+    ),
+    st.frozensets(st.integers(0, 5)),
+)
+def test_every_broker_taking_part_gets_a_rate_and_every_change_is_reported(
+    traffic: dict[int, Traffic], current: dict[tuple[int, str], int], urgent: frozenset[int]
+) -> None:
+    brokers = [0, 2, 4]
+    rates, changed = plan_rates(brokers, urgent, traffic, {b: LINK for b in brokers}, current, RULE)
+    assert set(rates) == {(b, k) for b in brokers for k in (LEADER_RATE, FOLLOWER_RATE)}
+    reported = {(f.broker, f.config): f for f in changed}
+    for key, rate in rates.items():
+        if key in reported:
+            assert reported[key].rate == rate and reported[key].before == current.get(key)
+        else:
+            assert rate == current[key]
+
+
+def _leader(topic: str, partition: int, bytes_in: float) -> dict[str, Any]:
+    return {
+        "topic": topic,
+        "partition": partition,
+        "bytes_in_per_s": bytes_in,
+        "bytes_out_per_s": 0.0,
+        "messages_in_per_s": 0.0,
+        "log_size_bytes": 0,
+        "log_start_offset": 0,
+        "log_end_offset": 0,
+        "estimate": "size_delta",
+    }
+
+
+def _follower(topic: str, partition: int, leader: int) -> dict[str, Any]:
+    return {
+        "topic": topic,
+        "partition": partition,
+        "leader_id": leader,
+        "log_size_bytes": 0,
+        "log_end_offset": 0,
+        "in_isr": True,
+    }
+
+
+def _totals(bytes_in: float, bytes_out: float) -> dict[str, Any]:
+    return {
+        "bytes_in_per_s": bytes_in,
+        "bytes_out_per_s": bytes_out,
+        "messages_in_per_s": 0.0,
+        "leader_count": 0,
+        "follower_count": 0,
+        "reassigning_count": 0,
+        "under_replicated_count": 0,
+        "log_size_bytes": 0,
+    }
+
+
+def test_a_brokers_traffic_is_its_clients_plus_the_replication_it_carries() -> None:
+    now = NOW
+    records = {
+        # Broker 1 leads t:0 (10 MB/s produced), followed by 2 and 3; consumers read 30 MB/s.
+        1: stats(1, ts=now, leaders=[_leader("t", 0, 10 * MB)], totals=_totals(10 * MB, 30 * MB)),
+        2: stats(2, ts=now, followers=[_follower("t", 0, 1)], totals=_totals(0, 0)),
+        3: stats(3, ts=now - 5_000, followers=[_follower("t", 0, 1)], totals=_totals(0, 0)),
+        4: stats(4, ts=now, failed=True),  # its agent cannot read it: no figure
+        5: stats(5, ts=now - 31_000),  # three intervals (10 s) old: the agent stopped
+    }
+    assert broker_traffic(records, now) == {
+        1: Traffic(10 * MB, 30 * MB + 2 * 10 * MB),
+        2: Traffic(10 * MB, 0),
+        3: Traffic(10 * MB, 0),
+    }
+
+
+def test_a_rate_change_reads_as_a_sentence() -> None:
+    busy = RateFigures(2, LEADER_RATE, 67_500_000, 125 * MB, 50 * MB, False, 50 * MB)
+    assert rate_sentence(busy) == (
+        "broker 2 out 67.5 MB/s (was 50.0 MB/s; others use 50.0 of 125.0 MB/s)"
+    )
+    blind = RateFigures(3, FOLLOWER_RATE, 50 * MB, 125 * MB, None, True, None)
+    assert rate_sentence(blind) == (
+        "broker 3 in 50.0 MB/s (was none; no traffic figure: the floor, under min.insync.replicas)"
+    )
+
+
+def test_the_daemons_feed_reads_the_agents_newest_records_and_the_configured_capacity() -> None:
+    class Agents:
+        def values(self) -> dict[str, AgentView]:
+            fresh = stats(1, ts=NOW, totals=_totals(3 * MB, 4 * MB))
+            return {"1": AgentView(fresh, NOW, fresh), "2": AgentView(stats(2, ts=0), 0, None)}
+
+    class Sources:
+        agents = Agents()
+
+    capacity = CapacitySettings(network_in_bytes_per_s=1e9, network_out_bytes_per_s=2e9)
+    feed = AgentTraffic(Sources(), capacity, wall_ms=lambda: NOW)  # type: ignore[arg-type]
+    assert feed.traffic() == {1: Traffic(3 * MB, 4 * MB)}  # broker 2's agent went quiet
+    assert feed.capacity(7) == Traffic(1e9, 2e9)

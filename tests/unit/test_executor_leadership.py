@@ -78,6 +78,7 @@ class FakeCalls:
         self._timeout_ms = 1000
 
     elect_preferred = AdminCalls.elect_preferred
+    reassign = AdminCalls.reassign
 
     def __call__(self, call: Callable[[FakeKafka], Any], what: str) -> Any:
         return call(self.client)

@@ -37,6 +37,16 @@ def test_environment_overrides_policy(monkeypatch: pytest.MonkeyPatch) -> None:
             "policy.max_dead_fraction",
         ),
         ("cluster: c\nbootstrap: a\nzookeeper: {zk_connect: z}\nintervl_s: 3\n", "intervl_s"),
+        (
+            "cluster: c\nbootstrap: a\nzookeeper: {zk_connect: z}\n"
+            "executor: {throttle_bytes_per_s: fast}\n",
+            "executor.throttle_bytes_per_s",
+        ),
+        (
+            "cluster: c\nbootstrap: a\nzookeeper: {zk_connect: z}\n"
+            "executor: {throttle_bytes_per_s: adaptive, adaptive: {ratio: 1.5}}\n",
+            "executor.adaptive.ratio",
+        ),
     ],
 )
 def test_bad_config_names_the_field(tmp_path: Path, text: str, field: str) -> None:

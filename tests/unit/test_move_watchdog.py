@@ -240,6 +240,11 @@ def test_a_stall_period_shorter_than_a_throttled_fetch_is_refused() -> None:
         ExecutorConfig(throttle_bytes_per_s=10_000, stall_s=60)
     assert ExecutorConfig(throttle_bytes_per_s=10_000_000, stall_s=1).stall_s == 1
     assert ExecutorConfig(throttle_bytes_per_s=None, stall_s=1).stall_s == 1
+    # Adaptive: checked against its floor, the slowest rate a move may get.
+    slow_floor = {"floor_bytes_per_s": 10_000}
+    with pytest.raises(ValidationError, match="stall_s 60 is too short"):
+        ExecutorConfig(throttle_bytes_per_s="adaptive", adaptive=slow_floor, stall_s=60)
+    assert ExecutorConfig(throttle_bytes_per_s="adaptive", stall_s=1).stall_s == 1
 
 
 def test_a_watchdog_that_cannot_ask_never_reports_or_cancels() -> None:

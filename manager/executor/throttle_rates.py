@@ -1,0 +1,146 @@
+"""The replication throttle rate each broker taking part in moves should have: none, one fixed
+rate, or adaptive - each broker's headroom, from its traffic and capacity
+(manager.model.adaptive_throttle has the rule).
+
+The adaptive rates come from a ``TrafficFeed`` the daemon provides (the agents' newest
+records, the configured capacities). The traffic is read at most every ``interval_s``; between
+two reads the rates stay as they are. A broker with no figure (no feed, an agent that stopped)
+gets the floor. A partition is urgent when its in-sync replicas are fewer than its topic's
+``min.insync.replicas`` (read once per topic while its moves run): the brokers copying it get
+at least the urgent floor.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
+
+from kafka.admin import ConfigResource, ConfigResourceType
+
+from kmedic.errors import KmedicError
+from kmedic.logging import get_logger
+from manager.executor.move_state import ExecutorConfig
+from manager.executor.throttles import AdminCall
+from manager.model.adaptive_throttle import RateFigures, Traffic, plan_rates
+from manager.model.moves import Move, TopicPartition
+from manager.model.throttles import RATE_KEYS, BrokerKey
+
+log = get_logger(__name__)
+
+MIN_INSYNC = "min.insync.replicas"
+
+
+class TrafficFeed(Protocol):
+    def traffic(self) -> Mapping[int, Traffic]:
+        """Each broker's traffic other than kmedic's copies (absent: no figure)."""
+        ...
+
+    def capacity(self, broker: int) -> Traffic:
+        """The broker's network capacity, each direction (bytes/s)."""
+        ...
+
+
+class ThrottleRates:
+    def __init__(
+        self,
+        config: ExecutorConfig,
+        admin_call: AdminCall,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.setting = config.throttle_bytes_per_s
+        self.rule = config.adaptive
+        self.feed: TrafficFeed | None = None
+        self._call = admin_call
+        self._clock = clock
+        self._traffic: Mapping[int, Traffic] = {}
+        self._read_at: float | None = None
+        self._min_insync: dict[str, int] = {}
+
+    @property
+    def adaptive(self) -> bool:
+        return self.setting == "adaptive"
+
+    def due(self) -> bool:
+        """Whether the traffic is due to be read again (adaptive only)."""
+        return self.adaptive and (
+            self._read_at is None or self._clock() - self._read_at >= self.rule.interval_s
+        )
+
+    def wanted(
+        self, brokers: frozenset[int], urgent: frozenset[int], current: Mapping[BrokerKey, str]
+    ) -> tuple[dict[BrokerKey, str], list[RateFigures]]:
+        """The rate of each broker in ``brokers``, both directions, and the figures behind each
+        adaptive rate that differs from ``current`` (the rates set now)."""
+        if self.setting is None:
+            return {}, []
+        if self.setting != "adaptive":
+            return {(b, k): str(self.setting) for b in brokers for k in RATE_KEYS}, []
+        if self.due():
+            self._traffic = self._read_traffic()
+            self._read_at = self._clock()
+        feed = self.feed
+        # No feed: no capacity known either, and every rate is the floor.
+        floors = float(max(self.rule.floor_bytes_per_s, self.rule.urgent_floor_bytes_per_s))
+        capacity = {b: feed.capacity(b) if feed else Traffic(floors, floors) for b in brokers}
+        rates, changed = plan_rates(
+            brokers, urgent, self._traffic, capacity, _ints(current), self.rule
+        )
+        return {k: str(v) for k, v in rates.items()}, changed
+
+    def urgent(
+        self,
+        moves: Sequence[tuple[Move, Sequence[int]]],
+        isr: Mapping[TopicPartition, Sequence[int]],
+    ) -> frozenset[int]:
+        """The brokers copying a partition whose writes fail: fewer in-sync replicas than its
+        topic's ``min.insync.replicas`` (each move with the replicas it started from)."""
+        if not self.adaptive or not moves:
+            return frozenset()
+        self._read_min_insync({m.topic for m, _ in moves})
+        brokers: set[int] = set()
+        for move, original in moves:
+            in_sync = isr.get(move.tp)
+            needed = self._min_insync.get(move.topic, 1)
+            if in_sync is not None and len(in_sync) < needed:
+                brokers.update(original)
+                brokers.update(move.target)
+        return frozenset(brokers)
+
+    def forget_topics(self, keep: Iterable[str]) -> None:
+        """Drop what is known of topics no move runs on any more (their configs may change)."""
+        kept = set(keep)
+        self._min_insync = {t: v for t, v in self._min_insync.items() if t in kept}
+
+    def _read_traffic(self) -> Mapping[int, Traffic]:
+        if self.feed is None:
+            return {}
+        try:
+            return self.feed.traffic()
+        except Exception as exc:  # no figure is the floor: polite, and the heal goes on
+            log.warning("throttle_traffic_unreadable", error=str(exc) or type(exc).__name__)
+            return {}
+
+    def _read_min_insync(self, topics: set[str]) -> None:
+        unknown = sorted(topics - set(self._min_insync))
+        if not unknown:
+            return
+        resources = [
+            ConfigResource(ConfigResourceType.TOPIC, t, configs={MIN_INSYNC: None}) for t in unknown
+        ]
+        try:
+            found = self._call(
+                lambda kp: kp.describe_configs(resources, config_filter="all"),
+                "read min.insync.replicas",
+            )
+        except KmedicError as exc:  # unknown: not urgent this time, read again next time
+            log.warning("min_insync_unreadable", topics=unknown, error=str(exc))
+            return
+        for name, entries in found.get("topic", {}).items():
+            value = entries.get(MIN_INSYNC, {}).get("value") if isinstance(entries, dict) else None
+            if isinstance(value, str) and value.isdigit():
+                self._min_insync[str(name)] = int(value)
+
+
+def _ints(rates: Mapping[BrokerKey, str]) -> dict[BrokerKey, int]:
+    return {k: int(v) for k, v in rates.items() if v.isdigit()}

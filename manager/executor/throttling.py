@@ -1,0 +1,59 @@
+"""The executor's throttles as one step sees them: the throttled replicas the moves need
+(manager.executor.batches), the rate of each broker taking part (manager.executor.
+throttle_rates), and the configs that makes (manager.executor.throttles): prepared, then
+sent; the rates that changed come back with the figures behind them, for the audit log."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from manager.executor.batches import throttle_targets
+from manager.executor.move_state import ExecutorConfig
+from manager.executor.throttle_rates import ThrottleRates
+from manager.executor.throttles import AdminCall, ThrottleChange, Throttles
+from manager.model.adaptive_throttle import RateFigures
+from manager.model.moves import Move, TopicPartition
+from manager.model.throttles import ThrottleRecord
+
+
+@dataclass(frozen=True)
+class Prepared:
+    change: ThrottleChange
+    figures: list[RateFigures]
+
+
+class Throttling:
+    def __init__(self, config: ExecutorConfig, admin_call: AdminCall) -> None:
+        self._enabled = config.throttle_bytes_per_s is not None
+        self._call = admin_call
+        self.rates = ThrottleRates(config, admin_call)
+        self.configs = Throttles(self._enabled, admin_call)
+
+    def prepare(
+        self,
+        moves: Sequence[Move],
+        originals: Mapping[TopicPartition, Sequence[int]],
+        isr: Mapping[TopicPartition, Sequence[int]],
+        live: frozenset[int],
+    ) -> Prepared:
+        """The throttles ``moves`` need (each from its ``originals`` replicas)."""
+        targets = throttle_targets(moves, originals)
+        self.rates.forget_topics(m.topic for m in moves)
+        urgent = self.rates.urgent([(m, originals[m.tp]) for m in moves], isr)
+        rates, figures = self.rates.wanted(targets.brokers, urgent, self.configs.wanted_rates())
+        return Prepared(self.configs.prepare(targets, live, rates), figures)
+
+    def commit(self, prepared: Prepared) -> list[RateFigures]:
+        """Send the change; returns the figures of the rates it changed (a broker that is
+        down, or refused the change, keeps its rate until a later call)."""
+        self.configs.commit(prepared.change)
+        now = self.configs.wanted_rates()
+        return [f for f in prepared.figures if now.get((f.broker, f.config)) == str(f.rate)]
+
+    def owned(self) -> ThrottleRecord:
+        return self.configs.owned()
+
+    def forget(self) -> None:
+        """Leadership lost: what this instance set is the successor's to adopt."""
+        self.configs = Throttles(self._enabled, self._call)

@@ -1,0 +1,201 @@
+"""The rate each broker taking part in moves gets: none, fixed, or adaptive from a traffic feed
+read at most every ``interval_s``; partitions under min.insync.replicas make their brokers
+urgent (topic configs read once per topic). The leader audits each change with its figures
+and exports the rates as gauges (fake collaborators)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from manager_fakes import Rig
+
+from kmedic.errors import KmedicError
+from manager.executor.move_state import ExecutorConfig
+from manager.executor.throttle_rates import ThrottleRates
+from manager.model.adaptive_throttle import RateFigures, Traffic
+from manager.model.moves import Move
+from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
+
+MB = 1_000_000
+LINK = Traffic(125 * MB, 125 * MB)
+
+
+class Feed:
+    def __init__(self, traffic: dict[int, Traffic]) -> None:
+        self.now = traffic
+        self.reads = 0
+        self.broken = False
+
+    def traffic(self) -> Mapping[int, Traffic]:
+        self.reads += 1
+        if self.broken:
+            raise OSError("stats consumer closed")
+        return self.now
+
+    def capacity(self, broker: int) -> Traffic:
+        return LINK
+
+
+class Configs:
+    """The Admin call, answering describe_configs of min.insync.replicas."""
+
+    def __init__(self, min_insync: dict[str, str]) -> None:
+        self.min_insync = min_insync
+        self.asked: list[list[str]] = []
+        self.down = False
+
+    def __call__(self, call: Callable[[Any], Any], what: str) -> Any:
+        return call(self)
+
+    def describe_configs(self, resources: list[Any], config_filter: str) -> Any:
+        assert config_filter == "all"
+        if self.down:
+            raise KmedicError("cannot read min.insync.replicas: timed out")
+        self.asked.append([r.name for r in resources])
+        return {
+            "topic": {
+                r.name: {"min.insync.replicas": {"value": self.min_insync[r.name]}}
+                for r in resources
+            }
+        }
+
+
+def rates_of(
+    setting: int | str | None, admin: Configs | None = None, **adaptive: Any
+) -> tuple[ThrottleRates, list[float]]:
+    now = [0.0]
+    config = ExecutorConfig(throttle_bytes_per_s=setting, adaptive=adaptive)
+    return ThrottleRates(config, admin or Configs({}), clock=lambda: now[0]), now
+
+
+def test_a_fixed_rate_is_the_same_on_every_broker_and_none_is_no_rate() -> None:
+    fixed, _ = rates_of(20 * MB)
+    assert fixed.wanted(frozenset({1, 2}), frozenset(), {}) == (
+        {(b, k): "20000000" for b in (1, 2) for k in (LEADER_RATE, FOLLOWER_RATE)},
+        [],
+    )
+    assert not fixed.due()
+    off, _ = rates_of(None)
+    assert off.wanted(frozenset({1, 2}), frozenset(), {}) == ({}, [])
+
+
+def test_adaptive_rates_follow_each_brokers_traffic_read_once_per_interval() -> None:
+    rates, now = rates_of("adaptive", interval_s=5)
+    feed = rates.feed = Feed({1: Traffic(50 * MB, 100 * MB), 2: Traffic(0, 0)})
+    wanted, changed = rates.wanted(frozenset({1, 2}), frozenset(), {})
+    assert wanted == {
+        (1, FOLLOWER_RATE): "67500000",
+        (1, LEADER_RATE): "22500000",
+        (2, FOLLOWER_RATE): "112500000",
+        (2, LEADER_RATE): "112500000",
+    }
+    assert len(changed) == 4 and feed.reads == 1
+    # Within the interval the traffic is not read again, whatever it does.
+    feed.now = {1: Traffic(0, 0), 2: Traffic(0, 0)}
+    now[0] = 4.9
+    assert not rates.due()
+    assert rates.wanted(frozenset({1, 2}), frozenset(), wanted) == (wanted, [])
+    assert feed.reads == 1
+    now[0] = 5.0
+    assert rates.due()
+    again, changed = rates.wanted(frozenset({1, 2}), frozenset(), wanted)
+    assert feed.reads == 2
+    assert again[(1, LEADER_RATE)] == "112500000"
+    assert [(f.broker, f.config, f.before) for f in changed] == [
+        (1, FOLLOWER_RATE, 67_500_000),
+        (1, LEADER_RATE, 22_500_000),
+    ]
+
+
+def test_without_a_feed_or_when_it_fails_every_rate_is_the_floor() -> None:
+    rates, now = rates_of("adaptive", floor_bytes_per_s=7 * MB)
+    wanted, _ = rates.wanted(frozenset({1}), frozenset(), {})
+    assert set(wanted.values()) == {str(7 * MB)}
+    rates.feed = feed = Feed({1: Traffic(0, 0)})
+    feed.broken = True
+    now[0] = 10.0
+    wanted, changed = rates.wanted(frozenset({1}), frozenset(), {})
+    assert set(wanted.values()) == {str(7 * MB)}
+    assert changed and all(f.used is None for f in changed)
+
+
+def test_a_partition_under_min_insync_makes_the_brokers_copying_it_urgent() -> None:
+    admin = Configs({"pay": "2", "logs": "1"})
+    rates, _ = rates_of("adaptive", admin)
+    pay, logs = Move("pay", 0, (1, 2, 5)), Move("logs", 0, (3, 6))
+    isr = {("pay", 0): (1,), ("logs", 0): (3,)}  # pay: 1 in sync of 2 needed
+    urgent = rates.urgent([(pay, (1, 2, 4)), (logs, (3, 4))], isr)
+    assert urgent == {1, 2, 4, 5}
+    assert admin.asked == [["logs", "pay"]]
+    rates.urgent([(pay, (1, 2, 4))], isr)
+    assert admin.asked == [["logs", "pay"]], "each topic's setting is read once"
+    # Urgent brokers copy at no less than the urgent floor, however busy.
+    rates.feed = Feed({b: Traffic(125 * MB, 125 * MB) for b in (1, 3)})
+    wanted, _ = rates.wanted(frozenset({1, 3}), frozenset({1}), {})
+    assert wanted[(1, LEADER_RATE)] == "50000000" and wanted[(3, LEADER_RATE)] == "10000000"
+    # A topic no move runs on any more is read again next time (its setting may change).
+    rates.forget_topics(["pay"])
+    rates.urgent([(logs, (3, 4))], isr)
+    assert admin.asked[-1] == ["logs"]
+
+
+def test_unreadable_topic_configs_make_nothing_urgent_and_are_read_again() -> None:
+    admin = Configs({"pay": "2"})
+    admin.down = True
+    rates, _ = rates_of("adaptive", admin)
+    move = (Move("pay", 0, (1, 2, 5)), (1, 2, 4))
+    assert rates.urgent([move], {("pay", 0): (1,)}) == frozenset()
+    admin.down = False
+    assert rates.urgent([move], {("pay", 0): (1,)}) == {1, 2, 4, 5}
+
+
+def test_a_fixed_or_disabled_throttle_never_reads_topic_configs() -> None:
+    admin = Configs({})
+    for setting in (20 * MB, None):
+        rates, _ = rates_of(setting, admin)
+        assert rates.urgent([(Move("pay", 0, (1, 2)), (1, 3))], {("pay", 0): ()}) == frozenset()
+    assert admin.asked == []
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Rig:
+    return Rig(tmp_path)
+
+
+def test_the_leader_audits_each_rate_change_with_its_figures_and_exports_the_rates(
+    rig: Rig,
+) -> None:
+    figures = [
+        RateFigures(2, LEADER_RATE, 67_500_000, 125 * MB, 50 * MB, False, None),
+        RateFigures(3, FOLLOWER_RATE, 50 * MB, 125 * MB, None, True, 10 * MB),
+    ]
+    assert rig.executor.on_rates is not None, "the manager did not take the executor's rates"
+    rig.executor.on_rates(figures)
+    [record] = [r for r in rig.sink.records if r.kind == "action_progress"]
+    assert record.summary == (
+        "throttle rates set: broker 2 out 67.5 MB/s (was none; others use 50.0 of 125.0 MB/s); "
+        "broker 3 in 50.0 MB/s (was 10.0 MB/s; no traffic figure: the floor, under "
+        "min.insync.replicas)"
+    )
+    assert record.details["throttle_rates"][0] == {
+        "broker": 2,
+        "config": LEADER_RATE,
+        "rate": 67_500_000,
+        "capacity": 125 * MB,
+        "used": 50 * MB,
+        "urgent": False,
+        "before": None,
+    }
+    rig.executor.owned = rig.executor.owned.union(
+        type(rig.executor.owned)(rates={(2, LEADER_RATE): "67500000"})
+    )
+    rig.manager.moves.observe()
+    registry = rig.manager.metrics.registry
+    labels = {"cluster": "c", "broker": "2", "direction": "out"}
+    assert registry.get_sample_value("kmedic_throttle_rate_bytes_per_second", labels) == 67.5e6
+    rig.executor.owned = type(rig.executor.owned)()
+    rig.manager.moves.observe()
+    assert registry.get_sample_value("kmedic_throttle_rate_bytes_per_second", labels) is None
