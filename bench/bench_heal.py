@@ -32,12 +32,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from bench_docs import write_section
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka import KafkaAdminClient
 from kafka.structs import TopicPartition
@@ -66,7 +66,10 @@ Placement = dict[tuple[str, int], list[int]]
 def wait(check: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = check()
+        try:
+            value = check()
+        except KafkaException:  # a request that went to the broker just killed: ask again
+            value = None
         if value:
             return value
         time.sleep(interval)
@@ -99,7 +102,7 @@ def _sized(snapshot: Path) -> bool:
 
 @dataclass
 class Run:
-    throttle: int | None
+    throttle: int | str | None
     fenced_s: float
     first_move_s: float
     replicated_s: float
@@ -108,6 +111,8 @@ class Run:
     lower_bound: int
     off_victim_moves: int
     rack_violations: int
+    killed_at: float = 0.0  # wall clock (s)
+    rate_records: list[str] = field(default_factory=list)  # the adaptive throttle's changes
 
 
 class Race:
@@ -218,7 +223,14 @@ class Race:
 
     # ---- kmedic -------------------------------------------------------------------------
 
-    def race(self, run: int, throttle: int | None, initial: Placement) -> Run:
+    def race(
+        self,
+        run: int,
+        throttle: int | str | None,
+        initial: Placement,
+        capacity: dict[str, float] | None = None,
+        settle_s: float = 0.0,
+    ) -> Run:
         name = f"race{run}"
         actions = f"kmedic.actions.{name}"
         port = process.free_ports(1)[0]
@@ -249,12 +261,14 @@ class Race:
                     "poll_interval_s": 0.5,
                 },
                 http={"port": port},
+                capacity=capacity or {},
             )
             wait(lambda: scrape(port, "kmedic_is_leader") == 1, 120, "the manager to lead")
             # The manager's snapshot holds every broker's stats and the topic's sizes.
             snapshot = self.workdir / name / "snapshot.json"
             wait(lambda: _sized(snapshot), 120, "the sizes in the manager's snapshot", 1)
             held = {k: v for k, v in initial.items() if VICTIM in v}
+            time.sleep(settle_s)  # a steady state before the kill, for those who measure it
             killed = time.time()
             self.cluster.kill(VICTIM)
             wait(lambda: self.fenced(VICTIM), 60, f"broker {VICTIM} fenced")
@@ -292,6 +306,8 @@ class Race:
             lower_bound=sum(sizes.get(k, 0) for k in held),
             off_victim_moves=off_victim,
             rack_violations=violations,
+            killed_at=killed,
+            rate_records=[r.summary for r in records if "throttle rates set" in r.summary],
         )
         print(
             f"run {run} (throttle {throttle or 'none'}): fenced {result.fenced_s:.1f} s, "

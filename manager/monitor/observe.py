@@ -44,7 +44,7 @@ class CapacitySettings(BaseModel):
     """Per-broker capacity as configured; limits are fractions of it (see Policy.limits)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    network_in_bytes_per_s: float = Field(default=125_000_000, gt=0, description="10 Gbit/s")
+    network_in_bytes_per_s: float = Field(default=125_000_000, gt=0, description="1 Gbit/s")
     network_out_bytes_per_s: float = Field(default=125_000_000, gt=0)
     disk_bytes: int | None = Field(
         default=None, gt=0, description="None: discovered from each broker's log dirs"

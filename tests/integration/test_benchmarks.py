@@ -19,6 +19,7 @@ SCRIPTS = sorted(p.name for p in BENCH.glob("bench_*.py") if p.name != "bench_do
 SECTIONS = {
     "bench_agent.py": ("## agent", 120),
     "bench_audit.py": ("## audit", 300),
+    "bench_clients.py": ("## clients", 600),
     "bench_heal.py": ("## heal", 600),
     "bench_planner.py": ("## planner", 300),
     "bench_streaming.py": ("## streaming", 600),
