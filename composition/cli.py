@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "manager.cli.mode",
     "manager.cli.zk_acls",
     "manager.cli.actions",
+    "manager.cli.topics",
     "agent.cli",
     "manager.cli.plan",
     "streaming.cli",

@@ -19,6 +19,7 @@ from typing import Any
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
 from manager.analyzer.health import alerts_for, heal_needed, health_facts
+from manager.analyzer.topic_safety import unsafe_topics
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
@@ -256,6 +257,7 @@ class Manager:
             facts.dead_brokers, facts.waiting_brokers, facts.urp_explained, facts.urp_unexplained
         )
         self.metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
+        self.metrics.observe_unsafe_topics(unsafe_topics(snap, self.cfg.policy))
         if not coord.is_leader:
             self._zk_outage.forget()  # the leader tells it
             return CycleOutcome("standby", standby_sentence(state, facts.dead_brokers))

@@ -112,6 +112,9 @@ class Partition(_Frozen):
 class Topic(_Frozen):
     name: str = Field(min_length=1)
     partitions: tuple[Partition, ...]
+    min_insync_replicas: int | None = Field(
+        default=None, ge=1, description="the topic's effective min.insync.replicas; None: unread"
+    )
 
 
 class Reassignment(_Frozen):
@@ -180,6 +183,11 @@ class GoalSwitches(_Frozen):
 
 class Policy(_Frozen):
     placement: PlacementKind = "rack"
+    min_replication_factor: int = Field(
+        default=2,
+        ge=1,
+        description="a topic with fewer replicas is unsafe: its first broker loss is an outage",
+    )
     enforce_min_racks: bool = False
     min_racks: int = Field(default=2, ge=1)
     prefer_emptier_disks: bool = False

@@ -88,6 +88,7 @@ class Observation:
     # When each broker was last seen back in the metadata after being seen absent.
     returned_ms: dict[int, int] = field(default_factory=dict)
     known_racks: dict[int, str] = field(default_factory=dict)
+    min_insync: dict[str, int] = field(default_factory=dict)  # by topic, where known
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,10 @@ def _topics(obs: Observation, policy: Policy) -> tuple[Topic, ...]:
                 offline_replicas=p.offline,
             )
         )
-    return tuple(Topic(name=t, partitions=tuple(ps)) for t, ps in sorted(by_topic.items()))
+    return tuple(
+        Topic(name=t, partitions=tuple(ps), min_insync_replicas=obs.min_insync.get(t))
+        for t, ps in sorted(by_topic.items())
+    )
 
 
 def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings) -> Snapshot:

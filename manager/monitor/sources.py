@@ -31,6 +31,7 @@ from manager.monitor.feeds import FeedStatus, LatestByKey
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
 from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
 from manager.monitor.registrations import RegistrationWatch
+from manager.monitor.topic_configs import TopicConfigs
 
 log = get_logger(__name__)
 
@@ -136,6 +137,7 @@ class ClusterSources:
         self._watch_admin: Any = None
         self._watch_failures = 0
         self.registrations = RegistrationWatch(self._read_registered, WATCH_INTERVAL_S)
+        self.topic_configs = TopicConfigs()
 
     def start(self) -> ClusterSources:
         self.agents.start()
@@ -222,6 +224,9 @@ class ClusterSources:
         replica_ids = {r for p in partitions for r in p.replicas}
         returns, away = self.registrations.take()
         self._remember(now_ms, live, agents, replica_ids, returns, away)
+        topics = {p.topic for p in partitions}
+        # On the client that has just read the cluster (none: the settings are unknown).
+        min_insync = self.topic_configs.read(self._admin, topics) if self._admin else {}
         return Observation(
             taken_at_ms=now_ms,
             cluster=self.cluster,
@@ -237,6 +242,7 @@ class ClusterSources:
             first_absent_ms=dict(self.first_absent_ms),
             returned_ms=dict(self.returned_ms),
             known_racks=dict(self.known_racks),
+            min_insync=min_insync,
         )
 
     def _read_admin(

@@ -1,0 +1,89 @@
+"""Topics that no heal can save (pure): a broker loss turns them into an outage or loses
+acknowledged writes, whatever kmedic does afterwards. Operators hear of them before that day.
+
+- ``below_min_rf``: fewer replicas than ``policy.min_replication_factor``; at RF 1 the first
+  broker lost takes the partition offline;
+- ``min_isr_blocks_writes``: ``min.insync.replicas`` at or above the RF; one replica out of
+  sync (a broker lost, restarted or slow) rejects every ``acks=all`` write;
+- ``min_isr_loses_writes``: ``min.insync.replicas`` 1 at RF 3 or more; an ``acks=all`` write
+  acknowledged by the leader alone is lost with it.
+
+A topic's RF is its smallest partition's replica count, replicas being added by a
+reassignment not counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from manager.model.snapshot import Policy, Snapshot
+
+UnsafeKind = Literal["below_min_rf", "min_isr_blocks_writes", "min_isr_loses_writes"]
+UNSAFE_KINDS: tuple[UnsafeKind, ...] = (
+    "below_min_rf",
+    "min_isr_blocks_writes",
+    "min_isr_loses_writes",
+)
+
+
+@dataclass(frozen=True)
+class UnsafeTopic:
+    topic: str
+    kind: UnsafeKind
+    replication_factor: int
+    min_insync_replicas: int | None
+
+    def sentence(self, min_rf: int) -> str:
+        rf, isr = self.replication_factor, self.min_insync_replicas
+        if self.kind == "below_min_rf":
+            return f"{self.topic}: RF {rf} is below the minimum {min_rf}"
+        if self.kind == "min_isr_blocks_writes":
+            return (
+                f"{self.topic}: min.insync.replicas {isr} at RF {rf}: one replica out of sync "
+                "blocks every acks=all write"
+            )
+        return (
+            f"{self.topic}: min.insync.replicas 1 at RF {rf}: an acks=all write acknowledged "
+            "by the leader alone is lost with it"
+        )
+
+
+@dataclass(frozen=True)
+class TopicFacts:
+    name: str
+    replication_factor: int
+    min_insync_replicas: int | None
+
+
+def facts(snap: Snapshot) -> list[TopicFacts]:
+    adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
+    out = []
+    for topic in snap.topics:
+        if not topic.partitions:
+            continue
+        rf = min(
+            len(set(p.replicas) - adding.get((topic.name, p.partition), set()))
+            for p in topic.partitions
+        )
+        out.append(TopicFacts(topic.name, rf, topic.min_insync_replicas))
+    return out
+
+
+def unsafe_topics(snap: Snapshot, policy: Policy) -> list[UnsafeTopic]:
+    """Every unsafe topic of the snapshot (a topic whose setting was not read: RF only)."""
+    return find_unsafe(facts(snap), policy.min_replication_factor)
+
+
+def find_unsafe(topics: list[TopicFacts], min_rf: int) -> list[UnsafeTopic]:
+    """Every unsafe topic, once per kind it falls under, by name."""
+    found = []
+    for t in sorted(topics, key=lambda t: t.name):
+        rf, isr = t.replication_factor, t.min_insync_replicas
+        if rf < min_rf:
+            found.append(UnsafeTopic(t.name, "below_min_rf", rf, isr))
+        if isr is not None and isr >= rf >= 2:  # at RF 1 the partition is simply offline
+            found.append(UnsafeTopic(t.name, "min_isr_blocks_writes", rf, isr))
+        if isr == 1 and rf >= 3:
+            found.append(UnsafeTopic(t.name, "min_isr_loses_writes", rf, isr))
+    return found

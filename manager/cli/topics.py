@@ -1,0 +1,104 @@
+"""`kmedic topics check`: the topics no heal can save, read from the live cluster
+(manager/analyzer/topic_safety.py has the rules; the manager exports the same finding as
+``kmedic_unsafe_topic`` every cycle). Exits 0 when every topic is safe, 3 when some are not."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from kmedic.errors import KmedicError
+from kmedic.kafka_admin import connect_admin
+from kmedic.kafka_client import Cluster
+from kmedic.metadata import parse_topics
+from manager.analyzer.topic_safety import TopicFacts, find_unsafe
+from manager.model.snapshot import Policy
+from manager.monitor.topic_configs import describe
+
+UNSAFE_EXIT = 3
+
+
+def register(subparsers: Any) -> None:
+    topics = subparsers.add_parser("topics", help="topics a broker loss would hurt")
+    sub = topics.add_subparsers(dest="verb", required=True)
+    check = sub.add_parser("check", help="list unsafe topics (exit 3 when there are any)")
+    check.add_argument(
+        "--bootstrap",
+        default=os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
+        help="Kafka bootstrap servers (default: $KMEDIC_BOOTSTRAP_SERVERS)",
+    )
+    check.add_argument(
+        "--config", help="a manager config: its kafka: section and policy.min_replication_factor"
+    )
+    check.add_argument(
+        "--min-rf",
+        type=int,
+        default=None,
+        help="the smallest safe replication factor (default: the config's, else "
+        f"{Policy().min_replication_factor})",
+    )
+    check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    check.set_defaults(func=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    cluster: Cluster
+    min_rf = Policy().min_replication_factor
+    if args.config:
+        from manager.config import load_manager_config
+
+        cfg = load_manager_config(args.config)
+        cluster, min_rf = cfg.cluster_client, cfg.policy.min_replication_factor
+    elif args.bootstrap:
+        cluster = args.bootstrap
+    else:
+        raise KmedicError(
+            "no Kafka given: pass --config MANAGER.yaml, --bootstrap HOST:PORT or set "
+            "KMEDIC_BOOTSTRAP_SERVERS"
+        )
+    if args.min_rf is not None:
+        if args.min_rf < 1:
+            raise KmedicError(f"--min-rf {args.min_rf}: a replication factor is at least 1")
+        min_rf = args.min_rf
+    unsafe = find_unsafe(read_facts(cluster), min_rf)
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "topic": u.topic,
+                        "kind": u.kind,
+                        "replication_factor": u.replication_factor,
+                        "min_insync_replicas": u.min_insync_replicas,
+                        "why": u.sentence(min_rf),
+                    }
+                    for u in unsafe
+                ],
+                indent=2,
+            )
+        )
+    elif not unsafe:
+        print(f"every topic is safe (RF at least {min_rf}, min.insync.replicas below the RF)")
+    else:
+        for u in unsafe:
+            print(u.sentence(min_rf))
+    return UNSAFE_EXIT if unsafe else 0
+
+
+def read_facts(cluster: Cluster) -> list[TopicFacts]:
+    client = connect_admin(cluster, client_id="kmedic-topics-check", timeout_ms=15_000)
+    try:
+        partitions = parse_topics(client.describe_topics())
+        rf: dict[str, int] = {}
+        for p in partitions:
+            rf[p.topic] = min(rf.get(p.topic, len(p.replicas)), len(p.replicas))
+        min_insync = describe(client, sorted(rf)) if rf else {}
+    except KmedicError:
+        raise
+    except Exception as exc:  # kafka-python raises several unrelated types
+        raise KmedicError(f"cannot read the topics: {exc!r}") from exc
+    finally:
+        client.close()
+    return [TopicFacts(t, n, min_insync.get(t)) for t, n in sorted(rf.items())]

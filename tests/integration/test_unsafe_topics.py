@@ -1,0 +1,153 @@
+"""Unsafe topics on the real cluster: `kmedic topics check` names each topic whose RF is below
+the minimum or whose min.insync.replicas blocks writes or loses them, and exits 3; the
+manager's monitor reads the same settings into its snapshot."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers import kmedic_in_process, wait_for
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from manager.analyzer.topic_safety import unsafe_topics
+from manager.model.placement_config import PlacementConfig
+from manager.model.snapshot import Leadership, Policy
+from manager.monitor.observe import CapacitySettings, build_snapshot
+from manager.monitor.sources import ClusterSources
+from manager.monitor.topic_configs import TopicConfigs
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def topics(local_cluster: Any) -> Iterator[dict[str, str]]:
+    tag = uuid.uuid4().hex[:6]
+    wanted = {
+        "single": (1, None),
+        "strict": (2, "2"),
+        "loose": (3, "1"),
+        "safe": (3, "2"),
+    }
+    names = {kind: f"{kind}-{tag}" for kind in wanted}
+    admin = KafkaAdminClient(bootstrap_servers=local_cluster.bootstrap_servers)
+    admin.create_topics(
+        [
+            NewTopic(
+                names[kind],
+                num_partitions=2,
+                replication_factor=rf,
+                topic_configs={"min.insync.replicas": isr} if isr else {},
+            )
+            for kind, (rf, isr) in wanted.items()
+        ]
+    )
+    yield names
+    admin.delete_topics(list(names.values()))
+    admin.close()
+
+
+def test_topics_check_names_each_unsafe_topic_and_exits_3(
+    local_cluster: Any, topics: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    bootstrap = local_cluster.bootstrap_servers
+
+    def check() -> list[dict[str, Any]] | None:
+        code, out, _ = kmedic_in_process(
+            capsys, "topics", "check", "--bootstrap", bootstrap, "--json"
+        )
+        found = [u for u in json.loads(out) if u["topic"] in topics.values()]
+        return found if code == 3 and len(found) == 3 else None
+
+    found = wait_for(check, timeout=30, what="the three unsafe topics listed")
+    assert sorted((u["topic"], u["kind"]) for u in found) == sorted(
+        [
+            (topics["loose"], "min_isr_loses_writes"),
+            (topics["single"], "below_min_rf"),
+            (topics["strict"], "min_isr_blocks_writes"),
+        ]
+    )
+    strict = next(u for u in found if u["topic"] == topics["strict"])
+    assert strict["replication_factor"] == 2 and strict["min_insync_replicas"] == 2
+    code, out, _ = kmedic_in_process(
+        capsys, "topics", "check", "--bootstrap", bootstrap, "--min-rf", "4"
+    )
+    assert code == 3
+    assert f"{topics['safe']}: RF 3 is below the minimum 4" in out.splitlines()
+
+
+def test_the_monitor_reads_each_topics_min_insync_replicas(
+    local_cluster: Any, topics: dict[str, str]
+) -> None:
+    client = KafkaAdminClient(bootstrap_servers=local_cluster.bootstrap_servers)
+    configs = TopicConfigs()  # a topic it could not read yet is asked for again at each read
+    try:
+        names = set(topics.values())
+        read = wait_for(
+            lambda: (r := configs.read(client, names)).keys() >= names and r,
+            timeout=30,
+            what="every new topic's setting read",
+        )
+    finally:
+        client.close()
+    assert read[topics["strict"]] == 2 and read[topics["safe"]] == 2
+    assert read[topics["loose"]] == 1
+    assert topics["single"] in read  # the broker's default, effective for it
+
+
+def test_no_kafka_given_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KMEDIC_BOOTSTRAP_SERVERS", raising=False)
+    code, _, err = kmedic_in_process(capsys, "topics", "check")
+    assert code == 1 and "no Kafka given" in err
+    code, _, err = kmedic_in_process(
+        capsys, "topics", "check", "--bootstrap", "x:1", "--min-rf", "0"
+    )
+    assert code == 1 and "--min-rf 0" in err
+
+
+def test_the_managers_snapshot_carries_the_settings_and_finds_the_unsafe_topics(
+    local_cluster: Any, topics: dict[str, str]
+) -> None:
+    sources = ClusterSources(
+        cluster="test",
+        bootstrap=local_cluster.bootstrap_servers,
+        stats_topic="kmedic.brokerstats",
+        loads_topic="kmedic.replica-loads",
+        stats_lookback_s=60,
+    )
+
+    def unsafe() -> list[tuple[str, str]] | None:
+        obs = sources.observe(
+            int(time.time() * 1000),
+            placement=PlacementConfig(),
+            leadership=Leadership(holder="m1", epoch=1, current_epoch=1, is_leader=True),
+            own_moves=frozenset(),
+            moves_last_hour=0,
+        )
+        snap = build_snapshot(obs, Policy(), CapacitySettings())
+        mine = {t.name: t.min_insync_replicas for t in snap.topics if t.name in topics.values()}
+        if len(mine) < len(topics) or None in mine.values():
+            return None  # a topic just created: its setting is read at the next cycle
+        return sorted(
+            (u.topic, u.kind)
+            for u in unsafe_topics(snap, snap.policy)
+            if u.topic in topics.values()
+        )
+
+    try:
+        found = wait_for(unsafe, timeout=30, what="every new topic's setting in the snapshot")
+    finally:
+        sources.stop_admin_clients()
+    assert found == sorted(
+        [
+            (topics["loose"], "min_isr_loses_writes"),
+            (topics["single"], "below_min_rf"),
+            (topics["strict"], "min_isr_blocks_writes"),
+        ]
+    )
