@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "manager.cli.zk_acls",
     "manager.cli.actions",
     "manager.cli.topics",
+    "manager.cli.readiness",
     "agent.cli",
     "manager.cli.plan",
     "streaming.cli",

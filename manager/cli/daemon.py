@@ -11,7 +11,8 @@ from typing import Any
 from kmedic.errors import KmedicError
 from kmedic.kafka_preflight import check_credentials
 from kmedic.logging import get_logger
-from manager.config import load_manager_config
+from manager.config import ManagerConfig, load_manager_config
+from manager.model.snapshot import Snapshot
 
 # Between the snapshot tool's two reads: longer than metadata takes to reach every broker.
 CONFIRM_READ_GAP_S = 1.0
@@ -70,18 +71,31 @@ def cmd_manager(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    """Reads ZooKeeper on a plain session: a snapshot joins no election and never moves the
-    fencing epoch, whether or not a manager is running."""
+    cfg = load_manager_config(args.config)
+    snap = take_snapshot(cfg, args.wait)
+    try:
+        args.out.write_text(snap.model_dump_json(indent=1))
+    except OSError as exc:
+        raise KmedicError(f"cannot write {args.out}: {exc.strerror}") from exc
+    print(
+        f"snapshot of {cfg.cluster} written to {args.out}: {len(snap.brokers)} brokers, "
+        f"{sum(len(t.partitions) for t in snap.topics)} partitions"
+    )
+    return 0
+
+
+def take_snapshot(cfg: ManagerConfig, wait_s: float) -> Snapshot:
+    """The snapshot the manager would decide on now. Reads ZooKeeper on a plain session: it
+    joins no election and never moves the fencing epoch, whether or not a manager runs."""
     from manager.coordination.session import zk_session
     from manager.coordination.state import read_state
     from manager.daemon.observation import observe_cluster
     from manager.daemon.wiring import sources_for
     from manager.model.snapshot import Leadership
 
-    cfg = load_manager_config(args.config)
     sources = sources_for(cfg).start()
     try:
-        deadline = time.monotonic() + args.wait
+        deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and not all(s.caught_up for s in sources.feed_status()):
             time.sleep(0.5)
         zk = cfg.zookeeper
@@ -99,12 +113,4 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         snap, _ = observe_cluster(cfg, sources, state, leadership, time.time())
     finally:
         sources.stop()
-    try:
-        args.out.write_text(snap.model_dump_json(indent=1))
-    except OSError as exc:
-        raise KmedicError(f"cannot write {args.out}: {exc.strerror}") from exc
-    print(
-        f"snapshot of {cfg.cluster} written to {args.out}: {len(snap.brokers)} brokers, "
-        f"{sum(len(t.partitions) for t in snap.topics)} partitions"
-    )
-    return 0
+    return snap

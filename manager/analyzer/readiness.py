@@ -1,0 +1,132 @@
+"""Failure readiness (pure): would kmedic heal the death of each broker, and of each rack,
+before it happens? Each scenario is the snapshot with those brokers dead past their grace
+period - out of every ISR, their partitions led by the next in-sync replica, or offline - run
+through the real gates and planner (``decide``), as the leading manager would on that day.
+
+A scenario is *healable* when the decision is a full heal (or nothing needs copying); else the
+verdict says why: a refusal's reasons, or a partial heal's partitions left unhealed with theirs.
+The bytes to copy are the heal's; the busiest survivor is by network use after the heal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from manager.analyzer.planner import decide
+from manager.model.decision import Decision, Reason
+from manager.model.racks import location_of
+from manager.model.snapshot import Leadership, Partition, Snapshot, Topic
+
+ScenarioKind = Literal["broker", "rack", "domain"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    kind: ScenarioKind
+    name: str
+    brokers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    scenario: Scenario
+    healable: bool
+    outcome: str
+    summary: str
+    why: tuple[Reason, ...]  # a refusal's reasons, or the partitions a partial heal leaves
+    bytes_to_copy: int
+    moves: int
+    busiest_after: tuple[int, float] | None  # (broker, network utilisation) after the heal
+
+    def sentence(self) -> str:
+        s = self.scenario
+        lost = f"losing {s.kind} {s.name}" + (
+            f" (brokers {list(s.brokers)})" if s.kind != "broker" else ""
+        )
+        if self.healable:
+            return (
+                f"{lost}: healable, {self.moves} moves, {self.bytes_to_copy / 1e6:.0f} MB to copy"
+            )
+        first = self.why[0].message if self.why else self.summary
+        more = f" (+{len(self.why) - 1} more)" if len(self.why) > 1 else ""
+        return f"{lost}: NOT healable: {first}{more}"
+
+
+def scenarios(snap: Snapshot) -> list[Scenario]:
+    """Every live broker; every rack and configured failure domain with a live broker."""
+    live = [b for b in snap.brokers if b.alive]
+    out = [Scenario("broker", str(b.id), (b.id,)) for b in live]
+    racks: dict[str, list[int]] = {}
+    for b in live:
+        racks.setdefault(location_of(b.rack, snap.policy.placement).rack, []).append(b.id)
+    out += [Scenario("rack", r, tuple(ids)) for r, ids in sorted(racks.items()) if len(racks) > 1]
+    alive = {b.id for b in live}
+    for domain in snap.failure_domains:
+        ids = tuple(b for b in domain.brokers if b in alive)
+        if ids:
+            out.append(Scenario("domain", domain.name, ids))
+    return out
+
+
+def killed(snap: Snapshot, dead: tuple[int, ...]) -> Snapshot:
+    """The snapshot as the leader would see it once ``dead`` died and their grace ran out."""
+    gone = set(dead)
+    since = snap.taken_at - snap.policy.dead_grace_ms - 1
+    brokers = tuple(
+        b.model_copy(update={"alive": False, "dead_since_ms": since, "returned_at_ms": None})
+        if b.id in gone
+        else b
+        for b in snap.brokers
+    )
+    topics = tuple(
+        Topic(
+            name=t.name,
+            partitions=tuple(_without(p, gone) for p in t.partitions),
+            min_insync_replicas=t.min_insync_replicas,
+        )
+        for t in snap.topics
+    )
+    leading = Leadership(
+        holder=snap.leadership.holder,
+        epoch=snap.leadership.current_epoch,
+        current_epoch=snap.leadership.current_epoch,
+        is_leader=True,
+    )
+    return snap.model_copy(update={"brokers": brokers, "topics": topics, "leadership": leading})
+
+
+def _without(p: Partition, gone: set[int]) -> Partition:
+    if not gone & set(p.replicas):
+        return p
+    isr = tuple(r for r in p.isr if r not in gone)
+    leader = p.leader if p.leader not in gone else (isr[0] if isr else None)
+    offline = tuple(sorted(set(p.offline_replicas) | (gone & set(p.replicas))))
+    return p.model_copy(update={"isr": isr, "leader": leader, "offline_replicas": offline})
+
+
+def verdict(
+    snap: Snapshot, scenario: Scenario, plan: Callable[[Snapshot], Decision] = decide
+) -> Verdict:
+    decision = plan(killed(snap, scenario.brokers))
+    full_heal = decision.outcome == "act" and decision.kind == "heal" and not decision.unhealed
+    nothing_to_do = decision.outcome == "noop"
+    why = decision.unhealed or (decision.reasons if decision.outcome == "refuse" else ())
+    after = decision.loads_after
+    busiest = max(after.items(), key=lambda kv: kv[1].network_util, default=None)
+    return Verdict(
+        scenario,
+        healable=(full_heal or nothing_to_do) and decision.would_act is None,
+        outcome=decision.outcome,
+        summary=decision.summary,
+        why=tuple(why),
+        bytes_to_copy=decision.bytes_to_move,
+        moves=len(decision.actions),
+        busiest_after=(busiest[0], busiest[1].network_util) if busiest else None,
+    )
+
+
+def sweep(snap: Snapshot) -> list[Verdict]:
+    """Every scenario's verdict, brokers first, then racks and domains."""
+    return [verdict(snap, s) for s in scenarios(snap)]

@@ -1,0 +1,104 @@
+"""Failure readiness (pure): each broker's and each rack's loss run through the real gates
+and planner; healable or not, with the partitions and reasons a heal would leave, and the
+bytes it would copy. The live cluster and a saved snapshot give the same table
+(`kmedic readiness`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import kmedic_in_process
+from planner_fixtures import GB, broker, make, part
+
+from manager.analyzer.planner import decide
+from manager.analyzer.readiness import Scenario, killed, scenarios, sweep, verdict
+from manager.model.snapshot import Snapshot
+
+RACKS = {1: "/r1", 2: "/r1", 3: "/r2", 4: "/r2", 5: "/r3", 6: "/r3"}
+
+
+def cluster(pay: bool = False, **extra: Any) -> Snapshot:
+    brokers = [broker(b, RACKS[b]) for b in RACKS]
+    # One replica per rack: partition n on brokers n%2+1, n%2+3, n%2+5.
+    topics = {"t": [part(n, [n % 2 + 1, n % 2 + 3, n % 2 + 5]) for n in range(4)]}
+    if pay:
+        topics["pay"] = [part(0, [1, 3, 5])]
+    return make(brokers, topics, **extra)
+
+
+def test_every_broker_and_every_rack_is_a_scenario() -> None:
+    snap = cluster()
+    found = scenarios(snap)
+    assert [(s.kind, s.name, s.brokers) for s in found] == [
+        *[("broker", str(b), (b,)) for b in RACKS],
+        ("rack", "/r1", (1, 2)),
+        ("rack", "/r2", (3, 4)),
+        ("rack", "/r3", (5, 6)),
+    ]
+
+
+def test_a_killed_snapshot_is_what_the_leader_sees_once_the_grace_is_over() -> None:
+    snap = cluster()
+    dead = killed(snap, (1,))
+    one = next(b for b in dead.brokers if b.id == 1)
+    assert not one.alive and one.in_grace(dead.taken_at, dead.policy.dead_grace_ms) is False
+    p0 = dead.topics[0].partitions[0]  # replicas [1, 3, 5], led by 1
+    assert (p0.isr, p0.leader, p0.offline_replicas) == ((3, 5), 3, (1,))
+    assert dead.topics[0].partitions[1] == snap.topics[0].partitions[1]  # [2, 4, 6]: untouched
+    assert dead.leadership.is_leader
+
+
+def test_each_broker_alone_is_healable_with_its_bytes() -> None:
+    snap = cluster()
+    verdicts = {v.scenario.name: v for v in sweep(snap) if v.scenario.kind == "broker"}
+    assert all(v.healable for v in verdicts.values())
+    assert verdicts["1"].moves == 2 and verdicts["1"].bytes_to_copy == 2 * GB
+    assert verdicts["1"].sentence() == "losing broker 1: healable, 2 moves, 2000 MB to copy"
+    # The real planner on the same snapshot decides the same heal.
+    direct = decide(killed(snap, (1,)))
+    assert direct.bytes_to_move == verdicts["1"].bytes_to_copy
+
+
+def test_an_isolation_group_without_a_spare_broker_is_not_healable_and_names_its_partitions() -> (
+    None
+):
+    snap = cluster(
+        pay=True,
+        broker_groups=[{"name": "trio", "brokers": [1, 3, 5]}],
+        isolation_groups=[{"name": "pay", "topics": ["pay"], "primary": "trio"}],
+    )
+    v = verdict(snap, Scenario("broker", "1", (1,)))
+    assert not v.healable
+    assert ["pay:0" in r.message for r in v.why] == [True]
+    assert v.sentence().startswith("losing broker 1: NOT healable: pay:0")
+    assert verdict(snap, Scenario("broker", "2", (2,))).healable  # pay has nothing on 2
+
+
+def test_a_rack_beyond_the_dead_broker_limit_is_refused_with_the_gates_reason() -> None:
+    snap = cluster(policy={"max_dead_brokers": 1})
+    v = verdict(snap, Scenario("rack", "/r1", (1, 2)))
+    assert not v.healable and v.outcome == "refuse"
+    assert v.why and v.bytes_to_copy == 0
+    assert verdict(snap, Scenario("broker", "1", (1,))).healable
+
+
+def test_readiness_reads_a_saved_snapshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = cluster(policy={"max_dead_brokers": 1})
+    path = tmp_path / "snap.json"
+    path.write_text(snap.model_dump_json())
+    code, out, _ = kmedic_in_process(capsys, "readiness", "--snapshot", str(path), "--json")
+    assert code == 3  # the racks cannot be healed
+    table = json.loads(out)
+    assert [(r["scenario"], r["name"], r["healable"]) for r in table] == [
+        *[("broker", str(b), True) for b in RACKS],
+        *[("rack", r, False) for r in ("/r1", "/r2", "/r3")],
+    ]
+    code, out, _ = kmedic_in_process(capsys, "readiness", "--snapshot", str(path))
+    assert "losing rack /r1 (brokers [1, 2]): NOT healable: " in out
+    code, _, err = kmedic_in_process(capsys, "readiness")
+    assert code == 1 and "give one of --snapshot FILE and --config" in err
