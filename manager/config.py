@@ -60,6 +60,16 @@ class HttpSettings(_Settings):
     )
 
 
+class ReadinessSettings(_Settings):
+    """The failure-readiness sweep on the leader (docs/readiness.md)."""
+
+    enabled: bool = True
+    period_s: float = Field(default=600.0, gt=0, description="seconds between sweeps")
+    cpu_share: float = Field(
+        default=0.25, gt=0, le=1, description="the share of the time a sweep may run"
+    )
+
+
 class ManagerConfig(_Settings):
     cluster: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
     bootstrap: str | None = Field(
@@ -96,6 +106,7 @@ class ManagerConfig(_Settings):
     audit: AuditSettings = AuditSettings()
     executor: ExecutorConfig = ExecutorConfig()
     http: HttpSettings = HttpSettings()
+    readiness: ReadinessSettings = ReadinessSettings()
 
     @model_validator(mode="after")
     def _one_way_to_each_cluster(self) -> ManagerConfig:

@@ -32,6 +32,7 @@ AuditKind = Literal[
     "action_failed",
     "alert_raised",
     "alert_cleared",
+    "readiness",  # the failure-readiness sweep's summary, when it changes (docs/readiness.md)
 ]
 SinkName = Literal["primary", "secondary", "spool"]
 

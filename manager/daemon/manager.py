@@ -39,6 +39,7 @@ from manager.daemon.outcome import CycleOutcome
 from manager.daemon.pacing import next_cycle_at
 from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
+from manager.daemon.readiness_sweep import ReadinessSweep
 from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind
 from manager.daemon.settling import MonotonicView, with_moves_in_flight, with_stalled
@@ -54,7 +55,6 @@ from manager.web.server import MetricsServer
 from manager.web.status_page import status_document
 
 log = get_logger(__name__)
-
 
 # A decision made on these loads does not go into the status page's load history.
 _STALE_LOADS: frozenset[ReasonCode] = frozenset({"stale_load_data", "heal_without_loads"})
@@ -114,6 +114,7 @@ class Manager:
         executor.on_event = self.moves.event
         executor.on_rates = self.trail.throttle_rates
         self.foreign = ForeignWatch(executor.sizes, executor.config.stall_s)
+        self.readiness = ReadinessSweep(cfg.readiness, coordinator, self.trail, self.metrics)
         coordinator.watch(
             on_leadership_acquired=self._on_leadership_acquired,
             on_leadership_lost=self._on_leadership_lost,
@@ -130,6 +131,7 @@ class Manager:
         ).start()
         self.sources.start()
         self.coordinator.start()
+        self.readiness.start()
         log.info(
             "manager_started",
             instance=self.instance,
@@ -140,7 +142,8 @@ class Manager:
 
     def stop(self) -> None:
         self.request_stop()
-        closers = [self.coordinator.stop, self.sources.stop, self.executor.close, self.audit.close]
+        closers = [self.readiness.stop, self.coordinator.stop, self.sources.stop]
+        closers += [self.executor.close, self.audit.close]
         if self.server is not None:
             closers.append(self.server.stop)
         for closer in closers:
@@ -257,11 +260,12 @@ class Manager:
             facts.dead_brokers, facts.waiting_brokers, facts.urp_explained, facts.urp_unexplained
         )
         self.metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
-        self.metrics.observe_unsafe_topics(unsafe_topics(snap, self.cfg.policy))
+        self.metrics.safety.observe_unsafe_topics(unsafe_topics(snap, self.cfg.policy))
         if not coord.is_leader:
             self._zk_outage.forget()  # the leader tells it
             return CycleOutcome("standby", standby_sentence(state, facts.dead_brokers))
         self._zk_outage.audit_if_over(self.trail, self.clock.time(), facts.dead_brokers)
+        self.readiness.report(snap)
         mode = self.mode.follow(state.mode, self.trail)
         self.metrics.observe_mode(mode)
         if mode == "act":  # observe mode writes nothing: no adopted move, no throttle removed
@@ -376,6 +380,7 @@ class Manager:
             history_span_ms=self.load_history.span_ms,
             now_monotonic=self.clock.monotonic(),
             mode=self.mode.current,
+            readiness=self.readiness.shown(),
         )
 
     def health(self) -> tuple[bool, dict[str, Any]]:

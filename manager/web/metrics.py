@@ -15,9 +15,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from kmedic.errors import KmedicError
 from manager.analyzer.health import switched_off
-from manager.analyzer.topic_safety import UNSAFE_KINDS, UnsafeTopic
 from manager.model.decision import Decision
 from manager.model.plan_progress import PlanProgress
+from manager.web.safety_metrics import SafetyMetrics
 
 Outcome = Literal["act", "noop", "wait", "refuse"]
 OUTCOMES: tuple[Outcome, ...] = ("act", "noop", "wait", "refuse")
@@ -43,6 +43,7 @@ class ManagerMetrics:
         self.cluster = cluster
         self.registry = registry or CollectorRegistry()
         r, c = self.registry, ["cluster"]
+        self.safety = SafetyMetrics(cluster, r)
         self.cluster_observable = Gauge(
             "kmedic_cluster_observable",
             "1 when the last cycle could read the cluster (Admin API and ZooKeeper config)",
@@ -153,19 +154,6 @@ class ManagerMetrics:
             "The replication throttle rate kmedic set on a broker taking part in moves "
             "(direction=out: leader.replication.throttled.rate; in: follower's)",
             [*c, "broker", "direction"],
-            registry=r,
-        )
-        self.unsafe_topics = Gauge(
-            "kmedic_unsafe_topics",
-            "Topics a broker loss turns into an outage or lost writes, by kind "
-            "(manager/analyzer/topic_safety.py)",
-            [*c, "kind"],
-            registry=r,
-        )
-        self.unsafe_topic = Gauge(
-            "kmedic_unsafe_topic",
-            "1 for each unsafe topic and kind (no series for a safe one)",
-            [*c, "topic", "kind"],
             registry=r,
         )
         self.stuck_foreign = Gauge(
@@ -351,15 +339,6 @@ class ManagerMetrics:
     def observe_cycle(self, seconds: float, finished_at_s: float) -> None:
         self.cycle_duration.labels(self.cluster).observe(seconds)
         self.last_cycle.labels(self.cluster).set(finished_at_s)
-
-    def observe_unsafe_topics(self, unsafe: Iterable[UnsafeTopic]) -> None:
-        self.unsafe_topic.clear()
-        counts = dict.fromkeys(UNSAFE_KINDS, 0)
-        for topic in unsafe:
-            counts[topic.kind] += 1
-            self.unsafe_topic.labels(self.cluster, topic.topic, topic.kind).set(1)
-        for kind, count in counts.items():
-            self.unsafe_topics.labels(self.cluster, kind).set(count)
 
     def observe_loads(self, age_s: float, valid_fraction: float) -> None:
         self.load_age.labels(self.cluster).set(age_s)

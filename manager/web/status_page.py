@@ -40,9 +40,11 @@ def status_document(
     now_monotonic: float | None = None,
     mode: str = "act",
     progress: PlanProgress | None = None,
+    readiness: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``history``: LoadHistory.series(); ``now_monotonic``: the executor's clock, for how long
-    each move has run; ``progress``: where the running plan stands."""
+    each move has run; ``progress``: where the running plan stands; ``readiness``: the last
+    failure-readiness sweep (ReadinessSweep.shown())."""
     loads = decision.loads_before if decision else {}
     limits = snapshot.policy.limits if snapshot else None
     return {
@@ -90,6 +92,7 @@ def status_document(
             else None,
             "series": {str(b): [list(p) for p in pts] for b, pts in (history or {}).items()},
         },
+        "readiness": dict(readiness) if readiness else None,
         # Newest first: what on-call wants to see at the top.
         "recent_audit": [
             {"line": render_line(r), "kind": r.kind, "time_ms": r.time_ms, "id": r.id}
@@ -211,6 +214,7 @@ def render_html(doc: Mapping[str, Any]) -> str:
         ),
         _section("moves", "Moves", _moves(doc["moves"], doc["plan_progress"])),
         _section("requests", "Operator requests", _requests(doc["requests"])),
+        _section("readiness", "Failure readiness", _readiness(doc.get("readiness"))),
         _section("brokers", "Brokers", _table(BROKER_COLUMNS, _broker_rows(doc), "none")),
         _section(
             "audit",
@@ -253,6 +257,16 @@ def _down(brokers: Iterable[Mapping[str, Any]]) -> str:
         if b["state"] != "alive"
     ]
     return _table(["broker", "domain", "state", "dead since", "grace ends"], rows, "none")
+
+
+def _readiness(ready: Mapping[str, Any] | None) -> str:
+    if not ready:
+        return "<p>no sweep yet (the leader sweeps every readiness.period_s)</p>"
+    head = (
+        f"<p>{html.escape(ready['summary'].split(';')[0])}, swept {_ms(ready['swept_at_ms'])}</p>"
+    )
+    rows = [[s["sentence"]] for s in ready["scenarios"] if not s["healable"]]
+    return head + _table(["loss that would not be fully healed"], rows, "none")
 
 
 def _moves(moves: list[Mapping[str, Any]], progress: Mapping[str, Any] | None) -> str:

@@ -87,12 +87,12 @@ def test_a_topics_rf_is_its_smallest_partition_without_replicas_being_added() ->
 def test_the_manager_exports_each_unsafe_topic_and_a_count_per_kind(tmp_path: Path) -> None:
     rig = Rig(tmp_path)
     registry = rig.manager.metrics.registry
-    rig.manager.metrics.observe_unsafe_topics([UnsafeTopic("pay", "below_min_rf", 1, None)])
+    rig.manager.metrics.safety.observe_unsafe_topics([UnsafeTopic("pay", "below_min_rf", 1, None)])
     sample = registry.get_sample_value
     assert sample("kmedic_unsafe_topic", {"cluster": "c", "topic": "pay", "kind": "below_min_rf"})
     assert sample("kmedic_unsafe_topics", {"cluster": "c", "kind": "below_min_rf"}) == 1
     assert sample("kmedic_unsafe_topics", {"cluster": "c", "kind": "min_isr_loses_writes"}) == 0
-    rig.manager.metrics.observe_unsafe_topics([])
+    rig.manager.metrics.safety.observe_unsafe_topics([])
     assert (
         sample("kmedic_unsafe_topic", {"cluster": "c", "topic": "pay", "kind": "below_min_rf"})
         is None

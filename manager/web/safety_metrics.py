@@ -1,0 +1,86 @@
+"""The gauges of what would hurt on the day a broker dies: unsafe topics
+(manager/analyzer/topic_safety.py) and failure readiness (manager/analyzer/readiness.py).
+Part of ManagerMetrics (``metrics.safety``), on its registry and cluster label."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from manager.analyzer.readiness import Verdict
+from manager.analyzer.topic_safety import UNSAFE_KINDS, UnsafeTopic
+
+SCENARIO_KINDS = ("broker", "rack", "domain")
+
+
+class SafetyMetrics:
+    def __init__(self, cluster: str, registry: CollectorRegistry) -> None:
+        self.cluster = cluster
+        r, c = registry, ["cluster"]
+        self.unsafe_topics = Gauge(
+            "kmedic_unsafe_topics",
+            "Topics a broker loss turns into an outage or lost writes, by kind "
+            "(manager/analyzer/topic_safety.py)",
+            [*c, "kind"],
+            registry=r,
+        )
+        self.unsafe_topic = Gauge(
+            "kmedic_unsafe_topic",
+            "1 for each unsafe topic and kind (no series for a safe one)",
+            [*c, "topic", "kind"],
+            registry=r,
+        )
+        self.unhealable = Gauge(
+            "kmedic_readiness_unhealable",
+            "Losses (of one broker, rack or failure domain) the last readiness sweep found "
+            "kmedic could not fully heal, by scenario kind",
+            [*c, "scenario"],
+            registry=r,
+        )
+        self.unhealable_loss = Gauge(
+            "kmedic_readiness_unhealable_loss",
+            "For each loss kmedic could not fully heal: the partitions its heal would leave "
+            "under-replicated (1 for a refusal), and the first reason's code",
+            [*c, "scenario", "name", "reason"],
+            registry=r,
+        )
+        self.heal_bytes = Gauge(
+            "kmedic_readiness_max_heal_bytes",
+            "The most bytes the heal of any one loss would copy (last readiness sweep)",
+            c,
+            registry=r,
+        )
+        self.swept = Gauge(
+            "kmedic_readiness_last_sweep_timestamp_seconds",
+            "When the last readiness sweep finished",
+            c,
+            registry=r,
+        )
+
+    def observe_unsafe_topics(self, unsafe: Iterable[UnsafeTopic]) -> None:
+        self.unsafe_topic.clear()
+        counts = dict.fromkeys(UNSAFE_KINDS, 0)
+        for topic in unsafe:
+            counts[topic.kind] += 1
+            self.unsafe_topic.labels(self.cluster, topic.topic, topic.kind).set(1)
+        for kind, count in counts.items():
+            self.unsafe_topics.labels(self.cluster, kind).set(count)
+
+    def observe_readiness(self, verdicts: Iterable[Verdict], at_s: float) -> None:
+        self.unhealable_loss.clear()
+        counts = dict.fromkeys(SCENARIO_KINDS, 0)
+        most = 0
+        for v in verdicts:
+            most = max(most, v.bytes_to_copy)
+            if v.healable:
+                continue
+            counts[v.scenario.kind] += 1
+            left = len(v.why) if v.outcome == "act" else 1  # a partial heal, or a refusal
+            reason = v.why[0].code if v.why else v.outcome
+            labels = (self.cluster, v.scenario.kind, v.scenario.name, reason)
+            self.unhealable_loss.labels(*labels).set(max(1, left))
+        for kind, count in counts.items():
+            self.unhealable.labels(self.cluster, kind).set(count)
+        self.heal_bytes.labels(self.cluster).set(most)
+        self.swept.labels(self.cluster).set(at_s)
