@@ -134,6 +134,22 @@ def cluster_document() -> dict[str, Any]:
         history_span_ms=history.span_ms,
         now_ms=NOW,
         now_monotonic=70.0,
+        readiness={
+            "summary": "readiness: 1 of 2 losses healable; losing rack /r2 (brokers [3, 4]): "
+            "NOT healable: pay:0: no usable broker left",
+            "swept_at_ms": NOW,
+            "scenarios": [
+                {
+                    "sentence": "losing broker 1: healable, 2 moves, 2000 MB to copy",
+                    "healable": True,
+                },
+                {
+                    "sentence": "losing rack /r2 (brokers [3, 4]): NOT healable: pay:0: no usable "
+                    "broker left",
+                    "healable": False,
+                },
+            ],
+        },
     )
 
 
@@ -174,8 +190,12 @@ def page(page_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
 
 def test_every_section_renders(page: Page) -> None:
     assert page.title() == "kmedic browser-test"
-    for section in ("decision", "alerts", "down", "limits", "history", "moves", "requests"):
+    sections = ("decision", "alerts", "down", "limits", "history", "moves", "requests", "readiness")
+    for section in sections:
         assert page.locator(f"section#{section} h2").is_visible(), section
+    ready = page.locator("section#readiness").inner_text()
+    assert "1 of 2 losses healable" in ready and "losing rack /r2" in ready
+    assert "losing broker 1" not in ready  # only what would not be healed is listed
     assert "rack_violation" in page.locator("section#alerts").inner_text()
     down = page.locator("section#down").inner_text()
     assert "dead" in down and "waiting" in down
