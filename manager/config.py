@@ -65,6 +65,12 @@ class ReadinessSettings(_Settings):
 
     enabled: bool = True
     period_s: float = Field(default=600.0, gt=0, description="seconds between sweeps")
+    first_sweep_s: float = Field(
+        default=120.0,
+        ge=0,
+        description="no sweep sooner after the manager starts: a new leader's first cycles "
+        "(a heal of a fresh failure) do not share the interpreter with it",
+    )
     cpu_share: float = Field(
         default=0.25, gt=0, le=1, description="the share of the time a sweep may run"
     )

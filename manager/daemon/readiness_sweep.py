@@ -4,9 +4,9 @@ In a thread of its own, every ``period_s``, the newest cycle's snapshot has each
 through the gates and the heal planner, one at a time. After each one the thread pauses long
 enough that it uses at most ``cpu_share`` of the time: the cycle thread gets the interpreter
 back between scenarios, so a sweep never holds a cycle up for more than one scenario. A
-standby does not sweep. The gauges follow every sweep; its summary goes to the audit log once,
-and again only when it changes - written by the cycle (``report``), the audit log's one
-writer.
+standby does not sweep, and none sweeps within ``first_sweep_s`` of its start. The gauges
+follow every sweep; its summary goes to the audit log once, and again only when it changes -
+written by the cycle (``report``), the audit log's one writer.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class ReadinessSweep:
             self._thread.join(10)
 
     def _run(self) -> None:
-        wait = 0.0  # the first sweep as soon as a snapshot is there
+        wait = self.settings.first_sweep_s
         while not self._stop.wait(wait):
             wait = 1.0  # no snapshot yet, or not leading: look again soon
             snap = self._offered

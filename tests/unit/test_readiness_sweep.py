@@ -107,7 +107,7 @@ def test_a_sweep_leaves_the_interpreter_to_the_cycle_between_scenarios(
 
 def test_the_thread_sweeps_the_leaders_snapshot_and_a_standby_does_not(rig: Rig) -> None:
     sweep = ReadinessSweep(
-        ReadinessSettings(cpu_share=1.0, period_s=60),
+        ReadinessSettings(cpu_share=1.0, period_s=60, first_sweep_s=0),
         rig.coordinator,
         rig.manager.trail,
         rig.manager.metrics,
