@@ -134,8 +134,8 @@ class Result:
     failure_max: float  # their worst latency (s)
 
 
-def client_topic(race: Race) -> None:
-    topic = NewTopic(CLIENT_TOPIC, CLIENT_PARTITIONS, 3)
+def client_topic(race: Race, partitions: int) -> None:
+    topic = NewTopic(CLIENT_TOPIC, partitions, 3)
     for future in race.admin.create_topics([topic]).values():
         future.result(timeout=60)
     wait(lambda: CLIENT_TOPIC in race.admin.list_topics(timeout=10).topics, 60, "the topic")
@@ -143,18 +143,26 @@ def client_topic(race: Race) -> None:
 
 def trim(race: Race) -> None:
     """The client topic's records so far deleted: each heal copies only the last minute's."""
-    partitions = [TopicPartition(CLIENT_TOPIC, p, OFFSET_END) for p in range(CLIENT_PARTITIONS)]
+    count = len(race.admin.list_topics(CLIENT_TOPIC, timeout=10).topics[CLIENT_TOPIC].partitions)
+    partitions = [TopicPartition(CLIENT_TOPIC, p, OFFSET_END) for p in range(count)]
     for future in race.admin.delete_records(partitions).values():
         future.result(timeout=60)
 
 
-def measure(race: Race, lat: Latencies, n: int, setting: int | str | None, init: Any) -> Result:
+def measure(
+    race: Race,
+    lat: Latencies,
+    n: int,
+    setting: int | str | None,
+    init: Any,
+    settle_s: float = SETTLE_S,
+) -> Result:
     trim(race)
-    run = race.race(n, setting, init, settle_s=SETTLE_S)
+    run = race.race(n, setting, init, settle_s=settle_s)
     kill = run.killed_at
     first, replicated = kill + run.first_move_s, kill + run.replicated_s
     wait(lambda: lat.answered(replicated), 150, "the heal window's records answered")
-    base, _ = lat.window(kill - BASELINE_S, kill)
+    base, _ = lat.window(kill - min(BASELINE_S, settle_s), kill)
     heal, heal_failed = lat.window(first, replicated)
     failure, failure_failed = lat.window(kill, first)
     result = Result(
@@ -201,10 +209,11 @@ def main() -> None:
         help="smoke size: one adaptive run, 4 MB, a 5 s grace, docs untouched",
     )
     args = parser.parse_args()
-    settings, args.grace_ms = SETTINGS, GRACE_MS
+    settings, args.grace_ms, settle_s = SETTINGS, GRACE_MS, SETTLE_S
+    partitions = CLIENT_PARTITIONS
     if args.quick:
         args.produce_mb, args.runs, args.no_write, args.grace_ms = 4, 1, True, 5_000
-        settings = ("adaptive",)
+        settings, settle_s, partitions = ("adaptive",), 3.0, 6
     with tempfile.TemporaryDirectory(prefix="bench-clients-") as tmp:
         race = Race(Path(tmp), args.produce_mb, args.grace_ms)
         lat: Latencies | None = None
@@ -212,12 +221,12 @@ def main() -> None:
             t = time.monotonic()
             race.fill()
             print(f"produced {args.produce_mb} MB in {time.monotonic() - t:.0f} s", flush=True)
-            client_topic(race)
+            client_topic(race, partitions)
             initial = race.placement()
             on_disk = sum(race.sizes()[k] * len(v) for k, v in initial.items() if k[0] == TOPIC)
             lat = Latencies(race.bootstrap, args.rate).start()
             results = [
-                measure(race, lat, n * len(settings) + i, setting, initial)
+                measure(race, lat, n * len(settings) + i, setting, initial, settle_s)
                 for n in range(args.runs)
                 for i, setting in enumerate(settings)
             ]
