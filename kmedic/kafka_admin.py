@@ -57,3 +57,24 @@ def connect_admin(
         )
     except Exception as exc:  # kafka-python raises several unrelated types
         raise error(f"cannot reach the cluster at {bootstrap}: {exc}") from exc
+
+
+MIN_INSYNC = "min.insync.replicas"
+
+
+def describe_min_insync(client: Any, topics: list[str]) -> dict[str, int]:
+    """Each topic's effective ``min.insync.replicas`` (its own, else the broker default), by
+    DescribeConfigs on ``client``; a topic Kafka gives no value for (just created, deleted) is
+    absent. Raises what the client raises."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    resources = [
+        ConfigResource(ConfigResourceType.TOPIC, t, configs={MIN_INSYNC: None}) for t in topics
+    ]
+    found = client.describe_configs(resources, config_filter="all")
+    out = {}
+    for name, entries in found.get("topic", {}).items():
+        value = entries.get(MIN_INSYNC, {}).get("value") if isinstance(entries, dict) else None
+        if isinstance(value, str) and value.isdigit() and int(value) >= 1:
+            out[str(name)] = int(value)
+    return out

@@ -10,12 +10,11 @@ import os
 from typing import Any
 
 from kmedic.errors import KmedicError
-from kmedic.kafka_admin import connect_admin
+from kmedic.kafka_admin import connect_admin, describe_min_insync
 from kmedic.kafka_client import Cluster
 from kmedic.metadata import parse_topics
 from manager.analyzer.topic_safety import TopicFacts, find_unsafe
 from manager.model.snapshot import Policy
-from manager.monitor.topic_configs import describe
 
 UNSAFE_EXIT = 3
 
@@ -94,7 +93,7 @@ def read_facts(cluster: Cluster) -> list[TopicFacts]:
         rf: dict[str, int] = {}
         for p in partitions:
             rf[p.topic] = min(rf.get(p.topic, len(p.replicas)), len(p.replicas))
-        min_insync = describe(client, sorted(rf)) if rf else {}
+        min_insync = describe_min_insync(client, sorted(rf)) if rf else {}
     except KmedicError:
         raise
     except Exception as exc:  # kafka-python raises several unrelated types

@@ -16,9 +16,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from kafka.admin import ConfigResource, ConfigResourceType
-
 from kmedic.errors import KmedicError
+from kmedic.kafka_admin import describe_min_insync
 from kmedic.logging import get_logger
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttles import AdminCall
@@ -27,8 +26,6 @@ from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import RATE_KEYS, BrokerKey
 
 log = get_logger(__name__)
-
-MIN_INSYNC = "min.insync.replicas"
 
 
 class TrafficFeed(Protocol):
@@ -125,21 +122,14 @@ class ThrottleRates:
         unknown = sorted(topics - set(self._min_insync))
         if not unknown:
             return
-        resources = [
-            ConfigResource(ConfigResourceType.TOPIC, t, configs={MIN_INSYNC: None}) for t in unknown
-        ]
         try:
             found = self._call(
-                lambda kp: kp.describe_configs(resources, config_filter="all"),
-                "read min.insync.replicas",
+                lambda kp: describe_min_insync(kp, unknown), "read min.insync.replicas"
             )
         except KmedicError as exc:  # unknown: not urgent this time, read again next time
             log.warning("min_insync_unreadable", topics=unknown, error=str(exc))
             return
-        for name, entries in found.get("topic", {}).items():
-            value = entries.get(MIN_INSYNC, {}).get("value") if isinstance(entries, dict) else None
-            if isinstance(value, str) and value.isdigit():
-                self._min_insync[str(name)] = int(value)
+        self._min_insync.update(found)
 
 
 def _ints(rates: Mapping[BrokerKey, str]) -> dict[BrokerKey, int]:

@@ -9,13 +9,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kafka.admin import ConfigResource, ConfigResourceType
-
+from kmedic.kafka_admin import describe_min_insync
 from kmedic.logging import get_logger
 
 log = get_logger(__name__)
-
-MIN_INSYNC = "min.insync.replicas"
 
 
 class TopicConfigs:
@@ -33,23 +30,10 @@ class TopicConfigs:
         wanted = sorted(topics if due else topics - set(self._known))
         if wanted:
             try:
-                self._known.update(describe(client, wanted))
+                self._known.update(describe_min_insync(client, wanted))
                 if due:
                     self._read_at = self._clock()
             except Exception as exc:  # kafka-python raises several unrelated types
                 log.warning("topic_configs_unreadable", topics=len(wanted), error=str(exc))
         self._known = {t: v for t, v in self._known.items() if t in topics}
         return dict(self._known)
-
-
-def describe(client: Any, topics: list[str]) -> dict[str, int]:
-    resources = [
-        ConfigResource(ConfigResourceType.TOPIC, t, configs={MIN_INSYNC: None}) for t in topics
-    ]
-    found = client.describe_configs(resources, config_filter="all")
-    out = {}
-    for name, entries in found.get("topic", {}).items():
-        value = entries.get(MIN_INSYNC, {}).get("value") if isinstance(entries, dict) else None
-        if isinstance(value, str) and value.isdigit() and int(value) >= 1:
-            out[str(name)] = int(value)
-    return out
