@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import time
@@ -11,11 +10,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kmedic.errors import KmedicError
-from kmedic.kafka_client import Cluster
 from kmedic.kafka_preflight import check_credentials
 from manager.audit.kafka_reader import read_records
 from manager.audit.kafka_sink import DEFAULT_TOPIC
 from manager.audit.log import render_line
+from manager.cli.kafka_args import add_kafka_args, kafka_from
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -42,14 +41,8 @@ def register(subparsers: Any) -> None:
     actions = subparsers.add_parser("actions", help="read the audit log")
     sub = actions.add_subparsers(dest="verb", required=True)
     tail = sub.add_parser("tail", help="print audit records, oldest first, one per line")
-    tail.add_argument(
-        "--bootstrap",
-        default=os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
-        help="Kafka bootstrap servers (default: $KMEDIC_BOOTSTRAP_SERVERS)",
-    )
-    tail.add_argument(
-        "--config",
-        help="a manager config: read its kafka: section (security included) and audit topic",
+    add_kafka_args(
+        tail, "a manager config: read its kafka: section (security included) and audit topic"
     )
     tail.add_argument("--topic", help=f"default: the config's, or {DEFAULT_TOPIC}")
     tail.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
@@ -64,20 +57,8 @@ def _say(sentence: str) -> None:
 
 
 def run_tail(args: argparse.Namespace) -> int:
-    cluster: Cluster
-    topic = args.topic or DEFAULT_TOPIC
-    if args.config:
-        from manager.config import load_manager_config
-
-        cfg = load_manager_config(args.config)
-        cluster, topic = cfg.cluster_client, args.topic or cfg.topics.actions
-    elif args.bootstrap:
-        cluster = args.bootstrap
-    else:
-        raise KmedicError(
-            "no Kafka given: pass --config MANAGER.yaml, --bootstrap HOST:PORT or set "
-            "KMEDIC_BOOTSTRAP_SERVERS"
-        )
+    cluster, cfg = kafka_from(args)
+    topic = args.topic or (cfg.topics.actions if cfg else DEFAULT_TOPIC)
     since = None if args.since is None else parse_since(args.since, int(time.time() * 1000))
     check_credentials(cluster, role="actions tail")
     records = read_records(cluster, topic, since_ms=since, follow=args.follow, notice=_say)

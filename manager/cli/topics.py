@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 from kmedic.errors import KmedicError
@@ -14,6 +13,7 @@ from kmedic.kafka_admin import connect_admin, describe_min_insync
 from kmedic.kafka_client import Cluster
 from kmedic.metadata import parse_topics
 from manager.analyzer.topic_safety import TopicFacts, find_unsafe
+from manager.cli.kafka_args import add_kafka_args, kafka_from
 from manager.model.snapshot import Policy
 
 UNSAFE_EXIT = 3
@@ -23,14 +23,7 @@ def register(subparsers: Any) -> None:
     topics = subparsers.add_parser("topics", help="topics a broker loss would hurt")
     sub = topics.add_subparsers(dest="verb", required=True)
     check = sub.add_parser("check", help="list unsafe topics (exit 3 when there are any)")
-    check.add_argument(
-        "--bootstrap",
-        default=os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
-        help="Kafka bootstrap servers (default: $KMEDIC_BOOTSTRAP_SERVERS)",
-    )
-    check.add_argument(
-        "--config", help="a manager config: its kafka: section and policy.min_replication_factor"
-    )
+    add_kafka_args(check, "a manager config: its kafka: section and policy.min_replication_factor")
     check.add_argument(
         "--min-rf",
         type=int,
@@ -43,20 +36,8 @@ def register(subparsers: Any) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    cluster: Cluster
-    min_rf = Policy().min_replication_factor
-    if args.config:
-        from manager.config import load_manager_config
-
-        cfg = load_manager_config(args.config)
-        cluster, min_rf = cfg.cluster_client, cfg.policy.min_replication_factor
-    elif args.bootstrap:
-        cluster = args.bootstrap
-    else:
-        raise KmedicError(
-            "no Kafka given: pass --config MANAGER.yaml, --bootstrap HOST:PORT or set "
-            "KMEDIC_BOOTSTRAP_SERVERS"
-        )
+    cluster, cfg = kafka_from(args)
+    min_rf = (cfg.policy if cfg else Policy()).min_replication_factor
     if args.min_rf is not None:
         if args.min_rf < 1:
             raise KmedicError(f"--min-rf {args.min_rf}: a replication factor is at least 1")
