@@ -21,8 +21,9 @@ RUN --mount=type=secret,id=extra-ca \
 ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /opt/kmedic
 # Only the dependencies, from the one source of truth for versions (pyproject.toml and
-# configs/jvm-artifacts.toml): this stage is rebuilt only when one of those changes.
-COPY pyproject.toml README.md ./
+# configs/jvm-artifacts.toml): this stage is rebuilt only when one of those changes (not the
+# README, which most changes touch: a rebuild of this stage costs minutes).
+COPY pyproject.toml ./
 COPY scripts/bootstrap.py scripts/bootstrap.py
 COPY configs/jvm-artifacts.toml configs/jvm-artifacts.toml
 RUN python3 scripts/bootstrap.py --runtime && rm -rf .cache/m2 .cache/maven-settings.xml

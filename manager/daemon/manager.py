@@ -43,6 +43,7 @@ from manager.daemon.readiness_sweep import ReadinessSweep
 from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind
 from manager.daemon.settling import MonotonicView, with_moves_in_flight, with_stalled
+from manager.daemon.stepping import Stepper
 from manager.daemon.warm_up import WarmUp
 from manager.daemon.zk_outage import ZkOutage
 from manager.model.decision import Decision
@@ -87,7 +88,6 @@ class Manager:
         self.metrics.follow_leadership(coordinator)
         self.server: MetricsServer | None = None
         self._stop = threading.Event()
-        self._wake = threading.Event()  # set to stop, or to look again now: see wake()
         self._warm_up = WarmUp(self.clock.monotonic)
         self._last_cycle_ok = self.clock.monotonic()
         self.last_decision: Decision | None = None
@@ -113,6 +113,14 @@ class Manager:
         )
         executor.on_event = self.moves.event
         executor.on_rates = self.trail.throttle_rates
+        self.stepper = Stepper(
+            executor=executor,
+            coordinator=coordinator,
+            keeper=self.keeper,
+            moves=self.moves,
+            acting=lambda: self.mode.current == "act",
+            clock=self.clock,
+        )
         self.foreign = ForeignWatch(executor.sizes, executor.config.stall_s)
         self.readiness = ReadinessSweep(cfg.readiness, coordinator, self.trail, self.metrics)
         coordinator.watch(
@@ -160,7 +168,7 @@ class Manager:
         while not self._stop.is_set():
             started = self.clock.monotonic()
             self.run_once()
-            self._between_cycles(self._next_cycle_at(started))
+            self.stepper.wait_for_cycle(self._next_cycle_at(started))
 
     def _next_cycle_at(self, started: float) -> float:
         clock, snap = self.clock, self.last_snapshot
@@ -171,36 +179,6 @@ class Manager:
             snap=snap,
             now_monotonic=clock.monotonic(),
             now_s=clock.time(),
-        )
-
-    def _between_cycles(self, next_cycle: float) -> None:
-        """Wait for the next cycle (or a wake); while moves run, poll the executor on the way:
-        when one completes, the next move of the plan starts at once rather than a whole cycle
-        later (the per-broker and per-cluster limits, and the fenced plan write, still apply)."""
-        poll = self.executor.config.poll_interval_s
-        while (left := next_cycle - self.clock.monotonic()) > 0:
-            stepping = self._may_step()
-            if self._wake.wait(min(left, poll) if stepping else left):
-                self._wake.clear()
-                return
-            if not stepping:
-                return
-            try:
-                if self.executor.poll():
-                    self.keeper.sync()
-                self.moves.observe()  # the copy rate is sampled at every poll
-            except Exception as exc:  # the next cycle tries again, and says why
-                log.warning("executor_poll_failed", error=str(exc))
-                return
-
-    def _may_step(self) -> bool:
-        coord = self.coordinator
-        return (
-            self.mode.current == "act"  # observe mode writes nothing, moves included
-            and bool(self.executor.active())
-            and coord.connected
-            and coord.is_leader
-            and not self.keeper.drop_moves.is_set()
         )
 
     def run_once(self) -> CycleOutcome | None:
@@ -223,11 +201,11 @@ class Manager:
 
     def request_stop(self) -> None:
         self._stop.set()
-        self._wake.set()
+        self.stepper.wake()
 
     def wake(self) -> None:
         """Run the next cycle now, not up to ``interval_s`` later (a broker fenced or back)."""
-        self._wake.set()
+        self.stepper.wake()
 
     # ---- one cycle ----------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ def _rig(tmp_path: Path, *, moves: bool = True) -> Rig:
 
 def test_moves_running_are_stepped_until_the_next_cycle(tmp_path: Path) -> None:
     rig = _rig(tmp_path)
-    rig.manager._between_cycles(rig.clock.monotonic() + 5.0)
+    rig.manager.stepper.wait_for_cycle(rig.clock.monotonic() + 5.0)
     assert rig.executor.steps == 5
     # Each step put its batch to the fenced plan write first; with no plan of this leader's
     # stored, none started: between cycles, as in them, no write, no move.
@@ -34,7 +34,7 @@ def test_moves_running_are_stepped_until_the_next_cycle(tmp_path: Path) -> None:
 def test_the_poll_stops_once_no_move_is_left(tmp_path: Path) -> None:
     rig = _rig(tmp_path)
     rig.executor.complete_all()
-    rig.manager._between_cycles(rig.clock.monotonic() + 1.2)  # then a real 0.2 s wait
+    rig.manager.stepper.wait_for_cycle(rig.clock.monotonic() + 1.2)  # then a real 0.2 s wait
     assert rig.executor.steps == 1  # that step found the move done; nothing left to watch
 
 
@@ -47,7 +47,7 @@ def test_nothing_is_stepped_when_it_may_not_be(tmp_path: Path, case: str) -> Non
         rig.coordinator.connected = False
     if case == "dropping":
         rig.manager.keeper.drop_moves.set()
-    rig.manager._between_cycles(rig.clock.monotonic() + 0.05)  # a real 50 ms wait
+    rig.manager.stepper.wait_for_cycle(rig.clock.monotonic() + 0.05)  # a real 50 ms wait
     assert rig.executor.steps == 0
 
 
@@ -58,7 +58,7 @@ def test_a_failing_step_ends_the_poll_for_the_cycle_to_retry(tmp_path: Path) -> 
         raise RuntimeError("metadata read failed")
 
     rig.executor.on_step = broken
-    rig.manager._between_cycles(rig.clock.monotonic() + 5.0)
+    rig.manager.stepper.wait_for_cycle(rig.clock.monotonic() + 5.0)
     assert rig.executor.steps == 1
 
 
@@ -69,10 +69,10 @@ def test_a_wake_ends_the_wait_and_is_used_once(tmp_path: Path, moves: bool) -> N
     rig = _rig(tmp_path, moves=moves)
     rig.executor.on_step = lambda: None  # the fake clock stands still: only a wake ends it
     waiter = threading.Thread(
-        target=rig.manager._between_cycles, args=(rig.clock.monotonic() + 60.0,)
+        target=rig.manager.stepper.wait_for_cycle, args=(rig.clock.monotonic() + 60.0,)
     )
     waiter.start()
     rig.manager.wake()
     waiter.join(timeout=10)
     assert not waiter.is_alive(), "the wait went on after a wake"
-    assert not rig.manager._wake.is_set(), "a wake ends one wait, not the next one too"
+    assert not rig.manager.stepper.woken.is_set(), "a wake ends one wait, not the next one too"
