@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kmedic.config import load_config
 from kmedic.kafka_client import Cluster, KafkaClientSettings, one_cluster
+from manager.analyzer.readiness import ASSUMED_MOVE_BYTES_PER_S
 from manager.coordination.connection import CoordinationConfig
 from manager.coordination.mode_store import Mode
 from manager.executor.move_state import ExecutorConfig
@@ -73,6 +74,12 @@ class ReadinessSettings(_Settings):
     )
     cpu_share: float = Field(
         default=0.25, gt=0, le=1, description="the share of the time a sweep may run"
+    )
+    assumed_move_bytes_per_s: float = Field(
+        default=ASSUMED_MOVE_BYTES_PER_S,
+        gt=0,
+        description="the copy rate per move a heal-time estimate assumes until this manager "
+        "has measured its own moves' rate",
     )
 
 

@@ -5,21 +5,27 @@ through the real gates and planner (``decide``), as the leading manager would on
 
 A scenario is *healable* when the decision is a full heal (or nothing needs copying); else the
 verdict says why: a refusal's reasons, or a partial heal's partitions left unhealed with theirs.
-The bytes to copy are the heal's; the busiest survivor is by network use after the heal.
+The bytes to copy are the heal's; the busiest survivor is by network use after the heal; the
+time from the loss to fully replicated is estimated by manager.analyzer.heal_time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from manager.analyzer.heal_time import Pace, heal_seconds
 from manager.analyzer.planner import decide
 from manager.model.decision import Decision, Reason
+from manager.model.plan_progress import duration
 from manager.model.racks import location_of
 from manager.model.snapshot import Leadership, Partition, Snapshot, Topic
 
 ScenarioKind = Literal["broker", "rack", "domain"]
+
+ASSUMED_MOVE_BYTES_PER_S = 20e6  # per move, until this manager has measured a plan's rate
+ASSUMED_PACE = Pace(ASSUMED_MOVE_BYTES_PER_S, rate_measured=False)
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,27 @@ class Verdict:
     bytes_to_copy: int
     moves: int
     busiest_after: tuple[int, float] | None  # (broker, network utilisation) after the heal
+    heal_s: float | None = None  # estimated loss to fully replicated; None: nothing is healed
+
+    def to_dict(self) -> dict[str, Any]:
+        """As `kmedic readiness --json` prints it and the audit log records it."""
+        busiest = self.busiest_after
+        return {
+            "scenario": self.scenario.kind,
+            "name": self.scenario.name,
+            "brokers": list(self.scenario.brokers),
+            "healable": self.healable,
+            "outcome": self.outcome,
+            "summary": self.summary,
+            "sentence": self.sentence(),
+            "why": [r.to_dict() for r in self.why],
+            "bytes_to_copy": self.bytes_to_copy,
+            "moves": self.moves,
+            "heal_s": None if self.heal_s is None else round(self.heal_s, 1),
+            "busiest_after": (
+                {"broker": busiest[0], "network_util": round(busiest[1], 3)} if busiest else None
+            ),
+        }
 
     def sentence(self) -> str:
         s = self.scenario
@@ -46,8 +73,10 @@ class Verdict:
             f" (brokers {list(s.brokers)})" if s.kind != "broker" else ""
         )
         if self.healable:
+            took = f", about {duration(self.heal_s)} to fully replicated" if self.heal_s else ""
             return (
                 f"{lost}: healable, {self.moves} moves, {self.bytes_to_copy / 1e6:.0f} MB to copy"
+                f"{took}"
             )
         first = self.why[0].message if self.why else self.summary
         more = f" (+{len(self.why) - 1} more)" if len(self.why) > 1 else ""
@@ -107,9 +136,13 @@ def _without(p: Partition, gone: set[int]) -> Partition:
 
 
 def verdict(
-    snap: Snapshot, scenario: Scenario, plan: Callable[[Snapshot], Decision] = decide
+    snap: Snapshot,
+    scenario: Scenario,
+    pace: Pace = ASSUMED_PACE,
+    plan: Callable[[Snapshot], Decision] = decide,
 ) -> Verdict:
-    decision = plan(killed(snap, scenario.brokers))
+    dead = killed(snap, scenario.brokers)
+    decision = plan(dead)
     full_heal = decision.outcome == "act" and decision.kind == "heal" and not decision.unhealed
     nothing_to_do = decision.outcome == "noop"
     why = decision.unhealed or (decision.reasons if decision.outcome == "refuse" else ())
@@ -124,9 +157,10 @@ def verdict(
         bytes_to_copy=decision.bytes_to_move,
         moves=len(decision.actions),
         busiest_after=(busiest[0], busiest[1].network_util) if busiest else None,
+        heal_s=heal_seconds(dead, decision.actions, pace) if decision.outcome == "act" else None,
     )
 
 
-def sweep(snap: Snapshot) -> list[Verdict]:
+def sweep(snap: Snapshot, pace: Pace = ASSUMED_PACE) -> list[Verdict]:
     """Every scenario's verdict, brokers first, then racks and domains."""
-    return [verdict(snap, s) for s in scenarios(snap)]
+    return [verdict(snap, s, pace) for s in scenarios(snap)]

@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.errors import KmedicError
-from manager.analyzer.readiness import Verdict, sweep
+from manager.analyzer.readiness import sweep
+from manager.config import ReadinessSettings
 from manager.daemon.gc_pause import collector_paused
+from manager.daemon.readiness_sweep import pace_of
+from manager.executor.move_state import ExecutorConfig
 from manager.model.snapshot_file import load_snapshot
 
 NOT_READY_EXIT = 3
@@ -38,37 +41,22 @@ def run(args: argparse.Namespace) -> int:
         raise KmedicError("give one of --snapshot FILE and --config MANAGER.yaml")
     if args.snapshot:
         snap = load_snapshot(args.snapshot)
+        # No manager here: the executor's default limits and the assumed copy rate.
+        pace = pace_of(ExecutorConfig(), ReadinessSettings(), None)
     else:
         from manager.cli.daemon import take_snapshot
         from manager.config import load_manager_config
 
-        snap = take_snapshot(load_manager_config(args.config), args.wait)
+        cfg = load_manager_config(args.config)
+        snap = take_snapshot(cfg, args.wait)
+        pace = pace_of(cfg.executor, cfg.readiness, None)
     with collector_paused():  # as the daemon decides
-        verdicts = sweep(snap)
+        verdicts = sweep(snap, pace)
     if args.json:
-        print(json.dumps([_doc(v) for v in verdicts], indent=2))
+        print(json.dumps([v.to_dict() for v in verdicts], indent=2))
     else:
         for v in verdicts:
             print(v.sentence())
             for reason in v.why[1:]:
                 print(f"    {reason.message}")
     return 0 if all(v.healable for v in verdicts) else NOT_READY_EXIT
-
-
-def _doc(v: Verdict) -> dict[str, Any]:
-    return {
-        "scenario": v.scenario.kind,
-        "name": v.scenario.name,
-        "brokers": list(v.scenario.brokers),
-        "healable": v.healable,
-        "outcome": v.outcome,
-        "summary": v.summary,
-        "why": [r.to_dict() for r in v.why],
-        "bytes_to_copy": v.bytes_to_copy,
-        "moves": v.moves,
-        "busiest_after": (
-            {"broker": v.busiest_after[0], "network_util": round(v.busiest_after[1], 3)}
-            if v.busiest_after
-            else None
-        ),
-    }

@@ -39,7 +39,7 @@ from manager.daemon.outcome import CycleOutcome
 from manager.daemon.pacing import next_cycle_at
 from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
-from manager.daemon.readiness_sweep import ReadinessSweep
+from manager.daemon.readiness_sweep import ReadinessSweep, pace_of
 from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind
 from manager.daemon.settling import MonotonicView, with_moves_in_flight, with_stalled
@@ -122,7 +122,13 @@ class Manager:
             clock=self.clock,
         )
         self.foreign = ForeignWatch(executor.sizes, executor.config.stall_s)
-        self.readiness = ReadinessSweep(cfg.readiness, coordinator, self.trail, self.metrics)
+        self.readiness = ReadinessSweep(
+            cfg.readiness,
+            coordinator,
+            self.trail,
+            self.metrics,
+            pace=lambda: pace_of(executor.config, cfg.readiness, self.moves.move_rate),
+        )
         coordinator.watch(
             on_leadership_acquired=self._on_leadership_acquired,
             on_leadership_lost=self._on_leadership_lost,
@@ -184,7 +190,8 @@ class Manager:
     def run_once(self) -> CycleOutcome | None:
         """One cycle, its outcome logged once (None: the cycle failed; logged with why)."""
         try:
-            outcome = self.cycle()
+            with self.readiness.cycle_running():
+                outcome = self.cycle()
         except Exception as exc:  # one bad cycle must not end the daemon
             log.exception("cycle_failed", error=str(exc))
             return None

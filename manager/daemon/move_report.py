@@ -18,6 +18,10 @@ from manager.web.metrics import ManagerMetrics
 
 log = get_logger(__name__)
 
+RATE_WEIGHT = (
+    0.2  # each sample's (one per progress_sample_s) weight in the smoothed per-move copy rate
+)
+
 
 class MoveReport:
     def __init__(
@@ -38,6 +42,10 @@ class MoveReport:
         config = executor.config
         self.plan = PlanReport(config.progress_interval_s, config.progress_sample_s)
         self.shown: tuple[MoveState, ...] = ()  # for the status page's thread
+        # The copy rate per move in flight, smoothed over the plans this leader ran: the
+        # readiness sweep's heal-time estimate uses it (None: none measured yet).
+        self.move_rate: float | None = None
+        self._rate_at = float("-inf")
 
     @property
     def progress(self) -> PlanProgress | None:
@@ -61,6 +69,12 @@ class MoveReport:
         self.metrics.observe_throttle_rates(self.executor.throttle_rates())
         look = self.plan.look(active, now)
         self.metrics.observe_plan_progress(None if look.ended else look.progress)
+        rate = look.progress.rate_bytes_per_s if look.progress else None
+        if rate and flight and now - self._rate_at >= self.executor.config.progress_sample_s:
+            self._rate_at = now
+            sample = rate / len(flight)
+            last = self.move_rate
+            self.move_rate = sample if last is None else last + RATE_WEIGHT * (sample - last)
         if look.progress is not None and (look.due or look.ended):
             self.trail.plan_progress(look.progress, ended=look.ended, elapsed_s=look.elapsed_s)
             if look.due:

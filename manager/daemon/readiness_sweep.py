@@ -2,8 +2,9 @@
 
 In a thread of its own, every ``period_s``, the newest cycle's snapshot has each scenario run
 through the gates and the heal planner, one at a time. After each one the thread pauses long
-enough that it uses at most ``cpu_share`` of the time: the cycle thread gets the interpreter
-back between scenarios, so a sweep never holds a cycle up for more than one scenario. A
+enough that it uses at most ``cpu_share`` of the time, and no scenario starts while a cycle
+runs (``cycle_running``): a cycle shares the interpreter with at most the end of one scenario,
+and never waits on the sweep for anything. A
 standby does not sweep, and none sweeps within ``first_sweep_s`` of its start. The gauges
 follow every sweep; its summary goes to the audit log once, and again only when it changes -
 written by the cycle (``report``), the audit log's one writer.
@@ -13,17 +14,30 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 from kmedic.logging import get_logger
-from manager.analyzer.readiness import Verdict, scenarios, verdict
+from manager.analyzer.heal_time import Pace
+from manager.analyzer.readiness import Scenario, Verdict, scenarios, verdict
+from manager.analyzer.scenario_keys import bucket, scenario_keys
 from manager.config import ReadinessSettings
 from manager.daemon.audit_trail import AuditTrail
+from manager.executor.move_state import ExecutorConfig
 from manager.model.snapshot import Snapshot
 from manager.web.metrics import ManagerMetrics
 
 log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class SweepCost:
+    scenarios: int
+    reused: int  # of those, kept from the last sweep: nothing they depend on changed
+    cpu_s: float  # the sweep thread's CPU time
+    wall_s: float  # pauses for the cycle included
 
 
 class Leading(Protocol):
@@ -38,18 +52,24 @@ class ReadinessSweep:
         coordinator: Leading,
         trail: AuditTrail,
         metrics: ManagerMetrics,
+        pace: Callable[[], Pace] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
+        self._pace = pace or (lambda: pace_of(ExecutorConfig(), settings, None))
         self._coordinator = coordinator
         self._offered: Snapshot | None = None
         self._trail = trail
         self._metrics = metrics
         self._clock = clock
         self._stop = threading.Event()
+        self._no_cycle = threading.Event()
+        self._no_cycle.set()
         self._thread: threading.Thread | None = None
         self._said: str | None = None
         self.latest: tuple[Verdict, ...] = ()
+        self.cost: SweepCost | None = None  # the last sweep's
+        self._known: dict[Scenario, tuple[Hashable, Verdict]] = {}
         self.swept_at: float | None = None  # wall clock
 
     def start(self) -> ReadinessSweep:
@@ -77,17 +97,57 @@ class ReadinessSweep:
                 log.exception("readiness_sweep_failed", error=str(exc) or type(exc).__name__)
 
     def sweep(self, snap: Snapshot) -> tuple[Verdict, ...] | None:
-        """One sweep, paced to ``cpu_share``; None when stopped half-way."""
-        verdicts = []
+        """One sweep, paced to ``cpu_share``; None when stopped half-way. A scenario whose key
+        (manager.analyzer.scenario_keys) is the last sweep's keeps its verdict."""
         idle = 1 / self.settings.cpu_share - 1
-        for scenario in scenarios(snap):
-            started = self._clock()
-            verdicts.append(verdict(snap, scenario))
-            if self._stop.wait((self._clock() - started) * idle):
-                return None
+        if not self._between_cycles():
+            return None
+        wall, cpu = self._clock(), time.thread_time()
+        pace = self._pace()
+        found = scenarios(snap)
+        keys = scenario_keys(
+            snap, found, (bucket(pace.move_bytes_per_s), replace(pace, move_bytes_per_s=0))
+        )
+        if self._stop.wait((self._clock() - wall) * idle):
+            return None
+        verdicts, known, reused = [], {}, 0
+        for scenario in found:
+            key = keys[scenario]
+            last = self._known.get(scenario)
+            if last is not None and last[0] == key:
+                verdicts.append(last[1])
+                reused += 1
+            else:
+                if not self._between_cycles():
+                    return None
+                started = self._clock()
+                verdicts.append(verdict(snap, scenario, pace))
+                if self._stop.wait((self._clock() - started) * idle):
+                    return None
+            known[scenario] = (key, verdicts[-1])
+        self._known = known
         self.latest, self.swept_at = tuple(verdicts), time.time()
+        self.cost = SweepCost(len(found), reused, time.thread_time() - cpu, self._clock() - wall)
         self._metrics.safety.observe_readiness(self.latest, self.swept_at)
+        self._metrics.safety.observe_sweep_cost(self.cost.reused, self.cost.cpu_s)
+        log.info("readiness_swept", **asdict(self.cost))
         return self.latest
+
+    @contextmanager
+    def cycle_running(self) -> Iterator[None]:
+        """Around each cycle: no scenario starts while one runs."""
+        self._no_cycle.clear()
+        try:
+            yield
+        finally:
+            self._no_cycle.set()
+
+    def _between_cycles(self) -> bool:
+        """Wait until no cycle runs; False when stopped."""
+        while not self._no_cycle.wait(1.0):
+            if self._stop.is_set():
+                return False
+        return not self._stop.is_set()
 
     def report(self, snap: Snapshot) -> None:
         """On the leader's cycle: its snapshot is the next sweep's, and the newest sweep's
@@ -96,20 +156,32 @@ class ReadinessSweep:
         latest = self.latest
         said = summary(latest) if latest else None
         if said is not None and said != self._said:
-            details = {"scenarios": [v.sentence() for v in latest]}
+            details = {"scenarios": [v.to_dict() for v in latest]}
             self._trail.record("readiness", said, details=details)
             self._said = said
 
     def shown(self) -> dict[str, object] | None:
-        """The status page's section: the summary, when, and each scenario's sentence."""
+        """The status page's section: the summary, when, and each scenario's verdict."""
         latest, at = self.latest, self.swept_at
         if not latest or at is None:
             return None
         return {
             "summary": summary(latest),
             "swept_at_ms": int(at * 1000),
-            "scenarios": [{"sentence": v.sentence(), "healable": v.healable} for v in latest],
+            "scenarios": [v.to_dict() for v in latest],
         }
+
+
+def pace_of(executor: ExecutorConfig, settings: ReadinessSettings, measured: float | None) -> Pace:
+    """The executor's limits, and the measured per-move rate or else the assumed one."""
+    throttle = executor.throttle_bytes_per_s
+    return Pace(
+        measured or settings.assumed_move_bytes_per_s,
+        rate_measured=measured is not None,
+        max_moves_per_broker=executor.max_moves_per_broker,
+        max_moves_in_flight=executor.max_moves_in_flight,
+        throttle_bytes_per_s=throttle if isinstance(throttle, int) else None,
+    )
 
 
 def summary(verdicts: tuple[Verdict, ...]) -> str:

@@ -75,7 +75,7 @@ class PlanProgress:
             parts.append(f"{self.moves_failed} failed")
         if self.rate_bytes_per_s is not None:
             parts.append(f"{_bytes(self.rate_bytes_per_s)}/s")
-        parts.append(f"about {_duration(self.eta_s)} left" if self.eta_s is not None else "no ETA")
+        parts.append(f"about {duration(self.eta_s)} left" if self.eta_s is not None else "no ETA")
         return ", ".join(parts)
 
     def done_sentence(self, elapsed_s: float) -> str:
@@ -83,7 +83,7 @@ class PlanProgress:
         rate: a plan adopted after a failover counts bytes its predecessor copied."""
         failed = f", {self.moves_failed} failed" if self.moves_failed else ""
         return (
-            f"in {_duration(elapsed_s)}: {self.moves_done} of {self.moves_total} moves done"
+            f"in {duration(elapsed_s)}: {self.moves_done} of {self.moves_total} moves done"
             f"{failed}, {_bytes(self.copied_bytes)}"
         )
 
@@ -171,7 +171,8 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _duration(s: float) -> str:
+def duration(s: float) -> str:
+    """'45 s', '12 min', '3.4 h'."""
     if s < 120:
         return f"{s:.0f} s"
     if s < 7200:

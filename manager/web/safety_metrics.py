@@ -51,6 +51,26 @@ class SafetyMetrics:
             c,
             registry=r,
         )
+        self.heal_seconds = Gauge(
+            "kmedic_readiness_max_heal_seconds",
+            "The longest estimated time from a loss to fully replicated, over the losses the "
+            "last readiness sweep found kmedic would heal (grace period included)",
+            c,
+            registry=r,
+        )
+        self.sweep_reused = Gauge(
+            "kmedic_readiness_last_sweep_reused_scenarios",
+            "Scenarios the last readiness sweep kept from the one before: nothing they depend "
+            "on had changed",
+            c,
+            registry=r,
+        )
+        self.sweep_cpu = Gauge(
+            "kmedic_readiness_last_sweep_cpu_seconds",
+            "The CPU time the last readiness sweep took (its thread's)",
+            c,
+            registry=r,
+        )
         self.swept = Gauge(
             "kmedic_readiness_last_sweep_timestamp_seconds",
             "When the last readiness sweep finished",
@@ -70,9 +90,10 @@ class SafetyMetrics:
     def observe_readiness(self, verdicts: Iterable[Verdict], at_s: float) -> None:
         self.unhealable_loss.clear()
         counts = dict.fromkeys(SCENARIO_KINDS, 0)
-        most = 0
+        most, longest = 0, 0.0
         for v in verdicts:
             most = max(most, v.bytes_to_copy)
+            longest = max(longest, v.heal_s or 0.0)
             if v.healable:
                 continue
             counts[v.scenario.kind] += 1
@@ -83,4 +104,9 @@ class SafetyMetrics:
         for kind, count in counts.items():
             self.unhealable.labels(self.cluster, kind).set(count)
         self.heal_bytes.labels(self.cluster).set(most)
+        self.heal_seconds.labels(self.cluster).set(longest)
         self.swept.labels(self.cluster).set(at_s)
+
+    def observe_sweep_cost(self, reused: int, cpu_s: float) -> None:
+        self.sweep_reused.labels(self.cluster).set(reused)
+        self.sweep_cpu.labels(self.cluster).set(cpu_s)

@@ -119,3 +119,36 @@ def test_moves_dropped_for_a_newer_leader_are_not_told_as_a_plan_done(rig: Rig) 
     assert rig.executor.forgotten == 1
     assert rig.summaries("action_progress") == []
     assert gauge(rig, "kmedic_plan_bytes", state="total") == 0
+
+
+def test_the_copy_rate_per_move_is_measured_for_the_readiness_estimate(rig: Rig) -> None:
+    """The readiness sweep's heal-time estimate assumes a rate per move until this leader has
+    measured its own: the plan's rate over its moves in flight, smoothed."""
+    assert rig.manager.readiness._pace().rate_measured is False
+    rig.sources.dead = {4}
+    assert rig.manager.cycle().kind == "act"
+    states = rig.executor.active()
+    for state in states:
+        state.move = replace(state.move, size_bytes=1_000_000_000)
+        copying(state, 0)
+    rig.manager.moves.observe()
+    assert rig.manager.moves.move_rate is None  # no rate before two samples
+    for state in states:
+        copying(state, 500_000_000)
+    rig.clock.advance(10)
+    rig.manager.moves.observe()  # 1 GB in 10 s over 2 moves in flight: 50 MB/s each
+    assert rig.manager.moves.move_rate == pytest.approx(50e6)
+    for state in states:
+        copying(state, 800_000_000)
+    rig.clock.advance(1)
+    rig.manager.moves.observe()  # within progress_sample_s of the last sample: not counted
+    assert rig.manager.moves.move_rate == pytest.approx(50e6)
+    for state in states:
+        copying(state, 1_000_000_000)
+    rig.clock.advance(rig.executor.config.progress_sample_s)
+    rig.manager.moves.observe()  # 2 GB in 16 s: 62.5 MB/s each, weighted 0.2
+    assert rig.manager.moves.move_rate == pytest.approx(50e6 + 0.2 * 12.5e6)
+    pace = rig.manager.readiness._pace()
+    assert (pace.move_bytes_per_s, pace.rate_measured) == (pytest.approx(52.5e6), True)
+    limits = rig.executor.config
+    assert pace.max_moves_per_broker == limits.max_moves_per_broker

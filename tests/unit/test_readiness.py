@@ -56,7 +56,12 @@ def test_each_broker_alone_is_healable_with_its_bytes() -> None:
     verdicts = {v.scenario.name: v for v in sweep(snap) if v.scenario.kind == "broker"}
     assert all(v.healable for v in verdicts.values())
     assert verdicts["1"].moves == 2 and verdicts["1"].bytes_to_copy == 2 * GB
-    assert verdicts["1"].sentence() == "losing broker 1: healable, 2 moves, 2000 MB to copy"
+    # The grace period (600 s), then 2 GB at the assumed 20 MB/s per move, two at once (50 s),
+    # and one round's fixed cost (1 s).
+    assert verdicts["1"].heal_s == pytest.approx(651.0)
+    assert verdicts["1"].sentence() == (
+        "losing broker 1: healable, 2 moves, 2000 MB to copy, about 11 min to fully replicated"
+    )
     # The real planner on the same snapshot decides the same heal.
     direct = decide(killed(snap, (1,)))
     assert direct.bytes_to_move == verdicts["1"].bytes_to_copy
@@ -98,7 +103,19 @@ def test_readiness_reads_a_saved_snapshot(
         *[("broker", str(b), True) for b in RACKS],
         *[("rack", r, False) for r in ("/r1", "/r2", "/r3")],
     ]
+    # Brokers' losses have an estimate (the defaults: assumed rate, default limits); refused
+    # racks none.
+    assert [r["heal_s"] for r in table] == [651.0] * 6 + [None] * 3
     code, out, _ = kmedic_in_process(capsys, "readiness", "--snapshot", str(path))
     assert "losing rack /r1 (brokers [1, 2]): NOT healable: " in out
     code, _, err = kmedic_in_process(capsys, "readiness")
     assert code == 1 and "give one of --snapshot FILE and --config" in err
+
+
+def test_a_heal_switched_off_by_its_policy_switch_is_not_healable() -> None:
+    """kmedic would only say what it would do: the loss stays under-replicated."""
+    snap = cluster(policy={"goals": {"heal_dead_brokers": False}})
+    v = verdict(snap, Scenario("broker", "1", (1,)))
+    assert not v.healable
+    assert v.moves == 2  # the heal it would run, kept from the cluster
+    assert "heal_dead_brokers" in v.summary, v.summary

@@ -4,6 +4,7 @@ status page's section, and no sweep on a standby (fake collaborators, the real p
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from manager_fakes import Rig
 from planner_fixtures import broker, make, part
 
 import manager.daemon.readiness_sweep as module
+from manager.analyzer.heal_time import Pace
 from manager.config import ReadinessSettings
 from manager.daemon.readiness_sweep import ReadinessSweep
 from manager.model.snapshot import Snapshot
@@ -95,14 +97,14 @@ def test_a_sweep_leaves_the_interpreter_to_the_cycle_between_scenarios(
     sweep._stop.wait = decide_slowly  # type: ignore[method-assign]
     real_verdict = module.verdict
 
-    def timed(snap: Snapshot, scenario: Any) -> Any:
+    def timed(snap: Snapshot, scenario: Any, pace: Pace) -> Any:
         now[0] += 0.2  # each scenario takes 0.2 s
-        return real_verdict(snap, scenario)
+        return real_verdict(snap, scenario, pace)
 
     monkeypatch.setattr(module, "verdict", timed)
     assert sweep.sweep(snapshot()) is not None
-    # 25 % of the time: 0.6 s of rest after each 0.2 s scenario.
-    assert waits == pytest.approx([0.6] * 9)
+    # 25 % of the time: 0.6 s of rest after each 0.2 s scenario (the keys took no time here).
+    assert waits == pytest.approx([0.0] + [0.6] * 9)
 
 
 def test_the_thread_sweeps_the_leaders_snapshot_and_a_standby_does_not(rig: Rig) -> None:
@@ -122,3 +124,87 @@ def test_the_thread_sweeps_the_leaders_snapshot_and_a_standby_does_not(rig: Rig)
     finally:
         sweep.stop()
     assert len(sweep.latest) == 9
+
+
+def test_scenarios_nothing_changed_for_are_kept_from_the_last_sweep(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sweep = rig.manager.readiness
+    sweep.settings = ReadinessSettings(cpu_share=1.0)
+    decided: list[str] = []
+    real_verdict = module.verdict
+
+    def counted(snap: Snapshot, scenario: Any, pace: Pace) -> Any:
+        decided.append(scenario.name)
+        return real_verdict(snap, scenario, pace)
+
+    monkeypatch.setattr(module, "verdict", counted)
+    first = sweep.sweep(snapshot())
+    assert len(decided) == 9 and sweep.cost is not None and sweep.cost.reused == 0
+    decided.clear()
+    later = snapshot().model_copy(update={"taken_at": snapshot().taken_at + 60_000})
+    assert sweep.sweep(later) == first and decided == []
+    assert sweep.cost.reused == 9
+    assert gauge(rig, "kmedic_readiness_last_sweep_reused_scenarios") == 9
+    cpu = gauge(rig, "kmedic_readiness_last_sweep_cpu_seconds")
+    assert cpu is not None and cpu > 0
+    # A measured copy rate changes every estimate: every scenario is decided again.
+    rig.manager.moves.move_rate = 5e6
+    again = sweep.sweep(later)
+    assert len(decided) == 9 and again is not None
+    assert again[0].heal_s is not None and first is not None and first[0].heal_s is not None
+    assert again[0].heal_s > first[0].heal_s  # 5 MB/s per move measured, 20 assumed
+
+
+def test_no_scenario_starts_while_a_cycle_runs(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    sweep = rig.manager.readiness
+    sweep.settings = ReadinessSettings(cpu_share=1.0)
+
+    class CycleForTwoLooks:
+        """The sweep's view of the cycle: running for its first two looks, then over."""
+
+        looks = 0
+
+        def wait(self, timeout: float | None = None) -> bool:
+            self.looks += 1
+            return self.looks > 2
+
+    cycles = CycleForTwoLooks()
+    sweep._no_cycle = cycles  # type: ignore[assignment]
+    real_verdict = module.verdict
+
+    def after_the_cycle(snap: Snapshot, scenario: Any, pace: Pace) -> Any:
+        assert cycles.looks > 2, "a scenario started while a cycle ran"
+        return real_verdict(snap, scenario, pace)
+
+    monkeypatch.setattr(module, "verdict", after_the_cycle)
+    assert sweep.sweep(snapshot()) is not None
+
+
+def test_a_cycle_never_waits_for_a_sweep_in_the_middle_of_a_scenario(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep thread held inside one scenario's decision: cycles still run and finish (the
+    sweep takes no lock a cycle needs, and a cycle starts no matter where the sweep is)."""
+    sweep = rig.manager.readiness
+    sweep.settings = ReadinessSettings(cpu_share=1.0)
+    entered, release = threading.Event(), threading.Event()
+    real_verdict = module.verdict
+
+    def stuck(snap: Snapshot, scenario: Any, pace: Pace) -> Any:
+        entered.set()
+        release.wait(30)
+        return real_verdict(snap, scenario, pace)
+
+    monkeypatch.setattr(module, "verdict", stuck)
+    sweeping = threading.Thread(target=lambda: sweep.sweep(snapshot()), daemon=True)
+    sweeping.start()
+    try:
+        assert entered.wait(10), "the sweep never started a scenario"
+        rig.sources.dead = {4}
+        outcomes = [rig.manager.run_once() for _ in range(3)]
+        assert all(o is not None for o in outcomes)
+        assert outcomes[0] is not None and outcomes[0].kind == "act"
+    finally:
+        release.set()
+        sweeping.join(10)
