@@ -73,7 +73,8 @@ def _finish_proposal(ctx: Context, plan: Proposal) -> Decision:
     if not plan.blocked or split:
         changes = [(m.p, m.before, m.after) for m in plan.leader_moves]
         changes += [(m.p, m.before, m.after) for m in plan.replica_moves]
-        reasons += gate_plan_constraints(check_plan(state, ctx.totals, changes))
+        raising = _raising(ctx, plan.request)
+        reasons += gate_plan_constraints(check_plan(state, ctx.totals, changes, raising))
         if plan.move_count:
             reasons += gate_budget(ctx.snap, plan.move_count)
     reasons += plan.unmet
@@ -120,6 +121,14 @@ def refusal(
         loads_before=before,
         loads_after=after,
     )
+
+
+def _raising(ctx: Context, request_id: str | None) -> tuple[str, int] | None:
+    """The topic and factor a set_rf request being served may raise."""
+    request = next((r for r in ctx.snap.requests if r.id == request_id), None)
+    if request is None or request.kind != "set_rf" or request.topic is None:
+        return None
+    return request.topic, request.replication_factor or 1
 
 
 def blocked_reasons(blocked: tuple[Blocked, ...], exact: str | None) -> list[Reason]:

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from manager.model.decision import Action, Reassign
-from manager.model.snapshot import Snapshot
+from manager.model.snapshot import Partition, Snapshot, Topic
 
 # A round of tiny moves on the local cluster took 0.7 s (13 moves in 7 rounds, 4.9 s past the
 # grace: tests/integration/test_readiness_cluster.py); 1 s, with some margin.
@@ -54,7 +54,7 @@ def heal_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
 
 
 def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float:
-    parts = {(t.name, p.partition): p for t in snap.topics for p in t.partitions}
+    topics = {t.name: t for t in snap.topics}  # not every partition: a heal moves few of them
     dead = {b.id for b in snap.brokers if not b.alive}
     total, largest, moves = 0, 0, 0
     involved_bytes: Counter[int] = Counter()
@@ -64,7 +64,7 @@ def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
     for action in actions:
         if not isinstance(action, Reassign):
             continue
-        part = parts.get((action.topic, action.partition))
+        part = _partition(topics.get(action.topic), action.partition)
         added = set(action.replicas_to) - set(action.replicas_from)
         if part is None or not added:
             continue
@@ -95,3 +95,12 @@ def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
         max((math.ceil(n / pace.max_moves_per_broker) for n in involved_moves.values()), default=1),
     )
     return max(bounds) + rounds * pace.move_overhead_s
+
+
+def _partition(topic: Topic | None, number: int) -> Partition | None:
+    if topic is None:
+        return None
+    parts = topic.partitions
+    if number < len(parts) and parts[number].partition == number:  # as Kafka numbers them
+        return parts[number]
+    return next((p for p in parts if p.partition == number), None)

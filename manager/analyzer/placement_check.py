@@ -37,14 +37,17 @@ def check_plan(
     state: ClusterState,
     before: BrokerTotals,
     changes: Iterable[tuple[int, tuple[int, ...], tuple[int, ...]]],
+    raising: tuple[str, int] | None = None,
 ) -> list[str]:
-    """Violations of hard constraints by the changed partitions and the final broker loads."""
+    """Violations of hard constraints by the changed partitions and the final broker loads.
+    A replication factor never changes, except the one ``raising`` names (an operator's
+    ``set-rf``: that topic's partitions may gain replicas up to that factor, losing none)."""
     problems: list[str] = []
     for p, old, new in changes:
         name = state.name(p)
         if len(set(new)) != len(new):
             problems.append(f"{name}: a broker appears twice in {list(new)}")
-        if len(new) != len(old):
+        if len(new) != len(old) and not _raised(state.topic[p], old, new, raising):
             problems.append(f"{name}: replication factor changes from {len(old)} to {len(new)}")
         added = [b for b in new if b not in old]
         for b in added:
@@ -131,3 +134,11 @@ def violations(state: ClusterState) -> list[Violation]:
                 message = f"{state.name(p)}: brokers {outside} are outside its isolation group"
                 found.append(Violation(p, "isolation", message))
     return found
+
+
+def _raised(
+    topic: str, old: tuple[int, ...], new: tuple[int, ...], raising: tuple[str, int] | None
+) -> bool:
+    if raising is None or topic != raising[0]:
+        return False
+    return len(old) < len(new) <= raising[1] and set(old) < set(new)

@@ -285,6 +285,33 @@ class ClusterState:
             self._by_broker[old].remove(p)
             self._by_broker[new].append(p)
 
+    def add_replica(self, p: int, new: int) -> None:
+        """Give partition ``p`` one more replica, on ``new``, last in its list (the preferred
+        leader stays); predicted in sync, as it will be once its copy completes."""
+        self.replicas[p] = (*self.replicas[p], new)
+        self.isr[p] = (*self.isr[p], new)
+        self.load_in[new] += self.bin[p]
+        self.load_disk[new] += self.size[p]
+        self.count[new] += 1
+        g = self.aa_group.get(self.topic[p])
+        if g is not None:
+            self._aa_add(g, new, 1)
+        if self._by_broker is not None:
+            self._by_broker[new].append(p)
+
+    def drop_replica(self, p: int, new: int) -> None:
+        """Take back ``add_replica(p, new)``."""
+        self.replicas[p] = tuple(x for x in self.replicas[p] if x != new)
+        self.isr[p] = tuple(x for x in self.isr[p] if x != new)
+        self.load_in[new] -= self.bin[p]
+        self.load_disk[new] -= self.size[p]
+        self.count[new] -= 1
+        g = self.aa_group.get(self.topic[p])
+        if g is not None:
+            self._aa_add(g, new, -1)
+        if self._by_broker is not None:
+            self._by_broker[new].remove(p)
+
     def reserve(self, topic: str, b: int, d_in: float, d_out: float, size: int) -> None:
         """Account a new replica (of a partition not in the snapshot) on ``b``."""
         self.load_in[b] += d_in

@@ -1,4 +1,5 @@
-"""`kmedic drain|fill|demote BROKER...` and `kmedic requests list|cancel`: operator requests
+"""`kmedic drain|fill|demote BROKER...`, `kmedic topics set-rf` (manager/cli/topics.py) and
+`kmedic requests list|cancel`: operator requests
 stored in ZooKeeper for the leading manager to carry out (manager/coordination/request_store.py
 has the rules). Every command only writes or reads the request znodes: nothing here talks to
 Kafka, and nothing moves until a leading manager plans it through its gates."""
@@ -43,14 +44,8 @@ def register(sub: Any) -> None:
     for kind, text in HELP.items():
         p = sub.add_parser(kind, parents=[common], help=text, description=text)
         p.add_argument("brokers", nargs="+", type=broker_id, metavar="BROKER")
-        p.add_argument(
-            "--wait",
-            type=float,
-            default=None,
-            metavar="SECONDS",
-            help="wait up to this long for the request to be done (exit 1 if it is not)",
-        )
-        p.set_defaults(func=_submit, kind=kind)
+        add_wait(p)
+        p.set_defaults(func=submit_request, kind=kind, topic=None, rf=None)
     p = sub.add_parser("requests", help="list or cancel operator requests")
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
@@ -63,12 +58,26 @@ def register(sub: Any) -> None:
     stop.set_defaults(func=_cancel)
 
 
-def _submit(args: argparse.Namespace) -> int:
+def add_wait(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wait up to this long for the request to be done (exit 1 if it is not)",
+    )
+
+
+def submit_request(args: argparse.Namespace) -> int:
+    """Store the request ``args`` describes (kind, brokers, topic, rf); with ``--wait``, follow
+    it until it is over."""
     target = zk_target(args)
     base = manager_path(target.root, target.cluster)
     by = f"{getpass.getuser()}@{socket.gethostname()}"
     with zk_session(target.zk_connect, auth=target.auth) as client:
-        request = submit(client, base, args.kind, args.brokers, by)
+        request = submit(
+            client, base, args.kind, args.brokers, by, topic=args.topic, replication_factor=args.rf
+        )
         _show(args, [request])
         if args.wait is None:
             return 0

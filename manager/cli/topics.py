@@ -1,6 +1,10 @@
 """`kmedic topics check`: the topics no heal can save, read from the live cluster
 (manager/analyzer/topic_safety.py has the rules; the manager exports the same finding as
-``kmedic_unsafe_topic`` every cycle). Exits 0 when every topic is safe, 3 when some are not."""
+``kmedic_unsafe_topic`` every cycle). Exits 0 when every topic is safe, 3 when some are not.
+
+`kmedic topics set-rf TOPIC --rf N`: an operator request (ZooKeeper, like `kmedic drain`) for
+the leading manager to raise the topic's replication factor through its planner, gates,
+budgets, executor and audit log (manager/analyzer/replication_factor.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from kmedic.kafka_client import Cluster
 from kmedic.metadata import parse_topics
 from manager.analyzer.topic_safety import TopicFacts, find_unsafe
 from manager.cli.kafka_args import add_kafka_args, kafka_from
+from manager.cli.requests import add_wait, submit_request
+from manager.cli.zk_args import common_parser
 from manager.model.snapshot import Policy
 
 UNSAFE_EXIT = 3
@@ -33,6 +39,24 @@ def register(subparsers: Any) -> None:
     )
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.set_defaults(func=run_check)
+    text = "raise a topic's replication factor, placed as a heal places (never lowers it)"
+    set_rf = sub.add_parser("set-rf", parents=[common_parser()], help=text, description=text)
+    set_rf.add_argument("topic", metavar="TOPIC")
+    set_rf.add_argument("--rf", type=factor, required=True, help="the replication factor wanted")
+    add_wait(set_rf)
+    set_rf.set_defaults(func=submit_request, kind="set_rf", brokers=[])
+
+
+def factor(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a replication factor is an integer; {text!r} is not"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a replication factor is at least 1; {value} is not")
+    return value
 
 
 def run_check(args: argparse.Namespace) -> int:

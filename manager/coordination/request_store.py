@@ -29,7 +29,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kmedic.errors import KmedicError
 from manager.coordination.fenced import FencedSession
 from manager.coordination.znodes import CoordinationError, decode_json
-from manager.model.snapshot import OperatorRequest, RequestKind
+from manager.model.snapshot import OperatorRequest, RequestKind, request_subject
 
 # partial: the leader gave up on it with part of its goal met (docs/operations-requests.md).
 RequestState = Literal["pending", "running", "done", "partial", "failed", "cancelled"]
@@ -48,21 +48,32 @@ class StoredRequest:
     updated_ms: int
     note: str
     version: int
+    topic: str | None = None  # set_rf
+    replication_factor: int | None = None  # set_rf
 
     @property
     def open(self) -> bool:
         return self.state in OPEN
 
+    @property
+    def subject(self) -> str:
+        return request_subject(self.kind, self.brokers, self.topic, self.replication_factor)
+
     def for_planner(self) -> OperatorRequest:
         return OperatorRequest(
-            id=self.id, kind=self.kind, brokers=self.brokers, created_ms=self.created_ms
+            id=self.id,
+            kind=self.kind,
+            brokers=self.brokers,
+            topic=self.topic,
+            replication_factor=self.replication_factor,
+            created_ms=self.created_ms,
         )
 
     def document(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "brokers": list(self.brokers),
+        doc: dict[str, Any] = {"id": self.id, "kind": self.kind, "brokers": list(self.brokers)}
+        if self.kind == "set_rf":
+            doc |= {"topic": self.topic, "replication_factor": self.replication_factor}
+        return doc | {
             "state": self.state,
             "created_ms": self.created_ms,
             "by": self.by,
@@ -71,9 +82,8 @@ class StoredRequest:
         }
 
     def sentence(self) -> str:
-        brokers = ", ".join(map(str, self.brokers))
         note = f": {self.note}" if self.note else ""
-        return f"request {self.id} ({self.kind} brokers {brokers}) is {self.state}{note}"
+        return f"request {self.id} ({self.subject}) is {self.state}{note}"
 
 
 def requests_path(base: str) -> str:
@@ -88,9 +98,21 @@ def parse_request(request_id: str, doc: Mapping[str, Any], version: int) -> Stor
     try:
         brokers = tuple(int(b) for b in doc.get("brokers") or ())
         created, updated = int(doc.get("created_ms", 0)), int(doc.get("updated_ms", 0))
+        rf = doc.get("replication_factor")
+        rf = None if rf is None else int(rf)
     except (TypeError, ValueError) as exc:
         raise CoordinationError(f"request {request_id} is malformed: {exc}") from exc
+    topic = doc.get("topic")
+    if kind == "set_rf" and (not isinstance(topic, str) or not topic or rf is None or rf < 1):
+        raise CoordinationError(
+            f"request {request_id} is malformed: a set_rf request needs a topic and a "
+            f"replication_factor of 1 or more, not {topic!r} and {rf!r}"
+        )
+    if kind != "set_rf" and not brokers:
+        raise CoordinationError(f"request {request_id} is malformed: a {kind} names no broker")
     return StoredRequest(
+        topic=topic if kind == "set_rf" else None,
+        replication_factor=rf if kind == "set_rf" else None,
         id=request_id,
         kind=kind,
         brokers=brokers,
@@ -125,16 +147,31 @@ def read_requests(client: KazooClient, base: str) -> tuple[StoredRequest, ...]:
 
 
 def submit(
-    client: KazooClient, base: str, kind: RequestKind, brokers: Iterable[int], by: str
+    client: KazooClient,
+    base: str,
+    kind: RequestKind,
+    brokers: Iterable[int],
+    by: str,
+    *,
+    topic: str | None = None,
+    replication_factor: int | None = None,
 ) -> StoredRequest:
     """Store a new pending request; its id is the sequential znode's name."""
     ids = sorted(set(brokers))
-    if not ids:
+    wanted: dict[str, Any] = {}
+    if kind == "set_rf":
+        if not topic or replication_factor is None or replication_factor < 1:
+            raise KmedicError(
+                "a set_rf request needs a topic and a replication factor of 1 or more"
+            )
+        wanted = {"topic": topic, "replication_factor": replication_factor}
+    elif not ids:
         raise KmedicError(f"a {kind} request needs at least one broker id")
     now = int(time.time() * 1000)
     doc = {
         "kind": kind,
         "brokers": ids,
+        **wanted,
         "state": "pending",
         "created_ms": now,
         "by": by,

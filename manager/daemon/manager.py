@@ -326,7 +326,8 @@ class Manager:
         snap = with_stalled(snap, self.executor.stalled_destinations())
         if state.requests:
             known = (b.id for b in snap.brokers)
-            opened = self.requests.for_planner(state.requests, known)
+            topics = (t.name for t in snap.topics)
+            opened = self.requests.for_planner(state.requests, known, topics)
             snap = snap.model_copy(update={"requests": opened})
         self.last_snapshot = snap
         if self.cfg.snapshot_path is not None:

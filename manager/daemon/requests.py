@@ -3,7 +3,8 @@ each moves to as the planner serves it (fenced writes, each audited once).
 
 - ``pending`` -> ``running``: the first time a plan for it is started;
 - ``pending``/``running`` -> ``done``: the planner finds its goal met;
-- ``pending`` -> ``failed``: it names a broker the cluster does not have (it never can be met).
+- ``pending`` -> ``failed``: it names a broker or a topic the cluster does not have (it never
+  can be met).
 - ``running`` -> ``partial`` or ``failed``: it does not converge. A plan that starts the very
   same moves as the plan before it made no progress (a demote whose preferred leader does not
   take over: out of the ISR, or its election failed); once such plans have gone on for
@@ -57,11 +58,14 @@ class RequestFollower:
         self._plans: dict[str, tuple[frozenset[str], int, float, bool]] = {}
 
     def for_planner(
-        self, requests: Iterable[StoredRequest], brokers: Iterable[int]
+        self,
+        requests: Iterable[StoredRequest],
+        brokers: Iterable[int],
+        topics: Iterable[str] = (),
     ) -> tuple[OperatorRequest, ...]:
         """The open requests the planner may serve, oldest first; as the leader, one naming a
-        broker the cluster does not have is failed (it could never be met)."""
-        known = set(brokers)
+        broker or a topic the cluster does not have is failed (it could never be met)."""
+        known, named = set(brokers), set(topics)
         found = list(requests)
         self.latest = tuple(found)
         self.metrics.observe_requests(Counter(r.state for r in found))
@@ -70,9 +74,12 @@ class RequestFollower:
             if not r.open:
                 continue
             unknown = sorted(set(r.brokers) - known)
-            if unknown:
+            why = f"the cluster has no broker {unknown}" if unknown else None
+            if r.topic is not None and r.topic not in named:
+                why = f"the cluster has no topic {r.topic}"
+            if why is not None:
                 if self.coordinator.is_leader:
-                    self._move(r, "failed", f"the cluster has no broker {unknown}")
+                    self._move(r, "failed", why)
                 continue
             out.append(r.for_planner())
         return tuple(out)
@@ -140,7 +147,7 @@ def _note(request: StoredRequest, summary: str) -> str:
     """The decision's summary without the request's own name, which the request's sentence
     already starts with ("request req-7 (drain brokers 4): 9 partitions reassigned, ..." is
     stored as "9 partitions reassigned, ...")."""
-    head = f"request {request.id} ({request.kind} brokers {', '.join(map(str, request.brokers))})"
+    head = f"request {request.id} ({request.subject})"
     if not summary.startswith(head):
         return summary
     return summary[len(head) :].removeprefix(" is done").removeprefix(":").strip()

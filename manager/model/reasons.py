@@ -164,7 +164,7 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
     ),
     "operator_request": CodeDoc(
         "act, noop, refuse",
-        "the decision serves an operator's drain, fill or demote request (its id, what it "
+        "the decision serves an operator's drain, fill, demote or set-rf request (its id, what it "
         "moves, or that it is done; on a refusal the gates that stop it follow)",
     ),
 }

@@ -10,9 +10,10 @@ fields are rejected so a typo names itself instead of being ignored. Cross-field
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -236,17 +237,45 @@ class Policy(_Frozen):
     goals: GoalSwitches = GoalSwitches()
 
 
-RequestKind = Literal["drain", "fill", "demote"]
+RequestKind = Literal["drain", "fill", "demote", "set_rf"]
+BROKER_REQUESTS: frozenset[str] = frozenset({"drain", "fill", "demote"})
+
+
+def request_subject(
+    kind: str, brokers: Sequence[int], topic: str | None, replication_factor: int | None
+) -> str:
+    """What a request is about: 'drain brokers 4, 5', 'set_rf topic pay to 3'."""
+    if kind == "set_rf":
+        return f"set_rf topic {topic} to {replication_factor}"
+    return f"{kind} brokers {', '.join(map(str, brokers))}"
 
 
 class OperatorRequest(_Frozen):
-    """A request an operator stored (``kmedic drain|fill|demote``) that is not finished yet:
-    the planner serves the oldest one after any heal and before any balance."""
+    """A request an operator stored (``kmedic drain|fill|demote BROKER...``, ``kmedic topics
+    set-rf TOPIC --rf N``) that is not finished yet: the planner serves the oldest one after
+    any heal and before any balance."""
 
     id: str = Field(min_length=1)
     kind: RequestKind
-    brokers: tuple[int, ...] = Field(min_length=1)
+    brokers: tuple[int, ...] = Field(default=(), description="drain, fill and demote: whose")
+    topic: str | None = Field(default=None, min_length=1, description="set_rf: the topic")
+    replication_factor: int | None = Field(
+        default=None, ge=1, description="set_rf: the replication factor wanted"
+    )
     created_ms: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _what_its_kind_needs(self) -> OperatorRequest:
+        if self.kind == "set_rf":
+            if self.topic is None or self.replication_factor is None or self.brokers:
+                raise ValueError("a set_rf request names a topic and a replication_factor only")
+        elif not self.brokers or self.topic is not None or self.replication_factor is not None:
+            raise ValueError(f"a {self.kind} request names brokers only")
+        return self
+
+    @property
+    def subject(self) -> str:
+        return request_subject(self.kind, self.brokers, self.topic, self.replication_factor)
 
 
 class Leadership(_Frozen):

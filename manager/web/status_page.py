@@ -289,12 +289,19 @@ def _moves(moves: list[Mapping[str, Any]], progress: Mapping[str, Any] | None) -
     return summary + _table(headers, rows, "no move in flight")
 
 
+def _request_target(r: Mapping[str, Any]) -> str:
+    """Its brokers, or for a set_rf its topic and factor."""
+    if r.get("topic") is not None:
+        return f"topic {r['topic']}, RF {r['replication_factor']}"
+    return "brokers " + ", ".join(map(str, r["brokers"]))
+
+
 def _requests(requests: list[Mapping[str, Any]]) -> str:
     rows = [
         [
             r["id"],
             r["kind"],
-            ", ".join(map(str, r["brokers"])),
+            _request_target(r),
             r["state"],
             r["by"],
             _ms(r["updated_ms"]),
@@ -302,7 +309,7 @@ def _requests(requests: list[Mapping[str, Any]]) -> str:
         ]
         for r in requests
     ]
-    headers = ["request", "kind", "brokers", "state", "by", "updated", "last note"]
+    headers = ["request", "kind", "of", "state", "by", "updated", "last note"]
     return _table(headers, rows, "none stored (kmedic drain, fill or demote)")
 
 

@@ -1,7 +1,8 @@
 """Operator requests carried out on the real cluster by manager processes: `kmedic demote`
 moves leadership off a broker; `kmedic drain` empties it, and the leader is SIGKILLed while
-the drain runs, so the standby finishes it; `kmedic fill --wait` brings load back onto it.
-Each request ends `done`, in the audit log and in `requests list`."""
+the drain runs, so the standby finishes it; `kmedic fill --wait` brings load back onto it;
+`kmedic topics set-rf` raises a topic from RF 1 to 3, and one naming no topic fails. Each
+request ends `done` (or `failed`), in the audit log and in `requests list`."""
 
 from __future__ import annotations
 
@@ -169,11 +170,39 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         assert done.returncode == 0, done.stdout + done.stderr
         assert on_target(admin)[0] > 0
 
-        assert states(where) == ["done", "done", "done"]
+        # A topic at RF 1 raised to 3 by the planner: each partition keeps its replica first
+        # (the preferred leader stays) and gains two, on both racks.
+        single = f"{name}.single"
+        create_placed_topic(bootstrap, single, [[1], [2]])
+        done = kmedic_process("topics", "set-rf", single, "--rf", "3", "--wait", "120", *where)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"(set_rf topic {single} to 3) is done" in done.stdout.splitlines()[-1]
+        raised = admin.list_topics(single, timeout=10).topics[single].partitions
+        for number, first in ((0, 1), (1, 2)):
+            replicas = list(raised[number].replicas)
+            assert len(set(replicas)) == 3 and replicas[0] == first, replicas
+            assert {cluster.rack(b) for b in replicas} == {"/r1", "/r2"}, replicas
+        wait_for(
+            lambda: all(
+                sorted(p.isrs) == sorted(p.replicas)
+                for p in admin.list_topics(single, timeout=10).topics[single].partitions.values()
+            ),
+            timeout=60,
+            what=f"{single} fully in sync at RF 3",
+        )
+        # A topic the cluster does not have: the leader fails the request, and --wait says so.
+        missing = kmedic_process(
+            "topics", "set-rf", f"{name}.none", "--rf", "2", "--wait", "60", *where
+        )
+        assert missing.returncode == 1, missing.stdout + missing.stderr
+        assert f"is failed: the cluster has no topic {name}.none" in missing.stdout, missing.stdout
+
+        assert states(where) == ["done", "done", "done", "done", "failed"]
         told = [r.summary for r in read_audit(bootstrap, topics["actions"])]
         for kind in ("demote", "drain", "fill"):
             assert any(f"({kind} brokers {TARGET}) is running" in s for s in told), told
             assert any(f"({kind} brokers {TARGET}) is done" in s for s in told), told
+        assert any(f"(set_rf topic {single} to 3) is done" in s for s in told), told
         # Each plan's end is told with its figures: everything copied.
         ended = [
             r

@@ -3,6 +3,7 @@ the planner, and each moves pending -> running -> done (or failed) by fenced wri
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from manager_fakes import NOW_MS, Rig
@@ -61,6 +62,33 @@ def test_a_request_naming_a_missing_broker_fails_and_is_not_planned(tmp_path: Pa
     assert rig.manager.last_snapshot is not None and rig.manager.last_snapshot.requests == ()
     assert rig.coordinator.requests.marked == [("req-1", "failed")]
     assert any("no broker [9]" in s for s in rig.summaries())
+
+
+def set_rf(topic: str, factor: int, state: RequestState = "pending") -> StoredRequest:
+    return replace(
+        _request("set_rf", state=state), topic=topic, replication_factor=factor, brokers=()
+    )
+
+
+def test_a_set_rf_naming_a_missing_topic_fails_and_is_not_planned(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.coordinator.open_requests = (set_rf("nosuch", 3),)
+    rig.manager.cycle()
+    assert rig.manager.last_snapshot is not None and rig.manager.last_snapshot.requests == ()
+    assert rig.coordinator.requests.marked == [("req-1", "failed")]
+    assert (
+        "request req-1 (set_rf topic nosuch to 3) is failed: the cluster has no topic nosuch"
+        in (rig.summaries())
+    )
+
+
+def test_a_set_rf_is_planned_and_runs(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.coordinator.open_requests = (set_rf("t", 4),)  # the fake's topic is at RF 3
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "act", outcome.sentence
+    assert rig.coordinator.requests.marked == [("req-1", "running")]
+    assert rig.executor.submitted and all(len(m.target) == 4 for m in rig.executor.submitted)
 
 
 def test_cancelled_and_finished_requests_are_not_planned(tmp_path: Path) -> None:

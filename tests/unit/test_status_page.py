@@ -99,11 +99,24 @@ def test_operator_requests_are_listed_oldest_first_and_escaped() -> None:
             "updated_ms": NOW,
             "note": "",
         },
+        {
+            "id": "req-0000000003",
+            "kind": "set_rf",
+            "brokers": [],
+            "topic": "pay",
+            "replication_factor": 3,
+            "state": "pending",
+            "created_ms": NOW,
+            "by": "carol@host",
+            "updated_ms": NOW,
+            "note": "",
+        },
     ]
     doc = document(requests=stored)
-    assert [r["id"] for r in doc["requests"]] == ["req-0000000001", "req-0000000002"]
+    assert [r["id"] for r in doc["requests"]] == [f"req-000000000{n}" for n in (1, 2, 3)]
     page = render_html(doc)
-    assert "Operator requests" in page and "<td>4, 5</td><td>running</td>" in page
+    assert "Operator requests" in page and "<td>brokers 4, 5</td><td>running</td>" in page
+    assert "<td>topic pay, RF 3</td><td>pending</td>" in page
     assert "12 replica moves &lt;left&gt;" in page
     assert "none stored" in render_html(document())
 

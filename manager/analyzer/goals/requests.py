@@ -10,6 +10,10 @@ balance, through the same gates, budgets and checks as everything else
   even-spread band (docs/planner.md, "Even spread"); needs fresh loads. Done when none is below.
 - ``demote``: leadership off the brokers, no data moved (``manager.analyzer.demote``); does not
   wait for loads. Done when they lead none.
+- ``set_rf``: a topic's partitions gain replicas up to the factor, placed as a heal places
+  (``manager.analyzer.replication_factor``), all or nothing, within the move budget; like a
+  drain it does not wait for loads (the sizes come from the log directories). Done when every
+  partition has at least that many replicas.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 from manager.analyzer.demote import plan_demote
 from manager.analyzer.goal import Context, Proposal, Settled, leadership_switch
 from manager.analyzer.heal import plan_heal
+from manager.analyzer.replication_factor import below_factor, plan_raise
 from manager.analyzer.spread import below_band, plan_fill
 from manager.model.decision import Reason
 from manager.model.snapshot import OperatorRequest
@@ -36,6 +41,8 @@ class OperatorRequests:
             return _drain(ctx, request)
         if request.kind == "demote":
             return _demote(ctx, request)
+        if request.kind == "set_rf":
+            return _set_rf(ctx, request)
         return _fill(ctx, request)
 
     def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
@@ -44,8 +51,7 @@ class OperatorRequests:
 
 
 def _what(request: OperatorRequest) -> str:
-    brokers = ", ".join(map(str, sorted(request.brokers)))
-    return f"request {request.id} ({request.kind} brokers {brokers})"
+    return f"request {request.id} ({request.subject})"
 
 
 def _done(request: OperatorRequest, why: str) -> Settled:
@@ -147,6 +153,39 @@ def _fill(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         bytes_to_move=plan.bytes_to_move,
         told=tuple(told),
         gates=ctx.gates,
+        unmet=unmet,
+        request=request.id,
+        refusal_preface=_preface(request),
+    )
+
+
+def _set_rf(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
+    topic, factor = request.topic or "", request.replication_factor or 1
+    state = ctx.heal_state()
+    if not below_factor(state, topic, factor):
+        return _done(request, f"every partition of {topic} has {factor} or more replicas")
+    plan = plan_raise(state, topic, factor, ctx.move_budget())
+    what = _what(request)
+    unmet: tuple[Reason, ...] = ()
+    if not plan.moves and not plan.blocked:
+        unmet = (Reason("balance_infeasible", "the move budget is spent"),)
+    told = [
+        Reason(
+            "operator_request",
+            f"{what}: {len(plan.moves)} of {plan.short} partitions below {factor} replicas gain "
+            f"them, {plan.bytes_to_move} bytes",
+        )
+    ]
+    summary = f"{what}: {len(plan.moves)} partitions reassigned, {plan.bytes_to_move} bytes to copy"
+    return Proposal(
+        kind="balance",
+        state=state,
+        summary=summary,
+        replica_moves=tuple(plan.moves),
+        bytes_to_move=plan.bytes_to_move,
+        blocked=tuple(plan.blocked),
+        told=tuple(told),
+        gates=ctx.heal_gates,
         unmet=unmet,
         request=request.id,
         refusal_preface=_preface(request),
