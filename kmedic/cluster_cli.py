@@ -39,8 +39,15 @@ def register(sub: Any) -> None:
     actions = parser.add_subparsers(dest="cluster_action", metavar="ACTION")
     actions.required = True
 
-    up = actions.add_parser("up", help="start ZooKeeper, a KRaft controller and N brokers")
+    up = actions.add_parser("up", help="start ZooKeeper, KRaft controllers and N brokers")
     up.add_argument("--brokers", type=int, default=4, help="number of brokers (default 4)")
+    up.add_argument(
+        "--controllers",
+        type=int,
+        default=1,
+        help="KRaft controllers, the metadata quorum's voters: 1 (default) or 3 to survive one "
+        "loss; their ids are 100, 101, ...",
+    )
     up.add_argument(
         "--racks",
         type=parse_racks,
@@ -61,12 +68,12 @@ def register(sub: Any) -> None:
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(func=cmd_status)
 
-    kill = actions.add_parser("kill", help="SIGKILL broker N, as a crash would")
-    kill.add_argument("broker", type=int)
+    kill = actions.add_parser("kill", help="SIGKILL broker or controller N, as a crash would")
+    kill.add_argument("broker", type=int, metavar="N")
     kill.set_defaults(func=cmd_kill)
 
-    restart = actions.add_parser("restart", help="start broker N again with its data")
-    restart.add_argument("broker", type=int)
+    restart = actions.add_parser("restart", help="start broker or controller N again")
+    restart.add_argument("broker", type=int, metavar="N")
     restart.set_defaults(func=cmd_restart)
 
 
@@ -74,22 +81,35 @@ def _dir(args: argparse.Namespace) -> Path:
     return args.dir if args.dir is not None else default_dir()
 
 
-def _check_broker(cluster: LocalCluster, broker_id: int) -> None:
-    if broker_id not in cluster.broker_ids:
-        raise KmedicError(f"no broker {broker_id}: this cluster's brokers are {cluster.broker_ids}")
+def _check_node(cluster: LocalCluster, node_id: int) -> str:
+    """'broker' or 'controller', by the id."""
+    if node_id in cluster.broker_ids:
+        return "broker"
+    if node_id in cluster.controller_ids:
+        return "controller"
+    raise KmedicError(
+        f"no broker or controller {node_id}: this cluster's brokers are {cluster.broker_ids}, "
+        f"its controllers {cluster.controller_ids}"
+    )
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     if args.brokers < 1:
         raise KmedicError(f"--brokers must be at least 1, got {args.brokers}")
+    if not 1 <= args.controllers <= 5:
+        raise KmedicError(f"--controllers must be 1 to 5, got {args.controllers}")
+    spec = ClusterSpec(
+        brokers=args.brokers, controllers=args.controllers, racks=args.racks, secure=args.secure
+    )
     cluster = LocalCluster.start(
-        ClusterSpec(brokers=args.brokers, racks=args.racks, secure=args.secure),
+        spec,
         _dir(args),
         stop_at_exit=False,
     )
     print(f"cluster up in {cluster.workdir}")
     print(f"  bootstrap servers: {cluster.bootstrap_servers}")
     print(f"  zookeeper:         {cluster.zk_connect}")
+    print(f"  controllers:       {', '.join(map(str, cluster.controller_ids))}")
     for broker_id in cluster.broker_ids:
         print(
             f"  broker {broker_id}: rack {cluster.rack(broker_id)}, "
@@ -127,15 +147,21 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_kill(args: argparse.Namespace) -> int:
     cluster = LocalCluster.load(_dir(args))
-    _check_broker(cluster, args.broker)
-    cluster.kill(args.broker)
-    print(f"broker {args.broker} killed (SIGKILL)")
+    kind = _check_node(cluster, args.broker)
+    if kind == "controller":
+        cluster.kill_controller(args.broker)
+    else:
+        cluster.kill(args.broker)
+    print(f"{kind} {args.broker} killed (SIGKILL)")
     return 0
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
     cluster = LocalCluster.load(_dir(args))
-    _check_broker(cluster, args.broker)
-    cluster.restart(args.broker)
-    print(f"broker {args.broker} running again")
+    kind = _check_node(cluster, args.broker)
+    if kind == "controller":
+        cluster.restart_controller(args.broker)
+    else:
+        cluster.restart(args.broker)
+    print(f"{kind} {args.broker} running again")
     return 0

@@ -16,7 +16,8 @@ import time
 from typing import Any
 
 from kmedic.errors import KmedicError
-from kmedic.localcluster.cluster import LocalCluster, Node
+from kmedic.localcluster.cluster import LocalCluster
+from kmedic.localcluster.layout import Node
 from kmedic.paths import CONFIGS, jvm_dir
 
 NODE_IMAGE = "kmedic-kafka:latest"

@@ -1,4 +1,4 @@
-"""A real Kafka cluster on loopback: one ZooKeeper, one KRaft controller, N brokers.
+"""A real Kafka cluster on loopback: one ZooKeeper, one or more KRaft controllers, N brokers.
 
 Used by the demo and by every integration test. Each node is a JVM started from the jars that
 `make bootstrap` fetched; each broker carries the Prometheus JMX exporter java agent on its own
@@ -15,55 +15,23 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster, KafkaClientSettings, confluent_conf
 from kmedic.localcluster import configs, process
-from kmedic.localcluster.configs import CONTROLLER_ID, HOST, ClusterSpec
+from kmedic.localcluster.configs import HOST, ClusterSpec
+from kmedic.localcluster.layout import Node, log4j_path, plan_nodes
 from kmedic.localcluster.security import ADMIN, ClusterSecurity, grant_role_acls
 from kmedic.logging import get_logger
-from kmedic.paths import config_file, jvm_jars
+from kmedic.paths import jvm_jars
 
 log = get_logger(__name__)
 
 STATE_FILE = "state.json"
 START_TIMEOUT_S = 120.0
-
-
-@dataclass
-class Node:
-    """One JVM of the cluster. ``kind`` is zookeeper, controller or broker."""
-
-    kind: str
-    node_id: int
-    port: int
-    directory: str
-    config: str
-    command: list[str]
-    pid: int | None = None
-    rack: str | None = None
-    exporter_port: int | None = None
-
-    @property
-    def log_file(self) -> Path:
-        return Path(self.directory) / (
-            "zookeeper.log" if self.kind == "zookeeper" else "server.log"
-        )
-
-    @property
-    def stdout_file(self) -> Path:
-        return Path(self.directory) / "stdout.log"
-
-    @property
-    def name(self) -> str:
-        return self.kind if self.kind != "broker" else f"broker {self.node_id}"
-
-    def running(self) -> bool:
-        # The config path is unique to this node of this cluster: a recycled pid never matches.
-        return process.is_running(self.pid, self.config)
 
 
 class LocalCluster:
@@ -111,7 +79,7 @@ class LocalCluster:
         cluster = cls(
             workdir,
             configs.new_cluster_id(),
-            _plan_nodes(spec, workdir, security),
+            plan_nodes(spec, workdir, security),
             stop_at_exit,
             security,
         )
@@ -174,6 +142,10 @@ class LocalCluster:
     @property
     def broker_ids(self) -> list[int]:
         return [n.node_id for n in self.brokers]
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return [n.node_id for n in self._nodes if n.kind == "controller"]
 
     @property
     def bootstrap_servers(self) -> str:
@@ -267,6 +239,22 @@ class LocalCluster:
         if self._resume(self.broker(broker_id)):
             log.info("broker_resumed", broker=broker_id)
 
+    def kill_controller(self, node_id: int) -> None:
+        """SIGKILL one KRaft controller (a voter of the metadata quorum)."""
+        self._end(self._node("controller", node_id), signal.SIGKILL)
+        log.info("controller_killed", controller=node_id)
+
+    def restart_controller(self, node_id: int, *, timeout: float = START_TIMEOUT_S) -> None:
+        node = self._node("controller", node_id)
+        if self._running(node):
+            raise KmedicError(f"{node.name} is already running")
+        self._launch(node)
+        self._wait_ready([node], timeout)
+        log.info("controller_restarted", controller=node_id)
+
+    def controller_running(self, node_id: int) -> bool:
+        return self._running(self._node("controller", node_id))
+
     def pause_zookeeper(self) -> None:
         """SIGSTOP ZooKeeper: it keeps its connections open and answers nothing, so clients
         see timeouts, and on resume it expires the sessions whose timeout passed meanwhile."""
@@ -319,7 +307,10 @@ class LocalCluster:
         for n in self._nodes:
             if n.kind == kind and (kind == "zookeeper" or n.node_id == node_id):
                 return n
-        raise KmedicError(f"this cluster has no {kind} {node_id}; brokers are {self.broker_ids}")
+        raise KmedicError(
+            f"this cluster has no {kind} {node_id}; brokers are {self.broker_ids}, "
+            f"controllers {self.controller_ids}"
+        )
 
     def _save(self) -> None:
         state: dict[str, Any] = {
@@ -353,7 +344,7 @@ class LocalCluster:
                     *scram,
                 ],
                 heap_mb=128,
-                system_properties={"log4j2.configurationFile": str(_log4j_path(node))},
+                system_properties={"log4j2.configurationFile": str(log4j_path(node))},
             )
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
@@ -421,94 +412,3 @@ class LocalCluster:
         except Exception:  # any client error means "not ready yet"
             return set()
         return {int(b) for b in meta.brokers}
-
-
-def _log4j_path(node: Node) -> Path:
-    return Path(node.directory) / "log4j2.properties"
-
-
-def _plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | None) -> list[Node]:
-    """Lay out directories and config files and build each node's command line."""
-    ports = process.free_ports(2 + 2 * spec.brokers)
-    zk_port, controller_port = ports[0], ports[1]
-    broker_ports = ports[2 : 2 + spec.brokers]
-    exporter_ports = ports[2 + spec.brokers :]
-    kafka_cp = jvm_jars("kafka")
-    nodes: list[Node] = []
-
-    zk_dir = workdir / "zookeeper"
-    (zk_dir / "data").mkdir(parents=True)
-    zk_cfg = zk_dir / "zoo.cfg"
-    zk_cfg.write_text(configs.zookeeper_properties(zk_port, str(zk_dir / "data")))
-    (zk_dir / "logback.xml").write_text(configs.logback_xml(str(zk_dir / "zookeeper.log")))
-    zk_cmd = process.java_command(
-        classpath=jvm_jars("zookeeper"),
-        main_class="org.apache.zookeeper.server.ZooKeeperServerMain",
-        args=[str(zk_cfg)],
-        heap_mb=spec.zookeeper_heap_mb,
-        system_properties={
-            "logback.configurationFile": str(zk_dir / "logback.xml"),
-            "zookeeper.admin.enableServer": "false",
-        },
-    )
-    nodes.append(Node("zookeeper", 0, zk_port, str(zk_dir), str(zk_cfg), zk_cmd))
-
-    def kafka_node(
-        kind: str, node_id: int, port: int, props: str, exporter_port: int | None, rack: str | None
-    ) -> Node:
-        node_dir = workdir / (kind if kind == "controller" else f"broker-{node_id}")
-        node_dir.mkdir(parents=True)
-        cfg = node_dir / "server.properties"
-        cfg.write_text(props)
-        cfg.chmod(0o600)  # a secured broker's file holds the inter-broker password
-        (node_dir / "log4j2.properties").write_text(
-            configs.log4j2_properties(str(node_dir / "server.log"))
-        )
-        agent = None
-        if exporter_port is not None:
-            exporter = jvm_jars("jmx-exporter")[0]
-            agent = f"{exporter}={HOST}:{exporter_port}:{config_file('jmx-exporter.yaml')}"
-        cmd = process.java_command(
-            classpath=kafka_cp,
-            main_class="kafka.Kafka",
-            args=[str(cfg)],
-            heap_mb=spec.controller_heap_mb if kind == "controller" else spec.broker_heap_mb,
-            system_properties={"log4j2.configurationFile": str(node_dir / "log4j2.properties")},
-            java_agent=agent,
-        )
-        return Node(kind, node_id, port, str(node_dir), str(cfg), cmd, None, rack, exporter_port)
-
-    nodes.append(
-        kafka_node(
-            "controller",
-            CONTROLLER_ID,
-            controller_port,
-            configs.controller_properties(
-                controller_port,
-                str(workdir / "controller" / "data"),
-                spec.controller_overrides,
-                super_user=ADMIN if security is not None else None,
-            ),
-            None,
-            None,
-        )
-    )
-    for broker_id, port, exporter_port in zip(
-        spec.broker_ids, broker_ports, exporter_ports, strict=True
-    ):
-        rack = spec.rack_of(broker_id)
-        props = configs.broker_properties(
-            broker_id,
-            port=port,
-            controller_port=controller_port,
-            rack=rack,
-            data_dir=",".join(
-                str(workdir / f"broker-{broker_id}" / ("data" if n == 1 else f"data-{n}"))
-                for n in range(1, spec.log_dirs + 1)
-            ),
-            broker_count=spec.brokers,
-            overrides=spec.broker_overrides,
-            secure=security.listener() if security is not None else None,
-        )
-        nodes.append(kafka_node("broker", broker_id, port, props, exporter_port, rack))
-    return nodes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -27,6 +28,9 @@ class ClusterSpec:
     ``rack_map`` names a rack per broker id."""
 
     brokers: int = 4
+    # KRaft controllers (voters), ids CONTROLLER_ID, CONTROLLER_ID + 1, ...: 1, or 3 for a
+    # quorum that survives one loss.
+    controllers: int = 1
     racks: tuple[str, ...] = ("/r1", "/r2")
     rack_map: dict[int, str] = field(default_factory=dict)
     # Extra or changed server properties, e.g. {"broker.session.timeout.ms": "30000"}.
@@ -43,6 +47,8 @@ class ClusterSpec:
     def __post_init__(self) -> None:
         if self.brokers < 1:
             raise ConfigError(f"brokers must be at least 1, got {self.brokers}")
+        if not 1 <= self.controllers <= 5:
+            raise ConfigError(f"controllers must be 1 to 5, got {self.controllers}")
         if self.log_dirs < 1:
             raise ConfigError(f"log_dirs must be at least 1, got {self.log_dirs}")
         if not self.racks and not self.rack_map:
@@ -54,6 +60,10 @@ class ClusterSpec:
     @property
     def broker_ids(self) -> list[int]:
         return list(range(1, self.brokers + 1))
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return list(range(CONTROLLER_ID, CONTROLLER_ID + self.controllers))
 
     def rack_of(self, broker_id: int) -> str:
         if broker_id in self.rack_map:
@@ -129,9 +139,14 @@ def _properties(values: dict[str, object]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
 
 
-def _common(controller_port: int) -> dict[str, object]:
+def quorum_voters(voters: Mapping[int, int]) -> str:
+    """``controller.quorum.voters`` for controller id -> port."""
+    return ",".join(f"{node_id}@{HOST}:{port}" for node_id, port in sorted(voters.items()))
+
+
+def _common(voters: Mapping[int, int]) -> dict[str, object]:
     return {
-        "controller.quorum.voters": f"{CONTROLLER_ID}@{HOST}:{controller_port}",
+        "controller.quorum.voters": quorum_voters(voters),
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
         # Small thread pools: four brokers share two cores with the rest of the stack.
@@ -148,14 +163,18 @@ def controller_properties(
     data_dir: str,
     overrides: dict[str, str] | None = None,
     super_user: str | None = None,
+    *,
+    node_id: int = CONTROLLER_ID,
+    voters: Mapping[int, int] | None = None,
 ) -> str:
+    """One controller; ``voters`` (id -> port) is the whole quorum, this one alone by default."""
     return _properties(
         {
             "process.roles": "controller",
-            "node.id": CONTROLLER_ID,
+            "node.id": node_id,
             "listeners": f"CONTROLLER://{HOST}:{controller_port}",
             "log.dirs": data_dir,
-            **_common(controller_port),
+            **_common(voters or {node_id: controller_port}),
             # The controller fences a broker whose heartbeats stop for this long.
             "broker.session.timeout.ms": 6000,
             **(authorizer_properties(super_user) if super_user is not None else {}),
@@ -174,6 +193,7 @@ def broker_properties(
     broker_count: int,
     overrides: dict[str, str] | None = None,
     secure: SecureListener | None = None,
+    voters: Mapping[int, int] | None = None,
 ) -> str:
     rf = min(3, broker_count)
     return _properties(
@@ -185,7 +205,7 @@ def broker_properties(
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": data_dir,
             "broker.rack": rack,
-            **_common(controller_port),
+            **_common(voters or {CONTROLLER_ID: controller_port}),
             "num.replica.fetchers": 1,
             "offsets.topic.replication.factor": rf,
             "offsets.topic.num.partitions": 4,

@@ -41,6 +41,22 @@ def gate_leadership(snap: Snapshot) -> list[Reason]:
     return out
 
 
+def gate_quorum(snap: Snapshot) -> list[Reason]:
+    """No move starts while the controller quorum has no leader (an unknown reading holds
+    nothing back: it may be an ACL or an older Kafka, not an outage)."""
+    quorum = snap.quorum
+    if quorum is None or quorum.state != "leaderless":
+        return []
+    voters = ", ".join(str(v.id) for v in quorum.voters) or "unknown"
+    return [
+        Reason(
+            "quorum_without_leader",
+            f"the KRaft controller quorum has no leader ({quorum.error}; voters {voters}): "
+            "nothing can be committed, so no move starts",
+        )
+    ]
+
+
 def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
     policy = snap.policy
     dead = [b for b in snap.brokers if not b.alive]
@@ -208,6 +224,7 @@ def failing_gates(
 ) -> list[Reason]:
     """Every failing gate. Plan gates run only when a plan exists (``plan_moves`` given)."""
     reasons = gate_leadership(snap)
+    reasons += gate_quorum(snap)
     reasons += gate_dead_brokers(snap, state)
     reasons += gate_under_replication(snap, state)
     reasons += gate_failed_disks(snap, state)

@@ -118,7 +118,7 @@ class Manager:
             coordinator=coordinator,
             keeper=self.keeper,
             moves=self.moves,
-            acting=lambda: self.mode.current == "act",
+            acting=self._writing,
             clock=self.clock,
         )
         self.foreign = ForeignWatch(executor.sizes, executor.config.stall_s)
@@ -206,6 +206,12 @@ class Manager:
         )
         return outcome
 
+    def _writing(self) -> bool:
+        """Act mode, and a controller quorum with a leader: without one every write to the
+        cluster (a reassignment, a throttle) waits out its whole timeout and commits nothing."""
+        quorum = self.last_snapshot.quorum if self.last_snapshot is not None else None
+        return self.mode.current == "act" and (quorum is None or quorum.state != "leaderless")
+
     def request_stop(self) -> None:
         self._stop.set()
         self.stepper.wake()
@@ -246,6 +252,7 @@ class Manager:
         )
         self.metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
         self.metrics.safety.observe_unsafe_topics(unsafe_topics(snap, self.cfg.policy))
+        self.metrics.quorum.observe(snap.quorum)
         if not coord.is_leader:
             self._zk_outage.forget()  # the leader tells it
             return CycleOutcome("standby", standby_sentence(state, facts.dead_brokers))
@@ -253,7 +260,7 @@ class Manager:
         self.readiness.report(snap)
         mode = self.mode.follow(state.mode, self.trail)
         self.metrics.observe_mode(mode)
-        if mode == "act":  # observe mode writes nothing: no adopted move, no throttle removed
+        if self._writing():  # observe mode writes nothing: no adopted move, no throttle removed
             self.keeper.lead(state.plan)
             self.moves.observe()  # before any wait below: a plan that just ended says so
         snap, stale = self.view.settle(snap, lambda: self._snapshot(state), self.clock.monotonic())

@@ -14,6 +14,7 @@ ReasonCode = Literal[
     # gates: each refuses (authority gates only when there is something to do)
     "not_leader",
     "stale_fencing_epoch",
+    "quorum_without_leader",
     "too_many_dead_brokers",
     "too_many_failed_disks",
     "dead_within_grace",
@@ -57,6 +58,11 @@ class CodeDoc:
 REASON_CODES: dict[ReasonCode, CodeDoc] = {
     "not_leader": CodeDoc("refuse", "this instance does not hold leadership"),
     "stale_fencing_epoch": CodeDoc("refuse", "its epoch is older than ZooKeeper's current epoch"),
+    "quorum_without_leader": CodeDoc(
+        "refuse",
+        "the KRaft controller quorum has no leader: nothing can be committed (no reassignment, "
+        "election or fencing), so no move starts",
+    ),
     "too_many_dead_brokers": CodeDoc(
         "refuse",
         "dead brokers > `max_dead_brokers` or > `max_dead_fraction` (a wait while the count "

@@ -289,6 +289,33 @@ class RecentActions(_Frozen):
     moves_last_hour: int = Field(default=0, ge=0)
 
 
+QuorumState = Literal["led", "leaderless", "unknown"]
+
+
+class QuorumVoter(_Frozen):
+    """One voter of the KRaft metadata quorum, as its leader reports it."""
+
+    id: int = Field(ge=0)
+    lag: int | None = Field(
+        default=None, ge=0, description="records behind the leader's high watermark; None: unknown"
+    )
+    last_fetch_age_ms: int | None = Field(
+        default=None, ge=0, description="since its last fetch from the leader; None: none known"
+    )
+
+
+class Quorum(_Frozen):
+    """The KRaft controller quorum (DescribeMetadataQuorum), read each cycle."""
+
+    state: QuorumState = Field(
+        description="led; leaderless (no leader answered: nothing can be committed); unknown "
+        "(the read failed otherwise: not held against any plan)"
+    )
+    leader: int | None = None
+    voters: tuple[QuorumVoter, ...] = ()
+    error: str | None = Field(default=None, description="why the read found no leader")
+
+
 class Snapshot(_Frozen):
     schema_version: Literal[1]
     taken_at: int = Field(ge=0, description="milliseconds since the epoch")
@@ -308,3 +335,4 @@ class Snapshot(_Frozen):
     requests: tuple[OperatorRequest, ...] = Field(
         default=(), description="operator requests not finished yet, oldest first"
     )
+    quorum: Quorum | None = Field(default=None, description="None: not read")

@@ -30,6 +30,7 @@ from manager.model.snapshot import (
     Partition,
     PartitionLoad,
     Policy,
+    Quorum,
     RecentActions,
     Snapshot,
     Topic,
@@ -89,6 +90,7 @@ class Observation:
     returned_ms: dict[int, int] = field(default_factory=dict)
     known_racks: dict[int, str] = field(default_factory=dict)
     min_insync: dict[str, int] = field(default_factory=dict)  # by topic, where known
+    quorum: Quorum | None = None  # the KRaft controller quorum (None: not read)
 
 
 @dataclass(frozen=True)
@@ -291,4 +293,5 @@ def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings)
         policy=policy,
         leadership=obs.leadership,
         recent_actions=RecentActions(moves_last_hour=obs.moves_last_hour),
+        quorum=obs.quorum,
     )

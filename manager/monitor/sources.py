@@ -30,6 +30,7 @@ from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
 from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
+from manager.monitor.quorum import QuorumReader
 from manager.monitor.registrations import RegistrationWatch
 from manager.monitor.topic_configs import TopicConfigs
 
@@ -138,6 +139,8 @@ class ClusterSources:
         self._watch_failures = 0
         self.registrations = RegistrationWatch(self._read_registered, WATCH_INTERVAL_S)
         self.topic_configs = TopicConfigs()
+        self.quorum = QuorumReader(bootstrap)
+        self._reassignments: dict[TopicPartition, Reassignment] = {}  # the last listing
 
     def start(self) -> ClusterSources:
         self.agents.start()
@@ -153,6 +156,7 @@ class ClusterSources:
 
     def stop_admin_clients(self) -> None:
         self._close_admin()
+        self.quorum.close()
         if self._watch_admin is not None:
             with contextlib.suppress(Exception):
                 self._watch_admin.close()
@@ -212,8 +216,12 @@ class ClusterSources:
         own_moves: frozenset[TopicPartition],
         moves_last_hour: int,
     ) -> Observation:
+        # First: without a quorum leader the reassignments cannot be listed (the request
+        # waits for the controller) and cannot change either; the last listing stands.
+        quorum = self.quorum.read(now_ms)
+        leaderless = quorum.state == "leaderless"
         for _ in range(OFFLINE_READS):
-            live, raw, reassignments = self._read_admin()
+            live, raw, reassignments = self._read_admin(list_reassignments=not leaderless)
             previous = self.offline_on_live
             partitions, self.offline_on_live = confirm_offline(raw, set(live), previous)
             if not unconfirmed(self.offline_on_live, previous):
@@ -243,10 +251,11 @@ class ClusterSources:
             returned_ms=dict(self.returned_ms),
             known_racks=dict(self.known_racks),
             min_insync=min_insync,
+            quorum=quorum,
         )
 
     def _read_admin(
-        self,
+        self, *, list_reassignments: bool = True
     ) -> tuple[dict[int, BrokerNode], list[PartitionInfo], dict[TopicPartition, Reassignment]]:
         """One consistent Admin API read, asked again when it fails: first on the same client,
         whose reconnect backoff now skips the broker that failed (one that has just died and is
@@ -265,10 +274,11 @@ class ClusterSources:
                 # forward them): kafka-python keeps the controller the metadata once named,
                 # which for seconds after a broker dies may be that dead, unfenced broker.
                 client._controller_id = client._manager.least_loaded_node()
-                reassignments = parse_reassignments(
-                    client.list_partition_reassignments(timeout_ms=self._timeout_ms)
-                )
-                return live, partitions, reassignments
+                if list_reassignments:
+                    self._reassignments = parse_reassignments(
+                        client.list_partition_reassignments(timeout_ms=self._timeout_ms)
+                    )
+                return live, partitions, dict(self._reassignments)
             except Exception as exc:  # kafka-python raises several unrelated types
                 errors.append(str(exc) or type(exc).__name__)
                 log.info("admin_read_retry", attempt=attempt, error=errors[-1])

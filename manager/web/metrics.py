@@ -17,6 +17,7 @@ from kmedic.errors import KmedicError
 from manager.analyzer.health import switched_off
 from manager.model.decision import Decision
 from manager.model.plan_progress import PlanProgress
+from manager.web.quorum_metrics import QuorumMetrics
 from manager.web.safety_metrics import SafetyMetrics
 
 Outcome = Literal["act", "noop", "wait", "refuse"]
@@ -44,6 +45,7 @@ class ManagerMetrics:
         self.registry = registry or CollectorRegistry()
         r, c = self.registry, ["cluster"]
         self.safety = SafetyMetrics(cluster, r)
+        self.quorum = QuorumMetrics(cluster, r)
         self.cluster_observable = Gauge(
             "kmedic_cluster_observable",
             "1 when the last cycle could read the cluster (Admin API and ZooKeeper config)",

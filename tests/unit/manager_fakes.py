@@ -30,7 +30,7 @@ from manager.executor.replica_sizes import Sample
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
-from manager.model.snapshot import Leadership
+from manager.model.snapshot import Leadership, Quorum
 from manager.model.throttles import LEADER_RATE, ThrottleRecord
 from manager.monitor.feeds import FeedStatus
 from manager.monitor.observe import AgentView, Observation
@@ -107,6 +107,7 @@ class FakeSources:
         self.leaders: dict[tuple[str, int], int] = {}
         # Reassignments the cluster lists (someone else's, unless kmedic's own_moves name them).
         self.reassignments: dict[TopicPartition, Reassignment] = {}
+        self.quorum: Quorum | None = None  # the controller quorum as read (None: not read)
 
     def start(self) -> FakeSources:
         return self
@@ -164,6 +165,7 @@ class FakeSources:
             moves_last_hour=moves_last_hour,
             first_absent_ms={b: NOW_MS - 3_600_000 for b in self.dead},
             known_racks={b: "/r1" if b % 2 else "/r2" for b in self.dead},
+            quorum=self.quorum,
         )
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kmedic.metadata import BrokerNode, PartitionInfo
 from manager.model.placement_config import PlacementConfig
-from manager.model.snapshot import Leadership
+from manager.model.snapshot import Leadership, Quorum
 from manager.monitor import sources as sources_module
 from manager.monitor.offline import confirm_offline, unconfirmed
 from manager.monitor.sources import ClusterSources
@@ -111,6 +111,16 @@ def test_a_read_with_offline_replicas_seen_for_the_first_time_is_unconfirmed() -
     assert unconfirmed(more, first)
 
 
+class Unread:
+    """No controller quorum to read here."""
+
+    def read(self, now_ms: int) -> Quorum:
+        return Quorum(state="unknown", error="not read in this test")
+
+    def close(self) -> None:
+        pass
+
+
 class ScriptedSources(ClusterSources):
     """ClusterSources whose Admin API reads are a script: what one read after another says."""
 
@@ -121,8 +131,9 @@ class ScriptedSources(ClusterSources):
         )  # fmt: skip
         self.script = list(reads)
         self.reads = 0
+        self.quorum = Unread()  # type: ignore[assignment]
 
-    def _read_admin(self) -> Any:
+    def _read_admin(self, *, list_reassignments: bool = True) -> Any:
         live, partitions = self.script[min(self.reads, len(self.script) - 1)]
         self.reads += 1
         return {b: BrokerNode("h", 9092, "/r1", False) for b in live}, partitions, {}

@@ -22,6 +22,7 @@ SECTIONS = {
     "policy": "## Policy",
     "leadership": "## Leadership",
     "requests": "## Operator requests",
+    "quorum": "## Controller quorum",
 }
 
 
@@ -51,7 +52,17 @@ def _written(tmp_path: Path) -> dict[str, Any]:
         anti_affinity_groups=[{"name": "a", "topics": ["t"]}],
         maintenance_domains=["d1"],
         recent_actions={"moves_last_hour": 1},
-        requests=[{"id": "r1", "kind": "drain", "brokers": [3], "created_ms": NOW}],
+        requests=[
+            {"id": "r1", "kind": "drain", "brokers": [3], "created_ms": NOW},
+            {"id": "r2", "kind": "set_rf", "topic": "t", "replication_factor": 3}
+            | {"created_ms": NOW},
+        ],
+        quorum={
+            "state": "led",
+            "leader": 100,
+            "voters": [{"id": 100, "lag": 0, "last_fetch_age_ms": 5}],
+            "error": None,
+        },
     )
     path = tmp_path / "snapshot.json"
     save_snapshot(path, snap)
