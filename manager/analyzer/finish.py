@@ -54,6 +54,7 @@ def finish(ctx: Context, outcome: Outcome) -> Decision:
             placement_violations=outcome.placement_violations,
             request=outcome.request,
             request_done=outcome.request_done,
+            unregister=outcome.unregister,
         )
     return _finish_proposal(ctx, outcome)
 

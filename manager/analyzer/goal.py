@@ -142,6 +142,7 @@ class Settled:
     placement_violations: int | None = None
     request: str | None = None
     request_done: bool = False
+    unregister: tuple[int, ...] = ()  # a decommission's brokers, empty and stopped
 
 
 @dataclass(frozen=True)

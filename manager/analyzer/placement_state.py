@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from manager.model.racks import Location, location_of
-from manager.model.snapshot import Capacity, Snapshot
+from manager.model.snapshot import LEAVING_REQUESTS, Capacity, Snapshot
 
 
 class ClusterState:
@@ -55,9 +55,10 @@ class ClusterState:
             b for b, d in self.domain.items() if d in maintenance
         )
         self.dead: list[int] = [b for b in self.broker_ids if not self.alive[b]]
-        # Brokers an operator asked to drain: they only give replicas away, whatever the plan.
+        # Brokers an operator asked to drain or decommission: they only give replicas away,
+        # whatever the plan.
         self.leaving: frozenset[int] = frozenset(
-            b for r in snap.requests if r.kind == "drain" for b in r.brokers
+            b for r in snap.requests if r.kind in LEAVING_REQUESTS for b in r.brokers
         )
         # Brokers a move stalled on (the executor cancelled it): no plan sends them replicas.
         self.stalled: frozenset[int] = frozenset(

@@ -26,6 +26,8 @@ HELP: dict[RequestKind, str] = {
     "drain": "move every replica off these brokers (decommission)",
     "fill": "move load onto these (new) brokers until the cluster is even",
     "demote": "move leadership off these brokers (before a restart); no data moves",
+    "decommission": "drain these brokers, then, once you have stopped them, unregister them "
+    "from the cluster",
 }
 
 

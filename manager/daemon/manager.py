@@ -105,7 +105,9 @@ class Manager:
             failover_alert_after_s=cfg.audit.failover_alert_after_s,
             blind_alert_after_s=cfg.blind_alert_after_s,
         )
-        self.requests = RequestFollower(coordinator, self.trail, self.metrics, self.clock.monotonic)
+        self.requests = RequestFollower(
+            coordinator, self.trail, self.metrics, self.clock.monotonic, executor.unregister_broker
+        )
         self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
         self.view = MonotonicView(self.trail)
         self.moves = MoveReport(
@@ -285,7 +287,9 @@ class Manager:
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
             outcome = self.keeper.execute(decision, snap)
-        self.requests.follow(decision, state.requests, started=outcome.kind == "act")
+        self.requests.follow(
+            decision, state.requests, started=outcome.kind == "act", writing=self._writing()
+        )
         self.last_decision = decision
         if not {r.code for r in decision.reasons} & _STALE_LOADS:
             self.load_history.record(snap.taken_at, decision.loads_before)

@@ -45,6 +45,12 @@ def observe_cluster(
     the stored plan's move history (``history`` when nothing is stored)."""
     own = own_partitions(state.plan.plan if state.plan else None) | frozenset(running)
     started = list(state.plan.plan.moves_started) if state.plan else list(history)
+    retired = frozenset(
+        b
+        for r in state.requests
+        if r.kind == "decommission" and r.state == "done"
+        for b in r.brokers
+    )
     try:
         obs = sources.observe(
             int(now_s * 1000),
@@ -52,6 +58,7 @@ def observe_cluster(
             leadership=leadership,
             own_moves=own,
             moves_last_hour=moves_in_window(started, now_s),
+            retired=retired,
         )
     except AdminUnavailable as exc:
         raise ClusterUnobservable(str(exc)) from exc

@@ -61,8 +61,10 @@ class Sources(Protocol):
         leadership: Leadership,
         own_moves: frozenset[TopicPartition],
         moves_last_hour: int,
+        retired: frozenset[int] = frozenset(),
     ) -> Observation:
-        """Raises manager.monitor.sources.AdminUnavailable when the cluster cannot be read."""
+        """Raises manager.monitor.sources.AdminUnavailable when the cluster cannot be read.
+        ``retired``: brokers a decommission unregistered, not brokers that died."""
         ...
 
 
@@ -146,5 +148,7 @@ class Executor(Protocol):
     def stalled_destinations(self) -> dict[int, int]: ...
 
     def resume_progress(self, records: Mapping[TopicPartition, MoveProgress]) -> None: ...
+
+    def unregister_broker(self, broker_id: int) -> None: ...
 
     def close(self) -> None: ...

@@ -47,8 +47,10 @@ class RequestFollower:
         trail: AuditTrail,
         metrics: ManagerMetrics,
         monotonic: Callable[[], float],
+        unregister: Callable[[int], None],
     ) -> None:
         self.coordinator = coordinator
+        self._unregister = unregister  # Kafka's UnregisterBroker, for a decommission
         self._monotonic = monotonic
         self.trail = trail
         self.metrics = metrics
@@ -74,6 +76,11 @@ class RequestFollower:
             if not r.open:
                 continue
             unknown = sorted(set(r.brokers) - known)
+            if unknown and r.kind == "decommission" and not set(r.brokers) & known:
+                # Unregistered already (by this request, or by hand): nothing is left to do.
+                if self.coordinator.is_leader:
+                    self._move(r, "done", f"brokers {unknown} are no longer in the cluster")
+                continue
             why = f"the cluster has no broker {unknown}" if unknown else None
             if r.topic is not None and r.topic not in named:
                 why = f"the cluster has no topic {r.topic}"
@@ -84,12 +91,24 @@ class RequestFollower:
             out.append(r.for_planner())
         return tuple(out)
 
-    def follow(self, decision: Decision, requests: Iterable[StoredRequest], started: bool) -> None:
-        """Move the request ``decision`` served to its next state, if it has one."""
+    def follow(
+        self,
+        decision: Decision,
+        requests: Iterable[StoredRequest],
+        started: bool,
+        writing: bool = True,
+    ) -> None:
+        """Move the request ``decision`` served to its next state, if it has one; a
+        decommission's stopped, empty brokers are unregistered first (only while ``writing``:
+        act mode, a quorum with a leader)."""
         if decision.request is None:
             return
         request = next((r for r in requests if r.id == decision.request), None)
         if request is None or not request.open:
+            return
+        if decision.unregister:
+            if writing and self.coordinator.is_leader:
+                self._unregister_all(request, decision.unregister)
             return
         note = _note(request, decision.summary)
         if decision.request_done:
@@ -129,6 +148,27 @@ class RequestFollower:
         self._plans.pop(request.id, None)
         self._move(request, "partial" if progressed else "failed", why)
         return True
+
+    def _unregister_all(self, request: StoredRequest, brokers: tuple[int, ...]) -> None:
+        """Each broker unregistered and audited; the request done once all are."""
+        for broker in brokers:
+            try:
+                self._unregister(broker)
+            except KmedicError as exc:  # the next cycle tries again
+                self.trail.record(
+                    "action_failed",
+                    f"unregister broker {broker} (request {request.id}) failed: {exc}",
+                    details={"request": request.id, "broker": broker},
+                )
+                return
+            self.trail.record(
+                "action_completed",
+                f"unregistered broker {broker} from the cluster (request {request.id}): it was "
+                "stopped and held no replica, leadership or reassignment",
+                details={"request": request.id, "broker": broker},
+            )
+        said = f"brokers {list(brokers)} drained, stopped and unregistered"
+        self._move(request, "done", said)
 
     def _move(self, request: StoredRequest, state: RequestState, note: str) -> None:
         try:

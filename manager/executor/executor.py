@@ -173,6 +173,9 @@ class Executor:
         self.throttling.forget()
         self._live = frozenset()
 
+    def unregister_broker(self, broker_id: int) -> None:
+        self._retrying.unregister_broker(broker_id)  # a decommissioned broker, once stopped
+
     def close(self) -> None:
         self._retrying.close()
         self.sizes.close()

@@ -112,6 +112,8 @@ class Decision:
     # The operator request this decision serves, and whether it found it finished.
     request: str | None = None
     request_done: bool = False
+    # A decommission request's brokers, empty and stopped: the daemon unregisters them.
+    unregister: tuple[int, ...] = ()
     # A partial heal's partitions that cannot be healed, each with why: refused and paged
     # while the rest is healed.
     unhealed: tuple[Reason, ...] = ()

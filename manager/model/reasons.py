@@ -170,8 +170,8 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
     ),
     "operator_request": CodeDoc(
         "act, noop, refuse",
-        "the decision serves an operator's drain, fill, demote or set-rf request (its id, what it "
-        "moves, or that it is done; on a refusal the gates that stop it follow)",
+        "the decision serves an operator's drain, fill, demote, decommission or set-rf request "
+        "(its id, what it moves, or that it is done; on a refusal the gates that stop it follow)",
     ),
 }
 

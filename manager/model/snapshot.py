@@ -237,8 +237,9 @@ class Policy(_Frozen):
     goals: GoalSwitches = GoalSwitches()
 
 
-RequestKind = Literal["drain", "fill", "demote", "set_rf"]
-BROKER_REQUESTS: frozenset[str] = frozenset({"drain", "fill", "demote"})
+RequestKind = Literal["drain", "fill", "demote", "set_rf", "decommission"]
+# Those that take every replica off their brokers.
+LEAVING_REQUESTS: frozenset[str] = frozenset({"drain", "decommission"})
 
 
 def request_subject(

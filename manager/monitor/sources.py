@@ -215,6 +215,7 @@ class ClusterSources:
         leadership: Leadership,
         own_moves: frozenset[TopicPartition],
         moves_last_hour: int,
+        retired: frozenset[int] = frozenset(),
     ) -> Observation:
         # First: without a quorum leader the reassignments cannot be listed (the request
         # waits for the controller) and cannot change either; the last listing stands.
@@ -231,6 +232,10 @@ class ClusterSources:
         loads = {tp: v for k, v in self.loads.values().items() if (tp := _tp(k)) is not None}
         replica_ids = {r for p in partitions for r in p.replicas}
         returns, away = self.registrations.take()
+        agents = {b: v for b, v in agents.items() if b in live or b not in retired}
+        for b in retired - set(live):  # unregistered by a decommission: gone, not dead
+            self.first_absent_ms.pop(b, None)
+            self.known_racks.pop(b, None)
         self._remember(now_ms, live, agents, replica_ids, returns, away)
         topics = {p.topic for p in partitions}
         # On the client that has just read the cluster (none: the settings are unknown).

@@ -197,12 +197,36 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         assert missing.returncode == 1, missing.stdout + missing.stderr
         assert f"is failed: the cluster has no topic {name}.none" in missing.stdout, missing.stdout
 
-        assert states(where) == ["done", "done", "done", "done", "failed"]
+        # Decommission to the end: drained, stopped by the operator, unregistered by kmedic.
+        started = kmedic_process("decommission", str(TARGET), *where)
+        assert started.returncode == 0, started.stdout + started.stderr
+        wait_for(lambda: on_target(admin) == (0, 0), timeout=180, what=f"broker {TARGET} drained")
+        assert states(where)[-1] == "running"  # waiting for the operator to stop it
+        cluster.stop_broker(TARGET)
+        wait_for(lambda: states(where)[-1] == "done", timeout=90, what="the decommission done")
+        registered = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            # DescribeCluster lists fenced brokers too (KIP-1073): it is gone, not fenced.
+            ids = [b["broker_id"] for b in registered.describe_cluster()["brokers"]]
+        finally:
+            registered.close()
+        assert TARGET not in ids, ids
+        # Gone, not dead: the manager counts no dead broker and pages for nothing.
+        wait_for(
+            lambda: scrape(ports["m2"], "kmedic_dead_brokers") == 0,
+            timeout=30,
+            what=f"broker {TARGET} forgotten, not dead",
+        )
+        cluster.restart(TARGET)  # the session's other tests use it (it registers anew)
+
+        assert states(where) == ["done", "done", "done", "done", "failed", "done"]
         told = [r.summary for r in read_audit(bootstrap, topics["actions"])]
         for kind in ("demote", "drain", "fill"):
             assert any(f"({kind} brokers {TARGET}) is running" in s for s in told), told
             assert any(f"({kind} brokers {TARGET}) is done" in s for s in told), told
         assert any(f"(set_rf topic {single} to 3) is done" in s for s in told), told
+        assert any(s.startswith(f"unregistered broker {TARGET} from the cluster") for s in told)
+        assert any(f"(decommission brokers {TARGET}) is done" in s for s in told), told
         # Each plan's end is told with its figures: everything copied.
         ended = [
             r

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.brokerstats import BrokerStats
+from kmedic.errors import KmedicError
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 from manager.audit.log import AuditLog, AuditRecord
 from manager.config import ManagerConfig
@@ -126,8 +127,11 @@ class FakeSources:
         leadership: Leadership,
         own_moves: frozenset[TopicPartition],
         moves_last_hour: int,
+        retired: frozenset[int] = frozenset(),
     ) -> Observation:
-        self.calls.append({"own_moves": own_moves, "moves_last_hour": moves_last_hour})
+        self.calls.append(
+            {"own_moves": own_moves, "moves_last_hour": moves_last_hour, "retired": retired}
+        )
         if self.unavailable:
             raise AdminUnavailable(self.unavailable)
         live = {
@@ -269,6 +273,8 @@ class FakeExecutor:
         # What the sampler answers, by (partition, broker): the bytes a new replica holds.
         self.replica_bytes: dict[tuple[TopicPartition, int], int | None] = {}
         self._complete = False
+        self.unregistered: list[int] = []
+        self.unregister_refusal: str | None = None
 
     def submit(self, moves: Iterable[Move]) -> None:
         for move in moves:
@@ -349,6 +355,11 @@ class FakeExecutor:
 
     def throttle_rates(self) -> dict[tuple[int, str], str]:
         return dict(self.owned.rates)
+
+    def unregister_broker(self, broker_id: int) -> None:
+        if self.unregister_refusal is not None:
+            raise KmedicError(self.unregister_refusal)
+        self.unregistered.append(broker_id)
 
     def close(self) -> None:
         pass

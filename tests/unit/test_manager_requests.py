@@ -9,6 +9,7 @@ from pathlib import Path
 from manager_fakes import NOW_MS, Rig
 
 from manager.coordination.request_store import RequestState, StoredRequest
+from manager.daemon.mode import ModeTracker
 from manager.daemon.requests import CONVERGE_BUDGET_S, MAX_SAME_PLANS
 from manager.model.snapshot import RequestKind
 
@@ -150,3 +151,66 @@ def test_a_request_that_made_progress_before_it_stuck_ends_partial(tmp_path: Pat
     rig.clock.advance(CONVERGE_BUDGET_S)
     rig.manager.cycle()
     assert rig.coordinator.requests.marked[-1] == ("req-1", "partial")
+
+
+def decommission(*brokers: int, state: RequestState = "pending") -> StoredRequest:
+    return _request("decommission", *brokers, state=state)
+
+
+def empty_and_stopped(rig: Rig, broker: int) -> None:
+    """``broker`` dead and holding nothing (the fake's partitions moved off it)."""
+    rig.sources.dead = {broker}
+    rig.sources.replicas = {("t", 1): (2, 3, 1), ("t", 2): (3, 2, 1)}
+
+
+def test_a_decommissioned_broker_empty_and_stopped_is_unregistered_and_the_request_done(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path)
+    empty_and_stopped(rig, 4)
+    rig.coordinator.open_requests = (decommission(4),)
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "noop", outcome.sentence
+    assert rig.executor.unregistered == [4]
+    assert rig.coordinator.requests.marked == [("req-1", "done")]
+    told = [r.summary for r in rig.sink.records]
+    assert any(s.startswith("unregistered broker 4 from the cluster (request req-1)") for s in told)
+    assert (
+        "request req-1 (decommission brokers 4) is done: brokers [4] drained, stopped and "
+        "unregistered"
+    ) in told
+
+
+def test_a_refused_unregister_is_audited_and_the_request_stays_open(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    empty_and_stopped(rig, 4)
+    rig.executor.unregister_refusal = "Kafka refused to unregister broker 4: not fenced (102)"
+    rig.coordinator.open_requests = (decommission(4),)
+    rig.manager.cycle()
+    assert rig.coordinator.requests.marked == []
+    failed = [r for r in rig.sink.records if r.kind == "action_failed"]
+    assert failed and "unregister broker 4 (request req-1) failed: Kafka refused" in (
+        failed[0].summary
+    )
+
+
+def test_observe_mode_unregisters_nothing(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.manager.mode = ModeTracker("observe")
+    empty_and_stopped(rig, 4)
+    rig.coordinator.open_requests = (decommission(4),)
+    rig.manager.cycle()
+    assert rig.executor.unregistered == [] and rig.coordinator.requests.marked == []
+
+
+def test_a_decommissioned_broker_is_gone_not_dead_and_its_request_done_if_left_open(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path)
+    rig.coordinator.open_requests = (decommission(9, state="done"),)
+    rig.manager.cycle()
+    assert rig.sources.calls[-1]["retired"] == frozenset({9})
+    rig.coordinator.open_requests = (decommission(9),)  # unregistered by hand, say
+    rig.manager.cycle()
+    assert rig.coordinator.requests.marked == [("req-1", "done")]
+    assert any("brokers [9] are no longer in the cluster" in s for s in rig.summaries())

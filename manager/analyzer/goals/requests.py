@@ -10,6 +10,10 @@ balance, through the same gates, budgets and checks as everything else
   even-spread band (docs/planner.md, "Even spread"); needs fresh loads. Done when none is below.
 - ``demote``: leadership off the brokers, no data moved (``manager.analyzer.demote``); does not
   wait for loads. Done when they lead none.
+- ``decommission``: a drain first; then, once the brokers hold nothing (no replica, so no
+  leadership) and no reassignment names them, a noop that waits for the operator to stop
+  them; once they are stopped, one that tells the daemon to unregister them (Kafka's
+  UnregisterBroker), after which the request is done.
 - ``set_rf``: a topic's partitions gain replicas up to the factor, placed as a heal places
   (``manager.analyzer.replication_factor``), all or nothing, within the move budget; like a
   drain it does not wait for loads (the sizes come from the log directories). Done when every
@@ -43,6 +47,8 @@ class OperatorRequests:
             return _demote(ctx, request)
         if request.kind == "set_rf":
             return _set_rf(ctx, request)
+        if request.kind == "decommission":
+            return _decommission(ctx, request)
         return _fill(ctx, request)
 
     def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
@@ -189,6 +195,41 @@ def _set_rf(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         unmet=unmet,
         request=request.id,
         refusal_preface=_preface(request),
+    )
+
+
+def _decommission(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
+    brokers = frozenset(request.brokers)
+    state = ctx.heal_state()
+    if any(state.partitions_on(b) for b in brokers):
+        return _drain(ctx, request)
+    what = _what(request)
+    named = [
+        f"{r.topic}:{r.partition}"
+        for r in ctx.snap.reassignments
+        if brokers & {*r.adding_replicas, *r.removing_replicas}
+    ]
+    if named:
+        why = f"{what}: reassignments in progress name its brokers: {', '.join(named[:5])}"
+        return Proposal(
+            kind="balance",
+            state=state,
+            summary=f"{what}: waiting for reassignments that name its brokers",
+            gates=ctx.heal_gates,
+            unmet=(Reason("foreign_reassignment_in_progress", why),),
+            request=request.id,
+            refusal_preface=_preface(request),
+        )
+    running = sorted(b.id for b in ctx.snap.brokers if b.alive and b.id in brokers)
+    if running:
+        said = f"{what}: the brokers hold nothing; stop {running} to have them unregistered"
+        return Settled(said, (Reason("operator_request", said),), request=request.id)
+    said = f"{what}: the brokers hold nothing and are stopped: unregistering them"
+    return Settled(
+        said,
+        (Reason("operator_request", said),),
+        request=request.id,
+        unregister=tuple(sorted(brokers)),
     )
 
 
