@@ -14,7 +14,7 @@ seeded), in this process:
   its default 25 % share and holding back while a cycle runs, as the daemon runs it.
 
 Prints the figures and replaces the ``## readiness`` section of docs/bench.md.
-Usage: ``python bench/bench_readiness.py [--quick]`` (``--quick``: 30 brokers / 30 k
+Usage: ``python bench/bench_readiness.py [--quick]`` (``--quick``: 12 brokers / 6 k
 replicas, two cycles each way, no docs update).
 """
 
@@ -31,7 +31,7 @@ from contextlib import nullcontext
 from typing import Any, cast
 
 from bench_docs import write_section
-from bench_planner import QUICK_SHAPES, SHAPES, generate, kill_one
+from bench_planner import SHAPES, generate, kill_one
 
 from manager.analyzer.planner import decide
 from manager.analyzer.readiness import Verdict, scenarios, verdict
@@ -45,6 +45,7 @@ from manager.model.snapshot_file import parse_snapshot
 from manager.web.metrics import ManagerMetrics
 
 SHAPE = "270 brokers / 1.3 M replicas"
+QUICK = ("12 brokers / 6 k replicas", {"brokers": 12, "replicas": 6_000, "racks": 3})
 CYCLES = 8
 
 
@@ -76,7 +77,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    name, shape = next(iter(QUICK_SHAPES.items())) if args.quick else (SHAPE, SHAPES[SHAPE])
+    name, shape = QUICK if args.quick else (SHAPE, SHAPES[SHAPE])
     count = 2 if args.quick else CYCLES
     t = time.perf_counter()
     data = generate(shape["brokers"], shape["replicas"], shape["racks"], seed=5)
