@@ -24,6 +24,7 @@ from agent.exporter import (
     PageParser,
     fetch_page,
 )
+from agent.nic import nic_for
 from agent.record import Header, failure_record, full_record
 from kmedic import __version__
 from kmedic import brokerstats as bs
@@ -106,9 +107,14 @@ class Sampler:
     def _fail(self, now_ms: int, reason: bs.FailureReason, message: str) -> bs.BrokerStats:
         self._prev = None  # the next good sample starts a new baseline
         dirs = disk.log_dirs(None, self._log_dir_paths)
-        return failure_record(
-            self._header(now_ms), bs.Failure(reason=reason, message=message), dirs
+        return self._with_nic(
+            failure_record(self._header(now_ms), bs.Failure(reason=reason, message=message), dirs)
         )
+
+    def _with_nic(self, record: bs.BrokerStats) -> bs.BrokerStats:
+        """The link speed of the interface the broker is reached on (agent.nic)."""
+        host = self._address[0] if self._address is not None else record.host
+        return record.model_copy(update={"nic": nic_for(host)})
 
     def _admin_call(self, call: Callable[[], T]) -> T:
         if not self.admin_backoff.ready():
@@ -165,8 +171,10 @@ class Sampler:
         if view.log_dirs:
             self._log_dir_paths = [d.path for d in view.log_dirs]
         prev, self._prev = self._prev, scrape
-        return full_record(
-            self._header(now_ms), prev, scrape, view, dirs, failure=disk.disk_failure(dirs)
+        return self._with_nic(
+            full_record(
+                self._header(now_ms), prev, scrape, view, dirs, failure=disk.disk_failure(dirs)
+            )
         )
 
     def close(self) -> None:

@@ -117,6 +117,16 @@ class LogDir(_Record):
     error: str | None = Field(description="Error reported for this directory; null when healthy.")
 
 
+class Nic(_Record):
+    """The network interface the broker is reached on, as its host reports it."""
+
+    interface: str | None = Field(description="Its name (e.g. eth0); null when not found.")
+    speed_bytes_per_s: int | None = Field(
+        ge=0, description="Its link speed (bytes/s, each direction); null when it cannot be read."
+    )
+    note: str | None = Field(description="Why the speed could not be read; null when it was.")
+
+
 class Totals(_Record):
     """Broker-wide figures (for the whole sample, identical in every chunk)."""
 
@@ -174,6 +184,11 @@ class BrokerStats(_Record):
     )
     log_dirs: list[LogDir] = Field(description="The broker's log directories (every chunk).")
     totals: Totals = Field(description="Broker-wide totals (every chunk).")
+    nic: Nic | None = Field(
+        default=None,
+        description="The broker's network interface and its link speed (every chunk); null "
+        "from agents before this field.",
+    )
 
 
 def json_schema() -> dict[str, Any]:

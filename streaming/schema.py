@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 # Fields that may be null in a valid record; every other field is required.
-NULLABLE_TOP_LEVEL = frozenset({"rack", "rate_window_s", "kafka_version", "failure"})
+NULLABLE_TOP_LEVEL = frozenset({"rack", "rate_window_s", "kafka_version", "failure", "nic"})
 NULLABLE_LOG_DIR = frozenset({"total_bytes", "free_bytes", "replica_bytes", "error"})
 
 # Array fields of the record; each is bounded by ValidationConfig.max_array_entries.
@@ -72,6 +72,11 @@ def brokerstats_schema() -> StructType:
         ("replica_bytes", LongType()),
         ("error", StringType()),
     )
+    nic = struct(
+        ("interface", StringType()),
+        ("speed_bytes_per_s", LongType()),
+        ("note", StringType()),
+    )
     totals = struct(
         ("bytes_in_per_s", DoubleType()),
         ("bytes_out_per_s", DoubleType()),
@@ -104,4 +109,5 @@ def brokerstats_schema() -> StructType:
         ("reassigning", ArrayType(reassigning)),
         ("log_dirs", ArrayType(log_dir)),
         ("totals", totals),
+        ("nic", nic),
     )

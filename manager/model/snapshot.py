@@ -32,6 +32,20 @@ class Capacity(_Frozen):
     disk_bytes: int = Field(gt=0)
 
 
+class CapacitySource(_Frozen):
+    """Where a broker's capacity figures came from."""
+
+    network: Literal["config", "agent", "default"] = Field(
+        description="config: the capacity section; agent: the link speed its agent read on the "
+        "broker's host; default: neither (1 Gbit/s)"
+    )
+    disk: Literal["config", "log_dirs", "unknown"] = Field(
+        description="config: the capacity section; log_dirs: its log directories' file systems; "
+        "unknown: neither (disk limits cannot be judged)"
+    )
+    interface: str | None = Field(default=None, description="the agent's interface (agent)")
+
+
 class Broker(_Frozen):
     id: int = Field(ge=0)
     rack: str | None = Field(
@@ -52,6 +66,9 @@ class Broker(_Frozen):
     )
     capacity: Capacity | None = Field(
         default=None, description="overrides the snapshot's default_capacity"
+    )
+    capacity_source: CapacitySource | None = Field(
+        default=None, description="where its capacity came from; None: not recorded"
     )
     disk_used_bytes: int | None = Field(
         default=None, ge=0, description="from the log dirs; None: the sum of its replica sizes"

@@ -13,6 +13,7 @@ is a metadata hiccup or a network partition, not a death.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +25,7 @@ from manager.model.snapshot import (
     Broker,
     BrokerGroup,
     Capacity,
+    CapacitySource,
     FailureDomain,
     IsolationGroup,
     Leadership,
@@ -50,6 +52,11 @@ class CapacitySettings(BaseModel):
     disk_bytes: int | None = Field(
         default=None, gt=0, description="None: discovered from each broker's log dirs"
     )
+
+    @property
+    def network_configured(self) -> bool:
+        """Set in the config; otherwise each agent's link speed, else the 1 Gbit/s default."""
+        return bool({"network_in_bytes_per_s", "network_out_bytes_per_s"} & self.model_fields_set)
 
 
 @dataclass(frozen=True)
@@ -161,20 +168,14 @@ def _log_dir_total(stats: BrokerStats | None) -> int | None:
     return sum(totals) if totals else None
 
 
-def _broker(b: int, obs: Observation, ev: DeathEvidence, capacity: CapacitySettings) -> Broker:
+def _broker(
+    b: int, obs: Observation, ev: DeathEvidence, capacity: CapacitySettings, default: Capacity
+) -> Broker:
     agent = obs.agents.get(b)
     node = obs.live.get(b)
     rack = (node.rack if node else None) or (agent.latest.rack if agent else None)
     dead_since = _dead_since(ev)
-    disk_total = _log_dir_total(agent.healthy if agent else None)
-    own_capacity = None
-    if capacity.disk_bytes is None and disk_total is not None:
-        # Disk capacity discovered from the broker's own log dirs.
-        own_capacity = Capacity(
-            network_in_bytes_per_s=capacity.network_in_bytes_per_s,
-            network_out_bytes_per_s=capacity.network_out_bytes_per_s,
-            disk_bytes=disk_total,
-        )
+    own_capacity, source = broker_capacity(agent, capacity, default)
     return Broker(
         id=b,
         rack=rack or obs.known_racks.get(b),
@@ -183,8 +184,44 @@ def _broker(b: int, obs: Observation, ev: DeathEvidence, capacity: CapacitySetti
         dead_since_ms=dead_since,
         returned_at_ms=obs.returned_ms.get(b) if dead_since is None else None,
         capacity=own_capacity,
+        capacity_source=source,
         disk_used_bytes=_disk_used(agent.healthy if agent else None),
     )
+
+
+def broker_capacity(
+    agent: AgentView | None, capacity: CapacitySettings, default: Capacity
+) -> tuple[Capacity | None, CapacitySource]:
+    """A broker's own capacity (None: the default's), and where each figure came from: the
+    config first, then what its agent read on its host (the link speed, the log directories'
+    file systems), then the default."""
+    disk_total = _log_dir_total(agent.healthy if agent else None)
+    nic = agent.latest.nic if agent else None
+    speed = nic.speed_bytes_per_s if nic is not None else None
+    network: Literal["config", "agent", "default"] = "default"
+    if capacity.network_configured:
+        network = "config"
+    elif speed:
+        network = "agent"
+    disk: Literal["config", "log_dirs", "unknown"] = "unknown"
+    if capacity.disk_bytes is not None:
+        disk = "config"
+    elif disk_total is not None:
+        disk = "log_dirs"
+    interface = nic.interface if network == "agent" and nic is not None else None
+    source = CapacitySource(network=network, disk=disk, interface=interface)
+    if network != "agent" and disk != "log_dirs":
+        return None, source
+    own = Capacity(
+        network_in_bytes_per_s=speed
+        if network == "agent" and speed
+        else default.network_in_bytes_per_s,
+        network_out_bytes_per_s=speed
+        if network == "agent" and speed
+        else default.network_out_bytes_per_s,
+        disk_bytes=disk_total if disk == "log_dirs" and disk_total else default.disk_bytes,
+    )
+    return own, source
 
 
 def default_capacity(obs: Observation, capacity: CapacitySettings) -> Capacity:
@@ -257,12 +294,13 @@ def _topics(obs: Observation, policy: Policy) -> tuple[Topic, ...]:
 def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings) -> Snapshot:
     evidence = death_evidence(obs)
     cfg = obs.placement
+    default = default_capacity(obs, capacity)
     return Snapshot(
         schema_version=1,
         taken_at=obs.taken_at_ms,
         cluster=obs.cluster,
-        default_capacity=default_capacity(obs, capacity),
-        brokers=tuple(_broker(b, obs, evidence[b], capacity) for b in sorted(evidence)),
+        default_capacity=default,
+        brokers=tuple(_broker(b, obs, evidence[b], capacity, default) for b in sorted(evidence)),
         topics=_topics(obs, policy),
         reassignments=tuple(
             SnapReassignment(

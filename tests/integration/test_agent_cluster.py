@@ -192,6 +192,10 @@ def test_roles_equal_the_admin_api(healthy_cluster: Any) -> None:
             assert rec.rack == cluster.rack(broker)
             assert rec.totals.leader_count == len(expected[0])
             assert rec.log_dirs and all(d.total_bytes and d.free_bytes for d in rec.log_dirs)
+            # The local brokers listen on loopback: no link speed, and the agent says why.
+            assert rec.nic is not None and rec.nic.interface == "lo", rec.nic
+            assert rec.nic.speed_bytes_per_s is None
+            assert rec.nic.note == "the broker listens on loopback"
         finally:
             sampler.close()
 

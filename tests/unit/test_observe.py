@@ -198,3 +198,28 @@ def test_offline_replicas_reach_the_snapshot_from_the_metadata() -> None:
     snap = snapshot(observation(partitions=[info]))
     (partition,) = snap.topics[0].partitions
     assert partition.offline_replicas == (1,) and partition.isr == (2, 3)
+
+
+def test_network_capacity_comes_from_the_config_else_the_agents_link_speed() -> None:
+    nic = {"interface": "eth0", "speed_bytes_per_s": 1_250_000_000, "note": None}
+    lo = {"interface": "lo", "speed_bytes_per_s": None, "note": "the broker listens on loopback"}
+    agents = {1: view(stats(1, ts=NOW, nic=nic), NOW), 2: view(stats(2, ts=NOW, nic=lo), NOW)}
+    found = brokers(snapshot(observation(agents=agents)))
+    one, two, three = found[1], found[2], found[3]
+    assert one.capacity is not None and one.capacity.network_in_bytes_per_s == 1_250_000_000
+    assert one.capacity_source is not None
+    assert (one.capacity_source.network, one.capacity_source.interface) == ("agent", "eth0")
+    assert one.capacity_source.disk == "unknown"
+    # No speed to read (loopback) or no agent: the default, and it says so.
+    assert two.capacity is None and two.capacity_source is not None
+    assert two.capacity_source.network == "default"
+    assert three.capacity_source is not None and three.capacity_source.network == "default"
+    # A configured figure wins over the agent's.
+    configured = brokers(
+        snapshot(
+            observation(agents=agents), network_in_bytes_per_s=5e8, network_out_bytes_per_s=5e8
+        )
+    )
+    assert configured[1].capacity is None
+    assert configured[1].capacity_source is not None
+    assert configured[1].capacity_source.network == "config"

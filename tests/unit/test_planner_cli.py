@@ -39,6 +39,8 @@ def test_text_output(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.startswith("decision: act (heal)")
     assert "reassign orders:" in out
+    # Each broker's capacity, and where it came from (not recorded in this hand-written one).
+    assert "capacity: broker 1: network " in out and "(not recorded)" in out
 
 
 def test_bad_input_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -59,3 +61,23 @@ def test_unreadable_and_non_json_files(tmp_path: Path, capsys: pytest.CaptureFix
     garbage.write_text("[1, 2")
     assert main(["plan", "--snapshot", str(garbage)]) == 1
     assert "garbage.json" in capsys.readouterr().err
+
+
+def test_capacity_lines_say_where_each_figure_came_from() -> None:
+    from manager.cli.plan import capacity_lines
+    from manager.model.snapshot import Capacity, CapacitySource
+    from manager.model.snapshot_file import load_snapshot
+
+    snap = load_snapshot(str(EXAMPLES / "healthy.json"))
+    first = snap.brokers[0].model_copy(
+        update={
+            "capacity": Capacity(
+                network_in_bytes_per_s=1.25e9, network_out_bytes_per_s=1.25e9, disk_bytes=2 * 10**12
+            ),
+            "capacity_source": CapacitySource(network="agent", disk="log_dirs", interface="eth0"),
+        }
+    )
+    snap = snap.model_copy(update={"brokers": (first, *snap.brokers[1:])})
+    assert capacity_lines(snap)[0] == (
+        f"capacity: broker {first.id}: network 1250 MB/s (agent: eth0), disk 2000 GB (log dirs)"
+    )
