@@ -622,12 +622,12 @@ def test_under_the_shutdown_policy_an_expired_session_ends_the_process(
     fleet.restore()
 
 
-# The first broker stays down over two of the shipped 30 s cycles, far inside the shipped
-# 10-minute grace; the others for a few reads, as a quick restart is. No page alert may even be
-# pending (Prometheus evaluates every second), so staying down past a rule's `for:` proves
-# nothing more: every rule's condition is checked at every evaluation of the window.
-LONG_DOWN_S = 65
-DOWN_S = 12
+# The first broker stays down over a whole shipped 30 s cycle (one not woken by its leaving),
+# far inside the shipped 10-minute grace; the others for a few reads, as a quick restart is. No
+# page alert may even be pending (Prometheus evaluates every second), so staying down past a
+# rule's `for:` proves nothing more: every rule's condition is checked at every evaluation.
+LONG_DOWN_S = 40
+DOWN_S = 8
 WOKEN_WITHIN_S = 12  # a read a second, a cycle, a scrape a second: well under the 30 s cycle
 
 
