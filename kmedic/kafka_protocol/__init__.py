@@ -21,6 +21,17 @@ class UnregisterBrokerResponse(ApiMessage, load_json=__name__):  # type: ignore[
     pass
 
 
+BROKER_ID_NOT_REGISTERED = 102
+
+
+def refusal(broker_id: int, code: int, message: str | None) -> str | None:
+    """Why Kafka refused to unregister ``broker_id``; None when it is unregistered, now or
+    already (a leader whose write of the request's end failed asks again next cycle)."""
+    if code in (0, BROKER_ID_NOT_REGISTERED):
+        return None
+    return f"Kafka refused to unregister broker {broker_id}: {message or 'no message'} ({code})"
+
+
 def unregister_broker(admin: Any, broker_id: int) -> tuple[int, str | None]:
     """(Kafka's error code, its message) for unregistering ``broker_id``; 0 is success."""
 

@@ -19,7 +19,7 @@ from kafka.errors import KafkaError as KpKafkaError
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
 from kmedic.kafka_client import Cluster
-from kmedic.kafka_protocol import unregister_broker
+from kmedic.kafka_protocol import refusal, unregister_broker
 from kmedic.logging import get_logger
 from manager.executor.move_state import ClusterView
 from manager.model.moves import Move, TopicPartition
@@ -111,8 +111,9 @@ class AdminCalls:
         """Remove a stopped broker's registration (UnregisterBroker); KmedicError when Kafka
         refuses, with its reason."""
         code, message = self(lambda kp: unregister_broker(kp, broker_id), f"unregister {broker_id}")
-        if code != 0:
-            raise KmedicError(f"Kafka refused to unregister broker {broker_id}: {message} ({code})")
+        why = refusal(broker_id, code, message)
+        if why is not None:
+            raise KmedicError(why)
 
     def close(self) -> None:
         self._drop()
