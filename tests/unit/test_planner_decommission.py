@@ -80,3 +80,17 @@ def test_a_broker_stopped_a_moment_ago_is_unregistered_without_a_grace_period() 
     ]
     decision = decide(snap.model_copy(update={"brokers": tuple(just)}))
     assert decision.unregister == (4,), decision.summary
+
+
+def test_the_operator_requests_switch_holds_the_unregistration_too() -> None:
+    snap = cluster(on_four=False, alive=False)
+    off = snap.model_copy(
+        update={
+            "policy": snap.policy.model_copy(
+                update={"goals": snap.policy.goals.model_copy(update={"operator_requests": False})}
+            )
+        }
+    )
+    decision = decide(off)
+    assert decision.unregister == ()
+    assert "disabled by policy.goals.operator_requests" in decision.summary

@@ -224,6 +224,12 @@ def _decommission(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
     if running:
         said = f"{what}: the brokers hold nothing; stop {running} to have them unregistered"
         return Settled(said, (Reason("operator_request", said),), request=request.id)
+    if not ctx.snap.policy.goals.operator_requests:  # a noop carries no switch: checked here
+        said = (
+            f"{what}: the brokers hold nothing and are stopped; unregistering them is disabled "
+            "by policy.goals.operator_requests"
+        )
+        return Settled(said, (Reason("operator_request", said),), request=request.id)
     said = f"{what}: the brokers hold nothing and are stopped: unregistering them"
     return Settled(
         said,
