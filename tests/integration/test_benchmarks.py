@@ -22,6 +22,7 @@ SECTIONS = {
     "bench_clients.py": ("## clients", 600),
     "bench_heal.py": ("## heal", 600),
     "bench_planner.py": ("## planner", 300),
+    "bench_readiness.py": ("## readiness", 120),
     "bench_streaming.py": ("## streaming", 600),
 }
 
