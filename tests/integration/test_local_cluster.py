@@ -186,7 +186,7 @@ def test_cli_cluster_lifecycle_leaves_no_process(tmp_path: Path) -> None:
         assert status.stdout.count("running") == 3  # zookeeper, controller, broker 1
         bad = kmedic("cluster", "--dir", str(workdir), "kill", "7", cwd=tmp_path)
         assert bad.returncode == 1
-        assert "no broker 7" in bad.stderr
+        assert "no broker or controller 7" in bad.stderr
         assert "Traceback" not in bad.stderr
         assert processes_mentioning(str(workdir))
     finally:
