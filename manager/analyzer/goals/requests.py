@@ -66,6 +66,12 @@ def _done(request: OperatorRequest, why: str) -> Settled:
     return Settled(said, (reason,), request=request.id, request_done=True)
 
 
+def _said(request: OperatorRequest, said: str, unregister: tuple[int, ...] = ()) -> Settled:
+    """A noop that serves ``request`` and says ``said`` (the request stays open)."""
+    reasons = (Reason("operator_request", said),)
+    return Settled(said, reasons, request=request.id, unregister=unregister)
+
+
 def _preface(request: OperatorRequest) -> Reason:
     """How the refusal of a request starts."""
     return Reason("operator_request", f"{_what(request)} cannot go on")
@@ -210,7 +216,8 @@ def _decommission(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         if brokers & {*r.adding_replicas, *r.removing_replicas}
     ]
     if named:
-        why = f"{what}: reassignments in progress name its brokers: {', '.join(named[:5])}"
+        shown = ", ".join(named[:MAX_EXAMPLES])
+        why = f"{what}: reassignments in progress name its brokers: {shown}"
         return Proposal(
             kind="balance",
             state=state,
@@ -222,21 +229,17 @@ def _decommission(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         )
     running = sorted(b.id for b in ctx.snap.brokers if b.alive and b.id in brokers)
     if running:
-        said = f"{what}: the brokers hold nothing; stop {running} to have them unregistered"
-        return Settled(said, (Reason("operator_request", said),), request=request.id)
-    if not ctx.snap.policy.goals.operator_requests:  # a noop carries no switch: checked here
-        said = (
-            f"{what}: the brokers hold nothing and are stopped; unregistering them is disabled "
-            "by policy.goals.operator_requests"
+        return _said(
+            request, f"{what}: the brokers hold nothing; stop {running} to have them unregistered"
         )
-        return Settled(said, (Reason("operator_request", said),), request=request.id)
+    if not ctx.snap.policy.goals.operator_requests:  # a noop carries no switch: checked here
+        return _said(
+            request,
+            f"{what}: the brokers hold nothing and are stopped; unregistering them is disabled "
+            "by policy.goals.operator_requests",
+        )
     said = f"{what}: the brokers hold nothing and are stopped: unregistering them"
-    return Settled(
-        said,
-        (Reason("operator_request", said),),
-        request=request.id,
-        unregister=tuple(sorted(brokers)),
-    )
+    return _said(request, said, unregister=tuple(sorted(brokers)))
 
 
 OPERATOR_REQUESTS = OperatorRequests()
