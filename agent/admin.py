@@ -6,9 +6,13 @@ needs, including DescribeLogDirs with capacity figures and ListPartitionReassign
 from __future__ import annotations
 
 import socket
+import time
 from dataclasses import dataclass
 from typing import Any
 
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+
+from kmedic import __version__
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
 from kmedic.kafka_client import Cluster
@@ -83,6 +87,32 @@ class AdminSource:
                 self._client.close()
             finally:
                 self._client = None
+
+    @property
+    def connected(self) -> bool:
+        """A client is open (a probe must not be the one to bootstrap a new one)."""
+        return self._client is not None
+
+    def probe_ms(self, timeout_s: float) -> float:
+        """One ApiVersions round trip to this agent's broker, in milliseconds: answered by the
+        broker's request handlers, so a stopped JVM, a full request queue or a stalled disk
+        under them shows. AdminApiError when it fails or takes longer than ``timeout_s``."""
+        client = self._connect()
+        request = ApiVersionsRequest(
+            client_software_name="kmedic-agent", client_software_version=__version__
+        )
+
+        async def send() -> object:
+            return await client._manager.send(
+                request, node_id=self._broker_id, request_timeout_ms=int(timeout_s * 1000)
+            )
+
+        started = time.monotonic()
+        try:
+            client._manager.run(send)
+        except Exception as exc:
+            raise AdminApiError(f"probe of broker {self._broker_id} failed: {exc}") from exc
+        return (time.monotonic() - started) * 1000
 
     def nodes(self) -> dict[int, BrokerNode]:
         client = self._connect()

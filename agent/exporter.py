@@ -19,6 +19,8 @@ from kmedic.errors import KmedicError
 TOPIC_METRICS = "kafka_server_brokertopicmetrics_"
 LOG_METRICS = "kafka_log_log_"
 URP_METRIC = "kafka_server_replicamanager_underreplicatedpartitions"
+PRODUCE_LOCAL_METRIC = "kafka_network_requestmetrics_localtimems_"
+FLUSH_METRIC = "kafka_log_logflushstats_logflushrateandtimems_"
 _WANTED_PREFIXES = (
     TOPIC_METRICS + "bytesinpersec",
     TOPIC_METRICS + "bytesoutpersec",
@@ -27,6 +29,8 @@ _WANTED_PREFIXES = (
     LOG_METRICS + "logendoffset",
     LOG_METRICS + "logstartoffset",
     URP_METRIC,
+    PRODUCE_LOCAL_METRIC,
+    FLUSH_METRIC,
 )
 
 
@@ -58,6 +62,23 @@ TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)
+class Timer:
+    """A Kafka timer's count and lifetime mean (its sum is their product)."""
+
+    count: float
+    mean_ms: float
+
+
+def interval_mean(before: Timer | None, after: Timer | None) -> float | None:
+    """The exact mean of what the timer measured between two scrapes; None without both, or
+    with nothing measured in between (or a restart: the count went down)."""
+    if before is None or after is None or after.count <= before.count:
+        return None
+    spent = after.mean_ms * after.count - before.mean_ms * before.count
+    return max(0.0, spent / (after.count - before.count))
+
+
+@dataclass(frozen=True)
 class ExporterSample:
     """One scrape. ``taken_at`` is a monotonic clock reading in seconds."""
 
@@ -66,6 +87,8 @@ class ExporterSample:
     topics: dict[str, Counters]
     partitions: dict[TopicPartition, PartitionLog]
     under_replicated: int | None
+    produce_local: Timer | None = None  # the broker's own time on Produce requests
+    log_flush: Timer | None = None  # its log flushes
 
 
 def fetch_page(url: str, timeout_s: float) -> str:
@@ -90,7 +113,8 @@ def _keep(line: str) -> bool:
 
 _COUNTER_FIELDS = {"bytesinpersec": 0, "bytesoutpersec": 1, "messagesinpersec": 2}
 _LOG_FIELDS = {"size": 0, "logstartoffset": 1, "logendoffset": 2}
-_BROKER, _TOPIC, _LOG, _URP, _IGNORED = range(5)
+_TIMER_FIELDS = {"count": 0, "mean": 1}
+_BROKER, _TOPIC, _LOG, _URP, _PRODUCE, _FLUSH, _IGNORED = range(7)
 
 # One parsed sample line: (kind, topic, partition, field index, value).
 _Item = tuple[int, str, int, int, float]
@@ -113,6 +137,10 @@ def _classify(name: str, labels: dict[str, str], value: float) -> _Item:
         return (_LOG, labels["topic"], int(labels["partition"]), index, value)
     if name == URP_METRIC:
         return (_URP, "", -1, -1, value)
+    for kind, prefix in ((_PRODUCE, PRODUCE_LOCAL_METRIC), (_FLUSH, FLUSH_METRIC)):
+        if name.startswith(prefix) and labels.get("request", "Produce") == "Produce":
+            field = _TIMER_FIELDS.get(name[len(prefix) :])
+            return _IGNORE if field is None else (kind, "", -1, field, value)
     return _IGNORE
 
 
@@ -166,6 +194,7 @@ def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:
     topics: dict[str, list[float]] = {}
     logs: dict[TopicPartition, list[int]] = {}
     under_replicated: int | None = None
+    timers: dict[int, list[float]] = {}
     for kind, topic, partition, field, value in items:
         if kind == _LOG:
             logs.setdefault((topic, partition), [0, 0, 0])[field] = int(value)
@@ -176,6 +205,8 @@ def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:
             seen_broker_bytes_in = seen_broker_bytes_in or field == 0
         elif kind == _URP:
             under_replicated = int(value)
+        elif kind in (_PRODUCE, _FLUSH):
+            timers.setdefault(kind, [0.0, 0.0])[field] = value
     if not seen_broker_bytes_in:
         raise ExporterParseError(
             "exporter page lacks the broker-wide kafka_server_brokertopicmetrics_bytesinpersec; "
@@ -187,6 +218,8 @@ def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:
         topics={t: Counters(*c) for t, c in topics.items()},
         partitions={k: PartitionLog(v[0], v[1], v[2]) for k, v in logs.items()},
         under_replicated=under_replicated,
+        produce_local=Timer(*timers[_PRODUCE]) if _PRODUCE in timers else None,
+        log_flush=Timer(*timers[_FLUSH]) if _FLUSH in timers else None,
     )
 
 

@@ -104,6 +104,7 @@ class Agent:
                     next_at = now + self.config.interval_s
                 while not stop.is_set() and (left := next_at - time.monotonic()) > 0:
                     self.publisher.poll(min(left, 0.25))
+                    self.sampler.probe()
         finally:
             undelivered = self.publisher.flush(FLUSH_TIMEOUT_S)
             self.sampler.close()

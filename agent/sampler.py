@@ -23,8 +23,10 @@ from agent.exporter import (
     ExporterUnreachable,
     PageParser,
     fetch_page,
+    interval_mean,
 )
 from agent.nic import nic_for
+from agent.probe import Prober
 from agent.record import Header, failure_record, full_record
 from kmedic import __version__
 from kmedic import brokerstats as bs
@@ -90,6 +92,12 @@ class Sampler:
         self._log_dir_paths: list[str] = list(config.log_dirs)
         self._kafka_version = config.kafka_version
         self.admin_backoff = Backoff(initial_s=config.interval_s, max_s=config.max_backoff_s)
+        self.prober = Prober(self.admin.probe_ms, timeout_s=min(1.0, config.interval_s / 2))
+
+    def probe(self) -> None:
+        """Probe the broker between samples (agent.probe), while the Admin client is up."""
+        if self.admin.connected and self.admin_backoff.ready():
+            self.prober.probe_if_due()
 
     def _header(self, now_ms: int) -> Header:
         node = self._node
@@ -107,14 +115,18 @@ class Sampler:
     def _fail(self, now_ms: int, reason: bs.FailureReason, message: str) -> bs.BrokerStats:
         self._prev = None  # the next good sample starts a new baseline
         dirs = disk.log_dirs(None, self._log_dir_paths)
+        self.prober.take()  # what a failed sample's probes saw is not its evidence
         return self._with_nic(
             failure_record(self._header(now_ms), bs.Failure(reason=reason, message=message), dirs)
         )
 
-    def _with_nic(self, record: bs.BrokerStats) -> bs.BrokerStats:
-        """The link speed of the interface the broker is reached on (agent.nic)."""
+    def _with_nic(
+        self, record: bs.BrokerStats, latency: bs.Latency | None = None
+    ) -> bs.BrokerStats:
+        """The link speed of the interface the broker is reached on (agent.nic), and how long
+        the broker took to answer since the last sample (agent.probe)."""
         host = self._address[0] if self._address is not None else record.host
-        return record.model_copy(update={"nic": nic_for(host)})
+        return record.model_copy(update={"nic": nic_for(host), "latency": latency})
 
     def _admin_call(self, call: Callable[[], T]) -> T:
         if not self.admin_backoff.ready():
@@ -171,10 +183,15 @@ class Sampler:
         if view.log_dirs:
             self._log_dir_paths = [d.path for d in view.log_dirs]
         prev, self._prev = self._prev, scrape
+        latency = self.prober.take(
+            interval_mean(prev.produce_local if prev else None, scrape.produce_local),
+            interval_mean(prev.log_flush if prev else None, scrape.log_flush),
+        )
         return self._with_nic(
             full_record(
                 self._header(now_ms), prev, scrape, view, dirs, failure=disk.disk_failure(dirs)
-            )
+            ),
+            latency,
         )
 
     def close(self) -> None:

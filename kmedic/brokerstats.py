@@ -127,6 +127,40 @@ class Nic(_Record):
     note: str | None = Field(description="Why the speed could not be read; null when it was.")
 
 
+class Latency(_Record):
+    """How long the broker takes to answer, as its agent measures it between two samples
+    (the evidence behind the manager's slow-broker score, docs/manager.md)."""
+
+    probe_count: int = Field(
+        ge=0, description="Probes of the broker (ApiVersions round trips) since the last sample."
+    )
+    probe_failures: int = Field(
+        ge=0, description="Of those, probes that failed or got no answer within their timeout."
+    )
+    probe_p50_ms: float | None = Field(
+        ge=0,
+        description="Median round trip (ms; a failed probe counts as its timeout); null when "
+        "there was no probe.",
+    )
+    probe_p90_ms: float | None = Field(
+        ge=0, description="90th percentile round trip (ms, as above); null when no probe."
+    )
+    probe_max_ms: float | None = Field(
+        ge=0, description="Longest round trip (ms, as above); null when no probe."
+    )
+    produce_local_ms: float | None = Field(
+        ge=0,
+        description="Mean time the broker itself spent on a Produce request since the last "
+        "sample (ms; the exporter's RequestMetrics LocalTimeMs, without the wait for "
+        "followers); null when none was served or it is not exported.",
+    )
+    log_flush_ms: float | None = Field(
+        ge=0,
+        description="Mean time of a log flush since the last sample (ms, LogFlushStats); null "
+        "when none happened or it is not exported.",
+    )
+
+
 class Totals(_Record):
     """Broker-wide figures (for the whole sample, identical in every chunk)."""
 
@@ -188,6 +222,11 @@ class BrokerStats(_Record):
         default=None,
         description="The broker's network interface and its link speed (every chunk); null "
         "from agents before this field.",
+    )
+    latency: Latency | None = Field(
+        default=None,
+        description="How long the broker took to answer since the previous sample (every "
+        "chunk); null from agents before this field.",
     )
 
 

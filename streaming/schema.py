@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 # Fields that may be null in a valid record; every other field is required.
-NULLABLE_TOP_LEVEL = frozenset({"rack", "rate_window_s", "kafka_version", "failure", "nic"})
+NULLABLE_TOP_LEVEL = frozenset(
+    {"rack", "rate_window_s", "kafka_version", "failure", "nic", "latency"}
+)
 NULLABLE_LOG_DIR = frozenset({"total_bytes", "free_bytes", "replica_bytes", "error"})
 
 # Array fields of the record; each is bounded by ValidationConfig.max_array_entries.
@@ -77,6 +79,15 @@ def brokerstats_schema() -> StructType:
         ("speed_bytes_per_s", LongType()),
         ("note", StringType()),
     )
+    latency = struct(
+        ("probe_count", IntegerType()),
+        ("probe_failures", IntegerType()),
+        ("probe_p50_ms", DoubleType()),
+        ("probe_p90_ms", DoubleType()),
+        ("probe_max_ms", DoubleType()),
+        ("produce_local_ms", DoubleType()),
+        ("log_flush_ms", DoubleType()),
+    )
     totals = struct(
         ("bytes_in_per_s", DoubleType()),
         ("bytes_out_per_s", DoubleType()),
@@ -110,4 +121,5 @@ def brokerstats_schema() -> StructType:
         ("log_dirs", ArrayType(log_dir)),
         ("totals", totals),
         ("nic", nic),
+        ("latency", latency),
     )

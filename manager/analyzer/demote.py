@@ -49,3 +49,29 @@ def plan_demote(state: ClusterState, brokers: frozenset[int], max_moves: int) ->
         state.set_replicas(p, after)
         plan.moves.append(LeaderMove(p, before, after, new))
     return plan
+
+
+def plan_return(state: ClusterState, broker: int, share: int, max_moves: int) -> DemotePlan:
+    """Leadership back to ``broker`` (a demoted broker that recovered), up to ``share``: the
+    partitions it follows in sync whose leader leads the most, it first in their replica list,
+    so Kafka's own preferred-leader rebalancing keeps it there."""
+    plan = DemotePlan()
+    want = min(max_moves, share - state.leaders[broker])
+    if want <= 0 or not state.usable(broker):
+        return plan
+    followed = [
+        p
+        for p in state.partitions_on(broker)
+        if state.leader[p] not in (broker, None)
+        and broker in state.isr[p]
+        and state.fits(broker, 0.0, state.bout[p], 0.0, adds_replica=False)
+    ]
+    followed.sort(
+        key=lambda p: (-state.leaders[state.leader[p] or 0], state.topic[p], state.number[p])
+    )
+    for p in followed[:want]:
+        before = state.replicas[p]
+        state.move_leader(p, broker)
+        state.set_replicas(p, (broker, *(b for b in before if b != broker)))
+        plan.moves.append(LeaderMove(p, before, state.replicas[p], broker))
+    return plan

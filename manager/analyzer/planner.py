@@ -21,6 +21,7 @@ from manager.analyzer.goals.heal import HEAL
 from manager.analyzer.goals.placement_told import placement_reasons
 from manager.analyzer.goals.repair import REPAIR_PLACEMENT
 from manager.analyzer.goals.requests import OPERATOR_REQUESTS
+from manager.analyzer.goals.slow import SLOW_BROKERS
 from manager.analyzer.goals.spread import EVEN_NETWORK, EVEN_SPREAD
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Decision, Reason
@@ -31,6 +32,7 @@ from manager.model.snapshot import Snapshot
 GOALS: tuple[Goal, ...] = (
     HEAL,  # replicas lost with dead brokers or failed log directories
     OPERATOR_REQUESTS,  # drain, demote, fill
+    SLOW_BROKERS,  # leadership off slow brokers, and back once they recover
     BALANCE,  # brokers over their network or disk limits
     REPAIR_PLACEMENT,  # partitions breaking the placement policy
     EVEN_NETWORK,  # network load uneven, leadership first

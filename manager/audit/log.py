@@ -33,6 +33,7 @@ AuditKind = Literal[
     "alert_raised",
     "alert_cleared",
     "readiness",  # the failure-readiness sweep's summary, when it changes (docs/readiness.md)
+    "slowness",  # a broker (or the cluster) found slow, or no longer (docs/manager.md)
 ]
 SinkName = Literal["primary", "secondary", "spool"]
 

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from manager.analyzer.health import in_grace
+from manager.analyzer.slowness import Change
 from manager.audit.log import AuditLog, AuditRecord
 from manager.executor.move_state import MoveState
 from manager.model.adaptive_throttle import RateFigures, rate_sentence
@@ -201,6 +202,12 @@ class AuditTrail:
             self._metrics.add_bytes_moved(
                 move.size_bytes * len(set(move.target) - set(state.original))
             )
+
+    def slowness(self, changes: list[Change]) -> None:
+        """Each broker found slow, or recovering, or getting its leadership back."""
+        for c in changes:
+            details = {"broker": c.broker, "state": c.state, "score": c.score}
+            self.record("slowness", c.said, details=details)
 
     def throttle_rates(self, figures: list[RateFigures]) -> None:
         """The adaptive throttle changed rates: each with the traffic and capacity behind it."""

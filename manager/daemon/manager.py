@@ -18,8 +18,7 @@ from typing import Any
 
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
-from manager.analyzer.health import alerts_for, heal_needed, health_facts
-from manager.analyzer.topic_safety import unsafe_topics
+from manager.analyzer.health import alerts_for, heal_needed
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
@@ -43,6 +42,7 @@ from manager.daemon.readiness_sweep import ReadinessSweep, pace_of
 from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind
 from manager.daemon.settling import MonotonicView, with_moves_in_flight, with_stalled
+from manager.daemon.slow_tracker import SlowTracker
 from manager.daemon.stepping import Stepper
 from manager.daemon.warm_up import WarmUp
 from manager.daemon.zk_outage import ZkOutage
@@ -51,7 +51,7 @@ from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
 from manager.monitor.observe import DeathEvidence
 from manager.web.load_history import LoadHistory
-from manager.web.metrics import ManagerMetrics
+from manager.web.metrics import ManagerMetrics, observe_snapshot
 from manager.web.server import MetricsServer
 from manager.web.status_page import status_document
 
@@ -95,6 +95,7 @@ class Manager:
         self.load_history = LoadHistory()  # for the status page's chart
         self._evidence: dict[int, DeathEvidence] = {}
         self._zk_outage = ZkOutage()
+        self.slow = SlowTracker()
         self.mode = ModeTracker(cfg.mode)
         self.trail = AuditTrail(
             audit,
@@ -248,16 +249,12 @@ class Manager:
             return self._refuse_blind(str(exc))
         self.metrics.observe_observable(True)
         self.trail.seen_clearly()
-        facts = health_facts(snap)
-        self.metrics.observe_cluster(
-            facts.dead_brokers, facts.waiting_brokers, facts.urp_explained, facts.urp_unexplained
-        )
-        self.metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
-        self.metrics.safety.observe_unsafe_topics(unsafe_topics(snap, self.cfg.policy))
-        self.metrics.quorum.observe(snap.quorum)
+        facts = observe_snapshot(self.metrics, snap, self.cfg.policy, self.slow.cluster_slow)
+        slow_changes = self.slow.take_changes()
         if not coord.is_leader:
             self._zk_outage.forget()  # the leader tells it
             return CycleOutcome("standby", standby_sentence(state, facts.dead_brokers))
+        self.trail.slowness(slow_changes)
         self._zk_outage.audit_if_over(self.trail, self.clock.time(), facts.dead_brokers)
         self.readiness.report(snap)
         mode = self.mode.follow(state.mode, self.trail)
@@ -334,7 +331,7 @@ class Manager:
             history=self.keeper.moves_started,
         )
         snap = with_moves_in_flight(snap, [m.move for m in self.executor.in_flight()])
-        snap = with_stalled(snap, self.executor.stalled_destinations())
+        snap = self.slow.judge(with_stalled(snap, self.executor.stalled_destinations()))
         if state.requests:
             known = (b.id for b in snap.brokers)
             topics = (t.name for t in snap.topics)

@@ -44,6 +44,7 @@ ReasonCode = Literal[
     "placement_repair",
     "uneven_spread",
     "operator_request",
+    "slow_broker",
 ]
 
 Outcomes = Literal["refuse", "wait", "act", "noop", "act, noop", "act, noop, refuse"]
@@ -172,6 +173,12 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "act, noop, refuse",
         "the decision serves an operator's drain, fill, demote, decommission or set-rf request "
         "(its id, what it moves, or that it is done; on a refusal the gates that stop it follow)",
+    ),
+    "slow_broker": CodeDoc(
+        "act",
+        "a live broker is slow (its score and the figures behind it): its leadership moves "
+        "off, no data; once it has recovered for `policy.slow_brokers.recover_ms` its share "
+        "returns; with `policy.slow_brokers.drain` a broker slow that long is drained",
     ),
 }
 

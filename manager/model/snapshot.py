@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from manager.model.slowness import BrokerLatency, SlowBrokerPolicy, Slowness
+
 SCHEMA_VERSION = 1
 
 PlacementKind = Literal["rack", "region", "zone"]
@@ -78,6 +80,12 @@ class Broker(_Frozen):
         ge=0,
         description="when kmedic cancelled a move to it that copied nothing (the progress "
         "watchdog): it receives no new replicas while this is set",
+    )
+    latency: BrokerLatency | None = Field(
+        default=None, description="from its agent; None: no agent reports it"
+    )
+    slowness: Slowness | None = Field(
+        default=None, description="the slow-broker score; None: not judged"
     )
 
     # The grace rule, in one place: a dead broker is healed only once it has been dead for
@@ -197,6 +205,11 @@ class GoalSwitches(_Frozen):
         default=True,
         description="plans that move leadership (balance, demote, even network load)",
     )
+    slow_brokers: bool = Field(
+        default=True,
+        description="leadership off slow brokers, and back once they recover (a drain only "
+        "with policy.slow_brokers.drain)",
+    )
 
 
 class Policy(_Frozen):
@@ -252,6 +265,7 @@ class Policy(_Frozen):
     max_moves_per_cycle: int = Field(default=2_000, ge=0)
     max_moves_per_hour: int = Field(default=4_000, ge=0)
     goals: GoalSwitches = GoalSwitches()
+    slow_brokers: SlowBrokerPolicy = SlowBrokerPolicy()
 
 
 RequestKind = Literal["drain", "fill", "demote", "set_rf", "decommission"]

@@ -24,6 +24,7 @@ from manager.model.snapshot import (
     AntiAffinityGroup,
     Broker,
     BrokerGroup,
+    BrokerLatency,
     Capacity,
     CapacitySource,
     FailureDomain,
@@ -186,6 +187,20 @@ def _broker(
         capacity=own_capacity,
         capacity_source=source,
         disk_used_bytes=_disk_used(agent.healthy if agent else None),
+        latency=_latency(agent.healthy if agent else None),
+    )
+
+
+def _latency(stats: BrokerStats | None) -> BrokerLatency | None:
+    """How long the broker took to answer, from its newest healthy sample."""
+    if stats is None or stats.latency is None:
+        return None
+    latency = stats.latency
+    return BrokerLatency(
+        sampled_at_ms=stats.timestamp_ms,
+        probe_p90_ms=latency.probe_p90_ms,
+        produce_local_ms=latency.produce_local_ms,
+        log_flush_ms=latency.log_flush_ms,
     )
 
 

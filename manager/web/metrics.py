@@ -14,11 +14,14 @@ from typing import Literal, Protocol
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from kmedic.errors import KmedicError
-from manager.analyzer.health import switched_off
+from manager.analyzer.health import HealthFacts, health_facts, switched_off
+from manager.analyzer.topic_safety import unsafe_topics
 from manager.model.decision import Decision
 from manager.model.plan_progress import PlanProgress
+from manager.model.snapshot import Policy, Snapshot
 from manager.web.quorum_metrics import QuorumMetrics
 from manager.web.safety_metrics import SafetyMetrics
+from manager.web.slow_metrics import SlowMetrics
 
 Outcome = Literal["act", "noop", "wait", "refuse"]
 OUTCOMES: tuple[Outcome, ...] = ("act", "noop", "wait", "refuse")
@@ -46,6 +49,7 @@ class ManagerMetrics:
         r, c = self.registry, ["cluster"]
         self.safety = SafetyMetrics(cluster, r)
         self.quorum = QuorumMetrics(cluster, r)
+        self.slow = SlowMetrics(cluster, r)
         self.cluster_observable = Gauge(
             "kmedic_cluster_observable",
             "1 when the last cycle could read the cluster (Admin API and ZooKeeper config)",
@@ -370,3 +374,18 @@ class ManagerMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def observe_snapshot(
+    metrics: ManagerMetrics, snap: Snapshot, policy: Policy, cluster_slow: bool
+) -> HealthFacts:
+    """Every gauge a cycle's snapshot sets, on every instance; the facts behind them."""
+    facts = health_facts(snap)
+    metrics.observe_cluster(
+        facts.dead_brokers, facts.waiting_brokers, facts.urp_explained, facts.urp_unexplained
+    )
+    metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
+    metrics.safety.observe_unsafe_topics(unsafe_topics(snap, policy))
+    metrics.quorum.observe(snap.quorum)
+    metrics.slow.observe(snap, cluster_slow)
+    return facts

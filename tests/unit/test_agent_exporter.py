@@ -15,7 +15,9 @@ from agent.exporter import (
     ExporterUnreachable,
     PageParser,
     PartitionLog,
+    Timer,
     fetch_page,
+    interval_mean,
     parse_page,
 )
 
@@ -122,3 +124,31 @@ def test_a_bad_line_fails_even_after_a_good_page() -> None:
     parser.parse(good, 0.0)
     with pytest.raises(ExporterParseError):
         parser.parse(good + 'kafka_log_log_size{partition="x",topic="t"} 1.0\n', 1.0)
+
+
+def test_the_broker_s_produce_and_flush_times_give_the_mean_since_the_last_scrape() -> None:
+    without = parse_page(page("exporter_broker1_t0.prom"), taken_at=0.0)
+    assert without.produce_local is None and without.log_flush is None
+
+    def timed(count: float, mean: float, flushes: float) -> str:
+        return page("exporter_broker1_t0.prom") + (
+            "# TYPE kafka_network_requestmetrics_localtimems_count gauge\n"
+            f'kafka_network_requestmetrics_localtimems_count{{request="Produce",}} {count}\n'
+            "# TYPE kafka_network_requestmetrics_localtimems_mean gauge\n"
+            f'kafka_network_requestmetrics_localtimems_mean{{request="Produce",}} {mean}\n'
+            "# TYPE kafka_log_logflushstats_logflushrateandtimems_count gauge\n"
+            f"kafka_log_logflushstats_logflushrateandtimems_count {flushes}\n"
+            "# TYPE kafka_log_logflushstats_logflushrateandtimems_mean gauge\n"
+            "kafka_log_logflushstats_logflushrateandtimems_mean 3.0\n"
+        )
+
+    parser = PageParser()
+    first = parser.parse(timed(100, 2.0, 7), 0.0)
+    assert first.produce_local == Timer(100, 2.0) and first.log_flush == Timer(7, 3.0)
+    # 100 more produces took 2,000 ms between them: a mean of 20 ms, though the lifetime
+    # mean is only 11 ms.
+    second = parser.parse(timed(200, 11.0, 7), 1.0)
+    assert interval_mean(first.produce_local, second.produce_local) == 20.0
+    assert interval_mean(first.log_flush, second.log_flush) is None  # no flush in between
+    assert interval_mean(None, second.produce_local) is None
+    assert interval_mean(second.produce_local, first.produce_local) is None  # a restart

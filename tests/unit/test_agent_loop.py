@@ -47,6 +47,9 @@ class ScriptedSampler:
     def close(self) -> None:
         self.closed = True
 
+    def probe(self) -> None:
+        pass
+
 
 class MemoryPublisher:
     def __init__(self) -> None:

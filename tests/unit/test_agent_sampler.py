@@ -74,6 +74,13 @@ class StaticAdmin:
     def close(self) -> None:
         pass
 
+    @property
+    def connected(self) -> bool:
+        return True
+
+    def probe_ms(self, timeout_s: float) -> float:
+        return 2.0
+
 
 def _free_port() -> int:
     with socket.socket() as s:

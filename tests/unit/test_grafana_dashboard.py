@@ -71,6 +71,7 @@ def test_the_dashboard_has_panels_for_what_on_call_watches() -> None:
         "kmedic_unsafe_topics",
         "kmedic_readiness_unhealable",
         "kmedic_quorum_voters",
+        "kmedic_broker_slowness_score",
     ):
         assert metric in exprs, metric
 

@@ -1,0 +1,118 @@
+"""Slow brokers (``manager.analyzer.slowness`` keeps the score): leadership off a slow broker,
+no data moved, and its share back once it has recovered for a while.
+
+A slow broker keeps its replicas: leading nothing, it no longer holds up any produce or fetch,
+and what it still slows (its followers' replication) is what a drain would cost far more to
+remove. Only with ``policy.slow_brokers.drain`` is a broker slow for ``drain_after_ms`` also
+drained, placed as a heal would place a dead broker's replicas. More slow brokers than the
+policy allows is the cluster, not a broker: the goal does nothing (``KmedicClusterSlow``).
+Like a demote request it does not wait for loads.
+"""
+
+from __future__ import annotations
+
+from manager.analyzer.demote import DemotePlan, plan_demote, plan_return
+from manager.analyzer.goal import Context, Proposal, leadership_switch
+from manager.analyzer.heal import plan_heal
+from manager.analyzer.slowness import fair_share, too_many_slow
+from manager.model.decision import Reason
+from manager.model.snapshot import Broker
+
+MAX_EXAMPLES = 5
+
+
+def _in(ctx: Context, state: str) -> list[Broker]:
+    return [b for b in ctx.snap.brokers if b.alive and b.slowness and b.slowness.state == state]
+
+
+class SlowBrokers:
+    name = "slow_brokers"
+
+    def applies(self, ctx: Context) -> bool:
+        return bool(_in(ctx, "slow") or _in(ctx, "returning"))
+
+    def propose(self, ctx: Context) -> Proposal | None:
+        slow = _in(ctx, "slow")
+        policy = ctx.snap.policy.slow_brokers
+        if too_many_slow(len(slow), len(ctx.state.broker_ids) - len(ctx.state.dead), policy):
+            return None  # the cluster is slow: nothing a move can fix (the gauge tells)
+        now = ctx.snap.taken_at
+        draining = [
+            b
+            for b in slow
+            if policy.drain
+            and b.slowness is not None
+            and now - b.slowness.since_ms >= policy.drain_after_ms
+            and ctx.state.partitions_on(b.id)
+        ]
+        if draining:
+            return _drain(ctx, draining)
+        leading = [b for b in slow if ctx.state.leaders[b.id] > 0]
+        if leading:
+            return _demote(ctx, leading)
+        for b in _in(ctx, "returning"):
+            plan = plan_return(ctx.state, b.id, fair_share(ctx.snap), ctx.move_budget())
+            if plan.moves:
+                said = f"broker {b.id} has recovered: {len(plan.moves)} leaderships return"
+                return _leader_proposal(ctx, plan, said)
+        return None
+
+    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+        off = () if ctx.snap.policy.goals.slow_brokers else ("slow_brokers",)
+        return off + leadership_switch(ctx, proposed)
+
+
+def _why(b: Broker) -> str:
+    evidence = b.slowness.evidence if b.slowness else ""
+    return f"broker {b.id} is slow: {evidence}"
+
+
+def _demote(ctx: Context, brokers: list[Broker]) -> Proposal | None:
+    ids = frozenset(b.id for b in brokers)
+    leading = sum(ctx.state.leaders[b] for b in ids)
+    plan = plan_demote(ctx.state, ids, ctx.move_budget())
+    if not plan.moves:
+        return None  # nothing can lead elsewhere; the slowness gauge still tells
+    said = f"demote slow brokers {sorted(ids)}: {len(plan.moves)} of {leading} leaderships move"
+    return _leader_proposal(ctx, plan, said, tuple(Reason("slow_broker", _why(b)) for b in brokers))
+
+
+def _leader_proposal(
+    ctx: Context, plan: DemotePlan, said: str, why: tuple[Reason, ...] = ()
+) -> Proposal:
+    told = [*why, Reason("slow_broker", f"{said}, no data")]
+    if plan.left:
+        shown = "; ".join(plan.left[:MAX_EXAMPLES])
+        told.append(Reason("limits_unresolved", f"{len(plan.left)} stay for now: {shown}"))
+    return Proposal(
+        kind="balance",
+        state=ctx.state,
+        summary=f"{said}, no data",
+        leader_moves=tuple(plan.moves),
+        told=tuple(told),
+        gates=ctx.heal_gates,
+    )
+
+
+def _drain(ctx: Context, brokers: list[Broker]) -> Proposal:
+    ids = frozenset(b.id for b in brokers)
+    state = ctx.heal_state()
+    plan = plan_heal(state, leaving=ids)
+    said = f"drain slow brokers {sorted(ids)} (policy.slow_brokers.drain)"
+    told = [*(Reason("slow_broker", _why(b)) for b in brokers), Reason("slow_broker", said)]
+    if plan.exact is not None:
+        told.append(Reason("heal_exact_placement", plan.exact))
+    return Proposal(
+        kind="balance",
+        state=state,
+        summary=f"{said}: {len(plan.moves)} partitions reassigned, {plan.bytes_to_move} bytes",
+        replica_moves=tuple(plan.moves),
+        bytes_to_move=plan.bytes_to_move,
+        blocked=tuple(plan.blocked),
+        exact=plan.exact,
+        told=tuple(told),
+        gates=ctx.heal_gates,
+    )
+
+
+SLOW_BROKERS = SlowBrokers()

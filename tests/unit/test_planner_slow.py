@@ -1,0 +1,113 @@
+"""The slow-broker goal (manager/analyzer/goals/slow.py): a slow broker loses its leadership
+and no data moves; a recovered one gets its share back; too many slow brokers is the cluster;
+the switches hold it back; a drain only when switched on. Pure: decide() over snapshots."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner_fixtures import GB, HOUR, NOW, broker, make, part
+
+from manager.analyzer.planner import decide
+from manager.model.decision import Decision, ElectPreferredLeader, Reassign
+from manager.model.snapshot import Snapshot
+
+RACKS = {1: "/r1", 2: "/r2", 3: "/r3", 4: "/r1", 5: "/r2", 6: "/r3"}
+QUIET = 10 * 1000
+
+
+def _slow(state: str, since: int = NOW - 60_000) -> dict[str, Any]:
+    return {"state": state, "score": 5.0, "since_ms": since, "evidence": "probe_p90_ms 250 ms"}
+
+
+def _cluster(slowness: dict[int, dict[str, Any]], **policy: Any) -> Snapshot:
+    """Six brokers on three racks, 12 partitions of RF 3, each broker leading two."""
+    brokers = [broker(b, RACKS[b], slowness=slowness.get(b)) for b in RACKS]
+    parts = []
+    for n in range(12):
+        replicas = [n % 6 + 1, (n + 1) % 6 + 1, (n + 2) % 6 + 1]
+        parts.append(part(n, replicas, size=GB, bytes_in=QUIET, bytes_out=QUIET))
+    return make(brokers, {"t": parts}, policy=policy)
+
+
+def _moves(decision: Decision) -> list[Reassign]:
+    return [a for a in decision.actions if isinstance(a, Reassign)]
+
+
+def _elected(decision: Decision) -> dict[int, int]:
+    return {a.partition: a.leader for a in decision.actions if isinstance(a, ElectPreferredLeader)}
+
+
+def test_a_slow_broker_loses_its_leadership_and_no_data_moves() -> None:
+    snap = _cluster({3: _slow("slow")})
+    decision = decide(snap)
+    assert decision.outcome == "act", decision.summary
+    assert decision.summary.startswith("demote slow brokers [3]: 2 of 2 leaderships move")
+    assert decision.bytes_to_move == 0
+    led = {p.partition for t in snap.topics for p in t.partitions if p.leader == 3}
+    elected = _elected(decision)
+    assert set(elected) == led and 3 not in elected.values()
+    for m in _moves(decision):
+        assert set(m.replicas_to) == set(m.replicas_from)  # a reorder only
+        assert m.replicas_to[-1] == 3
+    said = [r.message for r in decision.reasons if r.code == "slow_broker"]
+    assert said[0] == "broker 3 is slow: probe_p90_ms 250 ms"
+
+
+def test_a_slow_broker_leading_nothing_needs_nothing() -> None:
+    snap = _cluster({3: _slow("slow")})
+    data = snap.model_dump()
+    for p in data["topics"][0]["partitions"]:
+        if p["leader"] == 3:
+            p["replicas"] = [*(b for b in p["replicas"] if b != 3), 3]
+            p["leader"] = p["replicas"][0]
+    again = make(data["brokers"], {"t": data["topics"][0]["partitions"]})
+    assert decide(again).outcome == "noop"
+
+
+def test_a_recovered_broker_gets_its_share_of_leadership_back() -> None:
+    snap = _cluster({3: _slow("returning")})
+    data = snap.model_dump()
+    for p in data["topics"][0]["partitions"]:  # demoted earlier: 3 last, leading none
+        if p["leader"] == 3:
+            p["replicas"] = [*(b for b in p["replicas"] if b != 3), 3]
+            p["leader"] = p["replicas"][0]
+    demoted = make(data["brokers"], {"t": data["topics"][0]["partitions"]})
+    decision = decide(demoted)
+    assert decision.outcome == "act", decision.summary
+    assert decision.summary.startswith("broker 3 has recovered: 2 leaderships return")
+    assert set(_elected(decision).values()) == {3} and decision.bytes_to_move == 0
+    for m in _moves(decision):
+        assert set(m.replicas_to) == set(m.replicas_from) and m.replicas_to[0] == 3
+
+
+def test_a_broker_that_leads_its_share_gets_nothing_more() -> None:
+    assert decide(_cluster({3: _slow("returning")})).outcome == "noop"
+
+
+def test_too_many_slow_brokers_is_the_cluster_and_nothing_is_demoted() -> None:
+    snap = _cluster({2: _slow("slow"), 3: _slow("slow")})  # 2 of 6 > max(1, 0.1 x 6)
+    assert decide(snap).outcome == "noop"
+    allowed = _cluster(
+        {2: _slow("slow"), 3: _slow("slow")}, slow_brokers={"max_slow_fraction": 0.34}
+    )
+    assert decide(allowed).summary.startswith("demote slow brokers [2, 3]")
+
+
+def test_the_switches_hold_a_demotion_back() -> None:
+    off = decide(_cluster({3: _slow("slow")}, goals={"slow_brokers": False}))
+    assert off.outcome == "noop" and "disabled by policy.goals.slow_brokers" in off.summary
+    no_lead = decide(_cluster({3: _slow("slow")}, goals={"leadership_moves": False}))
+    assert "disabled by policy.goals.leadership_moves" in no_lead.summary
+
+
+def test_a_drain_only_when_switched_on_and_slow_long_enough() -> None:
+    long_ago = NOW - 2 * HOUR
+    assert decide(_cluster({3: _slow("slow", long_ago)})).summary.startswith("demote")
+    drain = {"drain": True, "drain_after_ms": HOUR}
+    decision = decide(_cluster({3: _slow("slow", long_ago)}, slow_brokers=drain))
+    assert decision.summary.startswith("drain slow brokers [3]"), decision.summary
+    moved_off = {m.partition for m in _moves(decision) if 3 not in m.replicas_to}
+    assert len(moved_off) == 6 and decision.bytes_to_move == 6 * GB
+    recent = decide(_cluster({3: _slow("slow")}, slow_brokers=drain))
+    assert recent.summary.startswith("demote")
