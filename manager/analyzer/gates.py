@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from manager.analyzer.health import recovering
+from manager.analyzer.health import lag_explained
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Reason
 from manager.model.snapshot import Policy, Snapshot
@@ -106,9 +106,10 @@ def _too_many_dead(dead: int, brokers: int, policy: Policy) -> bool:
 
 def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:
     """Every under-replicated or offline partition must be explained: by a dead broker, a
-    reassignment adding the replica, or a broker catching up after it came back."""
+    reassignment adding the replica, a broker catching up after it came back, or a broker
+    scored slow."""
     adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
-    back = recovering(snap)
+    back = lag_explained(snap)
     alive = state.alive
     unexplained: list[str] = []
     for p in state.degraded:

@@ -19,6 +19,12 @@ class HealthFacts:
     load_valid_fraction: float
 
 
+def lag_explained(snap: Snapshot) -> frozenset[int]:
+    """Live brokers whose replicas outside the ISR are explained: recovering after a restart,
+    or scored slow (manager.analyzer.slowness: kmedic knows why they lag, and demoted them)."""
+    return recovering(snap) | frozenset(b.id for b in snap.brokers if b.is_slow)
+
+
 def recovering(snap: Snapshot) -> frozenset[int]:
     """Live brokers that came back within the recovery window: their replicas outside the ISR
     are catching up after a restart, which a dead broker explained until it returned. (A broker
@@ -35,7 +41,7 @@ def health_facts(snap: Snapshot) -> HealthFacts:
     """Under-replicated partitions split by whether a dead broker explains them, and how fresh
     and complete the load data is."""
     dead = {b.id for b in snap.brokers if not b.alive}
-    back = recovering(snap)
+    back = lag_explained(snap)
     adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
     explained = unexplained = 0
     valid = total = 0

@@ -64,13 +64,17 @@ class ClusterState:
         self.stalled: frozenset[int] = frozenset(
             b.id for b in snap.brokers if b.stalled_at_ms is not None
         )
+        # Slow brokers (manager.analyzer.slowness): no plan sends them replicas or leadership.
+        self.slow: frozenset[int] = frozenset(b.id for b in snap.brokers if b.is_slow)
         # Brokers a reassignment kmedic did not start adds or removes: left to whoever started
         # it, as its partitions are (``foreign``), until it ends.
         foreign = [r for r in snap.reassignments if not r.started_by_kmedic]
         self.foreign_brokers: frozenset[int] = frozenset(
             b for r in foreign for b in (*r.adding_replicas, *r.removing_replicas)
         )
-        self._kept_out = self.frozen | self.leaving | self.stalled | self.foreign_brokers
+        self._kept_out = (
+            self.frozen | self.leaving | self.stalled | self.slow | self.foreign_brokers
+        )
 
         self.topic: list[str] = []
         self.number: list[int] = []

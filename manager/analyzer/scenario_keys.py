@@ -98,6 +98,7 @@ def _frame(snap: Snapshot) -> str:
             b.returned_at_ms is not None and now - b.returned_at_ms < policy.recovery_window_ms,
             b.last_stats_ms is not None and now - b.last_stats_ms <= policy.max_stats_age_ms,
             b.stalled_at_ms is not None,
+            b.is_slow,
             bucket(b.disk_used_bytes or 0, BYTES_FLOOR),
         )
         for b in snap.brokers

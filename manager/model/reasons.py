@@ -86,7 +86,7 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "refuse",
         "a partition is under-replicated or offline while the replicas missing from its ISR "
         "are alive (not being added by a reassignment, nor on a broker that came back within "
-        "`recovery_window_ms`)",
+        "`recovery_window_ms` or one scored slow)",
     ),
     "stale_load_data": CodeDoc(
         "refuse",

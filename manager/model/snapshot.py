@@ -88,6 +88,11 @@ class Broker(_Frozen):
         default=None, description="the slow-broker score; None: not judged"
     )
 
+    @property
+    def is_slow(self) -> bool:
+        """Live and scored slow (manager.analyzer.slowness): demoted, and sent nothing."""
+        return self.alive and self.slowness is not None and self.slowness.state == "slow"
+
     # The grace rule, in one place: a dead broker is healed only once it has been dead for
     # the grace period; a broker dead since an unknown time counts as dead since ``now``.
 

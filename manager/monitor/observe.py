@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from kmedic.brokerstats import BrokerStats
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 from manager.model.placement_config import PlacementConfig
+from manager.model.slowness import BrokerLatency
 from manager.model.snapshot import (
     AntiAffinityGroup,
     Broker,
     BrokerGroup,
-    BrokerLatency,
     Capacity,
     CapacitySource,
     FailureDomain,

@@ -8,6 +8,7 @@ from typing import Any
 
 from planner_fixtures import GB, HOUR, NOW, broker, make, part
 
+from manager.analyzer.health import health_facts
 from manager.analyzer.planner import decide
 from manager.model.decision import Decision, ElectPreferredLeader, Reassign
 from manager.model.snapshot import Snapshot
@@ -111,3 +112,40 @@ def test_a_drain_only_when_switched_on_and_slow_long_enough() -> None:
     assert len(moved_off) == 6 and decision.bytes_to_move == 6 * GB
     recent = decide(_cluster({3: _slow("slow")}, slow_brokers=drain))
     assert recent.summary.startswith("demote")
+
+
+def _out_of_isr(snap: Snapshot, broker_id: int) -> Snapshot:
+    """``snap`` with ``broker_id`` fallen out of the ISR of every partition it follows."""
+    data = snap.model_dump()
+    for p in data["topics"][0]["partitions"]:
+        if p["leader"] != broker_id:
+            p["isr"] = [b for b in p["isr"] if b != broker_id]
+    return make(data["brokers"], {"t": data["topics"][0]["partitions"]})
+
+
+def test_a_slow_broker_s_lag_is_explained_and_it_is_still_demoted() -> None:
+    lagging = _out_of_isr(_cluster({3: _slow("slow")}), 3)
+    decision = decide(lagging)
+    assert decision.outcome == "act", decision.reasons
+    assert decision.summary.startswith("demote slow brokers [3]")
+    facts = health_facts(lagging)
+    assert facts.urp_unexplained == 0 and facts.urp_explained == 4
+    # The same lag on a broker not known to be slow stays unexplained.
+    unknown = decide(_out_of_isr(_cluster({}), 3))
+    assert unknown.outcome == "refuse"
+    assert {r.code for r in unknown.reasons} == {"unexplained_under_replication"}
+
+
+def test_a_slow_broker_is_sent_no_replica_by_a_heal() -> None:
+    snap = _cluster({3: _slow("slow")})
+    data = snap.model_dump()
+    for b in data["brokers"]:
+        if b["id"] == 6:
+            b.update(alive=False, dead_since_ms=NOW - HOUR, last_stats_ms=NOW - HOUR)
+    for p in data["topics"][0]["partitions"]:
+        p["isr"] = [b for b in p["isr"] if b != 6]
+        if p["leader"] == 6:
+            p["leader"] = p["isr"][0]
+    decision = decide(make(data["brokers"], {"t": data["topics"][0]["partitions"]}))
+    assert decision.outcome == "act" and decision.kind == "heal", decision.summary
+    assert all(3 not in set(m.replicas_to) - set(m.replicas_from) for m in _moves(decision))
