@@ -13,7 +13,7 @@ from kmedic.errors import KmedicError
 from kmedic.kafka_preflight import check_credentials
 from manager.audit.kafka_reader import read_records
 from manager.audit.kafka_sink import DEFAULT_TOPIC
-from manager.audit.log import render_line
+from manager.cli.tail_fold import KEEP, MoveFold
 from manager.cli.kafka_args import add_kafka_args, kafka_from
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
@@ -48,7 +48,13 @@ def register(subparsers: Any) -> None:
     tail.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
     tail.add_argument("--since", help="only records from then on: 15m, 2h, 1d or an ISO time")
     tail.add_argument("--cluster", help="only records about this Kafka cluster")
-    tail.add_argument("--json", action="store_true", help="one JSON record per line")
+    tail.add_argument("--json", action="store_true", help="one JSON record per line (all)")
+    tail.add_argument(
+        "--all",
+        action="store_true",
+        help=f"every move record (by default a plan's first {KEEP} starts and ends are printed, "
+        "and the rest counted)",
+    )
     tail.set_defaults(func=run_tail)
 
 
@@ -62,10 +68,14 @@ def run_tail(args: argparse.Namespace) -> int:
     since = None if args.since is None else parse_since(args.since, int(time.time() * 1000))
     check_credentials(cluster, role="actions tail")
     records = read_records(cluster, topic, since_ms=since, follow=args.follow, notice=_say)
+    fold = MoveFold(keep=10**18 if args.all else KEEP)
     for record in records:
         if args.cluster and record.cluster != args.cluster:
             continue
-        line = record.model_dump_json() if args.json else render_line(record)
-        print(line, flush=True)
+        lines = [record.model_dump_json()] if args.json else fold.lines(record)
+        for line in lines:
+            print(line, flush=True)
+    for line in fold.finish():
+        print(line)
     sys.stdout.flush()
     return 0
