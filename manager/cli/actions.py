@@ -13,8 +13,8 @@ from kmedic.errors import KmedicError
 from kmedic.kafka_preflight import check_credentials
 from manager.audit.kafka_reader import read_records
 from manager.audit.kafka_sink import DEFAULT_TOPIC
-from manager.cli.tail_fold import KEEP, MoveFold
 from manager.cli.kafka_args import add_kafka_args, kafka_from
+from manager.cli.tail_fold import KEEP, MoveFold
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
