@@ -8,6 +8,7 @@ several log gauges, so this keeps a scrape of a broker with many partitions chea
 
 from __future__ import annotations
 
+import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -144,48 +145,82 @@ def _classify(name: str, labels: dict[str, str], value: float) -> _Item:
     return _IGNORE
 
 
+# A sample line as the JMX exporter writes it: a name, labels without escapes, a value and no
+# timestamp. Read with two regular expressions, about four times faster than prometheus-client's
+# parser (docs/bench.md, "agent"); any other line goes to that parser.
+_SIMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^\\{}]*)\})? (\S+)")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"\s*,?')
+
+
+def simple_sample(line: str) -> tuple[str, dict[str, str], float] | None:
+    """(name, labels, value) of a plain sample line; None for anything else."""
+    match = _SIMPLE.fullmatch(line)
+    if match is None:
+        return None
+    name, body, raw = match.groups()
+    labels: dict[str, str] = {}
+    if body:
+        end = 0
+        for pair in _LABEL.finditer(body):
+            if pair.start() != end:
+                return None
+            labels[pair.group(1)] = pair.group(2)
+            end = pair.end()
+        if end != len(body):
+            return None
+    try:
+        return name, labels, float(raw)
+    except ValueError:
+        return None
+
+
 class PageParser:
-    """Parses exporter pages with prometheus-client's parser, re-parsing only the sample lines
-    that changed since the previous page (idle partitions and start offsets rarely change).
-    The cache holds the previous page's lines only, so memory follows the page size."""
+    """Parses exporter pages, re-parsing only the sample lines that changed since the previous
+    page (idle partitions and start offsets rarely change). Plain sample lines are read by
+    ``simple_sample``, the rest by prometheus-client's parser. The cache holds the previous
+    page's lines only, so memory follows the page size."""
 
     def __init__(self) -> None:
         self._cache: dict[str, _Item] = {}
 
     def parse(self, text: str, taken_at: float) -> ExporterSample:
         lines: list[str] = []
-        fresh: list[str] = []
-        # The TYPE lines of the wanted families go to the parser with the fresh samples: a
-        # typed family is built once, an untyped line is a family of its own (slower).
-        to_parse: list[str] = []
-        for line in text.splitlines():
-            if _keep(line):
-                lines.append(line)
-                if line not in self._cache:
-                    fresh.append(line)
-                    to_parse.append(line)
-            elif line.startswith("# TYPE ") and line[7:].startswith(_WANTED_PREFIXES):
-                to_parse.append(line)
+        hard: list[str] = []  # fresh lines for prometheus-client's parser
+        ordered: list[str] = []  # those and the wanted families' TYPE lines, in page order
         parsed: dict[str, _Item] = {}
-        if fresh:
-            try:
-                samples = [
-                    s
-                    for family in text_string_to_metric_families("\n".join(to_parse) + "\n")
-                    for s in family.samples
-                ]
-                if len(samples) != len(fresh):
-                    raise ValueError(f"{len(fresh)} sample lines gave {len(samples)} samples")
-                for line, sample in zip(fresh, samples, strict=True):
-                    parsed[line] = _classify(sample.name, sample.labels, float(sample.value))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ExporterParseError(
-                    f"exporter page is not valid Prometheus text: {exc}"
-                ) from exc
         cache = self._cache
+        try:
+            for line in text.splitlines():
+                if _keep(line):
+                    lines.append(line)
+                    if line not in cache and line not in parsed:
+                        sample = simple_sample(line)
+                        if sample is None:
+                            hard.append(line)
+                            ordered.append(line)
+                        else:
+                            parsed[line] = _classify(*sample)
+                elif line.startswith("# TYPE ") and line[7:].startswith(_WANTED_PREFIXES):
+                    ordered.append(line)
+            if hard:
+                parsed.update(_parse_hard(hard, ordered))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ExporterParseError(f"exporter page is not valid Prometheus text: {exc}") from exc
         items = [parsed[line] if line in parsed else cache[line] for line in lines]
         self._cache = {line: item for line, item in zip(lines, items, strict=True)}
         return _assemble(items, taken_at)
+
+
+def _parse_hard(hard: list[str], ordered: list[str]) -> dict[str, _Item]:
+    """Lines only prometheus-client reads (escapes, timestamps), among their families' TYPE
+    lines in page order: a typed family is built once, an untyped line is a family of its
+    own (slower)."""
+    text = "\n".join(ordered) + "\n"
+    samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
+    if len(samples) != len(hard):
+        raise ValueError(f"{len(hard)} sample lines gave {len(samples)} samples")
+    by_line = dict(zip(hard, samples, strict=True))
+    return {line: _classify(s.name, s.labels, float(s.value)) for line, s in by_line.items()}
 
 
 def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:

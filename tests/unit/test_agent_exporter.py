@@ -6,8 +6,9 @@ import socket
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
 
 from agent.exporter import (
     Counters,
@@ -19,6 +20,7 @@ from agent.exporter import (
     fetch_page,
     interval_mean,
     parse_page,
+    simple_sample,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -152,3 +154,49 @@ def test_the_broker_s_produce_and_flush_times_give_the_mean_since_the_last_scrap
     assert interval_mean(first.log_flush, second.log_flush) is None  # no flush in between
     assert interval_mean(None, second.produce_local) is None
     assert interval_mean(second.produce_local, first.produce_local) is None  # a restart
+
+
+PLAIN_NAMES = st.sampled_from(
+    [
+        "kafka_log_log_size",
+        "kafka_log_log_logendoffset",
+        "kafka_server_brokertopicmetrics_bytesinpersec_total",
+        "kafka_server_replicamanager_underreplicatedpartitions",
+    ]
+)
+LABEL_VALUES = st.text(
+    alphabet=st.characters(blacklist_characters='"\\\n', blacklist_categories=("Cs",)),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=PLAIN_NAMES,
+    labels=st.dictionaries(st.sampled_from(["topic", "partition", "x_y"]), LABEL_VALUES),
+    value=st.one_of(st.floats(allow_nan=False), st.integers(-(10**15), 10**15).map(float)),
+    trailing_comma=st.booleans(),
+)
+def test_a_plain_line_reads_as_prometheus_client_reads_it(
+    name: str, labels: dict[str, str], value: float, trailing_comma: bool
+) -> None:
+    pairs = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    body = f"{{{pairs}{',' if trailing_comma and pairs else ''}}}" if labels else ""
+    line = f"{name}{body} {value!r}"
+    ours = simple_sample(line)
+    [family] = text_string_to_metric_families(line + "\n")
+    [theirs] = family.samples
+    # Braces in a label value send the line to prometheus-client; anything else is ours.
+    assert ours is not None or any(c in v for v in labels.values() for c in "{}")
+    assert ours is None or ours == (theirs.name, theirs.labels, theirs.value)
+
+
+def test_lines_with_escapes_or_timestamps_go_to_prometheus_client() -> None:
+    assert simple_sample('m{topic="a\\"b"} 1') is None
+    assert simple_sample("m 1 1700000000000") is None
+    assert simple_sample('m{topic="a"}x 1') is None
+    text = page("exporter_broker1_t0.prom") + (
+        'kafka_log_log_size{topic="we\\"ird",partition="0",} 42.0 1700000000000\n'
+    )
+    s = PageParser().parse(text, 0.0)
+    assert s.partitions[('we"ird', 0)].size == 42
