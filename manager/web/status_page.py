@@ -135,6 +135,7 @@ def _brokers(snap: Snapshot, loads: Mapping[int, BrokerLoad]) -> list[dict[str, 
                 "load": load.to_dict() if load else None,
                 "capacity": capacity,
                 "limits": {k: v * fractions[k] for k, v in capacity.items()},
+                "slowness": b.slowness.model_dump() if b.slowness else None,
             }
         )
     return out
@@ -321,6 +322,8 @@ def _broker_rows(doc: Mapping[str, Any]) -> list[list[str]]:
         state = {"alive": "alive", "waiting": "WAITING (grace)", "dead": "DEAD"}[b["state"]]
         if b["state"] != "alive":
             state += f" since {_ms(b['dead_since_ms'])}"
+        elif (slow := b["slowness"]) and slow["state"] != "ok":
+            state += f", {slow['state'].upper()} (score {slow['score']:.1f})"
         rows.append(
             [
                 str(b["id"]),

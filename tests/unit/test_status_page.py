@@ -198,6 +198,17 @@ def test_brokers_carry_state_domain_capacity_and_limits() -> None:
     assert bars.index(">/b</text>") < bars.index(">left</text>")
 
 
+def test_a_slow_broker_says_so_in_the_brokers_table() -> None:
+    slowness = {"state": "slow", "score": 6.0, "since_ms": NOW, "evidence": "probe_p90_ms 250"}
+    snap = make(
+        [broker(1, "/a", slowness=slowness), broker(2, "/b")], {"orders": [part(0, [1, 2])]}
+    )
+    doc = document(snapshot=snap, decision=decide(snap))
+    brokers = {b["id"]: b for b in doc["brokers"]}
+    assert brokers[1]["slowness"]["state"] == "slow" and brokers[2]["slowness"] is None
+    assert "<td>1</td><td>/a</td><td>alive, SLOW (score 6.0)</td>" in render_html(doc)
+
+
 def test_moves_show_size_and_how_long_they_have_run() -> None:
     moves = [
         MoveState(
