@@ -1,0 +1,264 @@
+"""A fake Kafka Admin port for the whole-cycle benchmark: it answers, in Kafka's own wire
+protocol (kafka-python's message classes), the requests one manager cycle sends -
+ApiVersions, Metadata, DescribeCluster, ListPartitionReassignments, DescribeConfigs and
+DescribeQuorum - with the fleet of bench/fleet.py. So the manager's real client, parsing and
+cycle code run against fleet-size answers and only the network is simulated.
+
+Each answer is encoded once per version asked, then served with the request's correlation id,
+so the server costs the benchmark nothing after the first cycle. It runs as its own process:
+``python bench/fake_admin_port.py --scale 0.1 --port N`` prints ``ready`` when it listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import socketserver
+import struct
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fleet import Fleet, fleet
+from kafka.protocol.admin import (
+    DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeQuorumResponse,
+    ListPartitionReassignmentsResponse,
+)
+from kafka.protocol.metadata import MetadataResponse
+from kafka.protocol.metadata.api_versions import ApiVersionsResponse
+
+HOST = "127.0.0.1"
+CONTROLLER = 9000
+RESPONSES: dict[int, Any] = {
+    18: ApiVersionsResponse,
+    3: MetadataResponse,
+    60: DescribeClusterResponse,
+    46: ListPartitionReassignmentsResponse,
+    32: DescribeConfigsResponse,
+    55: DescribeQuorumResponse,
+}
+
+
+class Answers:
+    """Every response the fleet gives, built once per (api, version)."""
+
+    def __init__(self, f: Fleet, port: int) -> None:
+        self.fleet, self.port = f, port
+        self._encoded: dict[tuple[int, int], bytes] = {}
+        self._lock = threading.Lock()
+
+    def body(self, api: int, version: int, request: bytes) -> Any:
+        f = self.fleet
+        if api == 18:
+            keys = [
+                ApiVersionsResponse.ApiVersion(
+                    api_key=k, min_version=cls.min_version, max_version=cls.max_version
+                )
+                for k, cls in RESPONSES.items()
+            ]
+            return ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
+        if api == 3:
+            return self._metadata()
+        if api == 60:
+            broker = DescribeClusterResponse.DescribeClusterBroker
+            return DescribeClusterResponse(
+                throttle_time_ms=0,
+                error_code=0,
+                error_message=None,
+                endpoint_type=1,
+                cluster_id="bench",
+                controller_id=f.live[0],
+                brokers=[
+                    broker(broker_id=b, host=HOST, port=self.port, rack=f.rack[b], is_fenced=False)
+                    for b in f.live
+                ],
+            )
+        if api == 46:
+            return self._reassignments()
+        if api == 32:
+            return self._configs(version, request)
+        return self._quorum()
+
+    def _metadata(self) -> Any:
+        f = self.fleet
+        topic_cls = MetadataResponse.MetadataResponseTopic
+        part_cls = topic_cls.MetadataResponsePartition
+        topics: dict[str, list[Any]] = {}
+        for p in f.parts:
+            topics.setdefault(p.topic, []).append(
+                part_cls(
+                    error_code=0,
+                    partition_index=p.number,
+                    leader_id=p.leader,
+                    leader_epoch=1,
+                    replica_nodes=list(p.replicas),
+                    isr_nodes=list(p.isr),
+                    offline_replicas=[],
+                )
+            )
+        broker_cls = MetadataResponse.MetadataResponseBroker
+        return MetadataResponse(
+            throttle_time_ms=0,
+            brokers=[
+                broker_cls(node_id=b, host=HOST, port=self.port, rack=f.rack[b]) for b in f.live
+            ],
+            cluster_id="bench",
+            controller_id=f.live[0],
+            topics=[
+                topic_cls(error_code=0, name=name, is_internal=False, partitions=parts)
+                for name, parts in topics.items()
+            ],
+        )
+
+    def _reassignments(self) -> Any:
+        f = self.fleet
+        topic_cls = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+        part_cls = topic_cls.OngoingPartitionReassignment
+        topics: dict[str, list[Any]] = {}
+        for p in f.reassigning:
+            row = [b for b in f.live if f.rack[b] == f.rack[p.replicas[0]] and b not in p.replicas]
+            adding = row[0]
+            topics.setdefault(p.topic, []).append(
+                part_cls(
+                    partition_index=p.number,
+                    replicas=[*p.replicas, adding],
+                    adding_replicas=[adding],
+                    removing_replicas=[p.replicas[0]],
+                )
+            )
+        return ListPartitionReassignmentsResponse(
+            throttle_time_ms=0,
+            error_code=0,
+            error_message=None,
+            topics=[topic_cls(name=n, partitions=ps) for n, ps in topics.items()],
+        )
+
+    def _configs(self, version: int, request: bytes) -> Any:
+        asked = DescribeConfigsRequest.decode(request, version=version, header=True)
+        result_cls = DescribeConfigsResponse.DescribeConfigsResult
+        config_cls = result_cls.DescribeConfigsResourceResult
+        return DescribeConfigsResponse(
+            throttle_time_ms=0,
+            results=[
+                result_cls(
+                    error_code=0,
+                    error_message=None,
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                    configs=[
+                        config_cls(
+                            name="min.insync.replicas",
+                            value="2",
+                            read_only=False,
+                            config_source=1,
+                            is_sensitive=False,
+                            synonyms=[],
+                            config_type=3,
+                            documentation=None,
+                        )
+                    ],
+                )
+                for r in asked.resources
+            ],
+        )
+
+    def _quorum(self) -> Any:
+        topic_cls = DescribeQuorumResponse.TopicData
+        part_cls = topic_cls.PartitionData
+        state_cls = part_cls.ReplicaState
+        voter = state_cls(
+            replica_id=CONTROLLER,
+            log_end_offset=1000,
+            last_fetch_timestamp=-1,
+            last_caught_up_timestamp=-1,
+        )
+        partition = part_cls(
+            partition_index=0,
+            error_code=0,
+            error_message=None,
+            leader_id=CONTROLLER,
+            leader_epoch=1,
+            high_watermark=1000,
+            current_voters=[voter],
+            observers=[],
+        )
+        return DescribeQuorumResponse(
+            error_code=0,
+            error_message=None,
+            topics=[topic_cls(topic_name="__cluster_metadata", partitions=[partition])],
+            nodes=[],
+        )
+
+    def framed(self, api: int, version: int, correlation_id: int, request: bytes) -> bytes:
+        """The framed response, its correlation id patched into the cached encoding."""
+        key = (api, version)
+        if api == 32:  # depends on the topics asked
+            return self._encode(self.body(api, version, request), version, correlation_id)
+        with self._lock:
+            if key not in self._encoded:
+                self._encoded[key] = self._encode(self.body(api, version, request), version, 0)
+        cached = self._encoded[key]
+        return cached[:4] + struct.pack(">i", correlation_id) + cached[8:]
+
+    @staticmethod
+    def _encode(body: Any, version: int, correlation_id: int) -> bytes:
+        """Size, response header (v1, with its empty tagged fields, for a flexible version;
+        ApiVersions always v0), body."""
+        encoded = bytes(body.encode(version=version))
+        flexible = type(body).flexible_version_q(version) and type(body).API_KEY != 18
+        header = struct.pack(">i", correlation_id) + (b"\x00" if flexible else b"")
+        return struct.pack(">i", len(header) + len(encoded)) + header + encoded
+
+
+def serve(scale: float, port: int) -> None:
+    answers = Answers(fleet(scale), port)
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            conn: socket.socket = self.request
+            while True:
+                head = _read(conn, 4)
+                if head is None:
+                    return
+                request = _read(conn, struct.unpack(">i", head)[0])
+                if request is None:
+                    return
+                api, version, correlation_id = struct.unpack(">hhi", request[:8])
+                conn.sendall(answers.framed(api, version, correlation_id, request))
+
+    class Server(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+    with Server((HOST, port), Handler) as server:
+        print("ready", flush=True)
+        server.serve_forever()
+
+
+def _read(conn: socket.socket, n: int) -> bytes | None:
+    chunks, left = [], n
+    while left:
+        chunk = conn.recv(min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, required=True)
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    serve(args.scale, args.port)
+
+
+if __name__ == "__main__":
+    main()
