@@ -59,17 +59,20 @@ def parse_nodes(cluster: dict[str, Any]) -> dict[int, BrokerNode]:
 
 
 def parse_topics(topics: list[dict[str, Any]]) -> list[PartitionInfo]:
+    # map(int, ...), not a generator: a cycle parses every partition of the cluster.
     out = []
     for t in topics:
+        name = str(t["name"])
         for p in t.get("partitions", []):
+            offline = p.get("offline_replicas")
             out.append(
                 PartitionInfo(
-                    topic=str(t["name"]),
-                    partition=int(p["partition_index"]),
-                    leader=int(p["leader_id"]),
-                    replicas=tuple(int(r) for r in p["replica_nodes"]),
-                    isr=tuple(int(r) for r in p["isr_nodes"]),
-                    offline=tuple(int(r) for r in p.get("offline_replicas") or ()),
+                    name,
+                    int(p["partition_index"]),
+                    int(p["leader_id"]),
+                    tuple(map(int, p["replica_nodes"])),
+                    tuple(map(int, p["isr_nodes"])),
+                    tuple(map(int, offline)) if offline else (),
                 )
             )
     return out
