@@ -150,6 +150,23 @@ def _classify(name: str, labels: dict[str, str], value: float) -> _Item:
 # parser (docs/bench.md, "agent"); any other line goes to that parser.
 _SIMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^\\{}]*)\})? (\S+)")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"\s*,?')
+# Most lines of a big broker's page are its partitions' log gauges, written as the exporter
+# writes them (labels in name order): read in one match.
+_LOG_LINE = re.compile(
+    r'kafka_log_log_(size|logendoffset|logstartoffset)\{partition="(\d+)",topic="([^"\\{}]*)"\} (\S+)'
+)
+
+
+def _log_item(line: str) -> _Item | None:
+    """A partition's log gauge, as ``_classify`` reads it; None for any other line."""
+    match = _LOG_LINE.fullmatch(line)
+    if match is None:
+        return None
+    field, partition, topic, raw = match.groups()
+    try:
+        return (_LOG, topic, int(partition), _LOG_FIELDS[field], float(raw))
+    except ValueError:
+        return None
 
 
 def simple_sample(line: str) -> tuple[str, dict[str, str], float] | None:
@@ -194,6 +211,9 @@ class PageParser:
                 if _keep(line):
                     lines.append(line)
                     if line not in cache and line not in parsed:
+                        if (item := _log_item(line)) is not None:
+                            parsed[line] = item
+                            continue
                         sample = simple_sample(line)
                         if sample is None:
                             hard.append(line)

@@ -145,3 +145,14 @@ def test_an_entry_larger_than_the_limit_is_an_error() -> None:
     rec = _big_record(2, 0, topic_len=9_500)
     with pytest.raises(ValueError, match="exceeds max_record_bytes"):
         split_record(rec, 10_000)
+
+
+def test_uneven_entries_are_cut_until_every_chunk_fits() -> None:
+    # Short topic names first, long ones after: a cut at the average size overflows at the
+    # end, and those runs are halved until they fit.
+    short, long = _big_record(300, 0, topic_len=5), _big_record(300, 0, topic_len=400)
+    rec = short.model_copy(update={"leaders": [*short.leaders, *long.leaders]})
+    chunks = split_record(rec, 40_000)
+    assert all(len(bs.to_json(c)) <= 40_000 for c in chunks)
+    assert [r for c in chunks for r in c.leaders] == rec.leaders
+    assert len(chunks) > 4
