@@ -153,7 +153,8 @@ _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"\s*,?')
 # Most lines of a big broker's page are its partitions' log gauges, written as the exporter
 # writes them (labels in name order): read in one match.
 _LOG_LINE = re.compile(
-    r'kafka_log_log_(size|logendoffset|logstartoffset)\{partition="(\d+)",topic="([^"\\{}]*)"\} (\S+)'
+    r"kafka_log_log_(size|logendoffset|logstartoffset)"
+    r'\{partition="(\d+)",topic="([^"\\{}]*)"\} (\S+)'
 )
 
 
