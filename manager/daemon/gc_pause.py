@@ -1,4 +1,5 @@
-"""Python's cyclic garbage collector paused while the planner decides.
+"""Python's cyclic garbage collector paused while the planner decides, and while a cycle
+reads the cluster and builds its snapshot.
 
 A decision over a large cluster builds an index of millions of lists, tuples and dicts, and
 every few thousand of those allocations the collector wakes and walks the young objects; at
@@ -6,6 +7,10 @@ every few thousand of those allocations the collector wakes and walks the young 
 the planner's objects are freed by reference counting when the decision is returned. So the
 collector is paused for the call and restored after, exactly as it was, even when the call
 raises; a reference cycle some library might leave meanwhile waits for its next pass.
+
+The same holds for the observation: the Admin API's answers (kafka-python decodes them on its
+own thread, and the pause is process-wide) and the snapshot built from them. At that size
+the pause halves the read and the build (docs/bench.md, "cycle").
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from manager.config import ManagerConfig
 from manager.coordination.move_budget import Entry, moves_in_window
 from manager.coordination.plan_document import own_partitions
 from manager.coordination.state import CoordinationState
+from manager.daemon.gc_pause import collector_paused
 from manager.daemon.ports import Coordinator, Sources
 from manager.model.moves import TopicPartition
 from manager.model.snapshot import Leadership, Snapshot
@@ -51,18 +52,21 @@ def observe_cluster(
         if r.kind == "decommission" and r.state == "done"
         for b in r.brokers
     )
-    try:
-        obs = sources.observe(
-            int(now_s * 1000),
-            placement=state.placement,
-            leadership=leadership,
-            own_moves=own,
-            moves_last_hour=moves_in_window(started, now_s),
-            retired=retired,
-        )
-    except AdminUnavailable as exc:
-        raise ClusterUnobservable(str(exc)) from exc
-    return build_snapshot(obs, cfg.policy, cfg.capacity), death_evidence(obs)
+    # The Admin answers and the snapshot are millions of objects, none of them in a cycle:
+    # the collector would walk them for nothing (manager.daemon.gc_pause).
+    with collector_paused():
+        try:
+            obs = sources.observe(
+                int(now_s * 1000),
+                placement=state.placement,
+                leadership=leadership,
+                own_moves=own,
+                moves_last_hour=moves_in_window(started, now_s),
+                retired=retired,
+            )
+        except AdminUnavailable as exc:
+            raise ClusterUnobservable(str(exc)) from exc
+        return build_snapshot(obs, cfg.policy, cfg.capacity), death_evidence(obs)
 
 
 def standby_sentence(state: CoordinationState, dead_brokers: int) -> str:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from manager_fakes import Rig
 
 import manager.daemon.deciding as deciding
+import manager.daemon.observation as observation
 from manager.daemon.gc_pause import collector_paused
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
@@ -57,4 +59,31 @@ def test_the_daemon_decides_with_the_collector_paused(
     monkeypatch.setattr(deciding, "decide", watched)
     assert rig.manager.cycle().kind == "act"
     assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_the_daemon_reads_the_cluster_and_builds_its_snapshot_with_the_collector_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig = Rig(tmp_path)
+    seen: list[bool] = []
+    real_observe = rig.sources.observe
+    real_build = observation.build_snapshot
+
+    def observe(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real_observe(*args, **kwargs)
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(rig.sources, "observe", observe)
+    monkeypatch.setattr(observation, "build_snapshot", build)
+    rig.manager.cycle()
+    assert seen and not any(seen)
+    assert gc.isenabled()
+    # A blind read restores it too.
+    rig.sources.unavailable = "no broker answers"
+    assert rig.manager.cycle().kind == "blind"
     assert gc.isenabled()
