@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
+from manager.analyzer.heal import HealPlan
 from manager.analyzer.health import recovering
 from manager.analyzer.moves import LeaderMove, ReplicaMove
 from manager.analyzer.placement import Blocked
@@ -168,6 +169,35 @@ class Goal(Protocol):
 
     def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
         """The switches (``policy.goals``) that are off and hold this proposal back."""
+
+
+def drain_proposal(
+    ctx: Context,
+    state: ClusterState,
+    plan: HealPlan,
+    summary: str,
+    told: list[Reason],
+    *,
+    request: str | None = None,
+    refusal_preface: Reason | None = None,
+) -> Proposal:
+    """A drain's proposal (an operator's, or a slow broker's): ``plan`` moves every replica
+    off the brokers as a heal would, held back by the heal's gates only."""
+    if plan.exact is not None:
+        told = [*told, Reason("heal_exact_placement", plan.exact)]
+    return Proposal(
+        kind="balance",
+        state=state,
+        summary=summary,
+        replica_moves=tuple(plan.moves),
+        bytes_to_move=plan.bytes_to_move,
+        blocked=tuple(plan.blocked),
+        exact=plan.exact,
+        told=tuple(told),
+        gates=ctx.heal_gates,
+        request=request,
+        refusal_preface=refusal_preface,
+    )
 
 
 def leadership_switch(ctx: Context, proposed: Proposal) -> tuple[str, ...]:

@@ -23,7 +23,13 @@ balance, through the same gates, budgets and checks as everything else
 from __future__ import annotations
 
 from manager.analyzer.demote import plan_demote
-from manager.analyzer.goal import Context, Proposal, Settled, leadership_switch
+from manager.analyzer.goal import (
+    Context,
+    Proposal,
+    Settled,
+    drain_proposal,
+    leadership_switch,
+)
 from manager.analyzer.heal import plan_heal
 from manager.analyzer.replication_factor import below_factor, plan_raise
 from manager.analyzer.spread import below_band, plan_fill
@@ -88,21 +94,9 @@ def _drain(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
     told = [
         Reason("operator_request", f"{what}: {held} replicas move off, {plan.bytes_to_move} bytes")
     ]
-    if plan.exact is not None:
-        told.append(Reason("heal_exact_placement", plan.exact))
     summary = f"{what}: {len(plan.moves)} partitions reassigned, {plan.bytes_to_move} bytes to copy"
-    return Proposal(
-        kind="balance",
-        state=state,
-        summary=summary,
-        replica_moves=tuple(plan.moves),
-        bytes_to_move=plan.bytes_to_move,
-        blocked=tuple(plan.blocked),
-        exact=plan.exact,
-        told=tuple(told),
-        gates=ctx.heal_gates,
-        request=request.id,
-        refusal_preface=_preface(request),
+    return drain_proposal(
+        ctx, state, plan, summary, told, request=request.id, refusal_preface=_preface(request)
     )
 
 

@@ -12,7 +12,7 @@ Like a demote request it does not wait for loads.
 from __future__ import annotations
 
 from manager.analyzer.demote import DemotePlan, plan_demote, plan_return
-from manager.analyzer.goal import Context, Proposal, leadership_switch
+from manager.analyzer.goal import Context, Proposal, drain_proposal, leadership_switch
 from manager.analyzer.heal import plan_heal
 from manager.analyzer.slowness import fair_share, too_many_slow
 from manager.model.decision import Reason
@@ -100,19 +100,8 @@ def _drain(ctx: Context, brokers: list[Broker]) -> Proposal:
     plan = plan_heal(state, leaving=ids)
     said = f"drain slow brokers {sorted(ids)} (policy.slow_brokers.drain)"
     told = [*(Reason("slow_broker", _why(b)) for b in brokers), Reason("slow_broker", said)]
-    if plan.exact is not None:
-        told.append(Reason("heal_exact_placement", plan.exact))
-    return Proposal(
-        kind="balance",
-        state=state,
-        summary=f"{said}: {len(plan.moves)} partitions reassigned, {plan.bytes_to_move} bytes",
-        replica_moves=tuple(plan.moves),
-        bytes_to_move=plan.bytes_to_move,
-        blocked=tuple(plan.blocked),
-        exact=plan.exact,
-        told=tuple(told),
-        gates=ctx.heal_gates,
-    )
+    summary = f"{said}: {len(plan.moves)} partitions reassigned, {plan.bytes_to_move} bytes"
+    return drain_proposal(ctx, state, plan, summary, told)
 
 
 SLOW_BROKERS = SlowBrokers()
