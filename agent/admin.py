@@ -14,7 +14,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
 from kmedic import __version__
 from kmedic.errors import KmedicError
-from kmedic.kafka_admin import connect_admin
+from kmedic.kafka_admin import connect_admin, describe_partitions
 from kmedic.kafka_client import Cluster
 from kmedic.metadata import (
     BrokerNode,
@@ -25,7 +25,6 @@ from kmedic.metadata import (
     parse_log_dirs,
     parse_nodes,
     parse_reassignments,
-    parse_topics,
 )
 
 # Metadata reads per sample: a second one goes to another broker when the first broker asked
@@ -127,7 +126,7 @@ class AdminSource:
         client = self._connect()
         for attempt in range(1, METADATA_ATTEMPTS + 1):
             try:
-                partitions = parse_topics(client.describe_topics())
+                partitions = describe_partitions(client)
                 reassignments = parse_reassignments(
                     client.list_partition_reassignments(timeout_ms=self._timeout_ms)
                 )

@@ -33,12 +33,12 @@ from typing import Any, cast
 from bench_docs import write_section
 from bench_planner import SHAPES, generate, kill_one
 
+from kmedic.gc_pause import collector_paused
 from manager.analyzer.planner import decide
 from manager.analyzer.readiness import Verdict, scenarios, verdict
 from manager.analyzer.scenario_keys import scenario_keys
 from manager.config import ReadinessSettings
 from manager.daemon.audit_trail import AuditTrail
-from manager.daemon.gc_pause import collector_paused
 from manager.daemon.readiness_sweep import ReadinessSweep
 from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import parse_snapshot

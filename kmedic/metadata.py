@@ -1,6 +1,7 @@
 """Admin API answers as typed records: broker registrations, partitions with their replicas
-and ISR, running reassignments, log directories. Pure parsing of kafka-python's response
-dicts, shared by the agent and the manager; the I/O stays with them.
+and ISR, running reassignments, log directories. Pure parsing of kafka-python's answers (its
+dicts; for the Metadata answer, the largest, its response objects), shared by the agent and
+the manager; the I/O stays with them.
 """
 
 from __future__ import annotations
@@ -58,20 +59,22 @@ def parse_nodes(cluster: dict[str, Any]) -> dict[int, BrokerNode]:
     }
 
 
-def parse_topics(topics: list[dict[str, Any]]) -> list[PartitionInfo]:
-    # map(int, ...), not a generator: a cycle parses every partition of the cluster.
-    out = []
-    for t in topics:
-        name = str(t["name"])
-        for p in t.get("partitions", []):
-            offline = p.get("offline_replicas")
-            out.append(
+def partitions_of(response: Any) -> list[PartitionInfo]:
+    """The partitions of a Metadata response (kafka-python's object, as decoded): the same
+    records as ``parse_topics`` makes from its dicts, without the dicts."""
+    out: list[PartitionInfo] = []
+    add = out.append
+    for t in response.topics:
+        name = str(t.name)
+        for p in t.partitions:
+            offline = getattr(p, "offline_replicas", None)
+            add(
                 PartitionInfo(
                     name,
-                    int(p["partition_index"]),
-                    int(p["leader_id"]),
-                    tuple(map(int, p["replica_nodes"])),
-                    tuple(map(int, p["isr_nodes"])),
+                    int(p.partition_index),
+                    int(p.leader_id),
+                    tuple(map(int, p.replica_nodes)),
+                    tuple(map(int, p.isr_nodes)),
                     tuple(map(int, offline)) if offline else (),
                 )
             )

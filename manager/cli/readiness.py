@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.gc_pause import collector_paused, kept_to_the_end
 from manager.analyzer.readiness import sweep
 from manager.config import ReadinessSettings
-from manager.daemon.gc_pause import collector_paused
 from manager.daemon.readiness_sweep import pace_of
 from manager.executor.move_state import ExecutorConfig
 from manager.model.snapshot_file import load_snapshot
@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.snapshot) == bool(args.config):
         raise KmedicError("give one of --snapshot FILE and --config MANAGER.yaml")
     if args.snapshot:
-        snap = load_snapshot(args.snapshot)
+        with kept_to_the_end():
+            snap = load_snapshot(args.snapshot)
         # No manager here: the executor's default limits and the assumed copy rate.
         pace = pace_of(ExecutorConfig(), ReadinessSettings(), None)
     else:

@@ -13,9 +13,8 @@ import json
 from typing import Any
 
 from kmedic.errors import KmedicError
-from kmedic.kafka_admin import connect_admin, describe_min_insync
+from kmedic.kafka_admin import connect_admin, describe_min_insync, describe_partitions
 from kmedic.kafka_client import Cluster
-from kmedic.metadata import parse_topics
 from manager.analyzer.topic_safety import TopicFacts, find_unsafe
 from manager.cli.kafka_args import add_kafka_args, kafka_from
 from manager.cli.requests import add_wait, submit_request
@@ -94,7 +93,7 @@ def run_check(args: argparse.Namespace) -> int:
 def read_facts(cluster: Cluster) -> list[TopicFacts]:
     client = connect_admin(cluster, client_id="kmedic-topics-check", timeout_ms=15_000)
     try:
-        partitions = parse_topics(client.describe_topics())
+        partitions = describe_partitions(client)
         rf: dict[str, int] = {}
         for p in partitions:
             rf[p.topic] = min(rf.get(p.topic, len(p.replicas)), len(p.replicas))

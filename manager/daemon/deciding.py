@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kmedic.gc_pause import collector_paused
 from manager.analyzer.planner import decide
 from manager.coordination.mode_store import Mode
-from manager.daemon.gc_pause import collector_paused
 from manager.daemon.mode import OBSERVE_WHY
 from manager.daemon.rules import degrade, keep_unhealed, observe_only, wait_for_plan
 from manager.executor.move_state import MoveState

@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kmedic.errors import KmedicError
+from kmedic.gc_pause import collector_paused
 from manager.config import ManagerConfig
 from manager.coordination.move_budget import Entry, moves_in_window
 from manager.coordination.plan_document import own_partitions
 from manager.coordination.state import CoordinationState
-from manager.daemon.gc_pause import collector_paused
 from manager.daemon.ports import Coordinator, Sources
 from manager.model.moves import TopicPartition
 from manager.model.snapshot import Leadership, Snapshot
@@ -53,7 +53,7 @@ def observe_cluster(
         for b in r.brokers
     )
     # The Admin answers and the snapshot are millions of objects, none of them in a cycle:
-    # the collector would walk them for nothing (manager.daemon.gc_pause).
+    # the collector would walk them for nothing (kmedic.gc_pause).
     with collector_paused():
         try:
             obs = sources.observe(

@@ -14,7 +14,7 @@ from typing import Any
 
 from kmedic.brokerstats import BrokerStats, from_json
 from kmedic.errors import KmedicError
-from kmedic.kafka_admin import connect_admin
+from kmedic.kafka_admin import connect_admin, describe_partitions
 from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from kmedic.metadata import (
@@ -23,7 +23,6 @@ from kmedic.metadata import (
     Reassignment,
     parse_nodes,
     parse_reassignments,
-    parse_topics,
 )
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
@@ -277,7 +276,7 @@ class ClusterSources:
                 live = {
                     b: n for b, n in parse_nodes(client.describe_cluster()).items() if not n.fenced
                 }
-                partitions = parse_topics(client.describe_topics())
+                partitions = describe_partitions(client)
                 # Controller requests go to a broker that has just answered (KRaft brokers
                 # forward them): kafka-python keeps the controller the metadata once named,
                 # which for seconds after a broker dies may be that dead, unfenced broker.

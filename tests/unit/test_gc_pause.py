@@ -13,7 +13,8 @@ from manager_fakes import Rig
 
 import manager.daemon.deciding as deciding
 import manager.daemon.observation as observation
-from manager.daemon.gc_pause import collector_paused
+from kmedic.gc_pause import collector_paused, kept_to_the_end
+from manager.model import snapshot_file
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
 
@@ -87,3 +88,30 @@ def test_the_daemon_reads_the_cluster_and_builds_its_snapshot_with_the_collector
     rig.sources.unavailable = "no broker answers"
     assert rig.manager.cycle().kind == "blind"
     assert gc.isenabled()
+
+
+def test_a_snapshot_loads_with_the_collector_paused(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+    real = snapshot_file.find_problems
+
+    def checks(snap: Snapshot) -> list[str]:
+        seen.append(gc.isenabled())
+        return real(snap)
+
+    monkeypatch.setattr(snapshot_file, "find_problems", checks)
+    text = (Path(__file__).parents[2] / "configs" / "examples" / "healthy.json").read_text()
+    snapshot_file.parse_snapshot(text)
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_what_a_command_keeps_to_its_end_is_frozen_and_the_collector_restored() -> None:
+    before = gc.get_freeze_count()
+    try:
+        with kept_to_the_end():
+            assert not gc.isenabled()
+            kept = [[i] for i in range(1000)]
+        assert gc.get_freeze_count() >= before + len(kept)
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()

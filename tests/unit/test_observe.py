@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.metadata import MetadataResponse
 from manager_fakes import stats
+from metadata_fixtures import wire
 
 from kmedic.brokerstats import BrokerStats
-from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment, parse_topics
+from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment, partitions_of
 from manager.model.placement_config import Domain, PlacementConfig
 from manager.model.snapshot import Leadership, Policy
 from manager.model.snapshot_file import find_problems
@@ -178,22 +180,8 @@ def test_only_a_live_broker_carries_when_it_returned() -> None:
 
 
 def test_offline_replicas_reach_the_snapshot_from_the_metadata() -> None:
-    (info,) = parse_topics(
-        [
-            {
-                "name": "t",
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "leader_id": 2,
-                        "replica_nodes": [1, 2, 3],
-                        "isr_nodes": [2, 3],
-                        "offline_replicas": [1],
-                    }
-                ],
-            }
-        ]
-    )
+    response = wire({"t": [(0, 2, [1, 2, 3], [2, 3], [1])]}, MetadataResponse.max_version)
+    (info,) = partitions_of(response)
     assert info.offline == (1,)
     snap = snapshot(observation(partitions=[info]))
     (partition,) = snap.topics[0].partitions
@@ -223,3 +211,45 @@ def test_network_capacity_comes_from_the_config_else_the_agents_link_speed() -> 
     assert configured[1].capacity is None
     assert configured[1].capacity_source is not None
     assert configured[1].capacity_source.network == "config"
+
+
+def _leader(topic: str, partition: int, size: int) -> dict[str, Any]:
+    return {
+        "topic": topic,
+        "partition": partition,
+        "bytes_in_per_s": 0.0,
+        "bytes_out_per_s": 0.0,
+        "messages_in_per_s": 0.0,
+        "log_size_bytes": size,
+        "log_start_offset": 0,
+        "log_end_offset": 0,
+        "estimate": "size_delta",
+    }
+
+
+def _follower(topic: str, partition: int, leader: int, size: int) -> dict[str, Any]:
+    return {
+        "topic": topic,
+        "partition": partition,
+        "leader_id": leader,
+        "log_size_bytes": size,
+        "log_end_offset": 0,
+        "in_isr": True,
+    }
+
+
+def test_a_partition_is_as_large_as_its_leader_says_else_as_its_largest_follower() -> None:
+    # t:0's leader (broker 1) reports it; t:1's leader (broker 2) has no agent record, so
+    # its followers' largest size stands (broker 3 reports it; broker 1 does not hold it).
+    agents = {
+        1: view(stats(1, ts=NOW, leaders=[_leader("t", 0, 700)]), NOW),
+        3: view(
+            stats(3, ts=NOW, followers=[_follower("t", 0, 1, 900), _follower("t", 1, 2, 400)]),
+            NOW,
+        ),
+        4: view(stats(4, ts=NOW, followers=[_follower("t", 1, 2, 650)]), NOW),
+    }
+    sizes = {
+        p.partition: p.size_bytes for p in snapshot(observation(agents=agents)).topics[0].partitions
+    }
+    assert sizes == {0: 700, 1: 650}

@@ -125,6 +125,10 @@ def test_negative_size_is_named() -> None:
             "topics.1.name: duplicate topic 't'",
         ),
         (
+            lambda d: d["topics"][0]["partitions"].append(d["topics"][0]["partitions"][0]),
+            "partition: duplicate partition t:0",
+        ),
+        (
             lambda d: d.update(
                 failure_domains=[{"name": "a", "brokers": [1]}, {"name": "b", "brokers": [1]}]
             ),

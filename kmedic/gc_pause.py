@@ -11,6 +11,12 @@ raises; a reference cycle some library might leave meanwhile waits for its next 
 The same holds for the observation: the Admin API's answers (kafka-python decodes them on its
 own thread, and the pause is process-wide) and the snapshot built from them. At that size
 the pause halves the read and the build (docs/bench.md, "cycle").
+
+A one-shot command (``kmedic plan``, ``kmedic readiness``) keeps the snapshot it loads to
+its end: it loads it with the collector paused and then freezes what is alive (gc.freeze),
+so no later pass walks those millions of objects again. They are still freed by reference
+counting; only a reference cycle among them would stay. Never in the daemon, whose
+snapshots are replaced every cycle.
 """
 
 from __future__ import annotations
@@ -29,3 +35,11 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+@contextmanager
+def kept_to_the_end() -> Iterator[None]:
+    """Build what a one-shot command keeps until it exits, then freeze it (see above)."""
+    with collector_paused():
+        yield
+        gc.freeze()
