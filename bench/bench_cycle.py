@@ -79,15 +79,15 @@ BOUNDS = (
     "while it decides (`kmedic/gc_pause.py`); the collection it defers runs at the next",
     "allocations: that is most of the audit stage at 30 % and 100 %.",
     "",
-    "At 100 % the cycle took 12.1 s before three changes, now 8.1 s. The partitions are read from",
+    "At 100 % the cycle took 12.1 s before three changes, now 8.2 s. The partitions are read from",
     "kafka-python's Metadata response objects (`kmedic.kafka_admin.describe_partitions`), not",
     "from the dicts its `describe_topics` makes of them first (admin 4.2 s before). A partition's",
     "size is taken from its leader's record, and its followers' records are read only when no",
     "leader reported it (snapshot 4.5 s before). The offline-replica check skips partitions with",
     "none (observe 0.66 s before).",
     "",
-    "Targets at 1.3 M replicas, and what was measured: a heal cycle within 3 s (8.1 s),",
-    "`decide()` within 0.3 s (0.94 s), the manager within 800 MB (4.4 GB). None is met. The",
+    "Targets at 1.3 M replicas, and what was measured: a heal cycle within 3 s (8.2 s),",
+    "`decide()` within 0.3 s (0.95 s), the manager within 800 MB (4.3 GB). None is met. The",
     "profile below shows what bounds each: Python doing one thing per partition or per replica.",
     "",
     "- admin (2.0 s): kafka-python's generated decoder reads the Metadata answer field by field",
@@ -96,18 +96,18 @@ BOUNDS = (
     "  failed-disk heal needs.",
     "- snapshot (3.6 s): 879,000 validated pydantic models (a partition and its load, for each",
     "  partition), with the sizes joined from the agents' records.",
-    "- decide (0.94 s): two thirds is the planner's index (`ClusterState`), one pass over 433,000",
+    "- decide (0.95 s): two thirds is the planner's index (`ClusterState`), one pass over 433,000",
     "  partitions and their 1.3 M replicas; the heal's own plan is a quarter of a second.",
     "- audit (1.1 s): the collection deferred from the paused stages.",
-    "- RSS (4.4 GB): the feeds' newest records (the agents' stats, with 1.3 M replica entries as",
-    "  pydantic objects, and 433,000 loads), the Admin answer, the snapshot and the index, all",
-    "  at once.",
+    "- RSS (4.3 GB): the feeds' newest records (1.7 GB: the agents' stats, with 1.3 M replica",
+    "  entries as pydantic objects, and 433,000 loads), the Admin answer, the snapshot and the",
+    "  index, all at once.",
     "",
     "What would meet them: the index kept across cycles and updated from what changed, the",
     "snapshot built without a model per partition, and the feeds' records held as columns. Each",
     "replaces the model every layer is built on: one immutable snapshot per cycle, which the",
     "gates, the planner and the audit all read. At 10 % (43,300 partitions, 130,000 replicas) a",
-    "whole cycle takes 0.84 s, and on the real local cluster (20,000 partitions) 0.70 s.",
+    "whole cycle takes 0.91 s, and on the real local cluster (20,000 partitions) 0.98 s.",
     "",
     "A quiet cycle (nothing dead, nothing over a limit) reads and builds as much as a heal's.",
     "Through the Admin API it cannot do less:",
@@ -274,8 +274,10 @@ def run_cycles(
         stats_lookback_s=600,
         request_timeout_s=120,
     )
+    rss_before_feeds = _peak_rss_mb()
     sources.agents._values = agent_views(f, now_ms)
     sources.loads._values = load_views(f, now_ms, traffic)
+    feeds_mb = _peak_rss_mb() - rss_before_feeds  # the process only grew so far: peak = now
     # A heal of the whole dead broker in one plan, as bench/bench_planner.py plans it.
     policy = Policy(
         dead_grace_ms=0, even_spread=False, max_moves_per_cycle=10_000, max_moves_per_hour=20_000
@@ -330,9 +332,14 @@ def run_cycles(
         "audit_kb": audit_bytes / 1000,
         "wall": clock.wall,
         "cpu": clock.cpu,
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mb": _peak_rss_mb(),
+        "feeds_mb": feeds_mb,
         "round_trips_ms": dict(trips.ms),
     }
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _unwatched(stage: str, call: Any) -> Any:
@@ -398,6 +405,11 @@ def table(results: list[dict[str, Any]]) -> list[str]:
         ]
         lines.append(f"| `{call}` (ms) | " + " | ".join(cells) + " |")
     lines.append("| peak RSS (MB) | " + " | ".join(f"{r['rss_mb']:.0f}" for r in results) + " |")
+    lines.append(
+        "| of which the feeds' records (MB) | "
+        + " | ".join(f"{r['feeds_mb']:.0f}" for r in results)
+        + " |"
+    )
     lines.append(
         "| decision | "
         + " | ".join(f"{r['outcome']}, {r['moves']:,} moves" for r in results)

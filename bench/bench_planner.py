@@ -16,6 +16,7 @@ Usage: ``python bench/bench_planner.py [--quick]`` (``--quick``: small shapes, n
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -32,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench_docs import write_section  # noqa: E402
 
-from kmedic.gc_pause import collector_paused, kept_to_the_end  # noqa: E402
+from kmedic.gc_pause import collector_paused  # noqa: E402
 from manager.analyzer.balance import plan_balance  # noqa: E402
 from manager.analyzer.gates import failing_gates  # noqa: E402
 from manager.analyzer.heal import plan_heal  # noqa: E402
@@ -162,8 +163,9 @@ def run_scenario(path: str, mode: str) -> dict[str, Any]:
     # Steps are timed in CPU seconds (process time): the machine may be shared; loading and
     # decide() are also timed on the wall clock.
     w0, t0 = time.perf_counter(), time.process_time()
-    with kept_to_the_end():  # as `kmedic plan` loads it
+    with collector_paused():  # as `kmedic plan` loads it (kmedic.gc_pause.kept_frozen)
         snap = load_snapshot(path)
+        gc.freeze()
     w1, t1 = time.perf_counter(), time.process_time()
     state = ClusterState(snap)
     t2 = time.process_time()

@@ -13,17 +13,19 @@ own thread, and the pause is process-wide) and the snapshot built from them. At 
 the pause halves the read and the build (docs/bench.md, "cycle").
 
 A one-shot command (``kmedic plan``, ``kmedic readiness``) keeps the snapshot it loads to
-its end: it loads it with the collector paused and then freezes what is alive (gc.freeze),
-so no later pass walks those millions of objects again. They are still freed by reference
-counting; only a reference cycle among them would stay. Never in the daemon, whose
-snapshots are replaced every cycle.
+its end: it loads it with the collector paused and then freezes what is alive (gc.freeze)
+until it is done, so no pass walks those millions of objects again meanwhile. Never in the
+daemon, whose snapshots are replaced every cycle.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -38,8 +40,14 @@ def collector_paused() -> Iterator[None]:
 
 
 @contextmanager
-def kept_to_the_end() -> Iterator[None]:
-    """Build what a one-shot command keeps until it exits, then freeze it (see above)."""
+def kept_frozen(load: Callable[[], T]) -> Iterator[T]:
+    """What a one-shot command loads and keeps (see above): loaded with the collector paused,
+    frozen for the block, and unfrozen after it, so that a command a test runs in-process
+    leaves nothing frozen."""
     with collector_paused():
-        yield
+        kept = load()
         gc.freeze()
+    try:
+        yield kept
+    finally:
+        gc.unfreeze()

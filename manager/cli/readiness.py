@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.errors import KmedicError
-from kmedic.gc_pause import collector_paused, kept_to_the_end
-from manager.analyzer.readiness import sweep
+from kmedic.gc_pause import collector_paused, kept_frozen
+from manager.analyzer.heal_time import Pace
+from manager.analyzer.readiness import Verdict, sweep
 from manager.config import ReadinessSettings
 from manager.daemon.readiness_sweep import pace_of
 from manager.executor.move_state import ExecutorConfig
+from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import load_snapshot
 
 NOT_READY_EXIT = 3
@@ -40,19 +42,16 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.snapshot) == bool(args.config):
         raise KmedicError("give one of --snapshot FILE and --config MANAGER.yaml")
     if args.snapshot:
-        with kept_to_the_end():
-            snap = load_snapshot(args.snapshot)
         # No manager here: the executor's default limits and the assumed copy rate.
         pace = pace_of(ExecutorConfig(), ReadinessSettings(), None)
+        with kept_frozen(lambda: load_snapshot(args.snapshot)) as snap:
+            verdicts = _sweep(snap, pace)
     else:
         from manager.cli.daemon import take_snapshot
         from manager.config import load_manager_config
 
         cfg = load_manager_config(args.config)
-        snap = take_snapshot(cfg, args.wait)
-        pace = pace_of(cfg.executor, cfg.readiness, None)
-    with collector_paused():  # as the daemon decides
-        verdicts = sweep(snap, pace)
+        verdicts = _sweep(take_snapshot(cfg, args.wait), pace_of(cfg.executor, cfg.readiness, None))
     if args.json:
         print(json.dumps([v.to_dict() for v in verdicts], indent=2))
     else:
@@ -61,3 +60,8 @@ def run(args: argparse.Namespace) -> int:
             for reason in v.why[1:]:
                 print(f"    {reason.message}")
     return 0 if all(v.healable for v in verdicts) else NOT_READY_EXIT
+
+
+def _sweep(snap: Snapshot, pace: Pace) -> list[Verdict]:
+    with collector_paused():  # as the daemon decides
+        return sweep(snap, pace)

@@ -13,7 +13,7 @@ from manager_fakes import Rig
 
 import manager.daemon.deciding as deciding
 import manager.daemon.observation as observation
-from kmedic.gc_pause import collector_paused, kept_to_the_end
+from kmedic.gc_pause import collector_paused, kept_frozen
 from manager.model import snapshot_file
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
@@ -105,13 +105,16 @@ def test_a_snapshot_loads_with_the_collector_paused(monkeypatch: pytest.MonkeyPa
     assert gc.isenabled()
 
 
-def test_what_a_command_keeps_to_its_end_is_frozen_and_the_collector_restored() -> None:
+def test_what_a_command_keeps_is_frozen_for_its_block_and_unfrozen_after() -> None:
     before = gc.get_freeze_count()
-    try:
-        with kept_to_the_end():
-            assert not gc.isenabled()
-            kept = [[i] for i in range(1000)]
+    seen: list[bool] = []
+
+    def load() -> list[list[int]]:
+        seen.append(gc.isenabled())
+        return [[i] for i in range(1000)]
+
+    with kept_frozen(load) as kept:
         assert gc.get_freeze_count() >= before + len(kept)
         assert gc.isenabled()
-    finally:
-        gc.unfreeze()
+    assert seen == [False]
+    assert gc.get_freeze_count() == 0

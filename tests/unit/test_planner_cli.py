@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -81,3 +82,11 @@ def test_capacity_lines_say_where_each_figure_came_from() -> None:
     assert capacity_lines(snap)[0] == (
         f"capacity: broker {first.id}: network 1250 MB/s (agent: eth0), disk 2000 GB (log dirs)"
     )
+
+
+def test_a_plan_run_in_process_leaves_nothing_frozen_and_the_collector_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["plan", "--snapshot", str(EXAMPLES / "dead-broker.json")]) == 0
+    capsys.readouterr()
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
