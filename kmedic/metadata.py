@@ -60,8 +60,8 @@ def parse_nodes(cluster: dict[str, Any]) -> dict[int, BrokerNode]:
 
 
 def partitions_of(response: Any) -> list[PartitionInfo]:
-    """The partitions of a Metadata response (kafka-python's object, as decoded): the same
-    records as ``parse_topics`` makes from its dicts, without the dicts."""
+    """The partitions of a Metadata response, read from kafka-python's decoded object (not
+    from the dicts its ``describe_topics`` would make of it: kmedic.kafka_admin)."""
     out: list[PartitionInfo] = []
     add = out.append
     for t in response.topics:
