@@ -62,8 +62,8 @@ from manager.monitor.sources import ClusterSources  # noqa: E402
 
 SCALES = (0.1, 0.3, 1.0)
 REAL_PARTITIONS = 20_000
-# Six brokers carry a fifth of the fleet's brokers' replicas each: the loads scaled so that
-# the broker left in the dead one's rack can take its share without passing its limits.
+# Each of the six brokers carries twice a fleet broker's replicas: the loads scaled so that
+# the broker left in the dead one's rack can take all of its share within its limits.
 REAL_TRAFFIC = 0.25
 QUICK_SCALES = (0.01,)
 CYCLES = 3
@@ -447,7 +447,10 @@ def render(
             "on 3 racks and one controller, the same mix of topics at RF 3 placed by Kafka, no",
             f"data; broker {real['dead']} SIGKILLed and fenced before the cycles (setup: start "
             f"{setup['start']:.0f} s, topics created {setup['create']:.0f} s, all led "
-            f"{setup['led']:.0f} s, fenced {setup['fenced']:.0f} s).",
+            f"{setup['led']:.0f} s, fenced {setup['fenced']:.0f} s). The loads the feeds hold",
+            f"are {REAL_TRAFFIC:.0%} of the fleet's per partition: each of the six brokers holds",
+            "twice a fleet broker's replicas, and the one left in the dead broker's rack takes",
+            "all of its share.",
             "",
             *table([real]),
         ]
