@@ -105,6 +105,7 @@ class Pipeline:
             "cluster": self.cluster_name,
             **self._kafka("bootstrap", "manager"),
             "zookeeper": {"zk_connect": self.cluster.zk_connect, "session_timeout_s": 6},
+            "mode": "act",  # the demo and the tests show kmedic acting (an install observes)
             "interval_s": 3,
             "snapshot_path": str(self.workdir / "snapshot.json"),
             "audit": {"spool_dir": str(self.workdir / "audit-spool")},

@@ -94,10 +94,11 @@ class ManagerConfig(_Settings):
     zookeeper: CoordinationConfig
     instance_id: str | None = Field(default=None, description="default: host-pid")
     mode: Mode = Field(
-        default="act",
-        description="act, or observe: decide, audit would_act with the full plan and alert, "
-        "but write nothing to the cluster. `kmedic mode act|observe` switches every instance "
-        "at run time (ZooKeeper), overriding this",
+        default="observe",
+        description="observe (the default: a new install acts on nothing), or act. Observe "
+        "decides, audits would_act with the full plan and alerts, but writes nothing to the "
+        "cluster. `kmedic mode act|observe` switches every instance at run time (ZooKeeper), "
+        "overriding this",
     )
     interval_s: float = Field(default=30.0, gt=0, description="seconds between cycles")
     stats_lookback_s: float = Field(

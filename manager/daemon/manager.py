@@ -262,6 +262,9 @@ class Manager:
         if self._writing():  # observe mode writes nothing: no adopted move, no throttle removed
             self.keeper.lead(state.plan)
             self.moves.observe()  # before any wait below: a plan that just ended says so
+        elif mode == "observe" and self.executor.active():
+            self.keeper.leave_to_kafka()
+            self.moves.forget()  # left, not done: no "plan done" record
         snap, stale = self.view.settle(snap, lambda: self._snapshot(state), self.clock.monotonic())
         if stale is not None:
             return CycleOutcome("wait", f"wait: {stale}")

@@ -102,6 +102,40 @@ class PlanKeeper:
         self.step()
         return CycleOutcome.of(decision)
 
+    def leave_to_kafka(self) -> None:
+        """Observe mode entered while moves of a plan are active: nothing steps the executor
+        now, so its view of them would only go stale (and hold every later cycle on "kmedic's
+        own reassignments"). The moves Kafka runs are left to it: the stored plan keeps them,
+        and the throttles kmedic owns, so that acting again adopts them (completes what
+        finished, removes what no move needs); the moves not yet started are dropped, not
+        started later from an old view. Nothing is written to the cluster."""
+        active = self.executor.active()
+        if not active:
+            return
+        running = [s for s in active if s.status == "in_flight"]
+        owned = self.executor.owned_throttles()
+        stored = self.plan
+        if stored is not None:
+            kept = synced(stored.plan, {s.move.tp for s in running}, owned)
+            if kept is not None:
+                try:
+                    self.plan = self.coordinator.plans.write(kept, stored.version)
+                except FencedError:
+                    self.drop_moves.set()
+                except KmedicError as exc:
+                    log.warning("plan_sync_failed", error=str(exc))
+        self.executor.forget_moves()
+        self.adopt.set()  # acting again starts from the stored plan, as after a failover
+        dropped = len(active) - len(running)
+        self.trail.record(
+            "decision",
+            f"observe mode: {len(running)} moves left to Kafka to finish, {dropped} not yet "
+            "started dropped; kmedic starts no move and removes no throttle until it acts again",
+            reasons=["mode: observe"],
+            partitions=[s.move.key for s in running],
+            details={"left_to_kafka": len(running), "dropped": dropped},
+        )
+
     def step(self) -> None:
         try:
             self.executor.step()

@@ -388,6 +388,7 @@ class Rig:
                 "cluster": "c",
                 "bootstrap": "unused:9092",
                 "zookeeper": {"zk_connect": "unused:2181"},
+                "mode": "act",
                 "policy": {"min_valid_load_fraction": 0.0, **policy},
                 "audit": {"spool_dir": str(tmp / "spool")},
             }

@@ -20,6 +20,15 @@ def test_the_example_config_loads() -> None:
     assert cfg.capacity.disk_bytes is None
 
 
+def test_a_new_install_observes(tmp_path: Path) -> None:
+    """Issue 39.8: the shipped example and a config with no ``mode`` start in observe mode:
+    copying the example and starting the unit, as docs/operations.md says, acts on nothing."""
+    assert load_manager_config(EXAMPLE).mode == "observe"
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("cluster: c\nbootstrap: a:9092\nzookeeper: {zk_connect: z:2181}\n")
+    assert load_manager_config(bare).mode == "observe"
+
+
 def test_environment_overrides_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KMEDIC_MANAGER__POLICY__DEAD_GRACE_MS", "1234")
     assert load_manager_config(EXAMPLE).policy.dead_grace_ms == 1234

@@ -88,3 +88,58 @@ def test_a_refusal_under_observe_mode_still_alerts(rig: Rig) -> None:
     rig.manager.cycle()
     raised = {r.reasons[0] for r in rig.sink.records if r.kind == "alert_raised"}
     assert "refused:too_many_dead_brokers" in raised
+
+
+def test_observe_entered_mid_plan_leaves_the_moves_to_kafka_and_keeps_deciding(
+    tmp_path: Path,
+) -> None:
+    """Issue 39.1: a heal acts, the mode switches to observe, Kafka finishes the moves. The
+    planner must not wait forever for moves nothing steps: once Kafka no longer lists them the
+    cycles judge the cluster again (a new death is a would_act, not 'waiting for kmedic's own
+    reassignments'), and no throttle is removed while observing."""
+    rig = Rig(tmp_path)  # act
+    rig.sources.dead = {4}
+    assert rig.manager.cycle().kind == "act"
+    moved = {m.tp: m.target for m in rig.executor.submitted}
+    assert sorted(moved) == DEAD_BROKERS_PARTITIONS and rig.executor.in_flight()
+    owned = rig.executor.owned_throttles()
+    assert owned.rates
+    rig.coordinator.mode = ModeRecord(mode="observe", by="ops@host", why="look first")
+    rig.sources.replicas.update(moved)  # Kafka finished the moves; nothing stepped them
+    sentences = [rig.manager.cycle().sentence for _ in range(3)]
+    # The switching cycle read its snapshot before it knew the mode; the next ones are free.
+    assert not any("kmedic's own reassignments" in s for s in sentences[1:]), sentences
+    assert sentences[-1] == "noop: dead brokers 4 hold no replicas; every live broker is within limits"
+    left = [s for s in rig.summaries() if "left to Kafka" in s]
+    assert len(left) == 1, rig.summaries()  # told once
+    assert rig.executor.released == []  # observe removes no throttle
+    rig.sources.dead = {3, 4}  # a new loss while observing: decided, not frozen
+    outcome = rig.manager.cycle()
+    assert "would act (observe mode)" in outcome.sentence or outcome.kind == "refuse", outcome
+    assert rig.executor.steps == 1  # only the act cycle stepped
+
+
+def test_act_after_observe_completes_the_left_moves_and_releases_their_throttles(
+    tmp_path: Path,
+) -> None:
+    """Back to act: the moves left to Kafka are adopted from the stored plan (done, so they
+    complete), the moves never started are not started from the old plan, and the throttles
+    are released once nothing needs them."""
+    rig = Rig(tmp_path)
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    moved = {m.tp: m.target for m in rig.executor.submitted}
+    rig.coordinator.mode = ModeRecord(mode="observe", by="ops@host")
+    rig.manager.cycle()
+    stored = rig.coordinator.stored
+    assert stored is not None and {m.tp for m in stored.plan.moves} == set(moved)
+    rig.sources.replicas.update(moved)
+    rig.coordinator.mode = ModeRecord(mode="act", by="ops@host")
+    rig.executor.complete_all()
+    for _ in range(3):
+        rig.manager.cycle()
+    assert rig.executor.owned_throttles() == type(rig.executor.owned)()
+    completed = [r for r in rig.sink.records if r.kind == "action_completed"]
+    assert len(completed) == len(moved)  # audited once each, by the act cycle that adopted them
+    stored = rig.coordinator.stored
+    assert stored is not None and stored.plan.moves == ()
