@@ -109,7 +109,8 @@ def test_observe_entered_mid_plan_leaves_the_moves_to_kafka_and_keeps_deciding(
     sentences = [rig.manager.cycle().sentence for _ in range(3)]
     # The switching cycle read its snapshot before it knew the mode; the next ones are free.
     assert not any("kmedic's own reassignments" in s for s in sentences[1:]), sentences
-    assert sentences[-1] == "noop: dead brokers 4 hold no replicas; every live broker is within limits"
+    at_rest = "noop: dead brokers 4 hold no replicas; every live broker is within limits"
+    assert sentences[-1] == at_rest
     left = [s for s in rig.summaries() if "left to Kafka" in s]
     assert len(left) == 1, rig.summaries()  # told once
     assert rig.executor.released == []  # observe removes no throttle
