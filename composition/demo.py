@@ -81,16 +81,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         for broker_id in cluster.broker_ids:
             story.say(f"broker {broker_id} up on rack {cluster.rack(broker_id)}")
-        run_story(cluster, story, pipeline)
+        paged = run_story(cluster, story, pipeline)
     finally:
         story.step("stop everything")
         pipeline.stop()
         cluster.stop()
         story.say(f"all processes stopped; logs stay in {workdir}")
-    return 0
+    return demo_exit_code(paged)
 
 
-def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
+# The demo's point is a heal that pages nobody: a page is its failure, not a line to skim.
+PAGED_EXIT = 3
+
+
+def demo_exit_code(paged: list[AuditRecord]) -> int:
+    """0 when nothing paged from the kill to the end, else ``PAGED_EXIT``."""
+    return PAGED_EXIT if paged else 0
+
+
+def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> list[AuditRecord]:
+    """The story; returns the alerts raised from the kill to the end (none, when it goes well)."""
     conf = confluent_conf(cluster.client, {"logger": logging.getLogger(f"{__name__}.rdkafka")})
     admin = AdminClient(conf)
     story.step("create topics and start steady traffic")
@@ -112,12 +122,15 @@ def run_story(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
         show_loads(cluster, story, pipeline)
         follower = start_manager(cluster, story, pipeline)
         killed_ms = heal(cluster, story, pipeline, admin, follower)
-        settle(story, pipeline, admin, follower, killed_ms)
+        paged = settle(story, pipeline, admin, follower, killed_ms)
         story.say(f"traffic: {traffic.sent_records} records sent, {traffic.failed_records} failed")
     story.step("the audit log (kmedic actions tail), decisions, actions and alerts in order")
     for kind, summary, repeats in collapse(follower.records):
         times = f"  (x{repeats}, one per cycle)" if repeats > 1 else ""
         story.say(f"  {kind:<17} {summary}{times}")
+    if paged:
+        story.say(f"the demo failed: {len(paged)} alerts raised after the kill (exit {PAGED_EXIT})")
+    return paged
 
 
 def show_agents(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> None:
@@ -236,9 +249,9 @@ def settle(
     admin: AdminClient,
     follower: AuditFollower,
     killed_ms: int,
-) -> None:
+) -> list[AuditRecord]:
     """Follow kmedic's whole plan - its own topics too - to its end, then quiet cycles, and
-    say whether anything paged from the kill to the end."""
+    say whether anything paged from the kill to the end (returned: the alerts raised)."""
     story.step(f"the rest of the plan (kmedic's own topics), then {QUIET_CYCLES} quiet cycles")
 
     def quiet() -> bool:
@@ -265,6 +278,7 @@ def settle(
         )
     else:
         story.say("nothing paged: no alert was raised from the kill to the end")
+    return raised
 
 
 def plan_over(records: list[AuditRecord], quiet_cycles: int) -> bool:

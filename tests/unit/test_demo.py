@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from composition.demo import collapse, plan_over
+from composition.demo import PAGED_EXIT, collapse, demo_exit_code, plan_over
 from composition.demo_views import describe
 from manager.audit.log import AuditRecord
 from manager.monitor.feeds import FeedStatus
@@ -54,3 +54,10 @@ def test_the_story_ends_once_every_move_ended_and_quiet_cycles_followed() -> Non
     assert not plan_over(done, 2)
     assert plan_over([*done, rec("decision", "noop: b")], 2)
     assert not plan_over([*done, rec("decision", "refuse: ..."), rec("decision", "wait: x")], 2)
+
+
+def test_the_demo_fails_when_anything_paged() -> None:
+    """Issue 39.5: a page after the kill is the demo's failure, not a line that exits 0."""
+    alert = AuditRecord(cluster="c", instance="i", epoch=1, kind="alert_raised", summary="x")  # type: ignore[arg-type]
+    assert demo_exit_code([]) == 0
+    assert demo_exit_code([alert]) == PAGED_EXIT != 0
