@@ -20,13 +20,19 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from kmedic import yaml_strict
 from kmedic.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def _apply_env(data: dict[str, Any], prefix: str, env: Mapping[str, str]) -> dict[str, Any]:
+def _apply_env(
+    data: dict[str, Any], prefix: str, env: Mapping[str, str]
+) -> dict[tuple[str, ...], str]:
+    """Apply the overrides to ``data`` in place; returns each overridden key path with the
+    variable that set it, so that an error in its value names the variable, not the file."""
     marker = f"{prefix}__"
+    applied: dict[tuple[str, ...], str] = {}
     for key, raw in env.items():
         if not key.startswith(marker):
             continue
@@ -41,22 +47,38 @@ def _apply_env(data: dict[str, Any], prefix: str, env: Mapping[str, str]) -> dic
                 node[part] = child
             node = child
         node[path[-1]] = yaml.safe_load(raw) if raw != "" else ""
-    return data
+        applied[tuple(path)] = key
+    return applied
 
 
 def describe_validation_error(
-    exc: ValidationError, source: str, model: type[BaseModel] | None = None
+    exc: ValidationError,
+    source: str,
+    model: type[BaseModel] | None = None,
+    overrides: Mapping[tuple[str, ...], str] | None = None,
 ) -> str:
     """One line per problem, each naming the field path; an unknown key also names the keys
-    allowed there (and the likeliest one meant) when ``model`` is given."""
+    allowed there (and the likeliest one meant) when ``model`` is given. A field set (or
+    reached) through an environment override names that variable as its source."""
     lines = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
         msg = err["msg"]
         if err["type"] == "extra_forbidden" and model is not None:
             msg = _unknown_key(model, err["loc"])
-        lines.append(f"{source}: {where}: {msg}")
+        variable = _override_of(err["loc"], overrides or {})
+        said = f"{variable} (environment, overriding {source})" if variable else source
+        lines.append(f"{said}: {where}: {msg}")
     return "\n".join(lines)
+
+
+def _override_of(loc: tuple[int | str, ...], overrides: Mapping[tuple[str, ...], str]) -> str:
+    """The variable whose override set ``loc`` or a section holding it ('' for none)."""
+    path = tuple(str(p) for p in loc)
+    for length in range(len(path), 0, -1):
+        if (variable := overrides.get(path[:length])) is not None:
+            return variable
+    return ""
 
 
 def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
@@ -127,11 +149,17 @@ def load_config(
     if path is not None:
         source = str(path)
         try:
-            text = Path(path).read_text()
+            text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}: not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x})"
+            ) from exc
         try:
-            loaded = yaml.safe_load(text)
+            loaded = yaml_strict.load(text)
+        except yaml_strict.DuplicateKeyError as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
         if loaded is None:
@@ -147,8 +175,8 @@ def load_config(
                 f"{path}: {', '.join(clear)}: a password in clear in a config file; use a "
                 "password_file or the environment, or set password_in_config: true beside it"
             )
-    data = _apply_env(data, env_prefix, os.environ if env is None else env)
+    overrides = _apply_env(data, env_prefix, os.environ if env is None else env)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, source, model)) from exc
+        raise ConfigError(describe_validation_error(exc, source, model, overrides)) from exc

@@ -24,6 +24,7 @@ import bcrypt
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kmedic import yaml_strict
 from kmedic.config import describe_validation_error
 from kmedic.errors import ConfigError
 
@@ -85,9 +86,13 @@ class WebConfig(BaseModel):
 def load_web_config(path: Path) -> WebConfig:
     """The web-config file at ``path``, or a ConfigError naming the file and the field."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yaml_strict.load(path.read_text(encoding="utf-8")) or {}
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the web config: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: the web config is not UTF-8 text") from exc
+    except yaml_strict.DuplicateKeyError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
