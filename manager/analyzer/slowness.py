@@ -8,6 +8,10 @@ when one of those figures is above the floor, above ``own_factor`` x the broker'
 other live brokers' newest figures. Each slow sample adds ``rise`` to the score, each other
 one takes ``decay`` off; each sample is counted once, however many cycles see it.
 
+A broker back from a restart or a fencing (``Broker.returned_at_ms``) warms up: the samples of
+its first ``warm_up_ms`` are neither slow nor part of its history (cold page cache, its
+replicas catching up), so a restart never demotes a broker.
+
 The states: ``slow`` from ``slow_score`` on (the planner demotes it), until the score is back
 to 0; then ``recovering``; ``recover_ms`` later ``returning`` (the planner gives it its share
 of leadership back), and ``ok`` once it leads that share (or ``recover_ms`` after that, when
@@ -161,7 +165,9 @@ def judge(
     out, changes = dict(tracks), []
     for b in live:
         track = out.get(b.id, Track(since_ms=now_ms))
-        if b.latency is not None and b.latency.sampled_at_ms != track.last_sample_ms:
+        if b.latency is not None and warming_up(b, policy):
+            track = replace(track, last_sample_ms=b.latency.sampled_at_ms)
+        elif b.latency is not None and b.latency.sampled_at_ms != track.last_sample_ms:
             peers = [
                 [v for o, fs in figures.items() if o != b.id and (v := fs[i]) is not None]
                 for i in range(len(FIGURES))
@@ -174,6 +180,14 @@ def judge(
         out[b.id] = track
     brokers = tuple(_with_slowness(b, out.get(b.id)) for b in snap.brokers)
     return out, snap.model_copy(update={"brokers": brokers}), changes
+
+
+def warming_up(broker: Broker, policy: SlowBrokerPolicy) -> bool:
+    """Its newest sample was taken within ``warm_up_ms`` of its return from a restart."""
+    back, latency = broker.returned_at_ms, broker.latency
+    return (
+        back is not None and latency is not None and latency.sampled_at_ms < back + policy.warm_up_ms
+    )
 
 
 def _with_slowness(broker: Broker, track: Track | None) -> Broker:

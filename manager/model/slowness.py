@@ -65,6 +65,12 @@ class SlowBrokerPolicy(_Frozen):
         ge=0,
         description="leadership returns once the score has been 0 this long",
     )
+    warm_up_ms: int = Field(
+        default=300_000,
+        ge=0,
+        description="a broker back from a restart (or a fencing) is not scored on the samples "
+        "of its first this-many ms: cold caches and its followers' catch-up are not slowness",
+    )
     max_slow_fraction: float = Field(
         default=0.1,
         ge=0,

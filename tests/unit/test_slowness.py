@@ -149,3 +149,26 @@ def test_a_broker_as_fast_as_its_peers_is_never_slow(probes: list[float]) -> Non
     # Every broker has the same figure each sample: none stands out from its peers.
     cycles = _run([dict.fromkeys((1, 2, 3), ms) for ms in probes])
     assert all(_state(s, b) == ("ok", 0.0) for s, _ in cycles for b in (1, 2, 3))
+
+
+def test_a_broker_back_from_a_restart_is_not_scored_while_it_warms_up() -> None:
+    """Issue 39.7: the first samples after a restart (cold caches, catch-up) are neither slow
+    nor history; past ``warm_up_ms`` the same figures are judged as usual."""
+    policy = {**POLICY, "warm_up_ms": 20_000}
+    tracks: dict[int, Track] = {}
+    back = NOW + 2 * S
+    states = []
+    for i in range(16):
+        at = NOW + i * S
+        snap = _snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 400.0 if i >= 2 else 2.0}, at, policy)
+        if i >= 2:  # broker 4 returned at ``back``: its replicas catching up, its probes slow
+            brokers = tuple(
+                b.model_copy(update={"returned_at_ms": back}) if b.id == 4 else b
+                for b in snap.brokers
+            )
+            snap = snap.model_copy(update={"brokers": brokers})
+        tracks, judged, _ = judge(tracks, snap, at)
+        states.append(_state(judged, 4))
+    warm = [s for i, s in enumerate(states) if 2 <= i and NOW + i * S < back + 20_000]
+    assert warm and all(s == ("ok", 0.0) for s in warm)  # ten samples, no score at all
+    assert states[-1][0] == "slow"  # still slow after its warm-up: judged as any other
