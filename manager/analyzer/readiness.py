@@ -5,6 +5,15 @@ through the real gates and planner (``decide``), as the leading manager would on
 
 A scenario is *healable* when the decision is a full heal (or nothing needs copying); else the
 verdict says why: a refusal's reasons, or a partial heal's partitions left unhealed with theirs.
+A loss that is not healable is one of two things, and only the first is a risk to alert on:
+
+- *at risk*: kmedic could not heal it - no placement keeps the constraints (an isolation group
+  without a spare broker, too few racks, capacity), or no live replica is left;
+- *left to an operator*: kmedic would, by its policy, leave it to a human - more brokers at
+  once than ``max_dead_brokers`` lets it heal, a domain in maintenance, a budget - or cannot
+  judge it now because the cluster is already in an incident (a broker already dead or
+  waiting, unexplained under-replication, a foreign reassignment, no quorum leader). Reported,
+  never alerted: the incident has alerts of its own, and a policy is a decision, not a risk.
 The bytes to copy are the heal's; the busiest survivor is by network use after the heal; the
 time from the loss to fully replicated is estimated by manager.analyzer.heal_time.
 """
@@ -20,9 +29,15 @@ from manager.analyzer.planner import decide
 from manager.model.decision import Decision, Reason
 from manager.model.plan_progress import duration
 from manager.model.racks import location_of
+from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Partition, Snapshot, Topic
 
 ScenarioKind = Literal["broker", "rack", "domain"]
+Standing = Literal["healable", "left_to_operator", "at_risk"]
+
+# The reasons that say kmedic could not heal the loss. Every other reason a scenario can be
+# refused or held for is its policy or the cluster's present state (see the module's words).
+RISK_CODES: frozenset[ReasonCode] = frozenset({"plan_violates_constraints", "no_live_replica"})
 
 ASSUMED_MOVE_BYTES_PER_S = 20e6  # per move, until this manager has measured a plan's rate
 ASSUMED_PACE = Pace(ASSUMED_MOVE_BYTES_PER_S, rate_measured=False)
@@ -47,6 +62,16 @@ class Verdict:
     busiest_after: tuple[int, float] | None  # (broker, network utilisation) after the heal
     heal_s: float | None = None  # estimated loss to fully replicated; None: nothing is healed
 
+    @property
+    def standing(self) -> Standing:
+        if self.healable:
+            return "healable"
+        return "at_risk" if any(r.code in RISK_CODES for r in self.why) else "left_to_operator"
+
+    @property
+    def at_risk(self) -> bool:
+        return self.standing == "at_risk"
+
     def to_dict(self) -> dict[str, Any]:
         """As `kmedic readiness --json` prints it and the audit log records it."""
         busiest = self.busiest_after
@@ -55,6 +80,7 @@ class Verdict:
             "name": self.scenario.name,
             "brokers": list(self.scenario.brokers),
             "healable": self.healable,
+            "standing": self.standing,
             "outcome": self.outcome,
             "summary": self.summary,
             "sentence": self.sentence(),
@@ -80,6 +106,8 @@ class Verdict:
             )
         first = self.why[0].message if self.why else self.summary
         more = f" (+{len(self.why) - 1} more)" if len(self.why) > 1 else ""
+        if not self.at_risk:
+            return f"{lost}: left to an operator by policy: {first}{more}"
         return f"{lost}: NOT healable: {first}{more}"
 
 
@@ -145,7 +173,8 @@ def verdict(
     decision = plan(dead)
     full_heal = decision.outcome == "act" and decision.kind == "heal" and not decision.unhealed
     nothing_to_do = decision.outcome == "noop"
-    why = decision.unhealed or (decision.reasons if decision.outcome == "refuse" else ())
+    held = decision.outcome in ("refuse", "wait")
+    why = decision.unhealed or (decision.reasons if held else ())
     after = decision.loads_after
     busiest = max(after.items(), key=lambda kv: kv[1].network_util, default=None)
     return Verdict(

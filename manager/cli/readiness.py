@@ -1,7 +1,9 @@
 """`kmedic readiness`: would kmedic heal the loss of each broker, and of each rack, today?
 From a saved snapshot (``--snapshot FILE``, no cluster needed) or the live cluster
 (``--config``, as `kmedic snapshot` reads it); manager/analyzer/readiness.py decides.
-Exits 0 when every scenario is healable, 3 when one is not, 1 on bad input."""
+Exits 3 when a loss is at risk (kmedic could not heal it: no placement, no live replica), 0
+when every loss is healable or left to an operator by policy (more dead at once than
+max_dead_brokers, maintenance, a budget), 1 on bad input."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ NOT_READY_EXIT = 3
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "readiness",
-        help="would kmedic heal the loss of each broker and each rack? (exit 3: not all)",
+        help="would kmedic heal the loss of each broker and each rack? (exit 3: one at risk)",
         description=__doc__,
     )
     p.add_argument("--snapshot", metavar="FILE", help="a saved snapshot (kmedic snapshot)")
@@ -59,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
             print(v.sentence())
             for reason in v.why[1:]:
                 print(f"    {reason.message}")
-    return 0 if all(v.healable for v in verdicts) else NOT_READY_EXIT
+    return NOT_READY_EXIT if any(v.at_risk for v in verdicts) else 0
 
 
 def _sweep(snap: Snapshot, pace: Pace) -> list[Verdict]:

@@ -185,10 +185,16 @@ def pace_of(executor: ExecutorConfig, settings: ReadinessSettings, measured: flo
 
 
 def summary(verdicts: tuple[Verdict, ...]) -> str:
-    """'readiness: 6 of 9 losses healable; not: rack /r1 (…), broker 3 (…)'."""
-    bad = [v for v in verdicts if not v.healable]
-    head = f"readiness: {len(verdicts) - len(bad)} of {len(verdicts)} losses healable"
-    if not bad:
+    """'readiness: 6 of 9 losses healable, 2 at risk, 1 left to an operator; <each sentence>'
+    (the losses at risk first)."""
+    risky = [v for v in verdicts if v.at_risk]
+    human = [v for v in verdicts if not v.healable and not v.at_risk]
+    healable = len(verdicts) - len(risky) - len(human)
+    head = f"readiness: {healable} of {len(verdicts)} losses healable"
+    if risky:
+        head += f", {len(risky)} at risk"
+    if human:
+        head += f", {len(human)} left to an operator by policy"
+    if not risky and not human:
         return head
-    named = "; ".join(v.sentence() for v in bad)
-    return f"{head}; {named}"
+    return f"{head}; " + "; ".join(v.sentence() for v in (*risky, *human))

@@ -34,7 +34,7 @@ class SafetyMetrics:
         self.unhealable = Gauge(
             "kmedic_readiness_unhealable",
             "Losses (of one broker, rack or failure domain) the last readiness sweep found "
-            "kmedic could not fully heal, by scenario kind",
+            "kmedic could not fully heal (no placement, no live replica), by scenario kind",
             [*c, "scenario"],
             registry=r,
         )
@@ -42,6 +42,14 @@ class SafetyMetrics:
             "kmedic_readiness_unhealable_loss",
             "For each loss kmedic could not fully heal: the partitions its heal would leave "
             "under-replicated (1 for a refusal), and the first reason's code",
+            [*c, "scenario", "name", "reason"],
+            registry=r,
+        )
+        self.left_to_operator = Gauge(
+            "kmedic_readiness_left_to_operator",
+            "For each loss kmedic would, by its policy (max_dead_brokers, maintenance, a "
+            "budget) or the cluster's present incident, leave to a human: 1, with the first "
+            "reason's code. Reported, not alerted",
             [*c, "scenario", "name", "reason"],
             registry=r,
         )
@@ -89,12 +97,18 @@ class SafetyMetrics:
 
     def observe_readiness(self, verdicts: Iterable[Verdict], at_s: float) -> None:
         self.unhealable_loss.clear()
+        self.left_to_operator.clear()
         counts = dict.fromkeys(SCENARIO_KINDS, 0)
         most, longest = 0, 0.0
         for v in verdicts:
             most = max(most, v.bytes_to_copy)
             longest = max(longest, v.heal_s or 0.0)
             if v.healable:
+                continue
+            if not v.at_risk:
+                reason = v.why[0].code if v.why else v.outcome
+                labels = (self.cluster, v.scenario.kind, v.scenario.name, reason)
+                self.left_to_operator.labels(*labels).set(1)
                 continue
             counts[v.scenario.kind] += 1
             left = len(v.why) if v.outcome == "act" else 1  # a partial heal, or a refusal

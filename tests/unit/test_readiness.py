@@ -97,17 +97,17 @@ def test_readiness_reads_a_saved_snapshot(
     path = tmp_path / "snap.json"
     path.write_text(snap.model_dump_json())
     code, out, _ = kmedic_in_process(capsys, "readiness", "--snapshot", str(path), "--json")
-    assert code == 3  # the racks cannot be healed
+    assert code == 0  # the racks are left to an operator by policy: no risk kmedic could fix
     table = json.loads(out)
-    assert [(r["scenario"], r["name"], r["healable"]) for r in table] == [
-        *[("broker", str(b), True) for b in RACKS],
-        *[("rack", r, False) for r in ("/r1", "/r2", "/r3")],
+    assert [(r["scenario"], r["name"], r["healable"], r["standing"]) for r in table] == [
+        *[("broker", str(b), True, "healable") for b in RACKS],
+        *[("rack", r, False, "left_to_operator") for r in ("/r1", "/r2", "/r3")],
     ]
     # Brokers' losses have an estimate (the defaults: assumed rate, default limits); refused
     # racks none.
     assert [r["heal_s"] for r in table] == [651.0] * 6 + [None] * 3
     code, out, _ = kmedic_in_process(capsys, "readiness", "--snapshot", str(path))
-    assert "losing rack /r1 (brokers [1, 2]): NOT healable: " in out
+    assert "losing rack /r1 (brokers [1, 2]): left to an operator by policy: 2 of 6" in out
     code, _, err = kmedic_in_process(capsys, "readiness")
     assert code == 1 and "give one of --snapshot FILE and --config" in err
 
@@ -119,3 +119,36 @@ def test_a_heal_switched_off_by_its_policy_switch_is_not_healable() -> None:
     assert not v.healable
     assert v.moves == 2  # the heal it would run, kept from the cluster
     assert "heal_dead_brokers" in v.summary, v.summary
+
+
+def test_policy_refusals_are_left_to_an_operator_and_placement_failures_are_at_risk() -> None:
+    """Issue 39.4: a rack larger than max_dead_brokers is refused by policy (a human decides):
+    reported, not a risk; a loss no placement can heal is. A snapshot already holding a dead
+    broker (an incident) makes every scenario a policy refusal, never a risk."""
+    snap = cluster(policy={"max_dead_brokers": 1})
+    rack = verdict(snap, Scenario("rack", "/r1", (1, 2)))
+    assert rack.standing == "left_to_operator" and not rack.at_risk
+    assert rack.sentence().startswith("losing rack /r1 (brokers [1, 2]): left to an operator")
+    during = killed(cluster(), (1,))
+    assert all(
+        verdict(during, s).standing in ("healable", "left_to_operator")
+        for s in scenarios(during)
+    )
+    squeezed = cluster(policy={"enforce_min_racks": True, "min_racks": 3})
+    at_risk = [v for v in sweep(squeezed) if v.at_risk]
+    assert at_risk and all(
+        any(r.code in ("plan_violates_constraints", "no_live_replica") for r in v.why)
+        for v in at_risk
+    )
+
+
+def test_the_shipped_healthy_example_is_ready_without_a_risk(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 39.4, as tried: 6 brokers on 3 racks with the default policy. Each rack is more
+    than max_dead_brokers lets die at once: left to an operator, exit 0, nothing to alert."""
+    example = Path(__file__).resolve().parents[2] / "configs" / "examples" / "healthy.json"
+    code, out, _ = kmedic_in_process(capsys, "readiness", "--snapshot", str(example), "--json")
+    assert code == 0
+    standings = [r["standing"] for r in json.loads(out)]
+    assert standings == ["healable"] * 6 + ["left_to_operator"] * 3

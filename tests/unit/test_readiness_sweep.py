@@ -58,19 +58,16 @@ def test_a_sweep_is_audited_once_and_again_only_when_it_changes(rig: Rig) -> Non
     sweep.sweep(strict)
     sweep.report(strict)
     changed = records(rig)[-1]
-    assert changed.startswith("readiness: 6 of 9 losses healable; losing rack /r1 (brokers [1, 2])")
-    assert gauge(rig, "kmedic_readiness_unhealable", scenario="rack") == 3
-    assert gauge(rig, "kmedic_readiness_unhealable", scenario="broker") == 0
-    assert (
-        gauge(
-            rig,
-            "kmedic_readiness_unhealable_loss",
-            scenario="rack",
-            name="/r1",
-            reason="too_many_dead_brokers",
-        )
-        == 1
+    assert changed.startswith(
+        "readiness: 6 of 9 losses healable, 3 left to an operator by policy; losing rack /r1 "
+        "(brokers [1, 2]): left to an operator by policy"
     )
+    # Issue 39.4: a policy refusal is reported (its own gauge), never the alerted series.
+    assert gauge(rig, "kmedic_readiness_unhealable", scenario="rack") == 0
+    assert gauge(rig, "kmedic_readiness_unhealable", scenario="broker") == 0
+    labels = {"scenario": "rack", "name": "/r1", "reason": "too_many_dead_brokers"}
+    assert gauge(rig, "kmedic_readiness_unhealable_loss", **labels) is None
+    assert gauge(rig, "kmedic_readiness_left_to_operator", **labels) == 1
     assert gauge(rig, "kmedic_readiness_max_heal_bytes") == 2_000_000_000
     page = rig.manager.status()["readiness"]
     assert page["summary"] == changed
