@@ -185,9 +185,9 @@ def judge(
 def warming_up(broker: Broker, policy: SlowBrokerPolicy) -> bool:
     """Its newest sample was taken within ``warm_up_ms`` of its return from a restart."""
     back, latency = broker.returned_at_ms, broker.latency
-    return (
-        back is not None and latency is not None and latency.sampled_at_ms < back + policy.warm_up_ms
-    )
+    if back is None or latency is None:
+        return False
+    return latency.sampled_at_ms < back + policy.warm_up_ms
 
 
 def _with_slowness(broker: Broker, track: Track | None) -> Broker:

@@ -131,8 +131,7 @@ def test_policy_refusals_are_left_to_an_operator_and_placement_failures_are_at_r
     assert rack.sentence().startswith("losing rack /r1 (brokers [1, 2]): left to an operator")
     during = killed(cluster(), (1,))
     assert all(
-        verdict(during, s).standing in ("healable", "left_to_operator")
-        for s in scenarios(during)
+        verdict(during, s).standing in ("healable", "left_to_operator") for s in scenarios(during)
     )
     squeezed = cluster(policy={"enforce_min_racks": True, "min_racks": 3})
     at_risk = [v for v in sweep(squeezed) if v.at_risk]

@@ -169,6 +169,6 @@ def test_a_broker_back_from_a_restart_is_not_scored_while_it_warms_up() -> None:
             snap = snap.model_copy(update={"brokers": brokers})
         tracks, judged, _ = judge(tracks, snap, at)
         states.append(_state(judged, 4))
-    warm = [s for i, s in enumerate(states) if 2 <= i and NOW + i * S < back + 20_000]
+    warm = [s for i, s in enumerate(states) if i >= 2 and NOW + i * S < back + 20_000]
     assert warm and all(s == ("ok", 0.0) for s in warm)  # ten samples, no score at all
     assert states[-1][0] == "slow"  # still slow after its warm-up: judged as any other
