@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 import structlog
 
+from kmedic.log_fold import FoldRepeats
 from kmedic.secrets import redact_event
 
 _configured = False
@@ -68,6 +69,7 @@ def setup_logging(level: str = "INFO", *, json: bool | None = None) -> None:
     )
     handler = _StderrHandler()
     handler.setFormatter(formatter)
+    handler.addFilter(FoldRepeats())  # a client library's retries: one line per state change
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

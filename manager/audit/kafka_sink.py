@@ -24,11 +24,16 @@ class KafkaAuditSink:
     """An idempotent, acks=all producer to the audit topic; records of one cluster share a
     key, hence a partition, hence their order."""
 
-    def __init__(self, name: str, cluster: Cluster, topic: str = DEFAULT_TOPIC) -> None:
+    def __init__(
+        self, name: str, cluster: Cluster, topic: str = DEFAULT_TOPIC, *, create_topic: bool = False
+    ) -> None:
         self.name = name
         self.cluster = cluster
         self.bootstrap_servers = client_settings(cluster).bootstrap
         self.topic = topic
+        # Create the topic before the first write it takes (a manager started while Kafka was
+        # down could not create it at start; its records wait in the spool until then).
+        self._topic_missing = create_topic
         self._producer: Any = None
         self._fatal: KafkaError | None = None
         self._timeout_ms: int | None = None
@@ -70,6 +75,13 @@ class KafkaAuditSink:
     def send(self, records: list[AuditRecord], timeout_s: float) -> int:
         if not records:
             return 0
+        if self._topic_missing:
+            try:
+                ensure_audit_topic(self.cluster, self.topic, timeout_s=timeout_s)
+            except KmedicError as exc:
+                log.warning("audit_topic_unavailable", sink=self.name, error=str(exc))
+                return 0
+            self._topic_missing = False
         producer = self._ensure_producer(timeout_s)
         outcome: list[KafkaError | bool | None] = [False] * len(records)
 
@@ -121,15 +133,20 @@ class KafkaAuditSink:
 
 
 def ensure_audit_topic(
-    cluster: Cluster, topic: str = DEFAULT_TOPIC, replication_factor: int = 3
+    cluster: Cluster,
+    topic: str = DEFAULT_TOPIC,
+    replication_factor: int = 3,
+    *,
+    timeout_s: float = 15.0,
 ) -> None:
     """Create the audit topic when missing (one partition: one order for everything), with
-    at most as many replicas as the cluster has brokers."""
+    at most as many replicas as the cluster has brokers; KmedicError within about
+    ``timeout_s`` when Kafka does not answer."""
     bootstrap_servers = client_settings(cluster).bootstrap
     conf = confluent_conf(cluster, {"logger": logging.getLogger(f"{__name__}.admin")})
     admin = AdminClient(conf)
     try:
-        brokers = len(admin.list_topics(timeout=15).brokers)
+        brokers = len(admin.list_topics(timeout=timeout_s).brokers)
     except KafkaException as exc:
         raise KmedicError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from exc
     replication_factor = max(1, min(replication_factor, brokers))
@@ -142,10 +159,10 @@ def ensure_audit_topic(
                 config={"retention.ms": str(30 * 24 * 3600 * 1000)},
             )
         ],
-        request_timeout=15,
+        request_timeout=timeout_s,
     )
     try:
-        futures[topic].result(timeout=20)
+        futures[topic].result(timeout=timeout_s + 5)
     except KafkaException as exc:
         err = exc.args[0]
         if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:

@@ -126,7 +126,8 @@ class Coordinator:
         try:
             self._client.start(timeout=timeout_s)
         except KazooTimeoutError as exc:
-            self._client.close()
+            # kazoo stopped the client itself; it may be started again (the manager retries
+            # until ZooKeeper answers), and ``stop`` closes it.
             raise CoordinationError(
                 f"cannot connect to ZooKeeper at {self.config.zk_connect} within {timeout_s}s"
             ) from exc

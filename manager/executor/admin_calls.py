@@ -36,7 +36,9 @@ class AdminCalls:
         self._bootstrap = bootstrap
         self._timeout_ms = int(request_timeout_s * 1000)
         self._retry_s = retry_s
-        self._client: KafkaAdminClient | None = self._connect()
+        # Connected on first use: a manager started while Kafka is down must start (and wait,
+        # blind), not fail in its constructor.
+        self._client: KafkaAdminClient | None = None
 
     def _connect(self) -> KafkaAdminClient:
         client: KafkaAdminClient = connect_admin(

@@ -1,6 +1,8 @@
 """The manager through a full broker outage: every broker is killed while the manager cycles
 and started again. Each cycle of the outage refuses as blind; those records wait in the spool
-and reach the audit topic in order once the brokers are back, and the manager goes on."""
+and reach the audit topic in order once the brokers are back, and the manager goes on. And a
+manager started during an outage (Kafka and ZooKeeper both gone) waits for them, unhealthy,
+and starts its cycles once they are back."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
-from helpers import scrape, wait_for
+from helpers import http_get, scrape, wait_for
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
@@ -138,3 +140,82 @@ def test_every_broker_killed_while_the_manager_cycles(healthy_cluster: Any, tmp_
     assert any(r.kind == "decision" and r.sink == "primary" for r in after), (
         "the manager went on deciding after the outage"
     )
+
+
+def logged(path: Path, event: str) -> list[dict[str, Any]]:
+    found = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("event") == event:
+            found.append(record)
+    return found
+
+
+def test_a_manager_started_during_an_outage_waits_and_acts_once_it_ends(
+    healthy_cluster: Any, tmp_path: Path
+) -> None:
+    """Issue 39.10: started with every broker down and ZooKeeper not answering, the manager
+    used to exit 1 (its executor's Admin client connected in its constructor); systemd then
+    gave up on it. Now it waits, unhealthy, and decides once both are back."""
+    cluster = healthy_cluster
+    name = f"early-{uuid.uuid4().hex[:6]}"
+    topic = f"kmedic.actions.{name}"
+    port = process.free_ports(1)[0]
+    pipeline = Pipeline(cluster, tmp_path, cluster_name=name)
+    log = tmp_path / "manager.log"
+    for broker_id in cluster.broker_ids:
+        cluster.kill(broker_id)
+    cluster.pause_zookeeper()
+    try:
+        pipeline.start_manager(
+            interval_s=CYCLE_S,
+            topics={"actions": topic},
+            policy={"even_spread": False},
+            executor={"request_timeout_s": 3.0, "admin_retry_s": 3.0},
+            http={"port": port},
+        )
+        wait_for(
+            lambda: pipeline.check_running() or logged(log, "zookeeper_unreachable_at_start"),
+            timeout=90,
+            what="the manager to say it waits for ZooKeeper",
+        )
+        status, _, body = http_get(f"http://127.0.0.1:{port}/healthz")
+        assert status == 503, body
+        assert scrape(port, "kmedic_zookeeper_connected") == 0
+        assert scrape(port, "kmedic_cluster_observable") == 0
+        pipeline.check_running()  # still there: it waits, it does not exit
+    finally:
+        cluster.resume_zookeeper()
+        cluster.restart_many(list(cluster.broker_ids))
+    try:
+        wait_for(
+            lambda: pipeline.check_running() or scrape(port, "kmedic_is_leader") == 1,
+            timeout=120,
+            what="the manager to lead once ZooKeeper answers",
+        )
+        decided = wait_for(
+            lambda: [
+                r
+                for r in audit(cluster.bootstrap_servers, topic)
+                if r.kind == "decision" and not r.summary.startswith("refuse")
+            ],
+            timeout=120,
+            interval=2,
+            what="a decision on the cluster once it is back",
+        )
+        assert decided
+        wait_for(
+            lambda: http_get(f"http://127.0.0.1:{port}/healthz")[0] == 200,
+            timeout=60,
+            what="the manager healthy again",
+        )
+        # One line per attempt, and the client libraries' retries folded: no flood.
+        waits = logged(log, "zookeeper_unreachable_at_start")
+        assert [w["attempt"] for w in waits] == list(range(1, len(waits) + 1))
+        lines = len(log.read_text().splitlines())
+        assert lines < 400, f"{lines} log lines for a wait of a minute or two"
+    finally:
+        pipeline.stop()
