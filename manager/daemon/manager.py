@@ -22,7 +22,6 @@ from manager.analyzer.health import alerts_for, heal_needed
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
-from manager.coordination.znodes import CoordinationError
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.deciding import decide_cycle
 from manager.daemon.foreign_watch import ForeignWatch
@@ -44,6 +43,7 @@ from manager.daemon.requests import RequestFollower
 from manager.daemon.rules import blind
 from manager.daemon.settling import MonotonicView, with_moves_in_flight, with_stalled
 from manager.daemon.slow_tracker import SlowTracker
+from manager.daemon.startup import start_coordination
 from manager.daemon.stepping import Stepper
 from manager.daemon.warm_up import WarmUp
 from manager.daemon.zk_outage import ZkOutage
@@ -57,10 +57,6 @@ from manager.web.server import MetricsServer
 from manager.web.status_page import status_document
 
 log = get_logger(__name__)
-
-# Waiting for ZooKeeper at start: 2 s, doubled each attempt up to a minute.
-START_RETRY_FIRST_S = 2.0
-START_RETRY_MAX_S = 60.0
 
 # A decision made on these loads does not go into the status page's load history.
 _STALE_LOADS: frozenset[ReasonCode] = frozenset({"stale_load_data", "heal_without_loads"})
@@ -153,7 +149,7 @@ class Manager:
         ).start()
         self.metrics.observe_observable(False)  # until a cycle has read the cluster
         self.sources.start()
-        if not self._start_coordination():
+        if not start_coordination(self.coordinator, self._stop):
             return self  # stopped while waiting for ZooKeeper
         self.readiness.start()
         log.info(
@@ -163,31 +159,6 @@ class Manager:
             metrics_port=self.server.port,
         )
         return self
-
-    def _start_coordination(self) -> bool:
-        """Connect to ZooKeeper, waiting for it as long as it takes: a daemon started during
-        an outage (or before its ZooKeeper) must be there when it returns, not exit and be
-        given up on by its supervisor. Unhealthy meanwhile (``/healthz``, the gauge
-        ``kmedic_zookeeper_connected``), one line per attempt; False when stopped first."""
-        attempt = 0
-        while not self._stop.is_set():
-            attempt += 1
-            try:
-                self.coordinator.start()
-            except CoordinationError as exc:
-                retry_s = min(START_RETRY_MAX_S, START_RETRY_FIRST_S * 2 ** (attempt - 1))
-                log.warning(
-                    "zookeeper_unreachable_at_start",
-                    attempt=attempt,
-                    retry_in_s=retry_s,
-                    error=str(exc),
-                )
-                self._stop.wait(retry_s)
-                continue
-            if attempt > 1:
-                log.info("zookeeper_reached", attempts=attempt)
-            return True
-        return False
 
     def stop(self) -> None:
         self.request_stop()

@@ -1,0 +1,53 @@
+"""Waiting for ZooKeeper at start (manager/daemon/startup.py): retried with a growing wait,
+one line per attempt, ended by a stop (issue 39.10)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from manager.coordination.znodes import CoordinationError
+from manager.daemon import startup
+
+
+class _Flaky:
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        if self.starts <= self.failures:
+            raise CoordinationError("cannot connect to ZooKeeper at z:2181 within 15.0s")
+
+
+class _Stop(threading.Event):
+    """A stop whose waits return at once and are recorded."""
+
+    def __init__(self, stop_after: int | None = None) -> None:
+        super().__init__()
+        self.waited: list[float] = []
+        self.stop_after = stop_after
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waited.append(timeout or 0.0)
+        if self.stop_after is not None and len(self.waited) >= self.stop_after:
+            self.set()
+        return self.is_set()
+
+
+def test_zookeeper_is_retried_until_it_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines: list[dict[str, object]] = []
+    monkeypatch.setattr(startup.log, "warning", lambda event, **kw: lines.append(kw))
+    coordinator, stop = _Flaky(failures=7), _Stop()
+    assert startup.start_coordination(coordinator, stop)  # type: ignore[arg-type]
+    assert coordinator.starts == 8
+    assert stop.waited == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    assert [line["attempt"] for line in lines] == list(range(1, 8))
+
+
+def test_a_stop_ends_the_wait() -> None:
+    coordinator, stop = _Flaky(failures=100), _Stop(stop_after=2)
+    assert not startup.start_coordination(coordinator, stop)  # type: ignore[arg-type]
+    assert coordinator.starts == 2
