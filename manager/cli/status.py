@@ -16,7 +16,7 @@ from manager.coordination.plan_store import StoredPlan
 from manager.coordination.session import zk_session
 from manager.coordination.state import CoordinationState, read_state
 
-CONFIG_MODE = "not set in ZooKeeper; each manager runs in its config's mode (default act)"
+CONFIG_MODE = "not set in ZooKeeper; each manager runs in its config's mode (default observe)"
 
 
 def register(sub: Any) -> None:

@@ -143,7 +143,7 @@ def test_status_says_who_leads_the_mode_and_what_is_open(
     assert out.splitlines() == [
         f"cluster: {cluster}",
         "leader: none: no manager leads (is one running, and connected to ZooKeeper?)",
-        "mode: not set in ZooKeeper; each manager runs in its config's mode (default act)",
+        "mode: not set in ZooKeeper; each manager runs in its config's mode (default observe)",
         "in-flight plan: none",
         "requests: none open",
         "maintenance: none",
