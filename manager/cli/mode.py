@@ -42,7 +42,9 @@ def _mode(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(record.model_dump() if record else None, sort_keys=True))
     elif record is None:
-        print("mode: not set in ZooKeeper; each manager runs in its config's mode (default observe)")
+        print(
+            "mode: not set in ZooKeeper; each manager runs in its config's mode (default observe)"
+        )
     else:
         print(f"mode: {record.sentence()}")
     return 0

@@ -3,8 +3,9 @@ ZooKeeper coordinator, the executor, the audit log with its failover sinks."""
 
 from __future__ import annotations
 
+from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
-from manager.audit.kafka_sink import KafkaAuditSink
+from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.leadership import Coordinator, default_instance_id
@@ -28,10 +29,17 @@ def sources_for(cfg: ManagerConfig) -> ClusterSources:
 
 def build_manager(cfg: ManagerConfig) -> Manager:
     instance = cfg.instance_id or default_instance_id()
+    try:
+        ensure_audit_topic(cfg.cluster_client, cfg.topics.actions, timeout_s=10.0)
+        topic_missing = False
+    except KmedicError as exc:  # Kafka down at start: created before the first write instead
+        log.warning("audit_topic_unavailable", error=str(exc))
+        topic_missing = True
     secondary = cfg.secondary_client
     audit = AuditLog(
-        # The topic is created before its first write: Kafka may be down at start.
-        KafkaAuditSink("primary", cfg.cluster_client, cfg.topics.actions, create_topic=True),
+        KafkaAuditSink(
+            "primary", cfg.cluster_client, cfg.topics.actions, create_topic=topic_missing
+        ),
         cfg.audit.spool_dir,
         secondary=KafkaAuditSink("secondary", secondary, cfg.topics.actions) if secondary else None,
         write_timeout_s=cfg.audit.write_timeout_s,
