@@ -36,9 +36,13 @@ class AdminCalls:
         self._bootstrap = bootstrap
         self._timeout_ms = int(request_timeout_s * 1000)
         self._retry_s = retry_s
-        # Connected on first use: a manager started while Kafka is down must start (and wait,
-        # blind), not fail in its constructor.
         self._client: KafkaAdminClient | None = None
+        try:  # connected now while the cluster answers (its metadata fresh before any hang)
+            self._client = self._connect()
+        except KmedicError as exc:
+            # A manager started while Kafka is down must start (and wait, blind), not fail in
+            # its constructor: the next call connects.
+            log.warning("executor_admin_unreachable_at_start", error=str(exc))
 
     def _connect(self) -> KafkaAdminClient:
         client: KafkaAdminClient = connect_admin(
