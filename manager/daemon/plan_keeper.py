@@ -23,6 +23,7 @@ from kmedic.logging import get_logger
 from manager.coordination.fenced import FencedError
 from manager.coordination.move_budget import with_started
 from manager.coordination.plan_document import (
+    PlanDocument,
     moves_for,
     moves_to_adopt,
     plan_document,
@@ -118,12 +119,7 @@ class PlanKeeper:
         if stored is not None:
             kept = synced(stored.plan, {s.move.tp for s in running}, owned)
             if kept is not None:
-                try:
-                    self.plan = self.coordinator.plans.write(kept, stored.version)
-                except FencedError:
-                    self.drop_moves.set()
-                except KmedicError as exc:
-                    log.warning("plan_sync_failed", error=str(exc))
+                self._rewrite(kept, stored.version, "plan_sync_failed")
         self.executor.forget_moves()
         self.adopt.set()  # acting again starts from the stored plan, as after a failover
         dropped = len(active) - len(running)
@@ -195,12 +191,17 @@ class PlanKeeper:
         if stored is None or not stored.plan.moves:
             return
         changed = with_progress(stored.plan, progress, self.clock.time())
+        self._rewrite(changed, stored.version, "plan_progress_unstored")
+
+    def _rewrite(self, plan: PlanDocument, version: int, failed_event: str) -> None:
+        """A fenced write of the stored plan: fenced sets ``drop_moves``, another failure is
+        logged as ``failed_event`` (the next write tries again)."""
         try:
-            self.plan = self.coordinator.plans.write(changed, stored.version)
+            self.plan = self.coordinator.plans.write(plan, version)
         except FencedError:
             self.drop_moves.set()
         except KmedicError as exc:
-            log.warning("plan_progress_unstored", error=str(exc))
+            log.warning(failed_event, error=str(exc))
 
     def _release_throttles(self) -> None:
         """No move runs: remove the throttles kmedic owns (left by a predecessor, or on a
