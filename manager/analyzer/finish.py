@@ -181,12 +181,16 @@ def actions_of(plan: Proposal) -> tuple[Action, ...]:
     return tuple(actions)
 
 
-def held_back(decision: Decision, why: str) -> Decision:
-    """A decision to act that something keeps from the cluster (a goal's switch, observe
-    mode): a noop that keeps its whole plan, to be audited as ``would_act``. Any other
-    decision stands."""
+def held_back(decision: Decision, why: str, disabled_by: tuple[str, ...] = ()) -> Decision:
+    """A decision to act that something keeps from the cluster (``disabled_by``: a goal's
+    switches; else observe mode): a noop that keeps its whole plan, to be audited as
+    ``would_act``. Any other decision stands."""
     if decision.outcome != "act":
         return decision
     return replace(
-        decision, outcome="noop", summary=f"would act ({why}): {decision.summary}", would_act=why
+        decision,
+        outcome="noop",
+        summary=f"would act ({why}): {decision.summary}",
+        would_act=why,
+        disabled_by=disabled_by,
     )

@@ -93,8 +93,8 @@ def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]
             told = active.get(name)
             active[name] = reason.message if told is None else f"{told}; {reason.message}"
     if switched_off(decision):
-        # Work kmedic sees and may not do: the switch that holds it back is named.
-        active[f"disabled:{decision.kind}"] = decision.summary
+        # Work kmedic sees and may not do: named after the switches that hold it back.
+        active["disabled:" + ",".join(decision.disabled_by)] = decision.summary
     if audit_on_failover:
         active["audit_on_failover"] = "the audit topic cannot take records; writing to failover"
     return active
@@ -102,7 +102,7 @@ def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]
 
 def switched_off(decision: Decision) -> bool:
     """A decision to act that a goal's switch keeps from the cluster (not observe mode)."""
-    return (decision.would_act or "").startswith("disabled by")
+    return bool(decision.disabled_by)
 
 
 def in_grace(snap: Snapshot) -> list[int]:

@@ -50,7 +50,7 @@ def decide(snap: Snapshot) -> Decision:
             decision = finish(ctx, proposed)
             off = goal.disabled_by(ctx, proposed) if isinstance(proposed, Proposal) else ()
             if off:  # decided and audited, never carried out; nothing after it runs
-                return held_back(decision, disabled_why(off))
+                return held_back(decision, disabled_why(off), off)
             return decision
     return finish(ctx, _at_rest(ctx))
 

@@ -120,6 +120,9 @@ class Decision:
     # Set when the planner would act and something stops it from acting (observe mode): why.
     # The actions are kept, for the audit log's ``would_act`` record; nothing carries them out.
     would_act: str | None = None
+    # The policy.goals switches that hold this decision back (its goal is switched off): set
+    # once by the planner and carried, so alerts and metrics name the switch.
+    disabled_by: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:

@@ -117,7 +117,8 @@ class ManagerMetrics:
         self.refusing_to_heal = Gauge(
             "kmedic_refusing_to_heal",
             "1 while some partition needs healing (a replica on a dead broker or a failed disk) "
-            "and the manager refuses to heal it",
+            "and the manager will not heal it: a gate refused, it cannot be placed, or a "
+            "policy.goals switch holds the heal back",
             c,
             registry=r,
         )

@@ -103,7 +103,7 @@ def test_a_switched_off_heal_pages_by_name_and_a_partial_heal_refuses_only_what_
         )
         assert scrape(port, "kmedic_would_act_total", why=f"disabled by {SWITCH}")
         # Paged by the switch's name (the lone partition is unhealable either way: named too).
-        assert set(active_alerts(port)) == {"disabled:heal", "refused:no_live_replica"}
+        assert set(active_alerts(port)) == {"disabled:heal_dead_brokers", "refused:no_live_replica"}
         assert audit("action_started") == []
         assert all(VICTIM in replicas for replicas, _ in partitions(bootstrap, healable).values())
         pipeline.stop_role("off")

@@ -44,8 +44,8 @@ def test_a_heal_switched_off_is_decided_audited_and_not_carried_out() -> None:
     assert off.actions == on.actions  # the whole plan, for the audit log
     assert switched_off(off)
     alerts = alerts_for(off, audit_on_failover=False)
-    assert list(alerts) == ["disabled:heal"]
-    assert "policy.goals.heal_dead_brokers" in alerts["disabled:heal"]
+    assert list(alerts) == ["disabled:heal_dead_brokers"]
+    assert "policy.goals.heal_dead_brokers" in alerts["disabled:heal_dead_brokers"]
 
 
 def test_a_balance_switched_off_runs_nothing_after_it() -> None:
@@ -62,6 +62,10 @@ def test_leadership_moves_off_holds_back_a_plan_that_moves_leadership() -> None:
     assert off.would_act == "disabled by policy.goals.leadership_moves"
     both = decide(_hot_broker(leadership_moves=False, balance=False))
     assert both.would_act == "disabled by policy.goals.balance, policy.goals.leadership_moves"
+    # Issue 39.2: the alert names the switch that holds the plan back, not the plan's kind.
+    assert off.disabled_by == ("leadership_moves",) and off.kind == "balance"
+    assert list(alerts_for(off, audit_on_failover=False)) == ["disabled:leadership_moves"]
+    assert list(alerts_for(both, audit_on_failover=False)) == ["disabled:balance,leadership_moves"]
     # A heal moves no leadership: the switch does not touch it.
     assert decide(_dead_broker(leadership_moves=False)).outcome == "act"
 
