@@ -57,16 +57,24 @@ def http_get(url: str) -> tuple[int, str, str]:
         return err.code, err.headers["Content-Type"], err.read().decode()
 
 
-def create_placed_topic(bootstrap: str, name: str, assignment: list[list[int]]) -> None:
-    """A topic whose partition i lives on the brokers ``assignment[i]``; returns once it is in
-    the metadata."""
+def create_placed_topic(
+    bootstrap: str,
+    name: str,
+    assignment: list[list[int]],
+    configs: dict[str, str] | None = None,
+) -> None:
+    """A topic whose partition i lives on the brokers ``assignment[i]`` (with ``configs``);
+    returns once it is in the metadata."""
     # kafka-python: confluent-kafka 2.16 rejects an explicit replica assignment locally.
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        admin.create_topics([NewTopic(name, replica_assignments=dict(enumerate(assignment)))])
+        placed = NewTopic(
+            name, replica_assignments=dict(enumerate(assignment)), topic_configs=configs or {}
+        )
+        admin.create_topics([placed])
     finally:
         admin.close()
     wait_until_usable(bootstrap, [name])

@@ -85,7 +85,8 @@ def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
                     "dead_within_grace",
                     f"broker {b.id} has been dead {dead_for / 1000:.0f} s of its "
                     f"{policy.dead_grace_ms / 1000:.0f} s grace period "
-                    f"({(policy.dead_grace_ms - dead_for) / 1000:.0f} s left)",
+                    f"({(policy.dead_grace_ms - dead_for) / 1000:.0f} s left)"
+                    + _writes_unavailable_on(b.id, dead_for, state, policy),
                     wait=True,
                 )
             )
@@ -98,6 +99,19 @@ def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
                 )
             )
     return out
+
+
+def _writes_unavailable_on(b: int, dead_for: int, state: ClusterState, policy: Policy) -> str:
+    """What the grace holds back that fails writes now (``goals.writes`` heals it early)."""
+    held = sum(b in state.replicas[p] for p in state.writes_unavailable)
+    if not held:
+        return ""
+    left = max(0, policy.write_unavailable_grace_ms - dead_for)
+    return (
+        f"; {held} of its partitions are under min.insync.replicas (acks=all writes fail) "
+        f"and move once it has been dead {policy.write_unavailable_grace_ms / 1000:.0f} s "
+        f"({left / 1000:.0f} s left)"
+    )
 
 
 def _too_many_dead(dead: int, brokers: int, policy: Policy) -> bool:

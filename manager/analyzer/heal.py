@@ -3,7 +3,8 @@ broker is dead, or when Kafka reports it offline on a live broker that lost the 
 holding it (a failed disk); such a broker keeps its other replicas and takes no new copy of
 the partition (Kafka recreates an offline replica only when the broker restarts).
 
-Partitions are handled largest first (then by name, so the plan is deterministic). Each dead
+Partitions whose acks=all writes fail (live in-sync replicas below ``min.insync.replicas``)
+are handled first, then largest first (then by name, so the plan is deterministic). Each dead
 replica goes to the best eligible broker (see ``manager.analyzer.placement``), and the load it
 brings is reserved on that broker at once, so one plan never overloads a target. A partition
 whose replicas cannot all be placed is left as it was and listed as blocked, with why. The heal
@@ -62,6 +63,12 @@ def plan_heal(
     alive or not). Blocked partitions keep their replicas; without ``partial`` any of them
     empties the plan."""
     lost = Lost(frozenset(state.dead), state.offline) if leaving is None else Lost(leaving)
+    return heal_lost(state, lost, partial=partial)
+
+
+def heal_lost(state: ClusterState, lost: Lost, *, partial: bool) -> HealPlan:
+    """Give every replica ``lost`` names a new home: the partitions whose acks=all writes
+    fail first (they are unavailable now), then largest first."""
     plan = HealPlan()
     if not lost.brokers and not lost.offline:
         return plan
@@ -69,7 +76,8 @@ def plan_heal(
     affected = [
         p for p, reps in enumerate(state.replicas) if p in offline or not gone.isdisjoint(reps)
     ]
-    affected.sort(key=lambda p: (-state.size[p], state.topic[p], state.number[p]))
+    urgent = frozenset(state.writes_unavailable)
+    affected.sort(key=lambda p: (p not in urgent, -state.size[p], state.topic[p], state.number[p]))
     start = _Room.of(state)
     order = LoadOrder(state)
     short: list[int] = []

@@ -113,10 +113,16 @@ def in_grace(snap: Snapshot) -> list[int]:
 
 def next_grace_end_ms(snap: Snapshot) -> int | None:
     """When the first grace period still running ends (None: none runs): the cycle that sees
-    it over is the one that may heal, so the daemon holds one then, not at its next tick."""
-    grace = snap.policy.dead_grace_ms
+    it over is the one that may heal, so the daemon holds one then, not at its next tick. The
+    shorter grace of write-unavailable partitions counts too (``goals.writes``): at worst one
+    cycle more, for a broker that held none."""
+    policy = snap.policy
     ends = [
         end
+        for grace in (
+            policy.dead_grace_ms,
+            min(policy.write_unavailable_grace_ms, policy.dead_grace_ms),
+        )
         for b in snap.brokers
         if b.in_grace(snap.taken_at, grace) and (end := b.grace_ends_ms(grace)) is not None
     ]

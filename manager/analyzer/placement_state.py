@@ -145,9 +145,11 @@ class ClusterState:
         valid = 0
         offline: dict[int, frozenset[int]] = {}
         degraded: list[int] = []
+        writes_unavailable: list[int] = []
         alive = self.alive
         for topic in snap.topics:
             name = topic.name
+            min_insync = topic.min_insync_replicas
             for part in topic.partitions:
                 reps = part.replicas
                 load = part.load if self.use_loads else None
@@ -169,6 +171,13 @@ class ClusterState:
                 add_msgs(mi)
                 if lead is None or len(part.isr) < len(reps):
                     degraded.append(len(self.topic) - 1)
+                    if (
+                        min_insync is not None
+                        and lead is not None
+                        and alive.get(lead, False)
+                        and sum(alive.get(b, False) for b in part.isr) < min_insync
+                    ):
+                        writes_unavailable.append(len(self.topic) - 1)
                 if part.offline_replicas:
                     # Offline on a live broker: a failed log directory. A dead broker's
                     # replicas are lost with the broker and counted there.
@@ -189,6 +198,10 @@ class ClusterState:
         # Partitions as observed under-replicated or without a leader (the gates look only at
         # these: one pass over millions of partitions is enough).
         self.degraded: tuple[int, ...] = tuple(degraded)
+        # Partitions led by a live broker whose live in-sync replicas are fewer than their
+        # topic's min.insync.replicas: Kafka rejects acks=all writes to them now. (Without a
+        # live leader nothing can be copied: such a partition waits like any other.)
+        self.writes_unavailable: tuple[int, ...] = tuple(writes_unavailable)
 
     # -- queries -------------------------------------------------------------------------------
 

@@ -2,8 +2,9 @@
 
 Every capability is a goal of one shape (``manager.analyzer.goal``): whether it applies to
 this snapshot, and what it proposes. ``GOALS`` is their order, and the first goal with
-something to propose decides the cycle: dead brokers are healed before an operator request is
-served, both before anything is balanced, and only a calm cluster is repaired or evened out.
+something to propose decides the cycle: partitions that reject writes are healed without
+waiting a broker's grace, dead brokers before an operator request is served, both before
+anything is balanced, and only a calm cluster is repaired or evened out.
 Each proposal goes through one finish step (``manager.analyzer.finish``): the hard
 constraints, the budgets, refuse or act. While a reassignment kmedic started is still running
 the planner holds (noop, or a refusal when a gate fails): it plans from what has settled.
@@ -23,6 +24,7 @@ from manager.analyzer.goals.repair import REPAIR_PLACEMENT
 from manager.analyzer.goals.requests import OPERATOR_REQUESTS
 from manager.analyzer.goals.slow import SLOW_BROKERS
 from manager.analyzer.goals.spread import EVEN_NETWORK, EVEN_SPREAD
+from manager.analyzer.goals.writes import RESTORE_WRITES
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Decision, Reason
 from manager.model.snapshot import Snapshot
@@ -30,6 +32,7 @@ from manager.model.snapshot import Snapshot
 # The order is the policy: redundancy first, then what an operator asked, then limits, then
 # the niceties of a calm cluster. Adding a goal is one module and one line here.
 GOALS: tuple[Goal, ...] = (
+    RESTORE_WRITES,  # partitions whose acks=all writes fail: before their broker's grace ends
     HEAL,  # replicas lost with dead brokers or failed log directories
     OPERATOR_REQUESTS,  # drain, demote, fill
     SLOW_BROKERS,  # leadership off slow brokers, and back once they recover

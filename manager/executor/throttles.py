@@ -245,6 +245,15 @@ def _restore(target: dict[BrokerKey, str], before: Any, key: BrokerKey) -> None:
 
 
 def _resource(kind: Any, name: str, values: dict[str, str | None]) -> ConfigResource:
+    # The only configs kmedic ever writes. Above all never min.insync.replicas: lowering it
+    # in an incident acknowledges writes held by fewer copies than the topic asked for, and
+    # clears the topic's eligible leader replicas (KIP-966).
+    foreign = sorted(set(values) - _KEYS)
+    if foreign:
+        raise KmedicError(
+            f"refusing to change {', '.join(foreign)} of {name}: kmedic writes only the "
+            "replication throttle configs"
+        )
     configs = {
         key: (AlterConfigOp.SET, value) if value is not None else (AlterConfigOp.DELETE, None)
         for key, value in values.items()

@@ -34,6 +34,7 @@ ReasonCode = Literal[
     # explanations on act and noop
     "own_reassignment_in_progress",
     "broker_dead",
+    "writes_unavailable",
     "log_dir_failed",
     "heal_without_loads",
     "heal_exact_placement",
@@ -132,6 +133,12 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "noop", "a reassignment kmedic started is still running"
     ),
     "broker_dead": CodeDoc("act", "a broker is dead past its grace period; its replicas move"),
+    "writes_unavailable": CodeDoc(
+        "act",
+        "partitions with fewer live in-sync replicas than their topic's min.insync.replicas "
+        "(acks=all writes fail) lost replicas with a broker still in its grace period: those "
+        "replicas move after `write_unavailable_grace_ms`, the broker's others wait",
+    ),
     "log_dir_failed": CodeDoc(
         "act",
         "a live broker lost a log directory: Kafka reports its replicas there offline; they "

@@ -249,6 +249,14 @@ class Policy(_Frozen):
         "although enough racks are live, a topic outside its isolation group)",
     )
     dead_grace_ms: int = Field(default=600_000, ge=0)
+    write_unavailable_grace_ms: int = Field(
+        default=60_000,
+        ge=0,
+        description="the shorter grace of a partition whose live in-sync replicas fell below "
+        "its topic's min.insync.replicas with a dead broker (acks=all writes to it fail): its "
+        "lost replicas are healed after this, the broker's other replicas after "
+        "dead_grace_ms; at dead_grace_ms or more, no partition is healed early",
+    )
     recovery_window_ms: int = Field(
         default=1_800_000,
         ge=0,

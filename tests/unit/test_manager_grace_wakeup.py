@@ -16,19 +16,26 @@ from manager.model.snapshot import Snapshot
 GRACE = 15_000
 
 
-def _snap(*dead_for_ms: int) -> Snapshot:
+def _snap(*dead_for_ms: int, short_grace_ms: int = 60_000) -> Snapshot:
     brokers = [broker(b, f"/r{b % 2}") for b in range(1, 4)]
     brokers += [
         broker(10 + n, "/r0", alive=False, dead_since_ms=NOW - ago, last_stats_ms=NOW - ago)
         for n, ago in enumerate(dead_for_ms)
     ]
-    return make(brokers, {"t": [part(0, [1, 2])]}, policy={"dead_grace_ms": GRACE})
+    policy = {"dead_grace_ms": GRACE, "write_unavailable_grace_ms": short_grace_ms}
+    return make(brokers, {"t": [part(0, [1, 2])]}, policy=policy)
 
 
 def test_the_first_grace_to_end_is_the_one_reported() -> None:
     assert next_grace_end_ms(_snap()) is None
     assert next_grace_end_ms(_snap(GRACE + 1)) is None  # already over
     assert next_grace_end_ms(_snap(5_000, 12_000)) == NOW + GRACE - 12_000
+
+
+def test_the_shorter_grace_of_write_unavailable_partitions_wakes_a_cycle_too() -> None:
+    """Issue 39.6: the cycle that may restore writes runs when the short grace ends."""
+    assert next_grace_end_ms(_snap(3_000, short_grace_ms=5_000)) == NOW + 2_000
+    assert next_grace_end_ms(_snap(6_000, short_grace_ms=5_000)) == NOW + GRACE - 6_000
 
 
 def _rig_at_snapshot(tmp_path: Path, snap: Snapshot) -> Rig:

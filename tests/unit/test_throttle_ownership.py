@@ -7,7 +7,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kafka.admin import ConfigResourceType
 
+from kmedic.errors import KmedicError
+from manager.executor.throttles import _resource
 from manager.model.throttles import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -185,3 +188,14 @@ def test_a_partly_readable_record_keeps_what_parses() -> None:
     record = ThrottleRecord.from_field(raw)
     assert record.replicas == {("t", LEADER_REPLICAS): frozenset({"0:1"})}
     assert record.rates == {(2, FOLLOWER_RATE): "9"}
+
+
+def test_the_executor_never_writes_a_config_other_than_the_throttles() -> None:
+    """Issue 39.6: above all never min.insync.replicas (lowering it in an incident clears the
+    topic's eligible leader replicas and acknowledges writes with fewer copies)."""
+    with pytest.raises(KmedicError, match=r"refusing to change min\.insync\.replicas of t"):
+        _resource(ConfigResourceType.TOPIC, "t", {"min.insync.replicas": "1"})
+    allowed = _resource(
+        ConfigResourceType.TOPIC, "t", {"leader.replication.throttled.replicas": "0:1"}
+    )
+    assert allowed.name == "t"
