@@ -100,6 +100,7 @@ def _finish_proposal(ctx: Context, plan: Proposal) -> Decision:
         placement_violations=plan.placement_violations,
         request=plan.request,
         unhealed=tuple(listed) if split else (),
+        demotes_slow=plan.demotes_slow,
     )
 
 

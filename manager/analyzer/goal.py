@@ -126,6 +126,7 @@ class Proposal:
     unmet: tuple[Reason, ...] = ()  # the goal's own reasons it cannot act (nothing moves)
     placement_violations: int | None = None
     request: str | None = None  # the operator request served
+    demotes_slow: tuple[int, ...] = ()  # the slow brokers whose leadership it moves off
     # The first reason of a refusal, when the goal serves someone ("request r1 cannot go on").
     refusal_preface: Reason | None = None
 

@@ -40,6 +40,7 @@ class Track:
     history: tuple[tuple[float, ...], ...] = tuple(() for _ in FIGURES)  # normal samples
     last_sample_ms: int | None = None
     evidence: str = ""
+    demotions: int = 0  # demotion plans started since it was found slow
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ def judge(
             track = _scored(track, b.latency, peers, policy)
         state = _next_state(track, leaders[b.id] >= share, policy, now_ms)
         if state != track.state:
-            track = replace(track, state=state, since_ms=now_ms)
+            track = replace(track, state=state, since_ms=now_ms, demotions=0)
             changes.append(Change(b.id, state, track.score, _sentence(b.id, state, track, policy)))
         out[b.id] = track
     brokers = tuple(_with_slowness(b, out.get(b.id)) for b in snap.brokers)
@@ -194,6 +195,31 @@ def _with_slowness(broker: Broker, track: Track | None) -> Broker:
     if track is None:
         return broker
     slowness = Slowness(
-        state=track.state, score=track.score, since_ms=track.since_ms, evidence=track.evidence
+        state=track.state,
+        score=track.score,
+        since_ms=track.since_ms,
+        evidence=track.evidence,
+        demotions=track.demotions,
     )
     return broker.model_copy(update={"slowness": slowness})
+
+
+def demoted(
+    tracks: dict[int, Track], brokers: tuple[int, ...], policy: SlowBrokerPolicy
+) -> list[Change]:
+    """A demotion plan was started for ``brokers``: counted in their slow spell. The change
+    for each broker that reached ``max_demotions`` (the goal demotes it no more)."""
+    changes = []
+    for b in brokers:
+        track = tracks.get(b)
+        if track is None:
+            continue
+        track = tracks[b] = replace(track, demotions=track.demotions + 1)
+        if track.demotions == policy.max_demotions:
+            said = (
+                f"broker {b} is still slow after {track.demotions} demotions: no more while it "
+                "stays slow (its leadership keeps coming back, or its elections do not take: "
+                "the action records say why for each partition)"
+            )
+            changes.append(Change(b, track.state, track.score, said))
+    return changes

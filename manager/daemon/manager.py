@@ -107,13 +107,13 @@ class Manager:
             failover_alert_after_s=cfg.audit.failover_alert_after_s,
             blind_alert_after_s=cfg.blind_alert_after_s,
         )
-        self.requests = RequestFollower(
-            coordinator, self.trail, self.metrics, self.clock.monotonic, executor.unregister_broker
-        )
         self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
         self.view = MonotonicView(self.trail)
         self.moves = MoveReport(
             executor, self.metrics, self.trail, self.keeper, self.view.moves, self.clock
+        )
+        self.requests = RequestFollower(
+            coordinator, self.trail, self.metrics, self.clock.monotonic, executor, self.moves
         )
         executor.on_event = self.moves.event
         executor.on_rates = self.trail.throttle_rates
@@ -290,9 +290,9 @@ class Manager:
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
             outcome = self.keeper.execute(decision, snap)
-        self.requests.follow(
-            decision, state.requests, started=outcome.kind == "act", writing=self._writing()
-        )
+        started = outcome.kind == "act"
+        self.requests.follow(decision, state.requests, started=started, writing=self._writing())
+        self.slow.demoted(decision.demotes_slow if started else (), snap.policy.slow_brokers)
         self.last_decision = decision
         if not {r.code for r in decision.reasons} & _STALE_LOADS:
             self.load_history.record(snap.taken_at, decision.loads_before)

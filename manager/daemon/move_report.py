@@ -4,6 +4,7 @@ own progress records (manager.daemon.plan_report decides when)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from kmedic.logging import get_logger
@@ -46,6 +47,7 @@ class MoveReport:
         # readiness sweep's heal-time estimate uses it (None: none measured yet).
         self.move_rate: float | None = None
         self._rate_at = float("-inf")
+        self._last_failure: dict[str, str] = {}  # "topic:partition" -> why its move failed
 
     @property
     def progress(self) -> PlanProgress | None:
@@ -88,6 +90,15 @@ class MoveReport:
         self.trail.move_event(kind, state, details)
         if kind == "action_completed":
             self.settled.completed(state.move, self.clock.monotonic())
+        if kind in ("action_completed", "action_failed"):
+            self._last_failure.pop(state.move.key, None)
+            if kind == "action_failed" and state.error is not None:
+                self._last_failure[state.move.key] = state.error
+
+    def last_failures(self, partitions: Iterable[str]) -> dict[str, str]:
+        """Why the last move of each of ``partitions`` ("topic:partition") failed, for those
+        whose last move did (kept across plans: a replan replaces the executor's record)."""
+        return {p: why for p in partitions if (why := self._last_failure.get(p)) is not None}
 
     def forget(self) -> None:
         """Leadership lost: the successor reports the moves it adopts."""

@@ -7,9 +7,11 @@ each moves to as the planner serves it (fenced writes, each audited once).
   can be met).
 - ``running`` -> ``partial`` or ``failed``: it does not converge. A plan that starts the very
   same moves as the plan before it made no progress (a demote whose preferred leader does not
-  take over: out of the ISR, or its election failed); once such plans have gone on for
-  ``CONVERGE_BUDGET_S`` (and at least ``MAX_SAME_PLANS`` of them) the request ends, naming the
-  partitions that did not move - ``partial`` when earlier plans for it made progress,
+  take over: out of the ISR, its election refused, or taken while another broker still
+  leads); once such plans have gone on for ``CONVERGE_BUDGET_S`` (and at least
+  ``MAX_SAME_PLANS`` of them) the request ends, naming the partitions that did not move and
+  why each one's last move failed, as the executor said - ``partial`` when earlier plans for
+  it made progress,
   ``failed`` when none did - never an endless loop. The budget is generous: an election may
   wait for a replica to rejoin the ISR.
 
@@ -21,12 +23,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.daemon.audit_trail import AuditTrail
-from manager.daemon.ports import Coordinator
+from manager.daemon.ports import Coordinator, Executor
 from manager.model.decision import Decision
 from manager.model.snapshot import OperatorRequest
 from manager.web.metrics import ManagerMetrics
@@ -40,6 +43,11 @@ CONVERGE_BUDGET_S = 300.0
 MAX_NAMED = 10
 
 
+class MoveFailures(Protocol):
+    def last_failures(self, partitions: Iterable[str]) -> dict[str, str]:
+        """Why the last move of each partition ("topic:partition") failed, if it did."""
+
+
 class RequestFollower:
     def __init__(
         self,
@@ -47,10 +55,12 @@ class RequestFollower:
         trail: AuditTrail,
         metrics: ManagerMetrics,
         monotonic: Callable[[], float],
-        unregister: Callable[[int], None],
+        executor: Executor,
+        moves: MoveFailures,
     ) -> None:
         self.coordinator = coordinator
-        self._unregister = unregister  # Kafka's UnregisterBroker, for a decommission
+        self._executor = executor  # Kafka's UnregisterBroker, for a decommission
+        self._moves = moves  # why each partition's last move failed
         self._monotonic = monotonic
         self.trail = trail
         self.metrics = metrics
@@ -140,11 +150,11 @@ class RequestFollower:
             f"did not converge: {same} plans in a row over {now - since:.0f} s started the same "
             f"{len(names)} moves and the cluster still asks for them: {shown}"
         )
-        if request.kind == "demote":
-            why += (
-                " (their preferred leader did not take over: out of the ISR, or its election "
-                "failed; the action records say which)"
-            )
+        failed = self._moves.last_failures(names)
+        if failed:
+            told = [f"{p}: {failed[p]}" for p in sorted(failed)[:MAX_NAMED]]
+            more = len(failed) - len(told)
+            why += "; why: " + "; ".join(told) + (f"; and {more} more" if more > 0 else "")
         self._plans.pop(request.id, None)
         self._move(request, "partial" if progressed else "failed", why)
         return True
@@ -153,7 +163,7 @@ class RequestFollower:
         """Each broker unregistered and audited; the request done once all are."""
         for broker in brokers:
             try:
-                self._unregister(broker)
+                self._executor.unregister_broker(broker)
             except KmedicError as exc:  # the next cycle tries again
                 self.trail.record(
                     "action_failed",

@@ -9,7 +9,8 @@ leader audits each change the cycles bring.
 
 from __future__ import annotations
 
-from manager.analyzer.slowness import Change, Track, judge, too_many_slow
+from manager.analyzer.slowness import Change, Track, demoted, judge, too_many_slow
+from manager.model.slowness import SlowBrokerPolicy
 from manager.model.snapshot import Snapshot
 
 
@@ -36,6 +37,10 @@ class SlowTracker:
             )
             self._changes.append(Change(None, "slow" if cluster_slow else "ok", 0.0, said))
         return judged
+
+    def demoted(self, brokers: tuple[int, ...], policy: SlowBrokerPolicy) -> None:
+        """A demotion of ``brokers`` was started: counted against ``max_demotions``."""
+        self._changes += demoted(self._tracks, brokers, policy)
 
     def take_changes(self) -> list[Change]:
         taken, self._changes = self._changes, []

@@ -21,10 +21,15 @@ from kmedic.kafka_admin import connect_admin
 from kmedic.kafka_client import Cluster
 from kmedic.kafka_protocol import refusal, unregister_broker
 from kmedic.logging import get_logger
-from manager.executor.move_state import ClusterView
+from manager.executor.move_state import ClusterView, Election
 from manager.model.moves import Move, TopicPartition
 
 log = get_logger(__name__)
+
+
+def _error_words(exc: Exception) -> str:
+    """Kafka's error by name and description (``PreferredLeaderNotAvailableError: ...``)."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 class AdminCalls:
@@ -85,18 +90,23 @@ class AdminCalls:
                 self._client.close()
         self._client = None
 
-    def elect_preferred(self, move: Move) -> str:
-        """A preferred leader election for the moved partition; what came of it, in words."""
+    def elect_preferred(self, move: Move, isr: tuple[int, ...]) -> Election:
+        """A preferred leader election for the moved partition, asked only when its preferred
+        leader is in the ISR (Kafka would refuse it). Kafka taking the request is not proof
+        that the broker leads: the executor checks that on its next read."""
+        preferred = move.target[0]
+        if preferred not in isr:
+            return Election(False, f"not asked: broker {preferred} is not in the ISR {list(isr)}")
         try:
             self.client.elect_leaders(
-                0,  # preferred
+                0,  # preferred; ElectionNotNeeded (it leads already) is not raised
                 {move.topic: [move.partition]},
                 timeout_ms=self._timeout_ms,
             )
         except (KpKafkaError, KmedicError) as exc:
             log.warning("preferred_election_failed", partition=move.key, error=repr(exc))
-            return f"failed: {exc!r}"
-        return f"broker {move.target[0]} leads"
+            return Election(False, f"the election failed: {_error_words(exc)}")
+        return Election(True, f"election of broker {preferred} asked")
 
     def reassign(
         self, targets: dict[TopicPartition, list[int] | None], what: str

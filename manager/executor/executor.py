@@ -30,6 +30,7 @@ from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from manager.executor.admin_calls import AdminCalls, read_view
 from manager.executor.batches import select_batch
+from manager.executor.elections import settle_leadership
 from manager.executor.move_state import (
     ChangeGuard,
     ClusterView,
@@ -250,12 +251,11 @@ class Executor:
                 )
 
     def _complete(self, state: MoveState, view: ClusterView) -> None:
-        move = state.move
-        details: dict[str, Any] = {}
-        if self.config.elect_preferred_leaders and view.leaders.get(move.tp) != move.target[0]:
-            details["preferred_leader_election"] = self._retrying.elect_preferred(move)
-        state.details.update(details)
-        self._finish(state, "completed", None)
+        """Replicas in place: done once the preferred leader leads (``executor.elections``)."""
+        ask = self._retrying.elect_preferred if self.config.elect_preferred_leaders else None
+        ended = settle_leadership(state, view, self._clock(), ask, METADATA_SETTLE_S)
+        if ended is not None:
+            self._finish(state, *ended)
 
     # -- starting --------------------------------------------------------------------------
 

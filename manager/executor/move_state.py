@@ -106,6 +106,15 @@ class ExecutorConfig(BaseModel):
         return self.throttle_bytes_per_s
 
 
+@dataclass(frozen=True)
+class Election:
+    """What came of asking for one preferred leader election, in words. ``asked``: Kafka took
+    the request without an error (whether the broker then leads is read afterwards)."""
+
+    asked: bool
+    said: str
+
+
 @dataclass
 class MoveState:
     move: Move
@@ -119,6 +128,10 @@ class MoveState:
     ended_at: float | None = None
     last_progress: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
+    # The preferred leader election asked once the replicas are in place, and when: the move
+    # is done once the next read shows who leads.
+    election: Election | None = None
+    elected_at: float = 0.0
 
 
 EventCallback = Callable[[str, MoveState, dict[str, Any]], None]

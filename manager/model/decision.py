@@ -114,6 +114,9 @@ class Decision:
     request_done: bool = False
     # A decommission request's brokers, empty and stopped: the daemon unregisters them.
     unregister: tuple[int, ...] = ()
+    # The slow brokers an act takes leadership off: the daemon counts each demotion started
+    # against policy.slow_brokers.max_demotions.
+    demotes_slow: tuple[int, ...] = ()
     # A partial heal's partitions that cannot be healed, each with why: refused and paged
     # while the rest is healed.
     unhealed: tuple[Reason, ...] = ()

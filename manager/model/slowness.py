@@ -40,6 +40,9 @@ class Slowness(_Frozen):
     score: float = Field(ge=0, description="rises on each slow sample, decays on each other")
     since_ms: int = Field(ge=0, description="when the state began")
     evidence: str = Field(default="", description="the newest slow sample's figures")
+    demotions: int = Field(
+        default=0, ge=0, description="demotions started for it since it was found slow"
+    )
 
 
 class SlowBrokerPolicy(_Frozen):
@@ -77,6 +80,13 @@ class SlowBrokerPolicy(_Frozen):
         le=1,
         description="more slow brokers than this share of the live ones (and more than one) "
         "is the cluster, not a broker: nothing is done and KmedicClusterSlow fires",
+    )
+    max_demotions: int = Field(
+        default=3,
+        ge=1,
+        description="demotions started for one broker in one slow spell; past them it keeps "
+        "what it leads (its leadership keeps coming back, or its elections do not take: a "
+        "person looks) until it is no longer slow",
     )
     drain: bool = Field(default=False, description="drain a broker slow for drain_after_ms")
     drain_after_ms: int = Field(default=1_800_000, ge=0)

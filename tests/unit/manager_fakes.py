@@ -273,6 +273,7 @@ class FakeExecutor:
         # What the sampler answers, by (partition, broker): the bytes a new replica holds.
         self.replica_bytes: dict[tuple[TopicPartition, int], int | None] = {}
         self._complete = False
+        self.fail_with: str | None = None  # after complete_all: every move fails, this why
         self.unregistered: list[int] = []
         self.unregister_refusal: str | None = None
 
@@ -306,7 +307,12 @@ class FakeExecutor:
             else:
                 self.owned = self.owned.union(wanted)
         for state in self.active():
-            if self._complete:
+            if self._complete and self.fail_with is not None:
+                state.status, state.error = "failed", self.fail_with
+                self.owned = ThrottleRecord()
+                if self.on_event is not None:
+                    self.on_event("action_failed", state, {"reason": self.fail_with})
+            elif self._complete:
                 state.status = "completed"
                 self.owned = ThrottleRecord()
                 if self.on_event is not None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from kafka import TopicPartition as KpTopicPartition
+from kafka.errors import PreferredLeaderNotAvailableError
 
 from manager.executor import executor as executor_module
 from manager.executor.admin_calls import AdminCalls
@@ -34,6 +35,9 @@ class FakeKafka:
         self.shown = dict(replicas)  # what describe_topics returns
         self.lag_reads = 0
         self.elections: list[tuple[int, int]] = []  # (partition, leader after)
+        self.out_of_sync: set[int] = set()  # brokers out of every ISR
+        self.election_error: Exception | None = None  # what ElectLeaders raises
+        self.election_ignored = False  # Kafka answers without an error and elects no one
 
     def describe_topics(self) -> list[dict[str, Any]]:
         if self.lag_reads > 0:
@@ -45,6 +49,7 @@ class FakeKafka:
                 "partition_index": p,
                 "replica_nodes": list(self.shown[p]),
                 "leader_id": self.leaders[p],
+                "isr_nodes": [b for b in self.shown[p] if b not in self.out_of_sync],
             }
             for p in sorted(self.replicas)
         ]
@@ -66,6 +71,10 @@ class FakeKafka:
 
     def elect_leaders(self, election_type: int, partitions: dict[str, list[int]], **_: Any) -> None:
         assert election_type == 0
+        if self.election_error is not None:
+            raise self.election_error
+        if self.election_ignored:
+            return
         for p in partitions[TOPIC]:
             # Kafka elects the first replica of the controller's list, not of a stale read.
             self.leaders[p] = self.replicas[p][0]
@@ -107,8 +116,11 @@ def test_a_partition_already_in_the_target_order_still_gets_its_election(
     ex.submit([Move(TOPIC, 0, (2, 1, 4))])
     ex.step()
     state = ex.states[(TOPIC, 0)]
-    assert state.status == "completed"
     assert kafka.leaders[0] == 2, "broker 4 still leads: no election was run"
+    # Kafka taking the election is no proof: the next read says who leads.
+    assert state.status == "in_flight"
+    ex.step()
+    assert state.status == "completed", state.error
     assert state.details["preferred_leader_election"] == "broker 2 leads"
 
 
@@ -136,7 +148,8 @@ def test_a_reorder_is_done_when_the_metadata_shows_the_new_order(
     assert ex.states[(TOPIC, 0)].status == "in_flight", "judged done on the replica set alone"
     assert kafka.leaders[0] == 4
     ex.step()
-    ex.step()  # the metadata now shows [1, 2, 4]
+    ex.step()  # the metadata now shows [1, 2, 4]: the election is asked
+    ex.step()  # and broker 1 is read leading
     state = ex.states[(TOPIC, 0)]
     assert state.status == "completed", state.error
     assert kafka.leaders[0] == 1
@@ -178,3 +191,81 @@ def test_a_queued_move_to_a_broker_a_move_stalled_on_fails_for_the_replan(
     assert kafka.replicas[0] == (2, 1, 3)
     # Broker 4 already holds partition 1: a reorder there moves no data to it.
     assert kept.status == "in_flight", kept.error
+
+
+# Issue 39.3: a demote whose election does not take says why, for each partition.
+
+
+def _demote(kafka: FakeKafka, monkeypatch: pytest.MonkeyPatch, now: list[float]) -> Executor:
+    monkeypatch.setattr(executor_module, "AdminCalls", lambda *a, **k: FakeCalls(kafka))
+    ex = Executor("unused:9092", ExecutorConfig(throttle_bytes_per_s=None), clock=lambda: now[0])
+    ex.submit([Move(TOPIC, 0, (2, 1, 4))])
+    return ex
+
+
+def test_a_preferred_leader_out_of_the_isr_is_not_elected_and_the_move_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kafka = FakeKafka({0: (2, 1, 4)}, {0: 4})
+    kafka.out_of_sync = {2}
+    ex = _demote(kafka, monkeypatch, [0.0])
+    ex.step()
+    state = ex.states[(TOPIC, 0)]
+    assert kafka.elections == []
+    assert (state.status, state.error) == (
+        "failed",
+        "broker 2 did not take leadership: not asked: broker 2 is not in the ISR [1, 4]",
+    )
+
+
+def test_an_election_kafka_refuses_fails_the_move_with_kafkas_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kafka = FakeKafka({0: (2, 1, 4)}, {0: 4})
+    kafka.election_error = PreferredLeaderNotAvailableError("partition t-0")
+    ex = _demote(kafka, monkeypatch, [0.0])
+    ex.step()
+    state = ex.states[(TOPIC, 0)]
+    assert state.status == "failed"
+    assert state.error is not None and state.error.startswith(
+        "broker 2 did not take leadership: the election failed: PreferredLeaderNotAvailableError"
+    ), state.error
+
+
+def test_an_election_taken_without_an_error_is_checked_against_who_leads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [0.0]
+    kafka = FakeKafka({0: (2, 1, 4)}, {0: 4})
+    kafka.election_ignored = True
+    ex = _demote(kafka, monkeypatch, now)
+    ex.step()
+    state = ex.states[(TOPIC, 0)]
+    assert state.status == "in_flight"
+    ex.step()  # broker metadata may lag: not judged yet
+    assert state.status == "in_flight"
+    now[0] = executor_module.METADATA_SETTLE_S + 1
+    ex.step()
+    assert (state.status, state.error) == (
+        "failed",
+        "broker 2 did not take leadership: Kafka took the election without an error, but "
+        "broker 4 leads",
+    )
+
+
+def test_a_heal_whose_election_fails_is_still_a_completed_move(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its replicas are in place (redundancy restored); the election's outcome is told."""
+    kafka = FakeKafka({0: (4, 1, 3)}, {0: 4})
+    kafka.out_of_sync = {2}
+    monkeypatch.setattr(executor_module, "AdminCalls", lambda *a, **k: FakeCalls(kafka))
+    ex = Executor("unused:9092", ExecutorConfig(throttle_bytes_per_s=None), clock=lambda: 0.0)
+    ex.submit([Move(TOPIC, 0, (2, 1, 3))])
+    ex.step()  # issued
+    ex.step()  # in place; broker 2 out of the ISR: no election asked
+    state = ex.states[(TOPIC, 0)]
+    assert state.status == "completed", state.error
+    assert state.details["preferred_leader_election"] == (
+        "not asked: broker 2 is not in the ISR [1, 3]"
+    )

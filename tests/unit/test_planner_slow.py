@@ -149,3 +149,19 @@ def test_a_slow_broker_is_sent_no_replica_by_a_heal() -> None:
     decision = decide(make(data["brokers"], {"t": data["topics"][0]["partitions"]}))
     assert decision.outcome == "act" and decision.kind == "heal", decision.summary
     assert all(3 not in set(m.replicas_to) - set(m.replicas_from) for m in _moves(decision))
+
+
+def test_a_slow_broker_is_demoted_at_most_max_demotions_times_in_a_spell() -> None:
+    """Issue 39.3: a demotion is counted (the decision names the brokers it demotes); past
+    the bound the goal leaves the broker as it is, and what comes after it runs."""
+    first = decide(_cluster({3: _slow("slow")}))
+    assert first.outcome == "act" and first.demotes_slow == (3,)
+    again = decide(
+        _cluster({3: {**_slow("slow"), "demotions": 2}}, slow_brokers={"max_demotions": 3})
+    )
+    assert again.outcome == "act" and again.demotes_slow == (3,)
+    spent = decide(
+        _cluster({3: {**_slow("slow"), "demotions": 3}}, slow_brokers={"max_demotions": 3})
+    )
+    assert spent.demotes_slow == () and _elected(spent) == {}, spent.summary
+    assert not spent.summary.startswith("demote slow brokers")

@@ -129,6 +129,34 @@ def test_the_tracker_says_when_the_cluster_is_slow_and_when_it_is_no_longer() ->
     assert any(c.said == "the cluster is no longer slow" for c in tracker.take_changes())
 
 
+def test_demotions_are_counted_in_a_slow_spell_and_the_bound_is_said_once() -> None:
+    """Issue 39.3: a slow broker whose leadership keeps coming back is demoted at most
+    ``max_demotions`` times in one slow spell; the count starts over with the next spell."""
+    tracker = SlowTracker()
+    policy = {**POLICY, "slow_score": 1.0, "decay": 1.0, "max_demotions": 2}
+    bound = SlowBrokerPolicy(**policy)
+    tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW, policy))
+    judged = tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 300.0, 4: 2.0}, NOW + S, policy))
+    assert _state(judged, 3)[0] == "slow"
+    tracker.take_changes()
+    tracker.demoted((3,), bound)
+    assert tracker.take_changes() == []
+    tracker.demoted((3,), bound)
+    [said] = tracker.take_changes()
+    assert said.broker == 3
+    assert said.said.startswith("broker 3 is still slow after 2 demotions: no more while")
+    tracker.demoted((3,), bound)
+    assert tracker.take_changes() == []  # said once
+    judged = tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 300.0, 4: 2.0}, NOW + 2 * S, policy))
+    slowness = next(b for b in judged.brokers if b.id == 3).slowness
+    assert slowness is not None and slowness.demotions == 3
+    # No longer slow: the count starts over.
+    for i in range(3, 6):
+        judged = tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW + i * S, policy))
+    slowness = next(b for b in judged.brokers if b.id == 3).slowness
+    assert slowness is not None and slowness.state != "slow" and slowness.demotions == 0
+
+
 def test_fair_share_is_the_even_spread_of_leadership_over_live_brokers() -> None:
     snap = _snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW)
     assert fair_share(snap) == 3  # 12 partitions, 4 brokers

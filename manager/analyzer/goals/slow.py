@@ -11,6 +11,8 @@ Like a demote request it does not wait for loads.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from manager.analyzer.demote import DemotePlan, plan_demote, plan_return
 from manager.analyzer.goal import Context, Proposal, drain_proposal, leadership_switch
 from manager.analyzer.heal import plan_heal
@@ -47,7 +49,14 @@ class SlowBrokers:
         ]
         if draining:
             return _drain(ctx, draining)
-        leading = [b for b in slow if ctx.state.leaders[b.id] > 0]
+        # A broker demoted max_demotions times in this spell is left as it is (the bound).
+        leading = [
+            b
+            for b in slow
+            if ctx.state.leaders[b.id] > 0
+            and b.slowness is not None
+            and b.slowness.demotions < policy.max_demotions
+        ]
         if leading:
             return _demote(ctx, leading)
         for b in _in(ctx, "returning"):
@@ -74,7 +83,8 @@ def _demote(ctx: Context, brokers: list[Broker]) -> Proposal | None:
     if not plan.moves:
         return None  # nothing can lead elsewhere; the slowness gauge still tells
     said = f"demote slow brokers {sorted(ids)}: {len(plan.moves)} of {leading} leaderships move"
-    return _leader_proposal(ctx, plan, said, tuple(Reason("slow_broker", _why(b)) for b in brokers))
+    why = tuple(Reason("slow_broker", _why(b)) for b in brokers)
+    return replace(_leader_proposal(ctx, plan, said, why), demotes_slow=tuple(sorted(ids)))
 
 
 def _leader_proposal(
