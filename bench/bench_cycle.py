@@ -55,7 +55,8 @@ from manager.analyzer.slowness import judge  # noqa: E402
 from manager.audit.log import AuditRecord  # noqa: E402
 from manager.model.decision import Decision  # noqa: E402
 from manager.model.placement_config import PlacementConfig  # noqa: E402
-from manager.model.snapshot import Leadership, Policy  # noqa: E402
+from manager.model.policy import GoalSwitches, Policy  # noqa: E402
+from manager.model.snapshot import Leadership  # noqa: E402
 from manager.monitor import sources as sources_module  # noqa: E402
 from manager.monitor.observe import AgentView, CapacitySettings, LoadView, build_snapshot  # noqa: E402
 from manager.monitor.sources import ClusterSources  # noqa: E402
@@ -280,7 +281,10 @@ def run_cycles(
     feeds_mb = _peak_rss_mb() - rss_before_feeds  # the process only grew so far: peak = now
     # A heal of the whole dead broker in one plan, as bench/bench_planner.py plans it.
     policy = Policy(
-        dead_grace_ms=0, even_spread=False, max_moves_per_cycle=10_000, max_moves_per_hour=20_000
+        dead_grace_ms=0,
+        goals=GoalSwitches(even_spread=False),
+        max_moves_per_cycle=10_000,
+        max_moves_per_hour=20_000,
     )
     capacity = CapacitySettings()
     leadership = Leadership(holder="bench", epoch=1, current_epoch=1, is_leader=True)

@@ -16,7 +16,7 @@ from manager.analyzer.readiness import ASSUMED_MOVE_BYTES_PER_S
 from manager.coordination.connection import CoordinationConfig
 from manager.coordination.mode_store import Mode
 from manager.executor.move_state import ExecutorConfig
-from manager.model.snapshot import Policy
+from manager.model.policy import Policy
 from manager.monitor.observe import CapacitySettings
 
 

@@ -182,11 +182,13 @@ def actions_of(plan: Proposal) -> tuple[Action, ...]:
     return tuple(actions)
 
 
-def held_back(decision: Decision, why: str, disabled_by: tuple[str, ...] = ()) -> Decision:
+def held_back(
+    decision: Decision, why: str, disabled_by: tuple[str, ...] = (), *, tidying: bool = False
+) -> Decision:
     """A decision to act that something keeps from the cluster (``disabled_by``: a goal's
-    switches; else observe mode): a noop that keeps its whole plan, to be audited as
-    ``would_act``. Any other decision stands."""
-    if decision.outcome != "act":
+    switches; else observe mode): a noop that keeps its whole plan (or the brokers it would
+    unregister), to be audited as ``would_act``. Any other decision stands."""
+    if decision.outcome != "act" and not decision.unregister:
         return decision
     return replace(
         decision,
@@ -194,4 +196,5 @@ def held_back(decision: Decision, why: str, disabled_by: tuple[str, ...] = ()) -
         summary=f"would act ({why}): {decision.summary}",
         would_act=why,
         disabled_by=disabled_by,
+        tidying=tidying,
     )

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from manager.analyzer.health import lag_explained
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Reason
-from manager.model.snapshot import Policy, Snapshot
+from manager.model.policy import Policy
+from manager.model.snapshot import Snapshot
 
 MAX_EXAMPLES = 5
 

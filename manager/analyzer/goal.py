@@ -93,11 +93,8 @@ class Context:
 
     @cached_property
     def uneven(self) -> tuple[OutOfBand, ...]:
-        """Brokers outside the even-spread band (empty when even spread is off)."""
-        policy = self.snap.policy
-        if not policy.even_spread:
-            return ()
-        return tuple(out_of_band(self.state, policy.even_spread_threshold))
+        """Brokers outside the even-spread band (found whether even spread is on or off)."""
+        return tuple(out_of_band(self.state, self.snap.policy.even_spread_threshold))
 
     def move_budget(self) -> int:
         """Moves this cycle may still start: the per-cycle cap, or what the hour has left."""
@@ -161,6 +158,9 @@ class Goal(Protocol):
     """One capability of the planner."""
 
     name: str
+    # Only tidies a calm cluster (placement repair, even spread): switched off, it holds back
+    # no goal after it, and nothing needs it, so its would_act raises no alert.
+    tidying: bool
 
     def applies(self, ctx: Context) -> bool:
         """Whether this goal has anything to do with this snapshot."""
@@ -168,8 +168,9 @@ class Goal(Protocol):
     def propose(self, ctx: Context) -> Outcome | None:
         """What it would do; None hands the cycle to the next goal."""
 
-    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
-        """The switches (``policy.goals``) that are off and hold this proposal back."""
+    def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
+        """The switches (``policy.goals``) that are off and hold this proposal back (or this
+        noop that still asks the daemon to act: a decommission's unregister)."""
 
 
 def drain_proposal(
@@ -201,7 +202,8 @@ def drain_proposal(
     )
 
 
-def leadership_switch(ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+def leadership_switch(ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
     """A proposal that moves leadership needs ``leadership_moves`` on."""
-    off = proposed.leader_moves and not ctx.snap.policy.goals.leadership_moves
+    moves = isinstance(proposed, Proposal) and proposed.leader_moves
+    off = moves and not ctx.snap.policy.goals.leadership_moves
     return ("leadership_moves",) if off else ()

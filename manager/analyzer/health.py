@@ -92,7 +92,7 @@ def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]
             name = f"refused:{reason.code}"
             told = active.get(name)
             active[name] = reason.message if told is None else f"{told}; {reason.message}"
-    if switched_off(decision):
+    if switched_off(decision) and not decision.tidying:
         # Work kmedic sees and may not do: named after the switches that hold it back.
         active["disabled:" + ",".join(decision.disabled_by)] = decision.summary
     if audit_on_failover:

@@ -14,6 +14,8 @@ Pure: the same snapshot always gives the same decision.
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from manager.analyzer.finish import finish, held_back
 from manager.analyzer.gates import failing_gates
 from manager.analyzer.goal import Context, Goal, Held, Outcome, Proposal, Settled
@@ -48,14 +50,31 @@ def decide(snap: Snapshot) -> Decision:
     ctx = Context(snap, state, failing_gates(snap, state))
     if any(r.started_by_kmedic for r in snap.reassignments):
         return finish(ctx, _hold_for_own_moves(ctx))
+    tidy: Decision | None = None  # the first tidying plan its switch held back
     for goal in GOALS:
         if goal.applies(ctx) and (proposed := goal.propose(ctx)) is not None:
             decision = finish(ctx, proposed)
-            off = goal.disabled_by(ctx, proposed) if isinstance(proposed, Proposal) else ()
+            off = goal.disabled_by(ctx, proposed) if _acting(proposed) else ()
+            if off and goal.tidying:
+                # Nothing needs it: a goal after it may still act; else this is what it
+                # would have done (a plan it could not carry out either is not told). The
+                # goals after it plan on the cluster as it is, not with its moves reserved.
+                if tidy is None and decision.outcome == "act":
+                    tidy = held_back(decision, disabled_why(off), off, tidying=True)
+                if isinstance(proposed, Proposal) and proposed.move_count:
+                    ctx = Context(snap, ClusterState(snap), list(ctx.gates))
+                continue
             if off:  # decided and audited, never carried out; nothing after it runs
                 return held_back(decision, disabled_why(off), off)
-            return decision
-    return finish(ctx, _at_rest(ctx))
+            return decision if tidy is None or decision.outcome == "act" else tidy
+    return tidy or finish(ctx, _at_rest(ctx))
+
+
+def _acting(proposed: Outcome) -> TypeGuard[Proposal | Settled]:
+    """A plan, or a noop that still asks the daemon to act (a decommission's unregister)."""
+    return isinstance(proposed, Proposal) or (
+        isinstance(proposed, Settled) and bool(proposed.unregister)
+    )
 
 
 def disabled_why(switches: tuple[str, ...]) -> str:

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from manager.model.snapshot import Policy, Snapshot
+from manager.model.policy import Policy
+from manager.model.snapshot import Snapshot
 
 UnsafeKind = Literal["below_min_rf", "min_isr_blocks_writes", "min_isr_loses_writes"]
 UNSAFE_KINDS: tuple[UnsafeKind, ...] = (

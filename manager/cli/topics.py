@@ -19,7 +19,7 @@ from manager.analyzer.topic_safety import TopicFacts, find_unsafe
 from manager.cli.kafka_args import add_kafka_args, kafka_from
 from manager.cli.requests import add_wait, submit_request
 from manager.cli.zk_args import common_parser
-from manager.model.snapshot import Policy
+from manager.model.policy import Policy
 
 UNSAFE_EXIT = 3
 

@@ -117,7 +117,8 @@ class RequestFollower:
         if request is None or not request.open:
             return
         if decision.unregister:
-            if writing and self.coordinator.is_leader:
+            # Not while held back (observe mode, or policy.goals.operator_requests off).
+            if writing and decision.would_act is None and self.coordinator.is_leader:
                 self._unregister_all(request, decision.unregister)
             return
         note = _note(request, decision.summary)

@@ -126,6 +126,9 @@ class Decision:
     # The policy.goals switches that hold this decision back (its goal is switched off): set
     # once by the planner and carried, so alerts and metrics name the switch.
     disabled_by: tuple[str, ...] = ()
+    # The plan only tidies a calm cluster (placement repair, even spread): nothing needs it,
+    # so a switch that holds it back is audited and counted, never alerted.
+    tidying: bool = False
 
     @property
     def exit_code(self) -> int:

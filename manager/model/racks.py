@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from manager.model.snapshot import PlacementKind
+from manager.model.policy import PlacementKind
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9_.\-]+$")
 DEFAULT_RACK = "/default-rack"

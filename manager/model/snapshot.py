@@ -15,11 +15,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from manager.model.slowness import BrokerLatency, SlowBrokerPolicy, Slowness
+from manager.model.policy import Policy
+from manager.model.slowness import BrokerLatency, Slowness
 
 SCHEMA_VERSION = 1
-
-PlacementKind = Literal["rack", "region", "zone"]
 
 
 class _Frozen(BaseModel):
@@ -180,105 +179,6 @@ class AntiAffinityGroup(_Frozen):
 
     name: str = Field(min_length=1)
     topics: tuple[str, ...]
-
-
-class Limits(_Frozen):
-    network_in_fraction: float = Field(default=0.8, gt=0, le=1)
-    network_out_fraction: float = Field(default=0.8, gt=0, le=1)
-    disk_fraction: float = Field(default=0.85, gt=0, le=1)
-
-
-class GoalSwitches(_Frozen):
-    """One switch per capability (docs/planner.md, "Goals"). A goal switched off is still
-    decided every cycle; a decision it would act on is audited as ``would_act``, disabled by
-    its switch, and nothing it planned is carried out (nor anything after it that cycle).
-    The calm-cluster goals keep their own opt-in flags, ``even_spread`` and
-    ``repair_placement``: off, they are not planned at all (what they would address is
-    reported every cycle anyway)."""
-
-    heal_dead_brokers: bool = Field(
-        default=True, description="move the replicas of brokers dead past their grace period"
-    )
-    heal_failed_disks: bool = Field(
-        default=True, description="move replicas offline on a live broker (a failed log dir)"
-    )
-    operator_requests: bool = Field(
-        default=True, description="carry out drain, fill and demote requests"
-    )
-    balance: bool = Field(default=True, description="shed load from brokers over their limits")
-    leadership_moves: bool = Field(
-        default=True,
-        description="plans that move leadership (balance, demote, even network load)",
-    )
-    slow_brokers: bool = Field(
-        default=True,
-        description="leadership off slow brokers, and back once they recover (a drain only "
-        "with policy.slow_brokers.drain)",
-    )
-
-
-class Policy(_Frozen):
-    placement: PlacementKind = "rack"
-    min_replication_factor: int = Field(
-        default=2,
-        ge=1,
-        description="a topic with fewer replicas is unsafe: its first broker loss is an outage",
-    )
-    enforce_min_racks: bool = False
-    min_racks: int = Field(default=2, ge=1)
-    prefer_emptier_disks: bool = False
-    limits: Limits = Limits()
-    max_replicas_per_broker: int | None = Field(default=None, ge=1)
-    balance_threshold: float = Field(
-        default=1.10, ge=1.0, description="busiest broker's network load / cluster average"
-    )
-    even_spread: bool = Field(
-        default=True,
-        description="balance an uneven cluster (a new empty broker, say) even when no broker "
-        "is over a limit; never during a heal, a broker's recovery window or a degraded mode",
-    )
-    even_spread_threshold: float = Field(
-        default=1.20,
-        ge=1.0,
-        description="a broker's disk share, replica count or network share above this x the "
-        "average, or below the average / this, is uneven (docs/planner.md, 'Even spread')",
-    )
-    repair_placement: bool = Field(
-        default=False,
-        description="move replicas that break the placement policy as it is (two in one rack "
-        "although enough racks are live, a topic outside its isolation group)",
-    )
-    dead_grace_ms: int = Field(default=600_000, ge=0)
-    write_unavailable_grace_ms: int = Field(
-        default=60_000,
-        ge=0,
-        description="the shorter grace of a partition whose live in-sync replicas fell below "
-        "its topic's min.insync.replicas with a dead broker (acks=all writes to it fail): its "
-        "lost replicas are healed after this, the broker's other replicas after "
-        "dead_grace_ms; at dead_grace_ms or more, no partition is healed early",
-    )
-    recovery_window_ms: int = Field(
-        default=1_800_000,
-        ge=0,
-        description="how long after a broker comes back its replicas outside the ISR count as "
-        "catching up (explained), not as unexplained under-replication",
-    )
-    max_dead_brokers: int = Field(default=2, ge=0)
-    max_dead_fraction: float = Field(default=0.25, ge=0, le=1)
-    max_failed_disk_brokers: int = Field(
-        default=1,
-        ge=0,
-        description="live brokers with offline replicas (a failed log directory) the heal "
-        "takes on at once; more looks systemic (a bad deploy, a shared volume) and is refused",
-    )
-    min_valid_load_fraction: float = Field(default=0.9, ge=0, le=1)
-    max_stats_age_ms: int = Field(default=300_000, ge=0)
-    # Sized for a medium cluster (docs/planner.md, "Move budgets"): one plan may heal the
-    # largest dead-broker count allowed; an hour allows two such heals, and no more.
-    max_moves_per_cycle: int = Field(default=2_000, ge=0)
-    max_moves_per_hour: int = Field(default=4_000, ge=0)
-    goals: GoalSwitches = GoalSwitches()
-    slow_brokers: SlowBrokerPolicy = SlowBrokerPolicy()
 
 
 RequestKind = Literal["drain", "fill", "demote", "set_rf", "decommission"]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kmedic.brokerstats import BrokerStats
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 from manager.model.placement_config import PlacementConfig
+from manager.model.policy import Policy
 from manager.model.slowness import BrokerLatency
 from manager.model.snapshot import (
     AntiAffinityGroup,
@@ -33,7 +34,6 @@ from manager.model.snapshot import (
     Leadership,
     Partition,
     PartitionLoad,
-    Policy,
     Quorum,
     RecentActions,
     Snapshot,

@@ -18,7 +18,8 @@ from manager.analyzer.health import HealthFacts, health_facts, switched_off
 from manager.analyzer.topic_safety import unsafe_topics
 from manager.model.decision import Decision
 from manager.model.plan_progress import PlanProgress
-from manager.model.snapshot import Policy, Snapshot
+from manager.model.policy import Policy
+from manager.model.snapshot import Snapshot
 from manager.web.quorum_metrics import QuorumMetrics
 from manager.web.safety_metrics import SafetyMetrics
 from manager.web.slow_metrics import SlowMetrics

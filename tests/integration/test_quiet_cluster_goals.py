@@ -21,7 +21,7 @@ from kmedic.kafka_client import client_settings
 from kmedic.localcluster import process
 from manager.analyzer.spread import SLACK
 from manager.audit.log import AuditRecord
-from manager.model.snapshot import Policy
+from manager.model.policy import Policy
 
 pytestmark = pytest.mark.integration
 

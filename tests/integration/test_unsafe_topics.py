@@ -16,7 +16,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from manager.analyzer.topic_safety import unsafe_topics
 from manager.model.placement_config import PlacementConfig
-from manager.model.snapshot import Leadership, Policy
+from manager.model.policy import Policy
+from manager.model.snapshot import Leadership
 from manager.monitor.observe import CapacitySettings, build_snapshot
 from manager.monitor.sources import ClusterSources
 from manager.monitor.topic_configs import TopicConfigs

@@ -207,6 +207,21 @@ def test_observe_mode_unregisters_nothing(tmp_path: Path) -> None:
     rig.coordinator.open_requests = (decommission(4),)
     rig.manager.cycle()
     assert rig.executor.unregistered == [] and rig.coordinator.requests.marked == []
+    # Issue 39.2: audited as what it would do, not as "unregistering them".
+    [said] = [r.summary for r in rig.sink.records if r.kind == "would_act"]
+    assert said.startswith("noop: would act (observe mode")
+    assert said.endswith("unregistering them"), said
+    assert not [s for s in rig.summaries() if "unregistering them" in s]
+
+
+def test_a_switched_off_request_goal_unregisters_nothing(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, goals={"operator_requests": False})
+    empty_and_stopped(rig, 4)
+    rig.coordinator.open_requests = (decommission(4),)
+    rig.manager.cycle()
+    assert rig.executor.unregistered == [] and rig.coordinator.requests.marked == []
+    [said] = [r.summary for r in rig.sink.records if r.kind == "would_act"]
+    assert "disabled by policy.goals.operator_requests" in said
 
 
 def test_a_decommissioned_broker_is_gone_not_dead_and_its_request_done_if_left_open(

@@ -11,7 +11,8 @@ from metadata_fixtures import wire
 from kmedic.brokerstats import BrokerStats
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment, partitions_of
 from manager.model.placement_config import Domain, PlacementConfig
-from manager.model.snapshot import Leadership, Policy
+from manager.model.policy import Policy
+from manager.model.snapshot import Leadership
 from manager.model.snapshot_file import find_problems
 from manager.monitor.observe import (
     UNKNOWN_DISK_BYTES,

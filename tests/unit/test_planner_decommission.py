@@ -91,6 +91,14 @@ def test_the_operator_requests_switch_holds_the_unregistration_too() -> None:
             )
         }
     )
+    # Issue 39.2: decided like any switched-off plan - a would_act naming the switch, with
+    # the brokers it would unregister (the daemon unregisters nothing held back).
     decision = decide(off)
-    assert decision.unregister == ()
-    assert "disabled by policy.goals.operator_requests" in decision.summary
+    assert decision.outcome == "noop"
+    assert decision.would_act == "disabled by policy.goals.operator_requests"
+    assert decision.disabled_by == ("operator_requests",)
+    assert decision.unregister == (4,)
+    assert decision.summary.startswith(
+        "would act (disabled by policy.goals.operator_requests): request"
+    )
+    assert decision.summary.endswith("the brokers hold nothing and are stopped: unregistering them")

@@ -303,10 +303,13 @@ def test_placement_check_reports_existing_violations() -> None:
         "t:0: replicas [1, 4, 2] share a rack",
         "iso:0: brokers [3] are outside its isolation group",
     ]
+    # Repair is off by default: decided, and told as what it would do (issue 39.2).
     decision = decide(snap)
     assert decision.outcome == "noop"
-    assert [r.code for r in decision.reasons] == ["placement_violation"]
-    assert "2 placement policy violations" in decision.reasons[0].message
+    assert decision.would_act == "disabled by policy.goals.repair_placement"
+    assert "repair placement: 1 replica moves" in decision.summary
+    left = [r.message for r in decision.reasons if r.code == "placement_violation"]
+    assert left and left[0].startswith("1 left for later or unfixable")
 
 
 def test_placement_check_reports_enforced_min_racks_shortfall() -> None:

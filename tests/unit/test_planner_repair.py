@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from planner_fixtures import broker, make, part
 
+from manager.analyzer.health import alerts_for
 from manager.analyzer.placement_check import violations
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.planner import decide
@@ -50,12 +51,17 @@ def test_two_replicas_in_one_rack_get_a_new_rack() -> None:
     assert decision.placement_violations == 0
 
 
-def test_off_by_default_the_violation_is_reported_and_counted() -> None:
+def test_off_by_default_the_repair_is_decided_told_and_never_carried_out() -> None:
+    """Issue 39.2: a switch like any other - decided, a would_act naming it, its plan kept
+    for the audit log; and, since nothing needs it, no alert."""
     parts = [part(0, [1, 2], bytes_in=QUIET, bytes_out=QUIET), *_even(7)]
     decision = decide(_snap(parts))
     assert decision.outcome == "noop"
-    assert decision.placement_violations == 1
-    assert "placement_violation" in {r.code for r in decision.reasons}
+    assert decision.would_act == "disabled by policy.goals.repair_placement"
+    assert decision.disabled_by == ("repair_placement",) and decision.tidying
+    assert decision.placement_violations == 0  # what would be left after its plan
+    assert len(decision.actions) == 1
+    assert alerts_for(decision, audit_on_failover=False) == {}
 
 
 def test_a_replica_outside_its_isolation_group_is_brought_home() -> None:

@@ -4,13 +4,14 @@ second (``manager.analyzer.balance``). Needs fresh loads: every failing gate hol
 from __future__ import annotations
 
 from manager.analyzer.balance import BalancePlan, plan_balance
-from manager.analyzer.goal import Context, Proposal, leadership_switch
+from manager.analyzer.goal import Context, Proposal, Settled, leadership_switch
 from manager.analyzer.goals.placement_told import placement_reasons
 from manager.model.decision import Reason
 
 
 class BalanceLimits:
     name = "balance"
+    tidying = False
 
     def applies(self, ctx: Context) -> bool:
         return bool(ctx.over)
@@ -19,7 +20,7 @@ class BalanceLimits:
         plan = plan_balance(ctx.state, ctx.move_budget())
         return balance_proposal(ctx, plan, ctx.gates, ctx.over, ())
 
-    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+    def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         off = () if ctx.snap.policy.goals.balance else ("balance",)
         return off + leadership_switch(ctx, proposed)
 

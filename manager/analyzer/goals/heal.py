@@ -5,7 +5,7 @@ and replica count (every constraint still held) and says so."""
 
 from __future__ import annotations
 
-from manager.analyzer.goal import Context, Proposal
+from manager.analyzer.goal import Context, Proposal, Settled
 from manager.analyzer.heal import plan_heal
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Reason
@@ -13,6 +13,7 @@ from manager.model.decision import Reason
 
 class Heal:
     name = "heal"
+    tidying = False
 
     def applies(self, ctx: Context) -> bool:
         return bool(ctx.state.dead or ctx.state.offline)
@@ -70,12 +71,12 @@ class Heal:
             gates=ctx.heal_gates,
         )
 
-    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+    def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         switches = ctx.snap.policy.goals
         off = []
-        if proposed.state.dead and not switches.heal_dead_brokers:
+        if ctx.state.dead and not switches.heal_dead_brokers:
             off.append("heal_dead_brokers")
-        if proposed.state.offline and not switches.heal_failed_disks:
+        if ctx.state.offline and not switches.heal_failed_disks:
             off.append("heal_failed_disks")
         return tuple(off)
 

@@ -1,10 +1,10 @@
-"""Placement repair (when ``repair_placement`` is on, on a calm cluster): partitions that
-break the placement policy get one replica moved to where it wants them
+"""Placement repair (on a calm cluster; switch ``repair_placement``, off by default):
+partitions that break the placement policy get one replica moved to where it wants them
 (``manager.analyzer.repair``)."""
 
 from __future__ import annotations
 
-from manager.analyzer.goal import Context, Proposal
+from manager.analyzer.goal import Context, Proposal, Settled
 from manager.analyzer.placement_check import violations
 from manager.analyzer.repair import plan_repair
 from manager.model.decision import Reason
@@ -14,12 +14,13 @@ MAX_EXAMPLES = 5
 
 class RepairPlacement:
     name = "repair_placement"
+    tidying = True
 
-    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
-        return ()  # its switch is policy.repair_placement: off, it is not planned
+    def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
+        return () if ctx.snap.policy.goals.repair_placement else ("repair_placement",)
 
     def applies(self, ctx: Context) -> bool:
-        return ctx.snap.policy.repair_placement and ctx.calm
+        return ctx.calm
 
     def propose(self, ctx: Context) -> Proposal | None:
         state = ctx.state

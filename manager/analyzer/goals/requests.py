@@ -41,6 +41,7 @@ MAX_EXAMPLES = 5
 
 class OperatorRequests:
     name = "operator_requests"
+    tidying = False
 
     def applies(self, ctx: Context) -> bool:
         return bool(ctx.snap.requests)
@@ -57,7 +58,7 @@ class OperatorRequests:
             return _decommission(ctx, request)
         return _fill(ctx, request)
 
-    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+    def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         off = () if ctx.snap.policy.goals.operator_requests else ("operator_requests",)
         return off + leadership_switch(ctx, proposed)
 
@@ -225,12 +226,6 @@ def _decommission(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
     if running:
         return _said(
             request, f"{what}: the brokers hold nothing; stop {running} to have them unregistered"
-        )
-    if not ctx.snap.policy.goals.operator_requests:  # a noop carries no switch: checked here
-        return _said(
-            request,
-            f"{what}: the brokers hold nothing and are stopped; unregistering them is disabled "
-            "by policy.goals.operator_requests",
         )
     said = f"{what}: the brokers hold nothing and are stopped: unregistering them"
     return _said(request, said, unregister=tuple(sorted(brokers)))

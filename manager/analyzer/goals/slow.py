@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from manager.analyzer.demote import DemotePlan, plan_demote, plan_return
-from manager.analyzer.goal import Context, Proposal, drain_proposal, leadership_switch
+from manager.analyzer.goal import Context, Proposal, Settled, drain_proposal, leadership_switch
 from manager.analyzer.heal import plan_heal
 from manager.analyzer.slowness import fair_share, too_many_slow
 from manager.model.decision import Reason
@@ -29,6 +29,7 @@ def _in(ctx: Context, state: str) -> list[Broker]:
 
 class SlowBrokers:
     name = "slow_brokers"
+    tidying = False
 
     def applies(self, ctx: Context) -> bool:
         return bool(_in(ctx, "slow") or _in(ctx, "returning"))
@@ -66,7 +67,7 @@ class SlowBrokers:
                 return _leader_proposal(ctx, plan, said)
         return None
 
-    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+    def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         off = () if ctx.snap.policy.goals.slow_brokers else ("slow_brokers",)
         return off + leadership_switch(ctx, proposed)
 

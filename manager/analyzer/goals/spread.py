@@ -1,4 +1,4 @@
-"""Even spread (when ``even_spread`` is on, on a calm cluster; ``manager.analyzer.spread``):
+"""Even spread (on a calm cluster; switch ``even_spread``; ``manager.analyzer.spread``):
 a cluster uneven in network load alone is evened by the balance's evenness phase, which moves
 leadership first; one uneven in disk share or replica count by replica moves."""
 
@@ -13,8 +13,13 @@ from manager.model.decision import Reason
 MAX_EXAMPLES = 5
 
 
+def _even_spread_switch(ctx: Context) -> tuple[str, ...]:
+    return () if ctx.snap.policy.goals.even_spread else ("even_spread",)
+
+
 class EvenNetwork:
     name = "even_network"
+    tidying = True
 
     def applies(self, ctx: Context) -> bool:
         return ctx.calm and {o.dimension for o in ctx.uneven} == {"network"}
@@ -26,15 +31,16 @@ class EvenNetwork:
         why = tuple(Reason("uneven_spread", o.sentence()) for o in ctx.uneven[:MAX_EXAMPLES])
         return balance_proposal(ctx, plan, (), {}, why)
 
-    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
-        return leadership_switch(ctx, proposed)  # policy.even_spread off: not planned
+    def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
+        return _even_spread_switch(ctx) + leadership_switch(ctx, proposed)
 
 
 class EvenSpread:
     name = "even_spread"
+    tidying = True
 
-    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
-        return ()  # its switch is policy.even_spread: off, it is not planned
+    def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
+        return _even_spread_switch(ctx)
 
     def applies(self, ctx: Context) -> bool:
         return ctx.calm and bool(ctx.uneven)

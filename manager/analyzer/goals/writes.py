@@ -17,7 +17,7 @@ copies than the topic's owner asked for (and, with KIP-966, clear its eligible l
 
 from __future__ import annotations
 
-from manager.analyzer.goal import Context, Proposal
+from manager.analyzer.goal import Context, Proposal, Settled
 from manager.analyzer.heal import Lost, heal_lost
 from manager.model.decision import Reason
 
@@ -43,6 +43,7 @@ def due_replicas(ctx: Context) -> dict[int, frozenset[int]]:
 
 class RestoreWrites:
     name = "restore_writes"
+    tidying = False
 
     def applies(self, ctx: Context) -> bool:
         # Only while the heal waits for a broker's grace; after it, the heal takes them first.
@@ -82,7 +83,7 @@ class RestoreWrites:
             gates=tuple(r for r in ctx.heal_gates if r.code != "dead_within_grace"),
         )
 
-    def disabled_by(self, ctx: Context, proposed: Proposal) -> tuple[str, ...]:
+    def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         return () if ctx.snap.policy.goals.heal_dead_brokers else ("heal_dead_brokers",)
 
 
