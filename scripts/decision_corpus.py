@@ -9,7 +9,8 @@ the planner took its goal shape; tests/unit/test_decision_corpus.py checks every
 
 A change meant to change decisions re-records the expected side and shows the difference in
 its commit: ``python scripts/decision_corpus.py --record``. Without ``--record`` the script
-reports how many decisions differ (exit 1 if any).
+reports how many decisions differ (exit 1 if any). ``--add NAME=SNAPSHOT.json ...`` adds
+snapshots under new names, with the decisions made on them now (every other entry as it is).
 """
 
 from __future__ import annotations
@@ -54,8 +55,13 @@ def decided(entry: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--record", action="store_true", help="rewrite the expected decisions")
+    parser.add_argument(
+        "--add", nargs="+", metavar="NAME=SNAPSHOT", help="add snapshot files under new names"
+    )
     args = parser.parse_args(argv)
     rows = list(entries())
+    if args.add:
+        return _add(rows, args.add)
     changed = [row["name"] for row in rows if decided(row) != {k: row[k] for k in decided(row)}]
     if args.record:
         with gzip.open(CORPUS, "wt", encoding="utf-8") as out:
@@ -66,6 +72,27 @@ def main(argv: list[str] | None = None) -> int:
     shown = f": {changed[:10]}" if changed else ""
     print(f"{len(rows)} decisions, {len(changed)} differ{shown}")
     return 1 if changed else 0
+
+
+def _add(rows: list[dict[str, Any]], named: list[str]) -> int:
+    known = {row["name"] for row in rows}
+    added = []
+    for item in named:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            print(f"--add takes NAME=SNAPSHOT.json, not {item!r}", file=sys.stderr)
+            return 2
+        if name in known:
+            print(f"the corpus already holds {name!r}", file=sys.stderr)
+            return 2
+        entry = {"name": name, "snapshot": json.loads(Path(path).read_text())}
+        added.append({**entry, **decided(entry)})
+        known.add(name)
+    with gzip.open(CORPUS, "wt", encoding="utf-8") as out:
+        for row in [*rows, *added]:
+            out.write(json.dumps(row, sort_keys=True) + "\n")
+    print(f"added {len(added)} decisions ({len(rows) + len(added)} in all)")
+    return 0
 
 
 if __name__ == "__main__":
