@@ -85,7 +85,10 @@ def run(cfg: StreamConfig) -> int:
     _stop_on_signals(stop)
     check_credentials(cfg.cluster_client, role="stream")
     if cfg.create_topics:
-        topics.ensure_output_topics(cfg)
+        topics.ensure_output_topics_when_up(cfg, stop)
+        if stop.is_set():
+            log.info("stream_stopped", why="signal before Kafka answered")
+            return 0
     metrics = StreamMetrics(cfg.cluster)
     server = None
     if cfg.metrics_port is not None:

@@ -7,7 +7,16 @@ load topic that is not compacted is reported, not changed: that is the operator'
 
 from __future__ import annotations
 
+import threading
 from typing import Any
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_when_event_set,
+    wait_exponential,
+)
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import client_settings, confluent_conf
@@ -18,6 +27,56 @@ from streaming.config import StreamConfig
 log = get_logger(__name__)
 
 _TIMEOUT_S = 30.0
+PROBE_TIMEOUT_S = 10.0  # how long one attempt waits for Kafka's metadata while it is down
+# Waiting for Kafka at start: the wait between attempts doubles from FIRST_S up to MAX_S.
+FIRST_S = 2.0
+MAX_S = 60.0
+
+
+class KafkaUnreachable(KmedicError):
+    """Kafka did not answer (it may be down, or not started yet)."""
+
+
+def ensure_output_topics_when_up(cfg: StreamConfig, stop: threading.Event) -> list[str]:
+    """``ensure_output_topics``, as many times as it takes while Kafka is unreachable: a job
+    started during an outage (or before its cluster) must be there when Kafka returns, not
+    exit and be given up on by its supervisor. One line per attempt (each waits up to
+    ``PROBE_TIMEOUT_S`` for an answer, then the wait between attempts doubles from ``FIRST_S``
+    to ``MAX_S``; a signal ends that wait at once); [] when ``stop`` came first. Any other
+    error (an ACL, a bad setting) ends the job at once, as before."""
+    retrying = Retrying(
+        retry=retry_if_exception_type(KafkaUnreachable),
+        wait=wait_exponential(multiplier=FIRST_S, max=MAX_S),
+        stop=stop_when_event_set(stop),
+        sleep=lambda seconds: _pause(stop, seconds),
+        before_sleep=_said_unreachable,
+        reraise=True,
+    )
+    try:
+        for attempt in retrying:
+            with attempt:
+                created = ensure_output_topics(cfg, PROBE_TIMEOUT_S)
+                if attempt.retry_state.attempt_number > 1:
+                    log.info("kafka_reached", attempts=attempt.retry_state.attempt_number)
+                return created
+    except KafkaUnreachable:
+        if not stop.is_set():
+            raise
+    return []
+
+
+def _pause(stop: threading.Event, seconds: float) -> None:
+    stop.wait(seconds)  # a signal ends the wait at once
+
+
+def _said_unreachable(state: RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome is not None else None
+    log.warning(
+        "kafka_unreachable_at_start",
+        attempt=state.attempt_number,
+        retry_in_s=round(state.upcoming_sleep, 1),
+        error=str(error),
+    )
 
 
 def admin_client(cfg: StreamConfig) -> Any:
@@ -49,16 +108,17 @@ def wanted_topics(cfg: StreamConfig) -> dict[str, dict[str, str]]:
     }
 
 
-def ensure_output_topics(cfg: StreamConfig) -> list[str]:
-    """Create missing output topics; returns the names created."""
+def ensure_output_topics(cfg: StreamConfig, reach_timeout_s: float = _TIMEOUT_S) -> list[str]:
+    """Create missing output topics; returns the names created. ``reach_timeout_s``: how long
+    to wait for Kafka's first answer (KafkaUnreachable after it)."""
     from confluent_kafka import KafkaException
     from confluent_kafka import admin as kafka_admin  # names not re-exported for mypy
 
     admin = admin_client(cfg)
     try:
-        metadata = admin.list_topics(timeout=_TIMEOUT_S)
+        metadata = admin.list_topics(timeout=reach_timeout_s)
     except KafkaException as exc:
-        raise KmedicError(
+        raise KafkaUnreachable(
             f"cannot reach Kafka at {client_settings(cfg.cluster_client).bootstrap} "
             f"to check the output topics: {exc}"
         ) from exc
