@@ -94,3 +94,37 @@ def describe_partitions(client: Any) -> list[PartitionInfo]:
         return await client._manager.send(request)
 
     return partitions_of(client._manager.run(send))
+
+
+def describe_eligible_leaders(
+    client: Any, topics: list[str], page: int = 2000
+) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The eligible leader replicas (KIP-966) of each partition of ``topics`` that has any,
+    by DescribeTopicPartitions on ``client`` (a page of ``page`` partitions per request). A
+    cluster without ELR (Kafka before 4.1, or the feature off) answers with none. Raises what
+    the client raises."""
+    from kafka.protocol.admin import DescribeTopicPartitionsRequest
+
+    wanted = [DescribeTopicPartitionsRequest.TopicRequest(name=t) for t in topics]
+    out: dict[tuple[str, int], tuple[int, ...]] = {}
+    cursor: Any = None
+    while True:
+        request = DescribeTopicPartitionsRequest(
+            topics=wanted, response_partition_limit=page, cursor=cursor
+        )
+
+        async def send(request: Any = request) -> Any:
+            return await client._manager.send(request)
+
+        response = client._manager.run(send)
+        for topic in response.topics:
+            for part in topic.partitions:
+                if part.eligible_leader_replicas:
+                    key = (str(topic.name), int(part.partition_index))
+                    out[key] = tuple(int(b) for b in part.eligible_leader_replicas)
+        following = response.next_cursor
+        if following is None:
+            return out
+        cursor = DescribeTopicPartitionsRequest.Cursor(
+            topic_name=following.topic_name, partition_index=following.partition_index
+        )

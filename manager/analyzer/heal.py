@@ -130,6 +130,13 @@ def _heal_partition(
     name = state.name(p)
     leader = state.leader[p]
     if leader is None or not state.alive[leader]:
+        elected = [b for b in state.eligible.get(p, ()) if state.alive[b]]
+        if elected:  # KIP-966: Kafka elects it itself, with every committed record
+            return Blocked(
+                "no_live_replica",
+                f"{name} has no live leader to copy from yet: Kafka elects its eligible "
+                f"leader replica {elected[0]} (no unclean election); it heals once one leads",
+            )
         return Blocked(
             "no_live_replica",
             f"{name} has no live leader to copy from; healing it needs an unclean election",

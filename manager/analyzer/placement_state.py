@@ -146,6 +146,7 @@ class ClusterState:
         offline: dict[int, frozenset[int]] = {}
         degraded: list[int] = []
         writes_unavailable: list[int] = []
+        eligible: dict[int, tuple[int, ...]] = {}
         alive = self.alive
         for topic in snap.topics:
             name = topic.name
@@ -178,6 +179,8 @@ class ClusterState:
                         and sum(alive.get(b, False) for b in part.isr) < min_insync
                     ):
                         writes_unavailable.append(len(self.topic) - 1)
+                if part.eligible_leaders:
+                    eligible[len(self.topic) - 1] = part.eligible_leaders
                 if part.offline_replicas:
                     # Offline on a live broker: a failed log directory. A dead broker's
                     # replicas are lost with the broker and counted there.
@@ -202,6 +205,8 @@ class ClusterState:
         # topic's min.insync.replicas: Kafka rejects acks=all writes to them now. (Without a
         # live leader nothing can be copied: such a partition waits like any other.)
         self.writes_unavailable: tuple[int, ...] = tuple(writes_unavailable)
+        # Partition -> Kafka's eligible leader replicas (KIP-966), for those that have any.
+        self.eligible: dict[int, tuple[int, ...]] = eligible
 
     # -- queries -------------------------------------------------------------------------------
 

@@ -137,10 +137,11 @@ def killed(snap: Snapshot, dead: tuple[int, ...]) -> Snapshot:
         else b
         for b in snap.brokers
     )
+    alive = {b.id for b in brokers if b.alive}
     topics = tuple(
         Topic(
             name=t.name,
-            partitions=tuple(_without(p, gone) for p in t.partitions),
+            partitions=tuple(_without(p, gone, alive) for p in t.partitions),
             min_insync_replicas=t.min_insync_replicas,
         )
         for t in snap.topics
@@ -154,11 +155,16 @@ def killed(snap: Snapshot, dead: tuple[int, ...]) -> Snapshot:
     return snap.model_copy(update={"brokers": brokers, "topics": topics, "leadership": leading})
 
 
-def _without(p: Partition, gone: set[int]) -> Partition:
+def _without(p: Partition, gone: set[int], alive: set[int]) -> Partition:
     if not gone & set(p.replicas):
         return p
     isr = tuple(r for r in p.isr if r not in gone)
     leader = p.leader if p.leader not in gone else (isr[0] if isr else None)
+    elected = [r for r in p.eligible_leaders if r in alive]
+    if leader is None and elected:
+        # KIP-966: with its last in-sync replica gone, Kafka elects a live eligible leader
+        # replica, which holds every committed record: no unclean election, nothing lost.
+        leader, isr = elected[0], (elected[0],)
     offline = tuple(sorted(set(p.offline_replicas) | (gone & set(p.replicas))))
     return p.model_copy(update={"isr": isr, "leader": leader, "offline_replicas": offline})
 

@@ -137,6 +137,12 @@ class Partition(_Frozen):
         description="replicas Kafka reports offline: their broker lost the log directory "
         "holding them (a failed disk), or is dead",
     )
+    eligible_leaders: tuple[int, ...] = Field(
+        default=(),
+        description="Kafka's eligible leader replicas (KIP-966): replicas that left the ISR "
+        "while it was below min.insync.replicas and hold every committed record, so Kafka may "
+        "elect one without an unclean election; empty: none, or not read",
+    )
 
 
 class Topic(_Frozen):

@@ -99,6 +99,9 @@ class Observation:
     returned_ms: dict[int, int] = field(default_factory=dict)
     known_racks: dict[int, str] = field(default_factory=dict)
     min_insync: dict[str, int] = field(default_factory=dict)  # by topic, where known
+    # KIP-966 eligible leader replicas, of the partitions that have any (read only for the
+    # topics with a partition under min.insync.replicas: the only ones that can).
+    eligible_leaders: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     quorum: Quorum | None = None  # the KRaft controller quorum (None: not read)
 
 
@@ -300,6 +303,7 @@ def _topics(obs: Observation, policy: Policy) -> tuple[Topic, ...]:
                 size_bytes=sizes.get(key, 0),
                 load=_load(obs.loads.get(key), obs.taken_at_ms, policy.max_stats_age_ms),
                 offline_replicas=p.offline,
+                eligible_leaders=obs.eligible_leaders.get(key, ()),
             )
         )
     return tuple(

@@ -14,7 +14,7 @@ from typing import Any
 
 from kmedic.brokerstats import BrokerStats, from_json
 from kmedic.errors import KmedicError
-from kmedic.kafka_admin import connect_admin, describe_partitions
+from kmedic.kafka_admin import connect_admin, describe_eligible_leaders, describe_partitions
 from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from kmedic.metadata import (
@@ -242,6 +242,7 @@ class ClusterSources:
         topics = {p.topic for p in partitions}
         # On the client that has just read the cluster (none: the settings are unknown).
         min_insync = self.topic_configs.read(self._admin, topics) if self._admin else {}
+        eligible = self._eligible_leaders(partitions, min_insync)
         return Observation(
             taken_at_ms=now_ms,
             cluster=self.cluster,
@@ -258,8 +259,24 @@ class ClusterSources:
             returned_ms=dict(self.returned_ms),
             known_racks=dict(self.known_racks),
             min_insync=min_insync,
+            eligible_leaders=eligible,
             quorum=quorum,
         )
+
+    def _eligible_leaders(
+        self, partitions: list[PartitionInfo], min_insync: dict[str, int]
+    ) -> dict[TopicPartition, tuple[int, ...]]:
+        """KIP-966's eligible leader replicas, read for the topics with a partition under its
+        min.insync.replicas (1 where unknown): only those can have any. A read that fails is
+        logged and leaves them unknown: it never blinds a cycle."""
+        short = sorted({p.topic for p in partitions if len(p.isr) < min_insync.get(p.topic, 1)})
+        if not short or self._admin is None:
+            return {}
+        try:
+            return describe_eligible_leaders(self._admin, short)
+        except Exception as exc:  # kafka-python raises several unrelated types
+            log.warning("eligible_leaders_unreadable", topics=len(short), error=str(exc))
+            return {}
 
     def _read_admin(
         self, *, list_reassignments: bool = True

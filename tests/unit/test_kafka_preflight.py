@@ -1,10 +1,14 @@
-"""Which client errors stop a role at start (pure classification of librdkafka's errors)."""
+"""Which client errors stop a role at start (pure classification of librdkafka's errors), and
+a plaintext client, which has none to meet, not waiting for them."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from kmedic.kafka_preflight import classify
+from kmedic.kafka_preflight import check_credentials, classify
+from kmedic.localcluster.process import free_ports
 
 
 def test_a_refused_password_names_the_credential_settings() -> None:
@@ -49,3 +53,11 @@ def test_other_tls_failures_point_at_the_tls_settings() -> None:
 def test_an_unreachable_cluster_is_not_a_refusal(code: str, text: str) -> None:
     # Brokers that are down may start later: every role already waits for them.
     assert classify(code, text) is None
+
+
+def test_a_plaintext_client_has_nothing_to_check_and_does_not_wait() -> None:
+    """Against a port nothing listens on it used to wait out its whole timeout (ten seconds of
+    every role's start during an outage) for refusals that plaintext cannot bring."""
+    began = time.monotonic()
+    check_credentials(f"127.0.0.1:{free_ports(1)[0]}", role="test", timeout_s=30)
+    assert time.monotonic() - began < 5

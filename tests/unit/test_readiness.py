@@ -151,3 +151,34 @@ def test_the_shipped_healthy_example_is_ready_without_a_risk(
     assert code == 0
     standings = [r["standing"] for r in json.loads(out)]
     assert standings == ["healable"] * 6 + ["left_to_operator"] * 3
+
+
+def test_an_eligible_leader_replica_counts_as_a_live_copy() -> None:
+    """Issue 39.6, KIP-966: partition pay:0 is in sync on broker 1 alone and broker 3 is an
+    eligible leader replica. Losing broker 1 leaves Kafka a clean leader to elect: not at risk
+    (without ELR it would need an unclean election: at risk)."""
+    brokers = [broker(b, RACKS[b]) for b in RACKS]
+    pay = part(0, [1, 3, 5], isr=[1])
+    plain = make(brokers, {"pay": [pay]})
+    assert verdict(plain, Scenario("broker", "1", (1,))).at_risk
+    pay["eligible_leaders"] = [3]
+    snap = make(brokers, {"pay": [pay]})
+    p0 = killed(snap, (1,)).topics[0].partitions[0]
+    assert (p0.leader, p0.isr) == (3, (3,))
+    found = verdict(snap, Scenario("broker", "1", (1,)))
+    # Not a risk; broker 5, alive and out of the ISR, is a slow follower a person looks at.
+    assert not found.at_risk, found.sentence()
+    assert "no_live_replica" not in {r.code for r in found.why}
+    # An eligible leader replica that is dead itself elects nothing.
+    assert verdict(snap, Scenario("rack", "/r1+2", (1, 3))).at_risk
+
+
+def test_a_heal_blocked_on_a_pending_eligible_leader_says_so() -> None:
+    brokers = [broker(b, RACKS[b], alive=b != 1) for b in RACKS]
+    pay = part(0, [1, 3, 5], isr=[], leader=None)
+    pay["eligible_leaders"] = [3]
+    decision = decide(make(brokers, {"pay": [pay]}, policy={"even_spread": False}))
+    said = [r.message for r in (*decision.reasons, *decision.unhealed)]
+    assert any(
+        "Kafka elects its eligible leader replica 3 (no unclean election)" in m for m in said
+    ), said
