@@ -68,15 +68,26 @@ def create_placed_topic(
     # kafka-python: confluent-kafka 2.16 rejects an explicit replica assignment locally.
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
+    from kafka.errors import KafkaConnectionError, TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        placed = NewTopic(
-            name, replica_assignments=dict(enumerate(assignment)), topic_configs=configs or {}
-        )
-        admin.create_topics([placed])
-    finally:
-        admin.close()
+    placed = NewTopic(
+        name, replica_assignments=dict(enumerate(assignment)), topic_configs=configs or {}
+    )
+    for attempt in range(1, 4):
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            admin.create_topics([placed])
+            break
+        except TopicAlreadyExistsError:
+            if attempt == 1:
+                raise
+            break  # the attempt before created it, and its answer was lost
+        except KafkaConnectionError:
+            # A broker the fixture has just restarted may reset the first connection to it.
+            if attempt == 3:
+                raise
+        finally:
+            admin.close()
     wait_until_usable(bootstrap, [name])
 
 

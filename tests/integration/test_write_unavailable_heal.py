@@ -104,15 +104,27 @@ def test_a_write_unavailable_partition_heals_within_its_short_grace(
             interval=2,
             what="the write-unavailable partitions healed before the broker's grace",
         )[0]
-        assert acted.summary.startswith(
-            "act: restore writes: 2 partitions under min.insync.replicas"
-        ), acted.summary
+        # (Other tests' topics on the shared cluster may be under their min.insync.replicas
+        # with broker 3 gone too: only this test's partitions are asserted.)
+        assert acted.summary.startswith("act: restore writes: "), acted.summary
+        assert {f"{strict}:0", f"{strict}:1"} <= set(acted.partitions), acted.partitions
+        assert f"{relaxed}:0" not in acted.partitions
         assert any("writes_unavailable" in r for r in acted.reasons), acted.reasons
         # Within the short grace (and the cycles it takes to see the broker dead), not the
         # broker's ten minutes.
         assert acted.time_ms - killed_ms < SHORT_GRACE_MS + 40_000, acted.time_ms - killed_ms
-        started = {p for r in audit("action_started") for p in r.partitions}
-        assert started == {f"{strict}:0", f"{strict}:1"}, started
+        # The decision is audited before its moves start: their records follow.
+        started = wait_for(
+            lambda: (
+                (s := {p for r in audit("action_started") for p in r.partitions})
+                >= {f"{strict}:0", f"{strict}:1"}
+                and s
+            ),
+            timeout=30,
+            interval=1,
+            what="the moves of the strict partitions started",
+        )
+        assert f"{relaxed}:0" not in started
 
         def healed() -> bool:
             pipeline.check_running()
