@@ -7,15 +7,13 @@ carries it (DescribeTopicPartitions, only for such topics) in the partition's
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from helpers import create_placed_topic, wait_for
+from helpers import create_placed_topic, kmedic_process, wait_for
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
@@ -66,12 +64,8 @@ def test_the_snapshot_carries_kafkas_eligible_leader_replicas(
         )
     )
     out = tmp_path / "snap.json"
-    args = ["snapshot", "--config", str(config), "--out", str(out), "--wait", "2"]
-    done = subprocess.run(
-        [sys.executable, "-m", "composition.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = kmedic_process(
+        "snapshot", "--config", str(config), "--out", str(out), "--wait", "2", timeout=120
     )
     assert done.returncode == 0, done.stderr
     [mine] = [t for t in json.loads(out.read_text())["topics"] if t["name"] == topic]

@@ -6,7 +6,7 @@ and replica count (every constraint still held) and says so."""
 from __future__ import annotations
 
 from manager.analyzer.goal import Context, Proposal, Settled
-from manager.analyzer.heal import plan_heal
+from manager.analyzer.heal import HealPlan, plan_heal
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Reason
 
@@ -33,8 +33,6 @@ class Heal:
             f"heal {' and '.join(what)}: {len(plan.moves)} partitions reassigned, "
             f"{plan.bytes_to_move} bytes to copy"
         )
-        if plan.blocked and plan.moves:
-            summary += f"; {len(plan.blocked)} partitions cannot be healed (refused, paged)"
         told = [
             Reason("broker_dead", f"broker {b} is dead past its grace period; its replicas move")
             for b in state.dead
@@ -58,18 +56,7 @@ class Heal:
                     "are stale: " + "; ".join(r.message for r in ctx.stale),
                 )
             )
-        return Proposal(
-            kind="heal",
-            state=state,
-            summary=summary,
-            replica_moves=tuple(plan.moves),
-            bytes_to_move=plan.bytes_to_move,
-            blocked=tuple(plan.blocked),
-            exact=plan.exact,
-            partial=True,
-            told=tuple(told),
-            gates=ctx.heal_gates,
-        )
+        return partial_heal(state, plan, summary, told, ctx.heal_gates)
 
     def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         switches = ctx.snap.policy.goals
@@ -79,6 +66,31 @@ class Heal:
         if ctx.state.offline and not switches.heal_failed_disks:
             off.append("heal_failed_disks")
         return tuple(off)
+
+
+def partial_heal(
+    state: ClusterState,
+    plan: HealPlan,
+    summary: str,
+    told: list[Reason],
+    gates: tuple[Reason, ...],
+) -> Proposal:
+    """A heal's proposal: the partitions it placed act, those it could not are refused by
+    name (and the summary says how many)."""
+    if plan.blocked and plan.moves:
+        summary += f"; {len(plan.blocked)} partitions cannot be healed (refused, paged)"
+    return Proposal(
+        kind="heal",
+        state=state,
+        summary=summary,
+        replica_moves=tuple(plan.moves),
+        bytes_to_move=plan.bytes_to_move,
+        blocked=tuple(plan.blocked),
+        exact=plan.exact,
+        partial=True,
+        told=tuple(told),
+        gates=gates,
+    )
 
 
 def _failed_disks(state: ClusterState) -> dict[int, int]:

@@ -18,6 +18,7 @@ copies than the topic's owner asked for (and, with KIP-966, clear its eligible l
 from __future__ import annotations
 
 from manager.analyzer.goal import Context, Proposal, Settled
+from manager.analyzer.goals.heal import partial_heal
 from manager.analyzer.heal import Lost, heal_lost
 from manager.model.decision import Reason
 
@@ -64,24 +65,12 @@ class RestoreWrites:
             f"reassigned off dead brokers {named}, {plan.bytes_to_move} bytes to copy; "
             "their other partitions wait for the grace period"
         )
-        if plan.blocked and plan.moves:
-            summary += f"; {len(plan.blocked)} partitions cannot be healed (refused, paged)"
         told = [_why(ctx, due)]
         if plan.exact is not None and not plan.blocked:
             told.append(Reason("heal_exact_placement", plan.exact))
-        return Proposal(
-            kind="heal",
-            state=state,
-            summary=summary,
-            replica_moves=tuple(plan.moves),
-            bytes_to_move=plan.bytes_to_move,
-            blocked=tuple(plan.blocked),
-            exact=plan.exact,
-            partial=True,
-            told=tuple(told),
-            # The grace is what this goal shortens; every other gate still holds it back.
-            gates=tuple(r for r in ctx.heal_gates if r.code != "dead_within_grace"),
-        )
+        # The grace is what this goal shortens; every other gate still holds it back.
+        gates = tuple(r for r in ctx.heal_gates if r.code != "dead_within_grace")
+        return partial_heal(state, plan, summary, told, gates)
 
     def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         return () if ctx.snap.policy.goals.heal_dead_brokers else ("heal_dead_brokers",)
