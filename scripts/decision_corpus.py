@@ -5,7 +5,15 @@
 ``text`` without) with the decision fields the JSON leaves out (``placement_violations``,
 ``request``, ``request_done``). The snapshots are the examples in configs/examples and every
 distinct snapshot the planner's unit tests decided on (1,885, property tests included) when
-the planner took its goal shape; tests/unit/test_decision_corpus.py checks every one.
+the planner took its goal shape; then (``tests-*``) every new one the unit tests decided on
+with a request, a slow broker, latency, a switched-off goal, a quorum, min.insync.replicas or
+eligible leaders; tests/unit/test_decision_corpus.py checks every one.
+
+An entry may carry a ``situation`` (``manager.daemon.rules.Situation``: ``mode``,
+``audit_on_failover``, ``coordination_reliable``, ``running``, ``queued``): its decision is
+then the planner's under the daemon's rules, as the leader makes it (observe mode, degraded
+mode, a plan of its own still running). ``--situations`` adds, for a sample of the entries
+that act, one entry per situation.
 
 A change meant to change decisions re-records the expected side and shows the difference in
 its commit: ``python scripts/decision_corpus.py --record``. Without ``--record`` the script
@@ -24,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from manager.analyzer.planner import decide
+from manager.daemon.rules import Situation, shape
 from manager.model.decision import Decision
 from manager.model.snapshot_file import parse_snapshot
 
@@ -49,7 +58,19 @@ def expected_fields(decision: Decision) -> dict[str, Any]:
 
 def decided(entry: dict[str, Any]) -> dict[str, Any]:
     snap = parse_snapshot(json.dumps(entry["snapshot"]), source=entry["name"])
-    return expected_fields(decide(snap))
+    decision = decide(snap)
+    if "situation" in entry:
+        decision = shape(decision, Situation(**entry["situation"]))
+    return expected_fields(decision)
+
+
+# The daemon's situations --situations adds, each on every 10th entry that acts.
+SITUATIONS: dict[str, dict[str, Any]] = {
+    "observe": {"mode": "observe"},
+    "audit-failover": {"audit_on_failover": True},
+    "zk-unreliable": {"coordination_reliable": False},
+    "plan-running": {"running": 3, "queued": 2},
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,10 +79,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--add", nargs="+", metavar="NAME=SNAPSHOT", help="add snapshot files under new names"
     )
+    parser.add_argument(
+        "--add-lines",
+        metavar="PREFIX=FILE",
+        help="add each line of FILE (one snapshot JSON per line) as PREFIX-0000, ...",
+    )
+    parser.add_argument(
+        "--situations", action="store_true", help="add the daemon's situations (SITUATIONS)"
+    )
     args = parser.parse_args(argv)
     rows = list(entries())
     if args.add:
         return _add(rows, args.add)
+    if args.add_lines:
+        prefix, _, path = args.add_lines.partition("=")
+        lines = [line for line in Path(path).read_text().splitlines() if line.strip()]
+        new = [
+            {"name": f"{prefix}-{i:04d}", "snapshot": json.loads(line)}
+            for i, line in enumerate(lines)
+        ]
+        return _write(rows, new)
+    if args.situations:
+        acting = [
+            r for r in rows if json.loads(r["json"])["outcome"] == "act" and "situation" not in r
+        ]
+        new = [
+            {"name": f"{name}:{row['name']}", "snapshot": row["snapshot"], "situation": situation}
+            for name, situation in SITUATIONS.items()
+            for row in acting[::10]
+        ]
+        return _write(rows, new)
     changed = [row["name"] for row in rows if decided(row) != {k: row[k] for k in decided(row)}]
     if args.record:
         with gzip.open(CORPUS, "wt", encoding="utf-8") as out:
@@ -85,9 +132,19 @@ def _add(rows: list[dict[str, Any]], named: list[str]) -> int:
         if name in known:
             print(f"the corpus already holds {name!r}", file=sys.stderr)
             return 2
-        entry = {"name": name, "snapshot": json.loads(Path(path).read_text())}
-        added.append({**entry, **decided(entry)})
+        added.append({"name": name, "snapshot": json.loads(Path(path).read_text())})
         known.add(name)
+    return _write(rows, added)
+
+
+def _write(rows: list[dict[str, Any]], new: list[dict[str, Any]]) -> int:
+    """The corpus with ``new`` entries added, each with the decision made on it now."""
+    known = {row["name"] for row in rows}
+    clash = [entry["name"] for entry in new if entry["name"] in known]
+    if clash:
+        print(f"the corpus already holds {clash[:5]}", file=sys.stderr)
+        return 2
+    added = [{**entry, **decided(entry)} for entry in new]
     with gzip.open(CORPUS, "wt", encoding="utf-8") as out:
         for row in [*rows, *added]:
             out.write(json.dumps(row, sort_keys=True) + "\n")

@@ -9,8 +9,7 @@ from collections.abc import Callable
 from kmedic.gc_pause import collector_paused
 from manager.analyzer.planner import decide
 from manager.coordination.mode_store import Mode
-from manager.daemon.mode import OBSERVE_WHY
-from manager.daemon.rules import degrade, keep_unhealed, observe_only, wait_for_plan
+from manager.daemon.rules import Situation, shape
 from manager.executor.move_state import MoveState
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
@@ -31,12 +30,13 @@ def decide_cycle(
     with collector_paused():
         decided = decide(snap)
     took = monotonic() - started
-    decided = keep_unhealed(decided, previous)
-    decision = degrade(
-        decided, audit_on_failover=audit_on_failover, coordination_reliable=coordination_reliable
-    )
     running = sum(1 for m in active if m.status == "in_flight")
-    decision = wait_for_plan(decision, running=running, queued=len(active) - running)
-    if mode == "observe":
-        decision = observe_only(decision, OBSERVE_WHY)
-    return decision, took
+    situation = Situation(
+        mode=mode,
+        audit_on_failover=audit_on_failover,
+        coordination_reliable=coordination_reliable,
+        running=running,
+        queued=len(active) - running,
+        previous=previous,
+    )
+    return shape(decided, situation), took

@@ -8,8 +8,6 @@ from __future__ import annotations
 from manager.coordination.mode_store import Mode, ModeRecord
 from manager.daemon.audit_trail import AuditTrail
 
-OBSERVE_WHY = "observe mode"
-
 
 class ModeTracker:
     def __init__(self, configured: Mode) -> None:

@@ -6,10 +6,40 @@ rebalance at all right now, and whether a plan of its own is still running.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from manager.analyzer.finish import held_back
+from manager.coordination.mode_store import Mode
 from manager.model.decision import Decision, Outcome, Reason
+
+OBSERVE_WHY = "observe mode"
+
+
+@dataclass(frozen=True)
+class Situation:
+    """The daemon's own situation in a cycle, which the rules below judge the decision by."""
+
+    mode: Mode = "act"
+    audit_on_failover: bool = False
+    coordination_reliable: bool = True
+    running: int = 0  # moves of kmedic's current plan in flight
+    queued: int = 0  # and waiting to start
+    previous: Decision | None = None  # the last cycle's decision
+
+
+def shape(decided: Decision, situation: Situation) -> Decision:
+    """The planner's decision under the daemon's rules, in their order: what stays unhealed
+    while its moves run, degraded mode, one plan at a time, observe mode."""
+    decision = keep_unhealed(decided, situation.previous)
+    decision = degrade(
+        decision,
+        audit_on_failover=situation.audit_on_failover,
+        coordination_reliable=situation.coordination_reliable,
+    )
+    decision = wait_for_plan(decision, running=situation.running, queued=situation.queued)
+    if situation.mode == "observe":
+        decision = observe_only(decision, OBSERVE_WHY)
+    return decision
 
 
 def _replace(
