@@ -126,7 +126,7 @@ class AdminSource:
         client = self._connect()
         for attempt in range(1, METADATA_ATTEMPTS + 1):
             try:
-                partitions = describe_partitions(client)
+                partitions = describe_partitions(client).infos()
                 reassignments = parse_reassignments(
                     client.list_partition_reassignments(timeout_ms=self._timeout_ms)
                 )

@@ -24,7 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from manager.model.decision import Action, Reassign
-from manager.model.snapshot import Partition, Snapshot, Topic
+from manager.model.snapshot import Snapshot
+from manager.model.topics import topics_table
 
 # A round of tiny moves on the local cluster took 0.7 s (13 moves in 7 rounds, 4.9 s past the
 # grace: tests/integration/test_readiness_cluster.py); 1 s, with some margin.
@@ -54,7 +55,7 @@ def heal_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
 
 
 def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float:
-    topics = {t.name: t for t in snap.topics}  # not every partition: a heal moves few of them
+    table = topics_table(snap.topics)  # not every partition: a heal moves few of them
     dead = {b.id for b in snap.brokers if not b.alive}
     total, largest, moves = 0, 0, 0
     involved_bytes: Counter[int] = Counter()
@@ -64,11 +65,11 @@ def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
     for action in actions:
         if not isinstance(action, Reassign):
             continue
-        part = _partition(topics.get(action.topic), action.partition)
+        row = table.row_of(action.topic, action.partition)
         added = set(action.replicas_to) - set(action.replicas_from)
-        if part is None or not added:
+        if row is None or not added or table.size is None:
             continue
-        size = part.size_bytes
+        size = int(table.size[row])
         moves += 1
         total += size * len(added)
         largest = max(largest, size)
@@ -77,8 +78,9 @@ def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
             involved_moves[broker] += 1
         for broker in added:
             received[broker] += size
-        if part.leader is not None:
-            sent[part.leader] += size * len(added)
+        leader = int(table.leader[row])
+        if leader >= 0:
+            sent[leader] += size * len(added)
     if not moves:
         return 0.0
     rate = pace.move_bytes_per_s
@@ -95,12 +97,3 @@ def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
         max((math.ceil(n / pace.max_moves_per_broker) for n in involved_moves.values()), default=1),
     )
     return max(bounds) + rounds * pace.move_overhead_s
-
-
-def _partition(topic: Topic | None, number: int) -> Partition | None:
-    if topic is None:
-        return None
-    parts = topic.partitions
-    if number < len(parts) and parts[number].partition == number:  # as Kafka numbers them
-        return parts[number]
-    return next((p for p in parts if p.partition == number), None)

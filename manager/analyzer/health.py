@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from manager.model.decision import Decision
 from manager.model.reasons import AUTHORITY_CODES
 from manager.model.snapshot import Snapshot
+from manager.model.topics import topics_table
 
 
 @dataclass(frozen=True)
@@ -43,28 +46,26 @@ def health_facts(snap: Snapshot) -> HealthFacts:
     dead = {b.id for b in snap.brokers if not b.alive}
     back = lag_explained(snap)
     adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
+    table = topics_table(snap.topics)
+    total = len(table)
+    valid = int(np.count_nonzero(table.loads.known & table.loads.valid)) if table.loads else 0
     explained = unexplained = 0
-    valid = total = 0
     newest_report: int | None = None
-    for topic in snap.topics:
-        for p in topic.partitions:
-            total += 1
-            if p.load is not None and p.load.window_valid:
-                valid += 1
-            if len(p.isr) >= len(p.replicas) and p.leader is not None:
-                continue
-            catching_up = adding.get((topic.name, p.partition), set())
-            # A replica Kafka reports offline lost its log directory: explained, like a death.
-            gone = dead | set(p.offline_replicas)
-            lagging_live = [
-                b
-                for b in p.replicas
-                if b not in gone and b not in p.isr and b not in catching_up and b not in back
-            ]
-            if lagging_live or (p.leader is None and any(b not in gone for b in p.replicas)):
-                unexplained += 1
-            else:
-                explained += 1
+    degraded = (table.leader < 0) | (table.isr.counts() < table.replicas.counts())
+    for i in np.flatnonzero(degraded).tolist():
+        replicas, isr, leader = table.replicas.row(i), table.isr.row(i), int(table.leader[i])
+        key = (table.names[int(table.topic[i])], int(table.partition[i]))
+        catching_up = adding.get(key, set())
+        # A replica Kafka reports offline lost its log directory: explained, like a death.
+        gone = dead | set(table.offline.row(i))
+        lagging_live = [
+            b for b in replicas if b not in gone and b not in isr and b not in catching_up
+            and b not in back
+        ]  # fmt: skip
+        if lagging_live or (leader < 0 and any(b not in gone for b in replicas)):
+            unexplained += 1
+        else:
+            explained += 1
     for b in snap.brokers:
         if b.last_stats_ms is not None:
             newest_report = max(newest_report or 0, b.last_stats_ms)
@@ -132,9 +133,6 @@ def next_grace_end_ms(snap: Snapshot) -> int | None:
 def heal_needed(snap: Snapshot) -> bool:
     """Some partition still has a replica to heal: on a dead broker, or offline on a live one.
     A dead broker whose replicas were all moved needs nothing more."""
-    dead = {b.id for b in snap.brokers if not b.alive}
-    return any(
-        p.offline_replicas or not dead.isdisjoint(p.replicas)
-        for t in snap.topics
-        for p in t.partitions
-    )
+    dead = [b.id for b in snap.brokers if not b.alive]
+    table = topics_table(snap.topics)
+    return bool(table.offline.values.size) or bool(np.isin(table.replicas.values, dead).any())

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from manager.model.racks import Location, location_of
 from manager.model.snapshot import LEAVING_REQUESTS, Capacity, Snapshot
+from manager.model.topics import topics_table
 
 
 class ClusterState:
@@ -127,75 +130,73 @@ class ClusterState:
         self._by_broker: dict[int, list[int]] | None = None
 
     def _load_partitions(self, snap: Snapshot, sizes: dict[int, float]) -> None:
-        load_in, load_out, load_msgs = self.load_in, self.load_out, self.load_msgs
-        count, leaders = self.count, self.leaders
-        # Bound methods as locals: this loop runs once per partition (millions of replicas).
-        add_topic, add_number = self.topic.append, self.number.append
-        add_replicas, add_isr, add_leader = (
-            self.replicas.append,
-            self.isr.append,
-            self.leader.append,
-        )
-        add_size, add_in, add_out, add_msgs = (
-            self.size.append,
-            self.bin.append,
-            self.bout.append,
-            self.msgs.append,
-        )
-        valid = 0
-        offline: dict[int, frozenset[int]] = {}
-        degraded: list[int] = []
-        writes_unavailable: list[int] = []
-        eligible: dict[int, tuple[int, ...]] = {}
+        """The per-partition lists and per-broker sums, from the snapshot's columns: the sums
+        by ``np.bincount``, which adds in partition order as a loop would (the same floats)."""
+        table = topics_table(snap.topics)
+        n = len(table)
+        self.topic = [table.names[t] for t in table.topic.tolist()]
+        self.number = table.partition.tolist()
+        self.replicas = table.replicas.rows()
+        self.isr = table.isr.rows()
+        leader = table.leader
+        self.leader = [None if b < 0 else b for b in leader.tolist()]
+        size = table.size if table.size is not None else np.zeros(n, dtype=np.int64)
+        self.size = size.tolist()
+        loads = table.loads
+        if self.use_loads and loads is not None:
+            known = loads.known
+            bin_, bout, msgs = (
+                np.where(known, column, 0.0)
+                for column in (loads.bytes_in, loads.bytes_out, loads.messages_in)
+            )
+            self.valid_load = int(np.count_nonzero(known & loads.valid))
+        else:
+            bin_ = bout = msgs = np.zeros(n)
+            self.valid_load = 0
+        self.bin, self.bout, self.msgs = bin_.tolist(), bout.tolist(), msgs.tolist()
+
+        ids = np.array(self.broker_ids, dtype=np.int64)
+        rep_counts = table.replicas.counts()
+        holder = np.searchsorted(ids, table.replicas.values)  # each replica's broker, densely
+        row = np.repeat(np.arange(n), rep_counts)
+        led = np.flatnonzero(leader >= 0)
+        lead = np.searchsorted(ids, leader[led])
+        brokers = len(ids)
+        for sums, values in (
+            (self.load_in, np.bincount(holder, weights=bin_[row], minlength=brokers)),
+            (sizes, np.bincount(holder, weights=size[row].astype(np.float64), minlength=brokers)),
+            (self.load_out, np.bincount(lead, weights=bout[led], minlength=brokers)),
+            (self.load_msgs, np.bincount(lead, weights=msgs[led], minlength=brokers)),
+        ):
+            # (An empty bincount is of ints, whatever its weights.)
+            sums.update(zip(self.broker_ids, values.astype(np.float64).tolist(), strict=True))
+        for counts, at in ((self.count, holder), (self.leaders, lead)):
+            counts.update(
+                zip(self.broker_ids, np.bincount(at, minlength=brokers).tolist(), strict=True)
+            )
+
         alive = self.alive
-        for topic in snap.topics:
-            name = topic.name
-            min_insync = topic.min_insync_replicas
-            for part in topic.partitions:
-                reps = part.replicas
-                load = part.load if self.use_loads else None
-                if load is None:
-                    bi = bo = mi = 0.0
-                else:
-                    bi, bo, mi = load.bytes_in_per_s, load.bytes_out_per_s, load.messages_in_per_s
-                    valid += load.window_valid
-                size = part.size_bytes
-                lead = part.leader
-                add_topic(name)
-                add_number(part.partition)
-                add_replicas(reps)
-                add_isr(part.isr)
-                add_leader(lead)
-                add_size(size)
-                add_in(bi)
-                add_out(bo)
-                add_msgs(mi)
-                if lead is None or len(part.isr) < len(reps):
-                    degraded.append(len(self.topic) - 1)
-                    if (
-                        min_insync is not None
-                        and lead is not None
-                        and alive.get(lead, False)
-                        and sum(alive.get(b, False) for b in part.isr) < min_insync
-                    ):
-                        writes_unavailable.append(len(self.topic) - 1)
-                if part.eligible_leaders:
-                    eligible[len(self.topic) - 1] = part.eligible_leaders
-                if part.offline_replicas:
-                    # Offline on a live broker: a failed log directory. A dead broker's
-                    # replicas are lost with the broker and counted there.
-                    gone = frozenset(b for b in part.offline_replicas if alive.get(b, False))
-                    if gone:
-                        offline[len(self.topic) - 1] = gone
-                for b in reps:
-                    load_in[b] += bi
-                    sizes[b] += size
-                    count[b] += 1
-                if lead is not None:
-                    load_out[lead] += bo
-                    load_msgs[lead] += mi
-                    leaders[lead] += 1
-        self.valid_load = valid
+        min_insync = table.min_insync
+        degraded = np.flatnonzero((leader < 0) | (table.isr.counts() < rep_counts)).tolist()
+        writes_unavailable = []
+        for p in degraded:
+            lead_p = self.leader[p]
+            needed = int(min_insync[table.topic[p]]) if min_insync is not None else 0
+            if (
+                needed
+                and lead_p is not None
+                and alive.get(lead_p, False)
+                and sum(alive.get(b, False) for b in self.isr[p]) < needed
+            ):
+                writes_unavailable.append(p)
+        offline: dict[int, frozenset[int]] = {}
+        for p in np.flatnonzero(table.offline.counts()).tolist():
+            # Offline on a live broker: a failed log directory. A dead broker's replicas are
+            # lost with the broker and counted there.
+            gone = frozenset(b for b in table.offline.row(p) if alive.get(b, False))
+            if gone:
+                offline[p] = gone
+        eligible = table.eligible
         # Partition -> live brokers whose copy of it is offline (their log directory failed).
         self.offline: dict[int, frozenset[int]] = offline
         # Partitions as observed under-replicated or without a leader (the gates look only at
@@ -206,7 +207,11 @@ class ClusterState:
         # live leader nothing can be copied: such a partition waits like any other.)
         self.writes_unavailable: tuple[int, ...] = tuple(writes_unavailable)
         # Partition -> Kafka's eligible leader replicas (KIP-966), for those that have any.
-        self.eligible: dict[int, tuple[int, ...]] = eligible
+        self.eligible: dict[int, tuple[int, ...]] = (
+            {p: eligible.row(p) for p in np.flatnonzero(eligible.counts()).tolist()}
+            if eligible is not None
+            else {}
+        )
 
     # -- queries -------------------------------------------------------------------------------
 

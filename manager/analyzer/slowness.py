@@ -24,8 +24,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from manager.model.slowness import BrokerLatency, SlowBrokerPolicy, Slowness, SlowState
 from manager.model.snapshot import Broker, Snapshot
+from manager.model.topics import topics_table
 
 FIGURES = ("probe_p90_ms", "produce_local_ms", "log_flush_ms")
 
@@ -61,7 +64,7 @@ def too_many_slow(slow: int, live: int, policy: SlowBrokerPolicy) -> bool:
 def fair_share(snap: Snapshot) -> int:
     """The leaderships a broker leads when they are spread evenly over the live brokers."""
     live = sum(1 for b in snap.brokers if b.alive)
-    led = sum(1 for t in snap.topics for p in t.partitions if p.leader is not None)
+    led = int(np.count_nonzero(topics_table(snap.topics).leader >= 0))
     return led // live if live else 0
 
 
@@ -157,11 +160,10 @@ def judge(
     policy = snap.policy.slow_brokers
     live = [b for b in snap.brokers if b.alive]
     figures = {b.id: _figures(b.latency) for b in live}
-    leaders = dict.fromkeys((b.id for b in live), 0)
-    for t in snap.topics:
-        for p in t.partitions:
-            if p.leader in leaders:
-                leaders[p.leader] += 1
+    led = topics_table(snap.topics).leader
+    ids, counts = np.unique(led[led >= 0], return_counts=True)
+    by_leader = dict(zip(ids.tolist(), counts.tolist(), strict=True))
+    leaders = {b.id: by_leader.get(b.id, 0) for b in live}
     share = sum(leaders.values()) // len(live) if live else 0  # fair_share, from the counts
     out, changes = dict(tracks), []
     for b in live:

@@ -19,6 +19,7 @@ from typing import Literal
 
 from manager.model.policy import Policy
 from manager.model.snapshot import Snapshot
+from manager.model.topics import topics_table
 
 UnsafeKind = Literal["below_min_rf", "min_isr_blocks_writes", "min_isr_loses_writes"]
 UNSAFE_KINDS: tuple[UnsafeKind, ...] = (
@@ -58,16 +59,29 @@ class TopicFacts:
 
 
 def facts(snap: Snapshot) -> list[TopicFacts]:
+    """Each topic's replication factor (its smallest partition's, replicas a reassignment
+    adds not counted) and min.insync.replicas; from the columns, looking at the few
+    partitions being reassigned one by one."""
+    table = topics_table(snap.topics)
+    counts = table.replicas.counts()
+    bounds = table.topic_bounds()
+    min_insync = table.min_insync
     adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
+    rows = {}
+    if adding:
+        for i in range(len(table)):
+            key = (table.names[int(table.topic[i])], int(table.partition[i]))
+            if key in adding:
+                rows[i] = len(set(table.replicas.row(i)) - adding[key])
     out = []
-    for topic in snap.topics:
-        if not topic.partitions:
+    for t, name in enumerate(table.names):
+        start, end = int(bounds[t]), int(bounds[t + 1])
+        if start == end:
             continue
-        rf = min(
-            len(set(p.replicas) - adding.get((topic.name, p.partition), set()))
-            for p in topic.partitions
-        )
-        out.append(TopicFacts(topic.name, rf, topic.min_insync_replicas))
+        rf = int(counts[start:end].min())
+        rf = min([rf, *(v for i, v in rows.items() if start <= i < end)]) if rows else rf
+        needed = (int(min_insync[t]) or None) if min_insync is not None else None
+        out.append(TopicFacts(name, rf, needed))
     return out
 
 

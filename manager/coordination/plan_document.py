@@ -33,6 +33,7 @@ from manager.model.plan_progress import PlanProgress
 from manager.model.snapshot import Snapshot
 from manager.model.throttles import FIELD as THROTTLES_FIELD
 from manager.model.throttles import ThrottleRecord
+from manager.model.topics import topics_table
 
 
 class PlannedMove(BaseModel):
@@ -140,20 +141,19 @@ class PlanDocument(BaseModel):
 
 def moves_for(decision: Decision, snap: Snapshot) -> list[Move]:
     """One executor move per partition the decision touches, in the decision's order."""
-    sizes = {
-        (t.name, p.partition): (p.size_bytes, p.replicas) for t in snap.topics for p in t.partitions
-    }
+    table = topics_table(snap.topics)
     moves: dict[TopicPartition, Move] = {}
     for action in decision.actions:
         tp = (action.topic, action.partition)
+        row = table.row_of(*tp)
         if isinstance(action, Reassign):
-            size = sizes.get(tp, (0, ()))[0]
+            size = int(table.size[row]) if row is not None and table.size is not None else 0
             moves[tp] = Move(action.topic, action.partition, action.replicas_to, size)
         elif isinstance(action, ElectPreferredLeader) and tp not in moves:
             # A leadership move alone: a reassignment to the same replicas moves no data,
             # and the executor's preferred election follows it.
-            replicas = sizes.get(tp, (0, ()))[1]
-            moves[tp] = Move(action.topic, action.partition, tuple(replicas), 0)
+            replicas = table.replicas.row(row) if row is not None else ()
+            moves[tp] = Move(action.topic, action.partition, replicas, 0)
     return list(moves.values())
 
 

@@ -340,8 +340,7 @@ class Manager:
         snap = self.slow.judge(with_stalled(snap, self.executor.stalled_destinations()))
         if state.requests:
             known = (b.id for b in snap.brokers)
-            topics = (t.name for t in snap.topics)
-            opened = self.requests.for_planner(state.requests, known, topics)
+            opened = self.requests.for_planner(state.requests, known, snap.topics.table.names)
             snap = snap.model_copy(update={"requests": opened})
         self.last_snapshot = snap
         if self.cfg.snapshot_path is not None:

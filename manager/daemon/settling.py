@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from manager.daemon.audit_trail import AuditTrail
 from manager.model.moves import Move, TopicPartition
 from manager.model.snapshot import Reassignment, Snapshot
+from manager.model.topics import topics_table
 
 SETTLE_BOUND_S = 30.0
 MAX_SHOWN = 5
@@ -71,11 +72,12 @@ class SettledMoves:
     def check(self, snap: Snapshot, now: float) -> tuple[list[Contradiction], list[Contradiction]]:
         """(contradictions still inside the bound: the view is stale; contradictions past it:
         findings, no longer expected). Expectations past the bound are dropped either way."""
-        seen = {(t.name, p.partition): p.replicas for t in snap.topics for p in t.partitions}
+        table = topics_table(snap.topics)
         stale: list[Contradiction] = []
         found: list[Contradiction] = []
         for tp, want in sorted(self._expected.items()):
-            replicas = seen.get(tp)
+            row = table.row_of(*tp)
+            replicas = table.replicas.row(row) if row is not None else None
             late = now - want.completed_at > self.bound_s
             if replicas is not None and tuple(replicas) != want.target:
                 (found if late else stale).append(Contradiction(tp, tuple(replicas), want.target))
@@ -96,20 +98,19 @@ def with_moves_in_flight(snap: Snapshot, in_flight: list[Move]) -> Snapshot:
     if not missing:
         return snap
     added = []
-    for topic in snap.topics:
-        for p in topic.partitions:
-            move = missing.get((topic.name, p.partition))
-            if move is None:
-                continue
-            added.append(
-                Reassignment(
-                    topic=topic.name,
-                    partition=p.partition,
-                    adding_replicas=tuple(b for b in move.target if b not in p.isr),
-                    removing_replicas=tuple(b for b in p.replicas if b not in move.target),
-                    started_by_kmedic=True,
-                )
+    table = topics_table(snap.topics)
+    found = {row: move for tp, move in missing.items() if (row := table.row_of(*tp)) is not None}
+    for row, move in sorted(found.items()):  # in the snapshot's order
+        isr, replicas = table.isr.row(row), table.replicas.row(row)
+        added.append(
+            Reassignment(
+                topic=move.topic,
+                partition=move.partition,
+                adding_replicas=tuple(b for b in move.target if b not in isr),
+                removing_replicas=tuple(b for b in replicas if b not in move.target),
+                started_by_kmedic=True,
             )
+        )
     return snap.model_copy(update={"reassignments": (*snap.reassignments, *added)})
 
 

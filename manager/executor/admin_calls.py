@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from kafka import TopicPartition as KpTopicPartition
@@ -17,7 +17,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError as KpKafkaError
 
 from kmedic.errors import KmedicError
-from kmedic.kafka_admin import connect_admin
+from kmedic.kafka_admin import connect_admin, describe_partitions
 from kmedic.kafka_client import Cluster
 from kmedic.kafka_protocol import refusal, unregister_broker
 from kmedic.logging import get_logger
@@ -135,10 +135,16 @@ class AdminCalls:
         self._drop()
 
 
-def read_view(calls: AdminCalls) -> ClusterView:
-    """The one read of the cluster a step judges its moves by: replicas, leaders and in-sync
-    replicas, live brokers (registered and not fenced), ongoing reassignments."""
-    topics = calls(lambda kp: kp.describe_topics(), "describe topics")
+def read_view(calls: AdminCalls, topics: Collection[str]) -> ClusterView:
+    """The one read of the cluster a step judges its moves by: the replicas, leaders and
+    in-sync replicas of ``topics`` (those of the moves it runs: a Metadata request naming
+    them, decoded as the monitor decodes the whole cluster's), live brokers (registered and
+    not fenced), ongoing reassignments."""
+    table = (
+        calls(lambda kp: describe_partitions(kp, sorted(topics)), "describe topics")
+        if topics
+        else None
+    )
     cluster = calls(lambda kp: kp.describe_cluster(), "describe the cluster")
     ongoing_raw = calls(
         lambda kp: kp.list_partition_reassignments(), "list partition reassignments"
@@ -146,12 +152,11 @@ def read_view(calls: AdminCalls) -> ClusterView:
     replicas: dict[TopicPartition, tuple[int, ...]] = {}
     leaders: dict[TopicPartition, int] = {}
     isr: dict[TopicPartition, tuple[int, ...]] = {}
-    for topic in topics:
-        for part in topic["partitions"]:
-            tp = (str(topic["name"]), int(part["partition_index"]))
-            replicas[tp] = tuple(part["replica_nodes"])
-            leaders[tp] = int(part["leader_id"])
-            isr[tp] = tuple(part.get("isr_nodes", ()))
+    for part in table or ():
+        tp = (part.topic, part.partition)
+        replicas[tp] = part.replicas
+        leaders[tp] = part.leader
+        isr[tp] = part.isr
     live = frozenset(
         int(b["broker_id"]) for b in cluster["brokers"] if not b.get("is_fenced", False)
     )

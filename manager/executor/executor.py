@@ -147,8 +147,9 @@ class Executor:
                 )
             time.sleep(self.config.poll_interval_s)
 
-    def read_cluster(self) -> ClusterView:
-        return read_view(self._retrying)
+    def read_cluster(self, topics: Iterable[str] = ()) -> ClusterView:
+        """The cluster as the moves this executor runs see it (their topics, and ``topics``)."""
+        return read_view(self._retrying, {s.move.topic for s in self.active()}.union(topics))
 
     def owned_throttles(self) -> ThrottleRecord:
         """The throttle settings this executor set, or adopted, and has not removed."""

@@ -13,16 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from manager.model.frozen import Frozen as _Frozen
+from manager.model.partition_models import Partition as Partition
+from manager.model.partition_models import PartitionLoad as PartitionLoad
+from manager.model.partition_models import Topic as Topic
 from manager.model.policy import Policy
 from manager.model.slowness import BrokerLatency, Slowness
+from manager.model.topics import Topics
 
 SCHEMA_VERSION = 1
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Capacity(_Frozen):
@@ -110,47 +111,6 @@ class Broker(_Frozen):
         if self.alive or self.dead_since_ms is None:
             return None
         return self.dead_since_ms + grace_ms
-
-
-class PartitionLoad(_Frozen):
-    """Windowed load of one partition; the leader replica carries all of it, followers bytes in."""
-
-    bytes_in_per_s: float = Field(ge=0)
-    bytes_out_per_s: float = Field(ge=0)
-    messages_in_per_s: float = Field(ge=0)
-    window_valid: bool = Field(
-        default=True, description="the window held enough samples to be trusted"
-    )
-
-
-class Partition(_Frozen):
-    partition: int = Field(ge=0)
-    replicas: tuple[int, ...] = Field(
-        min_length=1, description="assignment, preferred leader first"
-    )
-    isr: tuple[int, ...]
-    leader: int | None = Field(description="current leader; None when the partition is offline")
-    size_bytes: int = Field(ge=0)
-    load: PartitionLoad | None = Field(default=None, description="None: no load data")
-    offline_replicas: tuple[int, ...] = Field(
-        default=(),
-        description="replicas Kafka reports offline: their broker lost the log directory "
-        "holding them (a failed disk), or is dead",
-    )
-    eligible_leaders: tuple[int, ...] = Field(
-        default=(),
-        description="Kafka's eligible leader replicas (KIP-966): replicas that left the ISR "
-        "while it was below min.insync.replicas and hold every committed record, so Kafka may "
-        "elect one without an unclean election; empty: none, or not read",
-    )
-
-
-class Topic(_Frozen):
-    name: str = Field(min_length=1)
-    partitions: tuple[Partition, ...]
-    min_insync_replicas: int | None = Field(
-        default=None, ge=1, description="the topic's effective min.insync.replicas; None: unread"
-    )
 
 
 class Reassignment(_Frozen):
@@ -273,7 +233,7 @@ class Snapshot(_Frozen):
     cluster: str = Field(min_length=1)
     default_capacity: Capacity | None = None
     brokers: tuple[Broker, ...] = Field(min_length=1)
-    topics: tuple[Topic, ...] = ()
+    topics: Topics = Topics.of(())
     reassignments: tuple[Reassignment, ...] = ()
     failure_domains: tuple[FailureDomain, ...] = ()
     broker_groups: tuple[BrokerGroup, ...] = ()

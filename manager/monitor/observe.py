@@ -13,13 +13,14 @@ is a metadata hiccup or a network partition, not a death.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.brokerstats import BrokerStats
-from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
+from kmedic.metadata import BrokerNode, Reassignment
+from kmedic.partition_table import Loads, PartitionTable, Ragged
 from manager.model.placement_config import PlacementConfig
 from manager.model.policy import Policy
 from manager.model.slowness import BrokerLatency
@@ -32,14 +33,12 @@ from manager.model.snapshot import (
     FailureDomain,
     IsolationGroup,
     Leadership,
-    Partition,
-    PartitionLoad,
     Quorum,
     RecentActions,
     Snapshot,
-    Topic,
 )
 from manager.model.snapshot import Reassignment as SnapReassignment
+from manager.model.topics import Topics
 
 TopicPartition = tuple[str, int]
 UNKNOWN_DISK_BYTES = 2**62
@@ -86,7 +85,7 @@ class Observation:
     taken_at_ms: int
     cluster: str
     live: dict[int, BrokerNode]  # registered, unfenced brokers (DescribeCluster)
-    partitions: list[PartitionInfo]
+    partitions: PartitionTable  # the Metadata answer's, in its order
     reassignments: dict[TopicPartition, Reassignment]
     agents: dict[int, AgentView]
     loads: dict[TopicPartition, LoadView]
@@ -125,8 +124,7 @@ class DeathEvidence:
 
 def known_brokers(obs: Observation) -> list[int]:
     ids = set(obs.live) | set(obs.agents) | set(obs.first_absent_ms)
-    for p in obs.partitions:
-        ids.update(p.replicas)
+    ids.update(np.unique(obs.partitions.replicas.values).tolist())
     for r in obs.reassignments.values():
         ids.update(r.replicas)
     return sorted(i for i in ids if i >= 0)
@@ -257,58 +255,79 @@ def default_capacity(obs: Observation, capacity: CapacitySettings) -> Capacity:
     )
 
 
-def _sizes(obs: Observation) -> dict[TopicPartition, int]:
-    """Partition size: the leader's log size from its agent, else the largest follower's.
-    Followers are read only for partitions no leader reported: at 433,000 partitions their
-    866,000 entries took a second of every cycle (docs/bench.md, "cycle")."""
+def _sizes(obs: Observation, keys: list[TopicPartition]) -> list[int]:
+    """Each partition's size: the leader's log size from its agent, else the largest
+    follower's. Followers are read only for partitions no leader reported: at 433,000
+    partitions their 866,000 entries took a second of every cycle (docs/bench.md, "cycle")."""
     healthy = [a.healthy for a in obs.agents.values() if a.healthy is not None]
     sizes = {
         (lead.topic, lead.partition): lead.log_size_bytes
         for stats in healthy
         for lead in stats.leaders
     }
-    missing = {(p.topic, p.partition) for p in obs.partitions}.difference(sizes)
+    missing = set(keys).difference(sizes)
     if missing:
         for stats in healthy:
             for f in stats.followers:
                 key = (f.topic, f.partition)
                 if key in missing:
                     sizes[key] = max(sizes.get(key, 0), f.log_size_bytes)
-    return sizes
+    return [sizes.get(k, 0) for k in keys]
 
 
-def _load(view: LoadView | None, now_ms: int, max_age_ms: int) -> PartitionLoad | None:
-    if view is None or view.bytes_in_per_s is None:
-        return None
-    fresh = now_ms - view.last_report_ms <= max_age_ms and view.samples > 0
-    return PartitionLoad(
-        bytes_in_per_s=max(0.0, view.bytes_in_per_s),
-        bytes_out_per_s=max(0.0, view.bytes_out_per_s or 0.0),
-        messages_in_per_s=max(0.0, view.messages_in_per_s or 0.0),
-        window_valid=fresh,
-    )
+def _loads(obs: Observation, keys: list[TopicPartition], max_age_ms: int) -> Loads:
+    """Each partition's load from the loads feed (NaN: none; a window is trusted while its
+    newest report is fresh and it held samples)."""
+    nan = float("nan")
+    n = len(keys)
+    views = [obs.loads.get(k) for k in keys]
+    known = [v if v is not None and v.bytes_in_per_s is not None else None for v in views]
+    return Loads(
+        np.fromiter((nan if v is None else max(0.0, v.bytes_in_per_s or 0.0) for v in known),
+                    np.float64, n),
+        np.fromiter((nan if v is None else max(0.0, v.bytes_out_per_s or 0.0) for v in known),
+                    np.float64, n),
+        np.fromiter((nan if v is None else max(0.0, v.messages_in_per_s or 0.0) for v in known),
+                    np.float64, n),
+        np.fromiter(
+            (v is None or (obs.taken_at_ms - v.last_report_ms <= max_age_ms and v.samples > 0)
+             for v in known),
+            np.bool_,
+            n,
+        ),
+    )  # fmt: skip
 
 
-def _topics(obs: Observation, policy: Policy) -> tuple[Topic, ...]:
-    sizes = _sizes(obs)
-    by_topic: dict[str, list[Partition]] = {}
-    for p in sorted(obs.partitions, key=attrgetter("topic", "partition")):
-        key = (p.topic, p.partition)
-        by_topic.setdefault(p.topic, []).append(
-            Partition(
-                partition=p.partition,
-                replicas=p.replicas,
-                isr=p.isr,
-                leader=p.leader if p.leader >= 0 else None,
-                size_bytes=sizes.get(key, 0),
-                load=_load(obs.loads.get(key), obs.taken_at_ms, policy.max_stats_age_ms),
-                offline_replicas=p.offline,
-                eligible_leaders=obs.eligible_leaders.get(key, ()),
-            )
+def _topics(obs: Observation, policy: Policy) -> Topics:
+    """The snapshot's topics: the Metadata answer's table sorted by topic name, then
+    partition, with each partition's size, load and eligible leaders joined to it."""
+    table = obs.partitions
+    present = np.flatnonzero(np.bincount(table.topic, minlength=len(table.names)))
+    names = sorted((table.names[t], t) for t in present.tolist())
+    rank = np.full(len(table.names), -1, dtype=np.int32)
+    rank[[t for _, t in names]] = np.arange(len(names), dtype=np.int32)
+    topic = rank[table.topic]
+    order = np.lexsort((table.partition, topic))
+    topic = topic[order]
+    number = table.partition[order]
+    sorted_names = tuple(name for name, _ in names)
+    keys = list(zip(map(sorted_names.__getitem__, topic.tolist()), number.tolist(), strict=True))
+    elr = obs.eligible_leaders
+    eligible = {i: elr[k] for i, k in enumerate(keys) if k in elr} if elr else {}
+    return Topics(
+        PartitionTable(
+            names=sorted_names,
+            topic=topic,
+            partition=number,
+            leader=table.leader[order],
+            replicas=table.replicas.take(order),
+            isr=table.isr.take(order),
+            offline=table.offline.take(order),
+            eligible=Ragged.sparse(len(keys), eligible),
+            size=np.array(_sizes(obs, keys), dtype=np.int64),
+            loads=_loads(obs, keys, policy.max_stats_age_ms),
+            min_insync=np.array([obs.min_insync.get(t, 0) for t in sorted_names], dtype=np.int32),
         )
-    return tuple(
-        Topic(name=t, partitions=tuple(ps), min_insync_replicas=obs.min_insync.get(t))
-        for t, ps in sorted(by_topic.items())
     )
 
 

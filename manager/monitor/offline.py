@@ -16,30 +16,35 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kmedic.metadata import PartitionInfo
+import numpy as np
+
+from kmedic.partition_table import PartitionTable
 
 TopicPartition = tuple[str, int]
 OfflineOnLive = dict[TopicPartition, frozenset[int]]
 
 
 def confirm_offline(
-    partitions: list[PartitionInfo], live: set[int], previous: OfflineOnLive
-) -> tuple[list[PartitionInfo], OfflineOnLive]:
+    partitions: PartitionTable, live: set[int], previous: OfflineOnLive
+) -> tuple[PartitionTable, OfflineOnLive]:
     """The partitions with offline replicas on live brokers kept only where ``previous`` had
     them too, and this read's offline-on-live replicas (the next read's ``previous``)."""
     seen: OfflineOnLive = {}
-    out = list(partitions)
-    for i, p in enumerate(partitions):
-        if not p.offline:  # nearly every partition: one test each, at fleet scale too
-            continue
-        key = (p.topic, p.partition)
-        on_live = frozenset(b for b in p.offline if b in live)
+    kept: dict[int, tuple[int, ...]] = {}
+    offline = partitions.offline
+    # Nearly every partition has none: only the rows that do are read, at fleet scale too.
+    for i in np.flatnonzero(offline.counts()).tolist():
+        key = (partitions.names[int(partitions.topic[i])], int(partitions.partition[i]))
+        ids = offline.row(i)
+        on_live = frozenset(b for b in ids if b in live)
         if on_live:
             seen[key] = on_live
         unconfirmed = on_live - previous.get(key, frozenset())
         if unconfirmed:
-            out[i] = replace(p, offline=tuple(b for b in p.offline if b not in unconfirmed))
-    return out, seen
+            kept[i] = tuple(b for b in ids if b not in unconfirmed)
+    if not kept:
+        return partitions, seen
+    return replace(partitions, offline=offline.with_rows(kept)), seen
 
 
 def unconfirmed(seen: OfflineOnLive, previous: OfflineOnLive) -> bool:

@@ -12,6 +12,8 @@ import json
 import time
 from typing import Any
 
+import numpy as np
+
 from kmedic.brokerstats import BrokerStats, from_json
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin, describe_eligible_leaders, describe_partitions
@@ -19,11 +21,11 @@ from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from kmedic.metadata import (
     BrokerNode,
-    PartitionInfo,
     Reassignment,
     parse_nodes,
     parse_reassignments,
 )
+from kmedic.partition_table import PartitionTable
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
@@ -232,14 +234,14 @@ class ClusterSources:
             time.sleep(OFFLINE_CONFIRM_S)  # a fencing settles; a failed directory stays
         agents = {int(k): v for k, v in self.agents.values().items() if k.isdigit()}
         loads = {tp: v for k, v in self.loads.values().items() if (tp := _tp(k)) is not None}
-        replica_ids = {r for p in partitions for r in p.replicas}
+        replica_ids = set(np.unique(partitions.replicas.values).tolist())
         returns, away = self.registrations.take()
         agents = {b: v for b, v in agents.items() if b in live or b not in retired}
         for b in retired - set(live):  # unregistered by a decommission: gone, not dead
             self.first_absent_ms.pop(b, None)
             self.known_racks.pop(b, None)
         self._remember(now_ms, live, agents, replica_ids, returns, away)
-        topics = {p.topic for p in partitions}
+        topics = {partitions.names[t] for t in np.unique(partitions.topic).tolist()}
         # On the client that has just read the cluster (none: the settings are unknown).
         min_insync = self.topic_configs.read(self._admin, topics) if self._admin else {}
         eligible = self._eligible_leaders(partitions, min_insync)
@@ -264,12 +266,14 @@ class ClusterSources:
         )
 
     def _eligible_leaders(
-        self, partitions: list[PartitionInfo], min_insync: dict[str, int]
+        self, partitions: PartitionTable, min_insync: dict[str, int]
     ) -> dict[TopicPartition, tuple[int, ...]]:
         """KIP-966's eligible leader replicas, read for the topics with a partition under its
         min.insync.replicas (1 where unknown): only those can have any. A read that fails is
         logged and leaves them unknown: it never blinds a cycle."""
-        short = sorted({p.topic for p in partitions if len(p.isr) < min_insync.get(p.topic, 1)})
+        least = np.array([min_insync.get(t, 1) for t in partitions.names], dtype=np.int64)
+        under = partitions.isr.counts() < least[partitions.topic]
+        short = sorted(partitions.names[t] for t in np.unique(partitions.topic[under]).tolist())
         if not short or self._admin is None:
             return {}
         try:
@@ -280,7 +284,7 @@ class ClusterSources:
 
     def _read_admin(
         self, *, list_reassignments: bool = True
-    ) -> tuple[dict[int, BrokerNode], list[PartitionInfo], dict[TopicPartition, Reassignment]]:
+    ) -> tuple[dict[int, BrokerNode], PartitionTable, dict[TopicPartition, Reassignment]]:
         """One consistent Admin API read, asked again when it fails: first on the same client,
         whose reconnect backoff now skips the broker that failed (one that has just died and is
         not yet fenced), then on a fresh client, which picks its node at random (a hung broker,

@@ -17,7 +17,7 @@ from helpers import create_placed_topic, kmedic_process, wait_for
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
-from kmedic.kafka_admin import describe_eligible_leaders
+from kmedic.kafka_admin import describe_eligible_leaders, describe_partitions
 
 pytestmark = pytest.mark.integration
 
@@ -51,6 +51,7 @@ def test_the_snapshot_carries_kafkas_eligible_leader_replicas(
             what="an eligible leader replica",
         )
         assert found == {(topic, 0): (KILLED,)}
+        _assert_decoded_as_kafka_python_decodes(admin)
     finally:
         admin.close()
     config = tmp_path / "manager.yaml"
@@ -86,3 +87,26 @@ def _isr(admin: KafkaAdminClient, topic: str) -> list[int] | None:
     except KafkaError:
         return None
     return list(described["partitions"][0]["isr_nodes"])
+
+
+def _assert_decoded_as_kafka_python_decodes(admin: KafkaAdminClient) -> None:
+    """kmedic's own decoding of a real Metadata answer (a broker dead: shrunk ISRs, offline
+    replicas) gives what kafka-python's gives, partition for partition; and a read naming
+    topics (the executor's) gives those topics only."""
+    ours = {(p.topic, p.partition): p for p in describe_partitions(admin)}
+    theirs = {
+        (t["name"], p["partition_index"]): (
+            p["leader_id"],
+            p["replica_nodes"],
+            p["isr_nodes"],
+            p["offline_replicas"],
+        )
+        for t in admin.describe_topics()
+        for p in t["partitions"]
+    }
+    assert {
+        k: (p.leader, list(p.replicas), list(p.isr), list(p.offline)) for k, p in ours.items()
+    } == theirs
+    assert any(p.offline for p in ours.values()), "no offline replica: the irregular shapes"
+    one = sorted({t for t, _ in ours})[0]
+    assert {p.topic for p in describe_partitions(admin, [one])} == {one}

@@ -70,7 +70,7 @@ def throttle_keys(bootstrap: str, topic: str, brokers: list[int]) -> dict[str, d
 
 
 def partition_state(ex: Executor, topic: str) -> tuple[tuple[int, ...], int, bool]:
-    view = ex.read_cluster()
+    view = ex.read_cluster([topic])
     tp = (topic, 0)
     return view.replicas[tp], view.leaders[tp], tp in view.ongoing
 

@@ -11,6 +11,7 @@ from typing import Any
 from kmedic.brokerstats import BrokerStats
 from kmedic.errors import KmedicError
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
+from kmedic.partition_table import PartitionTable
 from manager.audit.log import AuditLog, AuditRecord
 from manager.config import ManagerConfig
 from manager.coordination.mode_store import ModeRecord
@@ -159,7 +160,7 @@ class FakeSources:
             taken_at_ms=now_ms,
             cluster="c",
             live=live,
-            partitions=partitions,
+            partitions=PartitionTable.of(partitions),
             reassignments=dict(self.reassignments),
             agents=agents,
             loads={},

@@ -16,6 +16,9 @@ import pytest
 from kafka import TopicPartition as KpTopicPartition
 from kafka.errors import PreferredLeaderNotAvailableError
 
+from kmedic.metadata import PartitionInfo
+from kmedic.partition_table import PartitionTable
+from manager.executor import admin_calls as admin_calls_module
 from manager.executor import executor as executor_module
 from manager.executor.admin_calls import AdminCalls
 from manager.executor.executor import Executor
@@ -32,28 +35,32 @@ class FakeKafka:
     def __init__(self, replicas: dict[int, tuple[int, ...]], leaders: dict[int, int]) -> None:
         self.replicas = dict(replicas)
         self.leaders = dict(leaders)
-        self.shown = dict(replicas)  # what describe_topics returns
+        self.shown = dict(replicas)  # what a Metadata read returns
         self.lag_reads = 0
         self.elections: list[tuple[int, int]] = []  # (partition, leader after)
         self.out_of_sync: set[int] = set()  # brokers out of every ISR
         self.election_error: Exception | None = None  # what ElectLeaders raises
         self.election_ignored = False  # Kafka answers without an error and elects no one
 
-    def describe_topics(self) -> list[dict[str, Any]]:
+    def partitions(self, topics: list[str]) -> PartitionTable:
+        """What a Metadata request naming ``topics`` answers."""
+        assert topics == [TOPIC], f"the executor reads its moves' topics only, not {topics}"
         if self.lag_reads > 0:
             self.lag_reads -= 1
         else:
             self.shown = dict(self.replicas)
-        parts = [
-            {
-                "partition_index": p,
-                "replica_nodes": list(self.shown[p]),
-                "leader_id": self.leaders[p],
-                "isr_nodes": [b for b in self.shown[p] if b not in self.out_of_sync],
-            }
-            for p in sorted(self.replicas)
-        ]
-        return [{"name": TOPIC, "partitions": parts}]
+        return PartitionTable.of(
+            [
+                PartitionInfo(
+                    TOPIC,
+                    p,
+                    self.leaders[p],
+                    self.shown[p],
+                    tuple(b for b in self.shown[p] if b not in self.out_of_sync),
+                )
+                for p in sorted(self.replicas)
+            ]
+        )
 
     def describe_cluster(self) -> dict[str, Any]:
         return {"brokers": [{"broker_id": b} for b in (1, 2, 3, 4)]}
@@ -94,6 +101,13 @@ class FakeCalls:
 
     def close(self) -> None:
         pass
+
+
+@pytest.fixture(autouse=True)
+def metadata_from_the_fake(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        admin_calls_module, "describe_partitions", lambda kp, topics: kp.partitions(topics)
+    )
 
 
 @pytest.fixture

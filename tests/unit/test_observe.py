@@ -10,6 +10,7 @@ from metadata_fixtures import wire
 
 from kmedic.brokerstats import BrokerStats
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment, partitions_of
+from kmedic.partition_table import PartitionTable
 from manager.model.placement_config import Domain, PlacementConfig
 from manager.model.policy import Policy
 from manager.model.snapshot import Leadership
@@ -54,6 +55,7 @@ def observation(**overrides: Any) -> Observation:
         "moves_last_hour": 0,
     }
     base.update(overrides)
+    base["partitions"] = PartitionTable.of(base["partitions"])
     return Observation(**base)
 
 

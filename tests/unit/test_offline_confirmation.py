@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kmedic.metadata import BrokerNode, PartitionInfo
+from kmedic.partition_table import PartitionTable
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership, Quorum
 from manager.monitor import sources as sources_module
-from manager.monitor.offline import confirm_offline, unconfirmed
+from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
 from manager.monitor.sources import ClusterSources
 
 
@@ -23,20 +24,26 @@ def part(p: int, replicas: tuple[int, ...], offline: tuple[int, ...] = ()) -> Pa
     return PartitionInfo("t", p, isr[0] if isr else -1, replicas, isr, offline)
 
 
-def offline_of(partitions: list[PartitionInfo]) -> dict[int, tuple[int, ...]]:
-    return {p.partition: p.offline for p in partitions if p.offline}
+def offline_of(partitions: PartitionTable) -> dict[int, tuple[int, ...]]:
+    return {p.partition: p.offline for p in partitions.infos() if p.offline}
+
+
+def confirm(
+    partitions: list[PartitionInfo], live: set[int], previous: OfflineOnLive
+) -> tuple[PartitionTable, OfflineOnLive]:
+    return confirm_offline(PartitionTable.of(partitions), live, previous)
 
 
 def test_a_broker_fenced_between_the_two_requests_is_never_a_failed_directory() -> None:
     # Read 1: DescribeCluster still lists broker 4; Metadata already has its replicas offline.
-    first, seen = confirm_offline(
+    first, seen = confirm(
         [part(0, (4, 1), offline=(4,)), part(1, (1, 4), offline=(4,)), part(2, (1, 2))],
         {1, 2, 3, 4},
         {},
     )
     assert offline_of(first) == {}
     # Read 2: broker 4 is gone from the cluster; its offline replicas are a dead broker's.
-    second, seen = confirm_offline(
+    second, seen = confirm(
         [part(0, (4, 1), offline=(4,)), part(1, (1, 4), offline=(4,)), part(2, (1, 2))],
         {1, 2, 3},
         seen,
@@ -47,25 +54,25 @@ def test_a_broker_fenced_between_the_two_requests_is_never_a_failed_directory() 
 
 def test_a_failed_directory_counts_from_the_second_read_on() -> None:
     partitions = [part(0, (2, 1), offline=(2,)), part(1, (1, 3))]
-    first, seen = confirm_offline(partitions, {1, 2, 3}, {})
+    first, seen = confirm(partitions, {1, 2, 3}, {})
     assert offline_of(first) == {}
     assert seen == {("t", 0): frozenset({2})}
-    second, seen = confirm_offline(partitions, {1, 2, 3}, seen)
+    second, seen = confirm(partitions, {1, 2, 3}, seen)
     assert offline_of(second) == {0: (2,)}
-    third, _ = confirm_offline(partitions, {1, 2, 3}, seen)
+    third, _ = confirm(partitions, {1, 2, 3}, seen)
     assert offline_of(third) == {0: (2,)}
 
 
 def test_only_the_replicas_offline_in_both_reads_are_confirmed() -> None:
-    _, seen = confirm_offline([part(0, (1, 2, 3), offline=(2,))], {1, 2, 3}, {})
-    confirmed, _ = confirm_offline([part(0, (1, 2, 3), offline=(2, 3))], {1, 2, 3}, seen)
+    _, seen = confirm([part(0, (1, 2, 3), offline=(2,))], {1, 2, 3}, {})
+    confirmed, _ = confirm([part(0, (1, 2, 3), offline=(2, 3))], {1, 2, 3}, seen)
     assert offline_of(confirmed) == {0: (2,)}
 
 
 def test_a_directory_back_online_is_forgotten() -> None:
-    _, seen = confirm_offline([part(0, (2, 1), offline=(2,))], {1, 2}, {})
-    _, seen = confirm_offline([part(0, (2, 1))], {1, 2}, seen)
-    again, _ = confirm_offline([part(0, (2, 1), offline=(2,))], {1, 2}, seen)
+    _, seen = confirm([part(0, (2, 1), offline=(2,))], {1, 2}, {})
+    _, seen = confirm([part(0, (2, 1))], {1, 2}, seen)
+    again, _ = confirm([part(0, (2, 1), offline=(2,))], {1, 2}, seen)
     assert offline_of(again) == {}
 
 
@@ -90,7 +97,8 @@ def test_nothing_is_invented_and_a_live_brokers_offline_replica_was_seen_before(
             part(i, tuple(sorted(replicas)), tuple(sorted(offline & replicas)))
             for i, (replicas, offline) in enumerate(specs)
         ]
-        out, seen = confirm_offline(partitions, set(live), previous)
+        table, seen = confirm(partitions, set(live), previous)
+        out = table.infos()
         assert [(p.topic, p.partition, p.replicas, p.isr) for p in out] == [
             (p.topic, p.partition, p.replicas, p.isr) for p in partitions
         ]
@@ -103,11 +111,11 @@ def test_nothing_is_invented_and_a_live_brokers_offline_replica_was_seen_before(
 
 
 def test_a_read_with_offline_replicas_seen_for_the_first_time_is_unconfirmed() -> None:
-    _, first = confirm_offline([part(0, (2, 1), offline=(2,))], {1, 2}, {})
+    _, first = confirm([part(0, (2, 1), offline=(2,))], {1, 2}, {})
     assert unconfirmed(first, {})
     assert not unconfirmed(first, first)
     assert not unconfirmed({}, first)  # a directory back online needs no second read
-    _, more = confirm_offline([part(0, (2, 1, 3), offline=(2, 3))], {1, 2, 3}, first)
+    _, more = confirm([part(0, (2, 1, 3), offline=(2, 3))], {1, 2, 3}, first)
     assert unconfirmed(more, first)
 
 
@@ -136,7 +144,8 @@ class ScriptedSources(ClusterSources):
     def _read_admin(self, *, list_reassignments: bool = True) -> Any:
         live, partitions = self.script[min(self.reads, len(self.script) - 1)]
         self.reads += 1
-        return {b: BrokerNode("h", 9092, "/r1", False) for b in live}, partitions, {}
+        nodes = {b: BrokerNode("h", 9092, "/r1", False) for b in live}
+        return nodes, PartitionTable.of(partitions), {}
 
 
 def observe(sources: ClusterSources) -> dict[int, tuple[int, ...]]:

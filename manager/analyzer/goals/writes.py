@@ -21,6 +21,7 @@ from manager.analyzer.goal import Context, Proposal, Settled
 from manager.analyzer.goals.heal import partial_heal
 from manager.analyzer.heal import Lost, heal_lost
 from manager.model.decision import Reason
+from manager.model.topics import topics_table
 
 MAX_EXAMPLES = 5
 
@@ -78,7 +79,9 @@ class RestoreWrites:
 
 def _why(ctx: Context, due: dict[int, frozenset[int]]) -> Reason:
     state, policy = ctx.state, ctx.snap.policy
-    topics = {t.name: t.min_insync_replicas for t in ctx.snap.topics}
+    table = topics_table(ctx.snap.topics)
+    needed = table.min_insync.tolist() if table.min_insync is not None else []
+    topics = dict(zip(table.names, needed, strict=False))
     shown = []
     for p in sorted(due, key=state.name)[:MAX_EXAMPLES]:
         live = sum(state.alive[b] for b in state.isr[p])
