@@ -12,16 +12,13 @@ is a metadata hiccup or a network partition, not a death.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.brokerstats import BrokerStats
-from kmedic.metadata import BrokerNode, Reassignment
-from kmedic.partition_table import Loads, PartitionTable, Ragged
-from manager.model.placement_config import PlacementConfig
 from manager.model.policy import Policy
 from manager.model.slowness import BrokerLatency
 from manager.model.snapshot import (
@@ -32,15 +29,16 @@ from manager.model.snapshot import (
     CapacitySource,
     FailureDomain,
     IsolationGroup,
-    Leadership,
-    Quorum,
     RecentActions,
     Snapshot,
 )
 from manager.model.snapshot import Reassignment as SnapReassignment
-from manager.model.topics import Topics
+from manager.monitor.observation import AgentView as AgentView
+from manager.monitor.observation import LoadView as LoadView
+from manager.monitor.observation import Observation as Observation
+from manager.monitor.observation import TopicPartition as TopicPartition
+from manager.monitor.partition_columns import snapshot_topics
 
-TopicPartition = tuple[str, int]
 UNKNOWN_DISK_BYTES = 2**62
 
 
@@ -58,50 +56,6 @@ class CapacitySettings(BaseModel):
     def network_configured(self) -> bool:
         """Set in the config; otherwise each agent's link speed, else the 1 Gbit/s default."""
         return bool({"network_in_bytes_per_s", "network_out_bytes_per_s"} & self.model_fields_set)
-
-
-@dataclass(frozen=True)
-class AgentView:
-    """What the stats topic says about one broker."""
-
-    latest: BrokerStats  # newest record, healthy or not
-    last_healthy_ms: int | None  # newest record without a failure
-    healthy: BrokerStats | None  # that record (sizes and disk come from it)
-
-
-@dataclass(frozen=True)
-class LoadView:
-    """One partition's record of kmedic.replica-loads."""
-
-    bytes_in_per_s: float | None
-    bytes_out_per_s: float | None
-    messages_in_per_s: float | None
-    last_report_ms: int
-    samples: int
-
-
-@dataclass(frozen=True)
-class Observation:
-    taken_at_ms: int
-    cluster: str
-    live: dict[int, BrokerNode]  # registered, unfenced brokers (DescribeCluster)
-    partitions: PartitionTable  # the Metadata answer's, in its order
-    reassignments: dict[TopicPartition, Reassignment]
-    agents: dict[int, AgentView]
-    loads: dict[TopicPartition, LoadView]
-    placement: PlacementConfig
-    leadership: Leadership
-    own_moves: frozenset[TopicPartition]  # partitions of kmedic's in-flight plan
-    moves_last_hour: int
-    first_absent_ms: dict[int, int] = field(default_factory=dict)
-    # When each broker was last seen back in the metadata after being seen absent.
-    returned_ms: dict[int, int] = field(default_factory=dict)
-    known_racks: dict[int, str] = field(default_factory=dict)
-    min_insync: dict[str, int] = field(default_factory=dict)  # by topic, where known
-    # KIP-966 eligible leader replicas, of the partitions that have any (read only for the
-    # topics with a partition under min.insync.replicas: the only ones that can).
-    eligible_leaders: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
-    quorum: Quorum | None = None  # the KRaft controller quorum (None: not read)
 
 
 @dataclass(frozen=True)
@@ -255,82 +209,6 @@ def default_capacity(obs: Observation, capacity: CapacitySettings) -> Capacity:
     )
 
 
-def _sizes(obs: Observation, keys: list[TopicPartition]) -> list[int]:
-    """Each partition's size: the leader's log size from its agent, else the largest
-    follower's. Followers are read only for partitions no leader reported: at 433,000
-    partitions their 866,000 entries took a second of every cycle (docs/bench.md, "cycle")."""
-    healthy = [a.healthy for a in obs.agents.values() if a.healthy is not None]
-    sizes = {
-        (lead.topic, lead.partition): lead.log_size_bytes
-        for stats in healthy
-        for lead in stats.leaders
-    }
-    missing = set(keys).difference(sizes)
-    if missing:
-        for stats in healthy:
-            for f in stats.followers:
-                key = (f.topic, f.partition)
-                if key in missing:
-                    sizes[key] = max(sizes.get(key, 0), f.log_size_bytes)
-    return [sizes.get(k, 0) for k in keys]
-
-
-def _loads(obs: Observation, keys: list[TopicPartition], max_age_ms: int) -> Loads:
-    """Each partition's load from the loads feed (NaN: none; a window is trusted while its
-    newest report is fresh and it held samples)."""
-    nan = float("nan")
-    n = len(keys)
-    views = [obs.loads.get(k) for k in keys]
-    known = [v if v is not None and v.bytes_in_per_s is not None else None for v in views]
-    return Loads(
-        np.fromiter((nan if v is None else max(0.0, v.bytes_in_per_s or 0.0) for v in known),
-                    np.float64, n),
-        np.fromiter((nan if v is None else max(0.0, v.bytes_out_per_s or 0.0) for v in known),
-                    np.float64, n),
-        np.fromiter((nan if v is None else max(0.0, v.messages_in_per_s or 0.0) for v in known),
-                    np.float64, n),
-        np.fromiter(
-            (v is None or (obs.taken_at_ms - v.last_report_ms <= max_age_ms and v.samples > 0)
-             for v in known),
-            np.bool_,
-            n,
-        ),
-    )  # fmt: skip
-
-
-def _topics(obs: Observation, policy: Policy) -> Topics:
-    """The snapshot's topics: the Metadata answer's table sorted by topic name, then
-    partition, with each partition's size, load and eligible leaders joined to it."""
-    table = obs.partitions
-    present = np.flatnonzero(np.bincount(table.topic, minlength=len(table.names)))
-    names = sorted((table.names[t], t) for t in present.tolist())
-    rank = np.full(len(table.names), -1, dtype=np.int32)
-    rank[[t for _, t in names]] = np.arange(len(names), dtype=np.int32)
-    topic = rank[table.topic]
-    order = np.lexsort((table.partition, topic))
-    topic = topic[order]
-    number = table.partition[order]
-    sorted_names = tuple(name for name, _ in names)
-    keys = list(zip(map(sorted_names.__getitem__, topic.tolist()), number.tolist(), strict=True))
-    elr = obs.eligible_leaders
-    eligible = {i: elr[k] for i, k in enumerate(keys) if k in elr} if elr else {}
-    return Topics(
-        PartitionTable(
-            names=sorted_names,
-            topic=topic,
-            partition=number,
-            leader=table.leader[order],
-            replicas=table.replicas.take(order),
-            isr=table.isr.take(order),
-            offline=table.offline.take(order),
-            eligible=Ragged.sparse(len(keys), eligible),
-            size=np.array(_sizes(obs, keys), dtype=np.int64),
-            loads=_loads(obs, keys, policy.max_stats_age_ms),
-            min_insync=np.array([obs.min_insync.get(t, 0) for t in sorted_names], dtype=np.int32),
-        )
-    )
-
-
 def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings) -> Snapshot:
     evidence = death_evidence(obs)
     cfg = obs.placement
@@ -341,7 +219,7 @@ def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings)
         cluster=obs.cluster,
         default_capacity=default,
         brokers=tuple(_broker(b, obs, evidence[b], capacity, default) for b in sorted(evidence)),
-        topics=_topics(obs, policy),
+        topics=snapshot_topics(obs, policy.max_stats_age_ms),
         reassignments=tuple(
             SnapReassignment(
                 topic=t,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kmedic.brokerstats import BrokerStats, from_json
+from kmedic.brokerstats import from_json
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin, describe_eligible_leaders, describe_partitions
 from kmedic.kafka_client import Cluster
@@ -26,6 +26,7 @@ from kmedic.metadata import (
     parse_reassignments,
 )
 from kmedic.partition_table import PartitionTable
+from kmedic.replica_columns import AgentRecord
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
@@ -79,13 +80,9 @@ def merge_agent(old: AgentView | None, new: AgentView) -> AgentView:
         return AgentView(new.latest, old.last_healthy_ms, old.healthy)
     if old.healthy is not None and old.healthy.sample_id == new.healthy.sample_id:
         joined = old.healthy.model_copy(
-            update={
-                "leaders": old.healthy.leaders + new.healthy.leaders,
-                "followers": old.healthy.followers + new.healthy.followers,
-                "reassigning": old.healthy.reassigning + new.healthy.reassigning,
-            }
+            update={"reassigning": old.healthy.reassigning + new.healthy.reassigning}
         )
-        return AgentView(joined, new.last_healthy_ms, joined)
+        return AgentView(joined, new.last_healthy_ms, joined, old.replicas.joined(new.replicas))
     return new
 
 
@@ -349,6 +346,6 @@ def _tp(key: bytes) -> TopicPartition | None:
     return (topic, int(part)) if topic and part.isdigit() else None
 
 
-def newest_stats(sources: ClusterSources) -> dict[int, BrokerStats]:
-    """The newest record of each broker's agent (for status pages and the demo)."""
-    return {b: v.latest for b, v in ((int(k), v) for k, v in sources.agents.values().items())}
+def newest_stats(sources: ClusterSources) -> dict[int, AgentRecord]:
+    """The newest record of each broker's agent, its replicas as columns."""
+    return {b: v.record() for b, v in ((int(k), v) for k, v in sources.agents.values().items())}

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from manager_fakes import stats
 
+from kmedic.replica_columns import AgentRecord
 from manager.model.adaptive_throttle import (
     Headroom,
     RateFigures,
@@ -182,7 +183,7 @@ def test_a_brokers_traffic_is_its_clients_plus_the_replication_it_carries() -> N
         4: stats(4, ts=now, failed=True),  # its agent cannot read it: no figure
         5: stats(5, ts=now - 31_000),  # three intervals (10 s) old: the agent stopped
     }
-    assert broker_traffic(records, now) == {
+    assert broker_traffic({b: AgentRecord.of(r) for b, r in records.items()}, now) == {
         1: Traffic(10 * MB, 30 * MB + 2 * 10 * MB),
         2: Traffic(10 * MB, 0),
         3: Traffic(10 * MB, 0),

@@ -1,0 +1,93 @@
+"""The agents' replica entries kept as columns (kmedic.replica_columns) give what the entries
+as models gave: each partition's size (the last leader's, else the largest follower's, else
+0), chunks of one sample joined, and records kept without their lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from manager_fakes import stats
+from test_observe import observation
+
+from kmedic.replica_columns import partition_keys
+from manager.monitor.observe import AgentView
+from manager.monitor.partition_columns import partition_sizes
+from manager.monitor.sources import merge_agent
+
+TOPICS = ("a", "b", "c.d")
+entry = st.tuples(st.sampled_from(TOPICS), st.integers(0, 5), st.integers(0, 10**12))
+
+
+def leader(topic: str, partition: int, size: int) -> dict[str, Any]:
+    return {
+        "topic": topic,
+        "partition": partition,
+        "bytes_in_per_s": 1.0,
+        "bytes_out_per_s": 0.0,
+        "messages_in_per_s": 0.0,
+        "log_size_bytes": size,
+        "log_start_offset": 0,
+        "log_end_offset": 0,
+        "estimate": "size_delta",
+    }
+
+
+def follower(topic: str, partition: int, size: int) -> dict[str, Any]:
+    return {
+        "topic": topic,
+        "partition": partition,
+        "leader_id": 1,
+        "log_size_bytes": size,
+        "log_end_offset": 0,
+        "in_isr": True,
+    }
+
+
+def reference(agents: list[tuple[list[Any], list[Any]]]) -> dict[tuple[str, int], int]:
+    """The sizes as the entries-as-models code computed them."""
+    sizes = {(t, p): s for leaders, _ in agents for t, p, s in leaders}
+    for _, followers in agents:
+        for t, p, s in followers:
+            if not any((t, p) == (lt, lp) for ls, _ in agents for lt, lp, _ in ls):
+                sizes[(t, p)] = max(sizes.get((t, p), 0), s)
+    return sizes
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(entry, max_size=6), st.lists(entry, max_size=6)), max_size=4))
+def test_sizes_from_the_columns_are_the_sizes_from_the_entries(
+    agents: list[tuple[list[Any], list[Any]]],
+) -> None:
+    views = {}
+    for b, (leaders, followers) in enumerate(agents, start=1):
+        record = stats(
+            b,
+            ts=1,
+            leaders=[leader(*e) for e in leaders],
+            followers=[follower(*e) for e in followers],
+        )
+        views[b] = AgentView(latest=record, last_healthy_ms=1, healthy=record)
+    wanted = [(t, p) for t in TOPICS for p in range(7)]
+    names = TOPICS
+    topic = np.array([names.index(t) for t, _ in wanted], dtype=np.int32)
+    number = np.array([p for _, p in wanted], dtype=np.int32)
+    got = partition_sizes(observation(agents=views), partition_keys(names, topic, number))
+    want = reference(agents)
+    assert got.tolist() == [want.get(k, 0) for k in wanted]
+
+
+def test_a_record_is_kept_without_its_entries_and_chunks_join() -> None:
+    first = stats(1, ts=5, leaders=[leader("a", 0, 7)], followers=[follower("b", 1, 3)])
+    second = type(first).model_validate(
+        {**first.model_dump(), "chunk_index": 1, "leaders": [leader("a", 1, 9)]}
+    )
+    one = AgentView(latest=first, last_healthy_ms=5, healthy=first)
+    assert one.latest.leaders == [] and one.healthy is not None and one.healthy.followers == []
+    assert one.latest is one.healthy, "the newest record is the healthy one: kept once"
+    joined = merge_agent(one, AgentView(latest=second, last_healthy_ms=5, healthy=second))
+    assert joined.replicas.leader_size.tolist() == [7, 9]
+    assert joined.replicas.follower_size.tolist() == [3, 3]
+    assert joined.record().replicas is joined.replicas
