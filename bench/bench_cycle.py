@@ -150,35 +150,15 @@ class Clock:
 
 
 def agent_views(f: Fleet, now_ms: int) -> dict[bytes, AgentView]:
-    """Each live broker's newest stats record, as the feed holds it (built without validation,
-    as the feed's own objects are once validated)."""
-    leaders: dict[int, list[bs.LeaderReplica]] = {b: [] for b in f.live}
-    followers: dict[int, list[bs.FollowerReplica]] = {b: [] for b in f.live}
-    for p in f.parts:
-        leaders[p.leader].append(
-            bs.LeaderReplica.model_construct(
-                topic=p.topic,
-                partition=p.number,
-                bytes_in_per_s=0.0,
-                bytes_out_per_s=0.0,
-                messages_in_per_s=0.0,
-                log_size_bytes=p.size,
-                log_start_offset=0,
-                log_end_offset=p.size // 1000,
-                estimate="size_delta",
-            )
-        )
+    """Each live broker's newest stats record, as the feed holds it: one record's models at a
+    time (built without validation, as the feed's own objects are once validated), made an
+    AgentView - its entries kept as columns - before the next is built, as records arrive."""
+    led: dict[int, list[int]] = {b: [] for b in f.live}
+    followed: dict[int, list[int]] = {b: [] for b in f.live}
+    for i, p in enumerate(f.parts):
+        led[p.leader].append(i)
         for b in p.isr[1:]:
-            followers[b].append(
-                bs.FollowerReplica.model_construct(
-                    topic=p.topic,
-                    partition=p.number,
-                    leader_id=p.leader,
-                    log_size_bytes=p.size,
-                    log_end_offset=p.size // 1000,
-                    in_isr=True,
-                )
-            )
+            followed[b].append(i)
     views = {}
     for b in f.live:
         stats = bs.BrokerStats.model_construct(
@@ -196,16 +176,16 @@ def agent_views(f: Fleet, now_ms: int) -> dict[bytes, AgentView]:
             agent_version="bench",
             kafka_version="4.1",
             failure=None,
-            leaders=leaders[b],
-            followers=followers[b],
+            leaders=[_leader(f.parts[i]) for i in led[b]],
+            followers=[_follower(f.parts[i]) for i in followed[b]],
             reassigning=[],
             log_dirs=[],
             totals=bs.Totals.model_construct(
                 bytes_in_per_s=0.0,
                 bytes_out_per_s=0.0,
                 messages_in_per_s=0.0,
-                leader_count=len(leaders[b]),
-                follower_count=len(followers[b]),
+                leader_count=len(led[b]),
+                follower_count=len(followed[b]),
                 reassigning_count=0,
                 under_replicated_count=0,
                 log_size_bytes=0,
@@ -215,6 +195,31 @@ def agent_views(f: Fleet, now_ms: int) -> dict[bytes, AgentView]:
         )
         views[str(b).encode()] = AgentView(stats, now_ms, stats)
     return views
+
+
+def _leader(p: Any) -> bs.LeaderReplica:
+    return bs.LeaderReplica.model_construct(
+        topic=p.topic,
+        partition=p.number,
+        bytes_in_per_s=0.0,
+        bytes_out_per_s=0.0,
+        messages_in_per_s=0.0,
+        log_size_bytes=p.size,
+        log_start_offset=0,
+        log_end_offset=p.size // 1000,
+        estimate="size_delta",
+    )
+
+
+def _follower(p: Any) -> bs.FollowerReplica:
+    return bs.FollowerReplica.model_construct(
+        topic=p.topic,
+        partition=p.number,
+        leader_id=p.leader,
+        log_size_bytes=p.size,
+        log_end_offset=p.size // 1000,
+        in_isr=True,
+    )
 
 
 def load_views(f: Fleet, now_ms: int, traffic: float) -> dict[bytes, LoadView]:
@@ -248,9 +253,11 @@ def one_size(scale: float, *, profile: bool = False) -> dict[str, Any]:
     )
     try:
         assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        before = _rss_mb()
         f = fleet(scale)
+        fleet_mb = _rss_mb() - before  # the bench's own model of the cluster, not the manager's
         if not profile:
-            return {"scale": scale, **run_cycles(f, f"127.0.0.1:{port}")}
+            return {"scale": scale, "fleet_mb": fleet_mb, **run_cycles(f, f"127.0.0.1:{port}")}
         profiles = Profiles()
         run_cycles(f, f"127.0.0.1:{port}", profiles=profiles)
         profiles.metadata_read(f)
@@ -342,6 +349,14 @@ def run_cycles(
     }
 
 
+def _rss_mb() -> float:
+    """The process's resident memory now (VmRSS)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -409,6 +424,16 @@ def table(results: list[dict[str, Any]]) -> list[str]:
         ]
         lines.append(f"| `{call}` (ms) | " + " | ".join(cells) + " |")
     lines.append("| peak RSS (MB) | " + " | ".join(f"{r['rss_mb']:.0f}" for r in results) + " |")
+    lines.append(
+        "| of which the bench's fleet model (MB) | "
+        + " | ".join(f"{r.get('fleet_mb', 0.0):.0f}" for r in results)
+        + " |"
+    )
+    lines.append(
+        "| **the manager's: peak less the fleet model (MB)** | "
+        + " | ".join(f"{r['rss_mb'] - r.get('fleet_mb', 0.0):.0f}" for r in results)
+        + " |"
+    )
     lines.append(
         "| of which the feeds' records (MB) | "
         + " | ".join(f"{r['feeds_mb']:.0f}" for r in results)

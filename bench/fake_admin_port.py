@@ -30,7 +30,7 @@ from kafka.protocol.admin import (
     DescribeQuorumResponse,
     ListPartitionReassignmentsResponse,
 )
-from kafka.protocol.metadata import MetadataResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 
 HOST = "127.0.0.1"
@@ -64,7 +64,7 @@ class Answers:
             ]
             return ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
         if api == 3:
-            return self._metadata()
+            return self._metadata(_asked_topics(version, request))
         if api == 60:
             broker = DescribeClusterResponse.DescribeClusterBroker
             return DescribeClusterResponse(
@@ -85,12 +85,16 @@ class Answers:
             return self._configs(version, request)
         return self._quorum()
 
-    def _metadata(self) -> Any:
+    def _metadata(self, asked: frozenset[str] | None) -> Any:
+        """Every topic's partitions (``asked`` None), or the asked topics' only, as Kafka
+        answers (none asked: brokers and controller only)."""
         f = self.fleet
         topic_cls = MetadataResponse.MetadataResponseTopic
         part_cls = topic_cls.MetadataResponsePartition
         topics: dict[str, list[Any]] = {}
         for p in f.parts:
+            if asked is not None and p.topic not in asked:
+                continue
             topics.setdefault(p.topic, []).append(
                 part_cls(
                     error_code=0,
@@ -197,7 +201,9 @@ class Answers:
 
     def framed(self, api: int, version: int, correlation_id: int, request: bytes) -> bytes:
         """The framed response, its correlation id patched into the cached encoding."""
-        key = (api, version)
+        key: tuple[Any, ...] = (api, version)
+        if api == 3:
+            key = (api, version, _asked_topics(version, request))
         if api == 32:  # depends on the topics asked
             return self._encode(self.body(api, version, request), version, correlation_id)
         with self._lock:
@@ -214,6 +220,12 @@ class Answers:
         flexible = type(body).flexible_version_q(version) and type(body).API_KEY != 18
         header = struct.pack(">i", correlation_id) + (b"\x00" if flexible else b"")
         return struct.pack(">i", len(header) + len(encoded)) + header + encoded
+
+
+def _asked_topics(version: int, request: bytes) -> frozenset[str] | None:
+    """The topics a Metadata request names (None: every topic)."""
+    topics = MetadataRequest.decode(request, version=version, header=True).topics
+    return None if topics is None else frozenset(str(t.name) for t in topics)
 
 
 def serve(scale: float, port: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import time
 from typing import Any
 
 from kmedic.errors import KmedicError
@@ -23,8 +24,24 @@ def _client_class() -> Any:
     """KafkaAdminClient, closed when its start fails (imported late: kafka-python is slow to
     import and most commands never need it)."""
     from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
 
     class ClosedOnFailure(KafkaAdminClient):  # type: ignore[misc]
+        async def _refresh_controller_id(self, timeout_ms: int = 30000) -> int:
+            """The broker that takes controller requests, from a Metadata request naming no
+            topic: kafka-python's own asks for every partition of the cluster (2 s and
+            hundreds of MB at 433,000 partitions) to read one field of the answer."""
+            from kafka.protocol.metadata import MetadataRequest
+
+            request = MetadataRequest(topics=MetadataRequest.NO_TOPICS)
+            deadline = time.monotonic() + timeout_ms / 1000
+            while time.monotonic() < deadline:
+                response = await self._manager.send(request)
+                if response.controller_id != -1:
+                    return int(response.controller_id)
+                await self._net.sleep(1)
+            raise KafkaError("no broker named a controller")
+
         def __init__(self, **config: Any) -> None:
             try:
                 super().__init__(**config)

@@ -99,16 +99,8 @@ class ClusterState:
         self.load_disk = {
             b: float(u) if (u := disk_used[b]) is not None else sizes[b] for b in self.broker_ids
         }
-        moving = {(r.topic, r.partition) for r in snap.reassignments}
-        self.reassigning: frozenset[int] = (
-            frozenset(
-                p
-                for p, key in enumerate(zip(self.topic, self.number, strict=True))
-                if moving and key in moving
-            )
-            if moving
-            else frozenset()
-        )
+        rows = (topics_table(snap.topics).row_of(r.topic, r.partition) for r in snap.reassignments)
+        self.reassigning: frozenset[int] = frozenset(p for p in rows if p is not None)
         others = {(r.topic, r.partition) for r in foreign}
         self.foreign: frozenset[int] = (
             frozenset(p for p in self.reassigning if (self.topic[p], self.number[p]) in others)

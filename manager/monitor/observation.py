@@ -43,7 +43,7 @@ class AgentView:
         return AgentRecord(self.latest, self.replicas if self.latest is self.healthy else EMPTY)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # 433,000 of them at fleet scale
 class LoadView:
     """One partition's record of kmedic.replica-loads."""
 
