@@ -104,15 +104,23 @@ def describe_partitions(client: Any, topics: list[str] | None = None) -> Partiti
     ``client``, decoded straight into columns by ``kmedic.metadata_wire``: kafka-python's own
     decoding of the answer took 2 s of a cycle at 433,000 partitions (docs/bench.md, "cycle").
     Raises what the client raises."""
-    from kafka.protocol.metadata import MetadataRequest
-
-    request = _TableRequest(MetadataRequest(topics=topics, allow_auto_topic_creation=False))
+    request = _TableRequest(metadata_request(topics))
 
     async def send() -> Any:
         return await client._manager.send(request)
 
     answer: PartitionTable = client._manager.run(send)
     return answer
+
+
+def metadata_request(topics: list[str] | None) -> Any:
+    """A Metadata request for ``topics`` (None: every topic; []: none, brokers only)."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    named = (
+        None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+    )
+    return MetadataRequest(topics=named, allow_auto_topic_creation=False)
 
 
 class _TableRequest:

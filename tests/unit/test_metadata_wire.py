@@ -5,6 +5,7 @@ breaks its runs; and it refuses bytes that are not an answer, naming why."""
 
 from __future__ import annotations
 
+import io
 import struct
 import uuid
 from typing import Any
@@ -13,8 +14,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kafka.protocol.metadata import MetadataResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
+from kmedic.kafka_admin import _TableRequest, metadata_request
 from kmedic.metadata import partitions_of
 from kmedic.metadata_wire import MetadataDecodeError, decode_metadata
 from kmedic.partition_table import PartitionTable
@@ -154,3 +156,36 @@ def test_the_table_is_frozen_and_its_rows_are_the_records() -> None:
     with pytest.raises(ValueError, match="read-only"):
         table.leader[0] = 5
     assert np.array_equal(PartitionTable.of(table.infos()).partition, table.partition)
+
+
+@pytest.mark.parametrize("topics", [None, [], ["pay", "orders"]])
+@pytest.mark.parametrize("version", range(1, MetadataRequest.max_version + 1))
+def test_the_request_names_its_topics_at_every_version(
+    topics: list[str] | None, version: int
+) -> None:
+    """The executor names its moves' topics: the request must encode them (it once passed
+    bare names, which kafka-python cannot encode past v9) and Kafka reads them back."""
+    request = metadata_request(topics)
+    request.API_VERSION = version
+    request.with_header(correlation_id=1, client_id="t")
+    decoded = MetadataRequest.decode(
+        bytes(request.encode(header=True)), version=version, header=True
+    )
+    names = None if decoded.topics is None else [t.name for t in decoded.topics]
+    assert names == topics
+
+
+def test_the_answer_to_kmedics_request_is_decoded_by_kmedic() -> None:
+    """kafka-python picks a response's decoder from the request in flight: ours names
+    decode_metadata, and only for this request (the client's own Metadata is untouched)."""
+    request = _TableRequest(metadata_request(["t"]))
+    request.API_VERSION = 13
+    request.with_header(correlation_id=1, client_id="t")
+    answer = request.header.get_response_class()
+    data = encoded([("t", 0, [(0, 1, [1, 2], [1, 2], [], 0)])], [], 13)
+    table = answer.decode(io.BytesIO(data))
+    assert isinstance(table, PartitionTable) and table.row(0).replicas == (1, 2)
+    plain = metadata_request(["t"])
+    plain.API_VERSION = 13
+    plain.with_header(correlation_id=2, client_id="t")
+    assert plain.header.get_response_class() is MetadataResponse[13]
