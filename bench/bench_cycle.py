@@ -58,6 +58,7 @@ from manager.model.placement_config import PlacementConfig  # noqa: E402
 from manager.model.policy import GoalSwitches, Policy  # noqa: E402
 from manager.model.snapshot import Leadership  # noqa: E402
 from manager.monitor import sources as sources_module  # noqa: E402
+from manager.monitor.load_columns import LoadStore  # noqa: E402
 from manager.monitor.observe import AgentView, CapacitySettings, LoadView, build_snapshot  # noqa: E402
 from manager.monitor.sources import ClusterSources  # noqa: E402
 
@@ -222,17 +223,20 @@ def _follower(p: Any) -> bs.FollowerReplica:
     )
 
 
-def load_views(f: Fleet, now_ms: int, traffic: float) -> dict[bytes, LoadView]:
-    return {
-        f"{p.topic}:{p.number}".encode(): LoadView(
-            bytes_in_per_s=(p.number % 7) * 0.004 * MB * traffic,
-            bytes_out_per_s=(p.number % 5) * 0.006 * MB * traffic,
-            messages_in_per_s=100.0,
-            last_report_ms=now_ms,
-            samples=10,
+def fill_loads(store: LoadStore, f: Fleet, now_ms: int, traffic: float) -> None:
+    """Each partition's load record into the loads feed's store, as records arrive."""
+    for p in f.parts:
+        store.put(
+            p.topic,
+            p.number,
+            LoadView(
+                bytes_in_per_s=(p.number % 7) * 0.004 * MB * traffic,
+                bytes_out_per_s=(p.number % 5) * 0.006 * MB * traffic,
+                messages_in_per_s=100.0,
+                last_report_ms=now_ms,
+                samples=10,
+            ),
         )
-        for p in f.parts
-    }
 
 
 def one_size(scale: float, *, profile: bool = False) -> dict[str, Any]:
@@ -284,7 +288,7 @@ def run_cycles(
     )
     rss_before_feeds = _peak_rss_mb()
     sources.agents._values = agent_views(f, now_ms)
-    sources.loads._values = load_views(f, now_ms, traffic)
+    fill_loads(sources.loads._store, f, now_ms, traffic)
     feeds_mb = _peak_rss_mb() - rss_before_feeds  # the process only grew so far: peak = now
     # A heal of the whole dead broker in one plan, as bench/bench_planner.py plans it.
     policy = Policy(

@@ -72,9 +72,14 @@ def heal_lost(state: ClusterState, lost: Lost, *, partial: bool) -> HealPlan:
     plan = HealPlan()
     if not lost.brokers and not lost.offline:
         return plan
-    gone, offline = lost.brokers, lost.offline  # a set test per partition: millions of them
+    gone, offline = lost.brokers, lost.offline
+    # The partitions observed on a lost broker (a lookup in the columns, not a set test per
+    # partition), as they stand now: an earlier goal of this decision may have moved some.
+    observed = state.table.replicas.rows_with(gone).tolist() if gone else []
     affected = [
-        p for p, reps in enumerate(state.replicas) if p in offline or not gone.isdisjoint(reps)
+        p
+        for p in sorted(set(offline).union(observed))
+        if p in offline or not gone.isdisjoint(state.replicas[p])
     ]
     urgent = frozenset(state.writes_unavailable)
     affected.sort(key=lambda p: (p not in urgent, -state.size[p], state.topic[p], state.number[p]))

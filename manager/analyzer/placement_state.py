@@ -124,7 +124,7 @@ class ClusterState:
     def _load_partitions(self, snap: Snapshot, sizes: dict[int, float]) -> None:
         """The per-partition lists and per-broker sums, from the snapshot's columns: the sums
         by ``np.bincount``, which adds in partition order as a loop would (the same floats)."""
-        table = topics_table(snap.topics)
+        table = self.table = topics_table(snap.topics)  # as observed (the lists below move)
         n = len(table)
         self.topic = [table.names[t] for t in table.topic.tolist()]
         self.number = table.partition.tolist()

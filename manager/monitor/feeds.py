@@ -101,7 +101,7 @@ class LatestByKey(Generic[V]):
             caught_up = self._missing or (bool(self._partitions) and self._partitions <= self._eof)
             return FeedStatus(
                 self.topic,
-                len(self._values),
+                self._count(),
                 self._records,
                 self._bad,
                 caught_up,
@@ -167,7 +167,7 @@ class LatestByKey(Generic[V]):
             return
         if raw is None:
             with self._lock:
-                self._values.pop(key, None)
+                self._remove(key)
             return
         try:
             value = self._decode(raw)
@@ -185,7 +185,18 @@ class LatestByKey(Generic[V]):
             self._records += 1
             if self._merge is not None:
                 value = self._merge(self._values.get(key), value)
-            self._values[key] = value
+            self._put(key, value)
+
+    # The store, under the lock; a feed that keeps its values otherwise overrides these.
+
+    def _put(self, key: bytes, value: V) -> None:
+        self._values[key] = value
+
+    def _remove(self, key: bytes) -> None:
+        self._values.pop(key, None)
+
+    def _count(self) -> int:
+        return len(self._values)
 
     def _note_error(self, text: str) -> None:
         with self._lock:

@@ -13,6 +13,7 @@ from kmedic.partition_table import PartitionTable
 from kmedic.replica_columns import EMPTY, AgentRecord, ReplicaColumns, stripped
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership, Quorum
+from manager.monitor.load_columns import LoadColumns
 
 TopicPartition = tuple[str, int]
 
@@ -43,17 +44,6 @@ class AgentView:
         return AgentRecord(self.latest, self.replicas if self.latest is self.healthy else EMPTY)
 
 
-@dataclass(frozen=True, slots=True)  # 433,000 of them at fleet scale
-class LoadView:
-    """One partition's record of kmedic.replica-loads."""
-
-    bytes_in_per_s: float | None
-    bytes_out_per_s: float | None
-    messages_in_per_s: float | None
-    last_report_ms: int
-    samples: int
-
-
 @dataclass(frozen=True)
 class Observation:
     taken_at_ms: int
@@ -62,7 +52,7 @@ class Observation:
     partitions: PartitionTable  # the Metadata answer's, in its order
     reassignments: dict[TopicPartition, Reassignment]
     agents: dict[int, AgentView]
-    loads: dict[TopicPartition, LoadView]
+    loads: LoadColumns  # the loads feed's newest record of each partition
     placement: PlacementConfig
     leadership: Leadership
     own_moves: frozenset[TopicPartition]  # partitions of kmedic's in-flight plan

@@ -33,8 +33,8 @@ from manager.model.snapshot import (
     Snapshot,
 )
 from manager.model.snapshot import Reassignment as SnapReassignment
+from manager.monitor.load_columns import LoadView as LoadView
 from manager.monitor.observation import AgentView as AgentView
-from manager.monitor.observation import LoadView as LoadView
 from manager.monitor.observation import Observation as Observation
 from manager.monitor.observation import TopicPartition as TopicPartition
 from manager.monitor.partition_columns import snapshot_topics

@@ -11,7 +11,7 @@ import numpy.typing as npt
 from kmedic.partition_table import Loads, PartitionTable, Ragged
 from kmedic.replica_columns import Keys, join, largest_by_key, last_wins, partition_keys
 from manager.model.topics import Topics
-from manager.monitor.observation import Observation, TopicPartition
+from manager.monitor.observation import Observation
 
 
 def partition_sizes(obs: Observation, keys: Keys) -> npt.NDArray[np.int64]:
@@ -36,27 +36,18 @@ def partition_sizes(obs: Observation, keys: Keys) -> npt.NDArray[np.int64]:
     return sizes
 
 
-def _loads(obs: Observation, keys: list[TopicPartition], max_age_ms: int) -> Loads:
+def _loads(obs: Observation, keys: Keys, max_age_ms: int) -> Loads:
     """Each partition's load from the loads feed (NaN: none; a window is trusted while its
     newest report is fresh and it held samples)."""
-    nan = float("nan")
-    n = len(keys)
-    views = [obs.loads.get(k) for k in keys]
-    known = [v if v is not None and v.bytes_in_per_s is not None else None for v in views]
-    return Loads(
-        np.fromiter((nan if v is None else max(0.0, v.bytes_in_per_s or 0.0) for v in known),
-                    np.float64, n),
-        np.fromiter((nan if v is None else max(0.0, v.bytes_out_per_s or 0.0) for v in known),
-                    np.float64, n),
-        np.fromiter((nan if v is None else max(0.0, v.messages_in_per_s or 0.0) for v in known),
-                    np.float64, n),
-        np.fromiter(
-            (v is None or (obs.taken_at_ms - v.last_report_ms <= max_age_ms and v.samples > 0)
-             for v in known),
-            np.bool_,
-            n,
-        ),
-    )  # fmt: skip
+    found, f = obs.loads.at(keys)
+    known = found & ~np.isnan(f["bytes_in"])
+    nan = np.nan
+
+    def rate(name: str) -> npt.NDArray[np.float64]:
+        return np.where(known, np.maximum(0.0, np.nan_to_num(f[name], nan=0.0)), nan)
+
+    fresh = (obs.taken_at_ms - f["last_report_ms"] <= max_age_ms) & (f["samples"] > 0)
+    return Loads(rate("bytes_in"), rate("bytes_out"), rate("messages_in"), ~known | fresh)
 
 
 def snapshot_topics(obs: Observation, max_stats_age_ms: int) -> Topics:
@@ -87,7 +78,7 @@ def snapshot_topics(obs: Observation, max_stats_age_ms: int) -> Topics:
             offline=table.offline.take(order),
             eligible=Ragged.sparse(len(keys), eligible),
             size=partition_sizes(obs, ids),
-            loads=_loads(obs, keys, max_stats_age_ms),
+            loads=_loads(obs, ids, max_stats_age_ms),
             min_insync=np.array([obs.min_insync.get(t, 0) for t in sorted_names], dtype=np.int32),
         )
     )

@@ -30,6 +30,7 @@ from kmedic.replica_columns import AgentRecord
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
+from manager.monitor.load_columns import LoadFeed
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
 from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
 from manager.monitor.quorum import QuorumReader
@@ -128,7 +129,7 @@ class ClusterSources:
             lookback_ms=int(stats_lookback_s * 1000),
             merge=merge_agent,
         )
-        self.loads: LatestByKey[LoadView] = LatestByKey(bootstrap, loads_topic, decode_load)
+        self.loads = LoadFeed(bootstrap, loads_topic, decode_load)
         # Memory across cycles: when each broker was first seen missing, and its last rack.
         self.first_absent_ms: dict[int, int] = {}
         self.returned_ms: dict[int, int] = {}
@@ -230,7 +231,7 @@ class ClusterSources:
                 break
             time.sleep(OFFLINE_CONFIRM_S)  # a fencing settles; a failed directory stays
         agents = {int(k): v for k, v in self.agents.values().items() if k.isdigit()}
-        loads = {tp: v for k, v in self.loads.values().items() if (tp := _tp(k)) is not None}
+        loads = self.loads.columns()
         replica_ids = set(np.unique(partitions.replicas.values).tolist())
         returns, away = self.registrations.take()
         agents = {b: v for b, v in agents.items() if b in live or b not in retired}
@@ -339,11 +340,6 @@ class ClusterSources:
         for b, a in agents.items():
             if a.latest.rack and b not in self.known_racks:
                 self.known_racks[b] = a.latest.rack
-
-
-def _tp(key: bytes) -> TopicPartition | None:
-    topic, _, part = key.decode(errors="replace").rpartition(":")
-    return (topic, int(part)) if topic and part.isdigit() else None
 
 
 def newest_stats(sources: ClusterSources) -> dict[int, AgentRecord]:

@@ -35,6 +35,7 @@ from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership, Quorum
 from manager.model.throttles import LEADER_RATE, ThrottleRecord
 from manager.monitor.feeds import FeedStatus
+from manager.monitor.load_columns import LoadColumns
 from manager.monitor.observe import AgentView, Observation
 from manager.monitor.sources import AdminUnavailable
 
@@ -163,7 +164,7 @@ class FakeSources:
             partitions=PartitionTable.of(partitions),
             reassignments=dict(self.reassignments),
             agents=agents,
-            loads={},
+            loads=LoadColumns.of({}),
             placement=placement,
             leadership=leadership,
             own_moves=own_moves,

@@ -153,6 +153,8 @@ def test_the_table_is_frozen_and_its_rows_are_the_records() -> None:
     assert isinstance(table, PartitionTable) and len(table) == 2
     assert table.row(1) == table.infos()[1] and table.row(1).leader == -1
     assert table.replicas.counts().tolist() == [2, 1]
+    assert table.replicas.rows_with({2}).tolist() == [0]
+    assert table.replicas.rows_with({1, 3}).tolist() == [0, 1]
     with pytest.raises(ValueError, match="read-only"):
         table.leader[0] = 5
     assert np.array_equal(PartitionTable.of(table.infos()).partition, table.partition)

@@ -15,6 +15,7 @@ from manager.model.placement_config import Domain, PlacementConfig
 from manager.model.policy import Policy
 from manager.model.snapshot import Leadership
 from manager.model.snapshot_file import find_problems
+from manager.monitor.load_columns import LoadColumns
 from manager.monitor.observe import (
     UNKNOWN_DISK_BYTES,
     AgentView,
@@ -56,6 +57,7 @@ def observation(**overrides: Any) -> Observation:
     }
     base.update(overrides)
     base["partitions"] = PartitionTable.of(base["partitions"])
+    base["loads"] = LoadColumns.of(base["loads"])
     return Observation(**base)
 
 
