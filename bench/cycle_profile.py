@@ -2,9 +2,9 @@
 
 cProfile, in a child process of its own (profiling slows what it measures, so the timed runs
 are never profiled): the snapshot build and the decision of one cycle against the fake Admin
-port, and the decoding of its Metadata answer, which kafka-python does on its I/O thread
-(where cProfile does not look) and is profiled here on the main thread from the same bytes,
-with its parsing into partition records.
+port, and the decoding of its Metadata answer into columns (kmedic.metadata_wire), which
+runs on kafka-python's I/O thread (where cProfile does not look) and is profiled here on the
+main thread from the same bytes.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from fleet import Fleet
 from kafka.protocol.metadata import MetadataResponse
 
 from kmedic.gc_pause import collector_paused
-from kmedic.metadata import PartitionInfo, partitions_of
+from kmedic.metadata_wire import decode_metadata
+from kmedic.partition_table import PartitionTable
 
 TOP = 8
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,17 +49,17 @@ class Profiles:
         return run
 
     def metadata_read(self, f: Fleet) -> None:
-        """Metadata, encoded at the version kafka-python asks for, decoded and parsed into
-        partition records (kmedic.metadata.partitions_of) under the profiler."""
+        """Metadata for every topic, encoded at the newest version, decoded into a partition
+        table (kmedic.metadata_wire) under the profiler."""
         version = MetadataResponse.max_version
-        body = Answers(f, 0).body(3, version, b"")
+        body = Answers(f, 0).metadata(None)
         payload = bytes(body.encode(version=version))
 
-        def read() -> list[PartitionInfo]:
-            return partitions_of(MetadataResponse.decode(payload, version=version))
+        def read() -> PartitionTable:
+            return decode_metadata(payload, version).table
 
         with collector_paused():  # as the cycle reads (kmedic.gc_pause)
-            self.wrap("metadata decode and parse", read)()
+            self.wrap("metadata decode", read)()
 
 
 def top_lines(profile: cProfile.Profile) -> list[str]:

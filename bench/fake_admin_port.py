@@ -64,7 +64,7 @@ class Answers:
             ]
             return ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
         if api == 3:
-            return self._metadata(_asked_topics(version, request))
+            return self.metadata(_asked_topics(version, request))
         if api == 60:
             broker = DescribeClusterResponse.DescribeClusterBroker
             return DescribeClusterResponse(
@@ -85,7 +85,7 @@ class Answers:
             return self._configs(version, request)
         return self._quorum()
 
-    def _metadata(self, asked: frozenset[str] | None) -> Any:
+    def metadata(self, asked: frozenset[str] | None) -> Any:
         """Every topic's partitions (``asked`` None), or the asked topics' only, as Kafka
         answers (none asked: brokers and controller only)."""
         f = self.fleet

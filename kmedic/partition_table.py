@@ -93,6 +93,19 @@ class Ragged:
         bounds = self.start.tolist()
         return [tuple(flat[a:b]) for a, b in itertools.pairwise(bounds)]
 
+    def same_rows(self, other: Ragged) -> npt.NDArray[np.bool_]:
+        """Which rows are equal, in order, to ``other``'s (the same length and ids)."""
+        counts = self.counts()
+        same = counts == other.counts()
+        row = np.repeat(np.arange(len(self)), counts)
+        along = np.arange(len(self.values)) - np.repeat(self.start[:-1], counts)
+        candidate = same[row]
+        theirs = np.zeros(len(self.values), dtype=np.int64)
+        theirs[candidate] = other.values[other.start[row[candidate]] + along[candidate]]
+        differs = np.bincount(row[theirs != self.values], minlength=len(self)) > 0
+        equal: npt.NDArray[np.bool_] = same & ~differs
+        return equal
+
     def rows_with(self, ids: Collection[int]) -> npt.NDArray[np.intp]:
         """The rows holding any of ``ids``, in order."""
         held = np.isin(self.values, np.fromiter(ids, dtype=np.int64, count=len(ids)))

@@ -126,12 +126,19 @@ class ClusterState:
         by ``np.bincount``, which adds in partition order as a loop would (the same floats)."""
         table = self.table = topics_table(snap.topics)  # as observed (the lists below move)
         n = len(table)
-        self.topic = [table.names[t] for t in table.topic.tolist()]
+        self.topic = np.array(table.names, dtype=object)[table.topic].tolist()
         self.number = table.partition.tolist()
         self.replicas = table.replicas.rows()
-        self.isr = table.isr.rows()
+        # An in-sync partition's ISR is its replicas, in order, nearly always: the same tuple.
+        self.isr = list(self.replicas)
+        for p in np.flatnonzero(~table.isr.same_rows(table.replicas)).tolist():
+            self.isr[p] = table.isr.row(p)
         leader = table.leader
-        self.leader = [None if b < 0 else b for b in leader.tolist()]
+        self.leader = (
+            leader.tolist()
+            if n and leader.min() >= 0
+            else [None if b < 0 else b for b in leader.tolist()]
+        )
         size = table.size if table.size is not None else np.zeros(n, dtype=np.int64)
         self.size = size.tolist()
         loads = table.loads

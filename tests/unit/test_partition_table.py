@@ -1,0 +1,47 @@
+"""The partition table's ragged columns (kmedic.partition_table) answer as lists of tuples
+would: rows, selections, row equality, rows holding a broker, sparse rows, replaced rows, and
+a partition's row in a table sorted by topic."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kmedic.metadata import PartitionInfo
+from kmedic.partition_table import PartitionTable, Ragged
+
+rows = st.lists(st.lists(st.integers(0, 6), max_size=4).map(tuple), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows, rows, st.data())
+def test_ragged_columns_answer_as_lists_of_tuples(
+    mine: list[tuple[int, ...]], theirs: list[tuple[int, ...]], data: st.DataObject
+) -> None:
+    n = min(len(mine), len(theirs))
+    mine, theirs = mine[:n], theirs[:n]
+    a, b = Ragged.of(mine), Ragged.of(theirs)
+    assert a.rows() == mine and [a.row(i) for i in range(n)] == mine
+    assert a.same_rows(b).tolist() == [x == y for x, y in zip(mine, theirs, strict=True)]
+    ids = data.draw(st.sets(st.integers(0, 6)))
+    assert a.rows_with(ids).tolist() == [i for i, r in enumerate(mine) if set(r) & ids]
+    order = data.draw(st.permutations(range(n)))
+    assert a.take(np.array(order, dtype=np.intp)).rows() == [mine[i] for i in order]
+    changed = {i: theirs[i] for i in data.draw(st.sets(st.integers(0, max(n - 1, 0)))) if i < n}
+    assert a.with_rows(changed).rows() == [changed.get(i, r) for i, r in enumerate(mine)]
+    assert Ragged.sparse(n, changed).rows() == [changed.get(i, ()) for i in range(n)]
+
+
+def test_a_partitions_row_in_a_table_sorted_by_topic() -> None:
+    table = PartitionTable.of(
+        [
+            PartitionInfo("a", 0, 1, (1, 2), (1, 2)),
+            PartitionInfo("a", 1, 2, (2, 3), (2,)),
+            PartitionInfo("b", 2, 3, (3,), (3,)),  # numbered from 2: found by search
+            PartitionInfo("b", 5, 3, (3,), (3,)),
+        ]
+    )
+    assert [table.row_of(*k) for k in (("a", 0), ("a", 1), ("b", 2), ("b", 5))] == [0, 1, 2, 3]
+    assert table.row_of("b", 0) is None and table.row_of("c", 0) is None
+    assert table.topic_bounds().tolist() == [0, 2, 4]
