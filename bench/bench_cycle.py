@@ -157,9 +157,11 @@ def agent_views(f: Fleet, now_ms: int) -> dict[bytes, AgentView]:
     led: dict[int, list[int]] = {b: [] for b in f.live}
     followed: dict[int, list[int]] = {b: [] for b in f.live}
     for i, p in enumerate(f.parts):
-        led[p.leader].append(i)
+        if p.leader in led:
+            led[p.leader].append(i)
         for b in p.isr[1:]:
-            followed[b].append(i)
+            if b in followed:  # a dead broker's agent reports nothing
+                followed[b].append(i)
     views = {}
     for b in f.live:
         stats = bs.BrokerStats.model_construct(
