@@ -41,7 +41,7 @@ class AdminView:
     """One consistent read of the cluster as it concerns this broker."""
 
     node: BrokerNode | None  # None: the broker is not registered
-    partitions: list[PartitionInfo]
+    partitions: list[PartitionInfo]  # this broker's (it holds a replica, or leads)
     reassignments: dict[TopicPartition, Reassignment]
     log_dirs: list[LogDirInfo] | None  # None: the broker did not answer DescribeLogDirs
     kafka_version: str | None
@@ -126,7 +126,9 @@ class AdminSource:
         client = self._connect()
         for attempt in range(1, METADATA_ATTEMPTS + 1):
             try:
-                partitions = describe_partitions(client).infos()
+                # The whole cluster's answer, decoded into columns; only this broker's
+                # partitions become records.
+                partitions = describe_partitions(client).hosted_by(self._broker_id)
                 reassignments = parse_reassignments(
                     client.list_partition_reassignments(timeout_ms=self._timeout_ms)
                 )

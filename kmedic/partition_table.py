@@ -227,6 +227,11 @@ class PartitionTable:
             self.offline.row(i),
         )
 
+    def hosted_by(self, broker: int) -> list[PartitionInfo]:
+        """The partitions ``broker`` holds a replica of, or leads, as records (an agent's)."""
+        rows = np.union1d(self.replicas.rows_with((broker,)), np.flatnonzero(self.leader == broker))
+        return [self.row(i) for i in rows.tolist()]
+
     def infos(self) -> list[PartitionInfo]:
         """Every row as a record, in order (for the layers not yet reading columns)."""
         names = self.names

@@ -45,3 +45,16 @@ def test_a_partitions_row_in_a_table_sorted_by_topic() -> None:
     assert [table.row_of(*k) for k in (("a", 0), ("a", 1), ("b", 2), ("b", 5))] == [0, 1, 2, 3]
     assert table.row_of("b", 0) is None and table.row_of("c", 0) is None
     assert table.topic_bounds().tolist() == [0, 2, 4]
+
+
+def test_a_brokers_partitions_are_those_it_holds_or_leads() -> None:
+    table = PartitionTable.of(
+        [
+            PartitionInfo("a", 0, 1, (1, 2), (1, 2)),
+            PartitionInfo("a", 1, 2, (2, 3), (2,)),
+            PartitionInfo("b", 0, 3, (3,), (3,), ()),
+            PartitionInfo("b", 1, 2, (3, 4), (3,)),  # led by 2 mid-reassignment
+        ]
+    )
+    assert [(p.topic, p.partition) for p in table.hosted_by(2)] == [("a", 0), ("a", 1), ("b", 1)]
+    assert table.hosted_by(9) == []
