@@ -1,7 +1,7 @@
 """Admin API answers as typed records: broker registrations, partitions with their replicas
 and ISR, running reassignments, log directories. Pure parsing of kafka-python's answers (its
-dicts; for the Metadata answer, the largest, its response objects), shared by the agent and
-the manager; the I/O stays with them.
+dicts; the Metadata answer, the largest, is decoded by kmedic.metadata_wire), shared by the
+agent and the manager; the I/O stays with them.
 """
 
 from __future__ import annotations
@@ -57,28 +57,6 @@ def parse_nodes(cluster: dict[str, Any]) -> dict[int, BrokerNode]:
         )
         for b in cluster.get("brokers", [])
     }
-
-
-def partitions_of(response: Any) -> list[PartitionInfo]:
-    """The partitions of a Metadata response, read from kafka-python's decoded object (not
-    from the dicts its ``describe_topics`` would make of it: kmedic.kafka_admin)."""
-    out: list[PartitionInfo] = []
-    add = out.append
-    for t in response.topics:
-        name = str(t.name)
-        for p in t.partitions:
-            offline = getattr(p, "offline_replicas", None)
-            add(
-                PartitionInfo(
-                    name,
-                    int(p.partition_index),
-                    int(p.leader_id),
-                    tuple(map(int, p.replica_nodes)),
-                    tuple(map(int, p.isr_nodes)),
-                    tuple(map(int, offline)) if offline else (),
-                )
-            )
-    return out
 
 
 def parse_log_dirs(result: list[dict[str, Any]], broker_id: int) -> list[LogDirInfo] | None:

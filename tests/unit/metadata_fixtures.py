@@ -6,6 +6,8 @@ from typing import Any
 
 from kafka.protocol.metadata import MetadataResponse
 
+from kmedic.metadata import PartitionInfo
+
 TOPIC = MetadataResponse.MetadataResponseTopic
 PARTITION = TOPIC.MetadataResponsePartition
 
@@ -41,3 +43,25 @@ def wire(
         ],
     )
     return MetadataResponse.decode(bytes(response.encode(version=version)), version=version)
+
+
+def partitions_of(response: Any) -> list[PartitionInfo]:
+    """The partitions of a Metadata response, read from kafka-python's decoded object (not
+    from the dicts its ``describe_topics`` would make of it: kmedic.kafka_admin)."""
+    out: list[PartitionInfo] = []
+    add = out.append
+    for t in response.topics:
+        name = str(t.name)
+        for p in t.partitions:
+            offline = getattr(p, "offline_replicas", None)
+            add(
+                PartitionInfo(
+                    name,
+                    int(p.partition_index),
+                    int(p.leader_id),
+                    tuple(map(int, p.replica_nodes)),
+                    tuple(map(int, p.isr_nodes)),
+                    tuple(map(int, offline)) if offline else (),
+                )
+            )
+    return out

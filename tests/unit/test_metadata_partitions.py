@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.protocol.metadata import MetadataResponse
-from metadata_fixtures import wire
+from metadata_fixtures import partitions_of, wire
 
-from kmedic.metadata import PartitionInfo, partitions_of
+from kmedic.metadata import PartitionInfo
 
 OFFLINE_SINCE = 5  # the first Metadata version with offline replicas
 

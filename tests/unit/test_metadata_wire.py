@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+from metadata_fixtures import partitions_of
 
 from kmedic.kafka_admin import _TableRequest, metadata_request
-from kmedic.metadata import partitions_of
 from kmedic.metadata_wire import MetadataDecodeError, decode_metadata
 from kmedic.partition_table import PartitionTable
 

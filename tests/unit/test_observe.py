@@ -6,10 +6,10 @@ from typing import Any
 
 from kafka.protocol.metadata import MetadataResponse
 from manager_fakes import stats
-from metadata_fixtures import wire
+from metadata_fixtures import partitions_of, wire
 
 from kmedic.brokerstats import BrokerStats
-from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment, partitions_of
+from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 from kmedic.partition_table import PartitionTable
 from manager.model.placement_config import Domain, PlacementConfig
 from manager.model.policy import Policy

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from manager_fakes import stats
-from test_observe import observation
+from test_observe import _follower, _leader, observation
 
 from kmedic.replica_columns import partition_keys
 from manager.monitor.observe import AgentView
@@ -19,31 +19,6 @@ from manager.monitor.sources import merge_agent
 
 TOPICS = ("a", "b", "c.d")
 entry = st.tuples(st.sampled_from(TOPICS), st.integers(0, 5), st.integers(0, 10**12))
-
-
-def leader(topic: str, partition: int, size: int) -> dict[str, Any]:
-    return {
-        "topic": topic,
-        "partition": partition,
-        "bytes_in_per_s": 1.0,
-        "bytes_out_per_s": 0.0,
-        "messages_in_per_s": 0.0,
-        "log_size_bytes": size,
-        "log_start_offset": 0,
-        "log_end_offset": 0,
-        "estimate": "size_delta",
-    }
-
-
-def follower(topic: str, partition: int, size: int) -> dict[str, Any]:
-    return {
-        "topic": topic,
-        "partition": partition,
-        "leader_id": 1,
-        "log_size_bytes": size,
-        "log_end_offset": 0,
-        "in_isr": True,
-    }
 
 
 def reference(agents: list[tuple[list[Any], list[Any]]]) -> dict[tuple[str, int], int]:
@@ -66,8 +41,8 @@ def test_sizes_from_the_columns_are_the_sizes_from_the_entries(
         record = stats(
             b,
             ts=1,
-            leaders=[leader(*e) for e in leaders],
-            followers=[follower(*e) for e in followers],
+            leaders=[_leader(*e) for e in leaders],
+            followers=[_follower(t, p, 1, size) for t, p, size in followers],
         )
         views[b] = AgentView(latest=record, last_healthy_ms=1, healthy=record)
     wanted = [(t, p) for t in TOPICS for p in range(7)]
@@ -80,9 +55,9 @@ def test_sizes_from_the_columns_are_the_sizes_from_the_entries(
 
 
 def test_a_record_is_kept_without_its_entries_and_chunks_join() -> None:
-    first = stats(1, ts=5, leaders=[leader("a", 0, 7)], followers=[follower("b", 1, 3)])
+    first = stats(1, ts=5, leaders=[_leader("a", 0, 7)], followers=[_follower("b", 1, 1, 3)])
     second = type(first).model_validate(
-        {**first.model_dump(), "chunk_index": 1, "leaders": [leader("a", 1, 9)]}
+        {**first.model_dump(), "chunk_index": 1, "leaders": [_leader("a", 1, 9)]}
     )
     one = AgentView(latest=first, last_healthy_ms=5, healthy=first)
     assert one.latest.leaders == [] and one.healthy is not None and one.healthy.followers == []
