@@ -1,6 +1,7 @@
-"""What the Admin API says about one broker: registration, rack, roles and ISR, reassignments,
-log directories. I/O through kafka-python's KafkaAdminClient (one connection for every call it
-needs, including DescribeLogDirs with capacity figures and ListPartitionReassignments).
+"""What the Admin API says about one broker: registration, rack, reassignments, log directories,
+and - when asked, every few minutes (agent.roles) - the whole cluster's Metadata. I/O through
+kafka-python's KafkaAdminClient (one connection for every call it needs, including
+DescribeLogDirs with capacity figures and ListPartitionReassignments).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
 from kmedic import __version__
 from kmedic.errors import KmedicError
-from kmedic.kafka_admin import connect_admin, describe_partitions
+from kmedic.kafka_admin import connect_admin, describe_broker_log_dirs, describe_partitions
 from kmedic.kafka_client import Cluster
 from kmedic.metadata import (
     BrokerNode,
@@ -22,7 +23,6 @@ from kmedic.metadata import (
     PartitionInfo,
     Reassignment,
     TopicPartition,
-    parse_log_dirs,
     parse_nodes,
     parse_reassignments,
 )
@@ -41,7 +41,9 @@ class AdminView:
     """One consistent read of the cluster as it concerns this broker."""
 
     node: BrokerNode | None  # None: the broker is not registered
-    partitions: list[PartitionInfo]  # this broker's (it holds a replica, or leads)
+    # This broker's partitions (it holds a replica, or leads) by a Metadata read of the whole
+    # cluster; None when this read did not include one.
+    partitions: list[PartitionInfo] | None
     reassignments: dict[TopicPartition, Reassignment]
     log_dirs: list[LogDirInfo] | None  # None: the broker did not answer DescribeLogDirs
     kafka_version: str | None
@@ -121,14 +123,17 @@ class AdminSource:
             self.close()
             raise AdminApiError(f"DescribeCluster failed: {exc}") from exc
 
-    def read(self, node: BrokerNode | None) -> AdminView:
-        """Topics, reassignments and (if the broker is registered) its log dirs."""
+    def read(self, node: BrokerNode | None, *, metadata: bool) -> AdminView:
+        """Reassignments, (if the broker is registered) its log dirs, and with ``metadata``
+        its partitions as the whole cluster's Metadata answer gives them."""
         client = self._connect()
+        partitions: list[PartitionInfo] | None = None
         for attempt in range(1, METADATA_ATTEMPTS + 1):
             try:
-                # The whole cluster's answer, decoded into columns; only this broker's
-                # partitions become records.
-                partitions = describe_partitions(client).hosted_by(self._broker_id)
+                if metadata:
+                    # The whole cluster's answer, decoded into columns; only this broker's
+                    # partitions become records.
+                    partitions = describe_partitions(client).hosted_by(self._broker_id)
                 reassignments = parse_reassignments(
                     client.list_partition_reassignments(timeout_ms=self._timeout_ms)
                 )
@@ -142,9 +147,7 @@ class AdminSource:
         log_dirs = None
         if node is not None:
             try:
-                log_dirs = parse_log_dirs(
-                    client.describe_log_dirs(brokers=[self._broker_id]), self._broker_id
-                )
+                log_dirs = describe_broker_log_dirs(client, self._broker_id)
             except Exception:
                 log_dirs = None  # statvfs stands in; see agent.sampler
             if self._kafka_version is None:

@@ -63,6 +63,13 @@ class AgentConfig(BaseModel):
     max_backoff_s: float = Field(
         default=300.0, gt=0, description="longest pause between Admin API reconnect attempts"
     )
+    metadata_check_s: float = Field(
+        default=600.0,
+        ge=0,
+        description="seconds between reads of the whole cluster's metadata, which cross-check "
+        "the roles the broker's own gauges give and say which followers are in their ISR; "
+        "0: every sample",
+    )
     max_record_bytes: int = Field(default=900_000, ge=10_000)
     compression: str = Field(default="zstd", pattern="^(zstd|lz4|gzip|snappy|none)$")
     metrics_port: int | None = Field(

@@ -22,6 +22,10 @@ LOG_METRICS = "kafka_log_log_"
 URP_METRIC = "kafka_server_replicamanager_underreplicatedpartitions"
 PRODUCE_LOCAL_METRIC = "kafka_network_requestmetrics_localtimems_"
 FLUSH_METRIC = "kafka_log_logflushstats_logflushrateandtimems_"
+PARTITION_METRICS = "kafka_cluster_partition_"
+FETCH_LAG_METRIC = "kafka_server_fetcherlagmetrics_consumerlag"
+# KRaft's metadata log is a local log with no partition (and so no partition gauges).
+METADATA_LOG = "__cluster_metadata"
 _WANTED_PREFIXES = (
     TOPIC_METRICS + "bytesinpersec",
     TOPIC_METRICS + "bytesoutpersec",
@@ -32,6 +36,9 @@ _WANTED_PREFIXES = (
     URP_METRIC,
     PRODUCE_LOCAL_METRIC,
     FLUSH_METRIC,
+    PARTITION_METRICS + "replicascount",
+    PARTITION_METRICS + "insyncreplicascount",
+    FETCH_LAG_METRIC,
 )
 
 
@@ -80,6 +87,18 @@ def interval_mean(before: Timer | None, after: Timer | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class PartitionGauges:
+    """Each local partition's role as the broker's own gauges say it (configs/jmx-exporter.yaml).
+
+    A leader's replica and in-sync replica counts are both 0 on a follower; a follower's
+    fetcher thread is named after the leader it copies from. ``following`` holds every local
+    partition this broker does not lead, with that leader (-1: no fetcher, so none known)."""
+
+    leading: dict[TopicPartition, tuple[int, int]]  # (replicas, in-sync replicas)
+    following: dict[TopicPartition, int]
+
+
+@dataclass(frozen=True)
 class ExporterSample:
     """One scrape. ``taken_at`` is a monotonic clock reading in seconds."""
 
@@ -90,6 +109,9 @@ class ExporterSample:
     under_replicated: int | None
     produce_local: Timer | None = None  # the broker's own time on Produce requests
     log_flush: Timer | None = None  # its log flushes
+    # None: the page has partition logs but no partition gauges (an exporter configured
+    # without them), so the roles must come from the cluster's metadata.
+    gauges: PartitionGauges | None = None
 
 
 def fetch_page(url: str, timeout_s: float) -> str:
@@ -115,9 +137,11 @@ def _keep(line: str) -> bool:
 _COUNTER_FIELDS = {"bytesinpersec": 0, "bytesoutpersec": 1, "messagesinpersec": 2}
 _LOG_FIELDS = {"size": 0, "logstartoffset": 1, "logendoffset": 2}
 _TIMER_FIELDS = {"count": 0, "mean": 1}
-_BROKER, _TOPIC, _LOG, _URP, _PRODUCE, _FLUSH, _IGNORED = range(7)
+_ROLE_FIELDS = {"replicascount": 0, "insyncreplicascount": 1}
+_BROKER, _TOPIC, _LOG, _URP, _PRODUCE, _FLUSH, _ROLE, _FETCH, _IGNORED = range(9)
 
-# One parsed sample line: (kind, topic, partition, field index, value).
+# One parsed sample line: (kind, topic, partition, field index, value); a fetch lag's field is
+# the leader's id.
 _Item = tuple[int, str, int, int, float]
 _IGNORE: _Item = (_IGNORED, "", -1, -1, 0.0)
 
@@ -138,6 +162,13 @@ def _classify(name: str, labels: dict[str, str], value: float) -> _Item:
         return (_LOG, labels["topic"], int(labels["partition"]), index, value)
     if name == URP_METRIC:
         return (_URP, "", -1, -1, value)
+    if name.startswith(PARTITION_METRICS):
+        index = _ROLE_FIELDS.get(name[len(PARTITION_METRICS) :])
+        if index is None:
+            return _IGNORE
+        return (_ROLE, labels["topic"], int(labels["partition"]), index, value)
+    if name == FETCH_LAG_METRIC:
+        return (_FETCH, labels["topic"], int(labels["partition"]), int(labels["leader"]), value)
     for kind, prefix in ((_PRODUCE, PRODUCE_LOCAL_METRIC), (_FLUSH, FLUSH_METRIC)):
         if name.startswith(prefix) and labels.get("request", "Produce") == "Produce":
             field = _TIMER_FIELDS.get(name[len(prefix) :])
@@ -150,22 +181,49 @@ def _classify(name: str, labels: dict[str, str], value: float) -> _Item:
 # parser (docs/bench.md, "agent"); any other line goes to that parser.
 _SIMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^\\{}]*)\})? (\S+)")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"\s*,?')
-# Most lines of a big broker's page are its partitions' log gauges, written as the exporter
-# writes them (labels in name order): read in one match.
-_LOG_LINE = re.compile(
-    r"kafka_log_log_(size|logendoffset|logstartoffset)"
+# Most lines of a big broker's page are its partitions' gauges, written as the exporter writes
+# them (labels in name order): each read in one match.
+_PARTITION_LINE = re.compile(
+    r"kafka_(log_log|cluster_partition)_"
+    r"(size|logendoffset|logstartoffset|replicascount|insyncreplicascount)"
     r'\{partition="(\d+)",topic="([^"\\{}]*)"\} (\S+)'
 )
+_FETCH_LINE = re.compile(
+    r'kafka_server_fetcherlagmetrics_consumerlag\{leader="(\d+)",partition="(\d+)",'
+    r'topic="([^"\\{}]*)"\} (\S+)'
+)
+# A topic's traffic meter: a few thousand lines, changed on every page.
+_TOPIC_LINE = re.compile(
+    r"kafka_server_brokertopicmetrics_(bytesinpersec|bytesoutpersec|messagesinpersec)_total"
+    r'\{topic="([^"\\{}]*)"\} (\S+)'
+)
+_PARTITION_FIELDS = {("log_log", name): (_LOG, index) for name, index in _LOG_FIELDS.items()} | {
+    ("cluster_partition", name): (_ROLE, index) for name, index in _ROLE_FIELDS.items()
+}
 
 
-def _log_item(line: str) -> _Item | None:
-    """A partition's log gauge, as ``_classify`` reads it; None for any other line."""
-    match = _LOG_LINE.fullmatch(line)
-    if match is None:
+def _partition_item(line: str) -> _Item | None:
+    """A partition's gauge or a topic's meter, as ``_classify`` reads it; None for any other
+    line."""
+    if (match := _PARTITION_LINE.fullmatch(line)) is not None:
+        family, field, partition, topic, raw = match.groups()
+        kind_index = _PARTITION_FIELDS.get((family, field))
+        if kind_index is None:
+            return None
+        kind, index = kind_index
+    elif (match := _FETCH_LINE.fullmatch(line)) is not None:
+        leader, partition, topic, raw = match.groups()
+        kind, index = _FETCH, int(leader)
+    elif (match := _TOPIC_LINE.fullmatch(line)) is not None:
+        meter, topic, raw = match.groups()
+        try:
+            return (_TOPIC, topic, -1, _COUNTER_FIELDS[meter], float(raw))
+        except ValueError:
+            return None
+    else:
         return None
-    field, partition, topic, raw = match.groups()
     try:
-        return (_LOG, topic, int(partition), _LOG_FIELDS[field], float(raw))
+        return (kind, topic, int(partition), index, float(raw))
     except ValueError:
         return None
 
@@ -212,7 +270,7 @@ class PageParser:
                 if _keep(line):
                     lines.append(line)
                     if line not in cache and line not in parsed:
-                        if (item := _log_item(line)) is not None:
+                        if (item := _partition_item(line)) is not None:
                             parsed[line] = item
                             continue
                         sample = simple_sample(line)
@@ -251,9 +309,15 @@ def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:
     logs: dict[TopicPartition, list[int]] = {}
     under_replicated: int | None = None
     timers: dict[int, list[float]] = {}
+    counts: dict[TopicPartition, list[int]] = {}  # (replicas, in-sync replicas)
+    fetching: dict[TopicPartition, int] = {}
     for kind, topic, partition, field, value in items:
         if kind == _LOG:
             logs.setdefault((topic, partition), [0, 0, 0])[field] = int(value)
+        elif kind == _ROLE:
+            counts.setdefault((topic, partition), [0, 0])[field] = int(value)
+        elif kind == _FETCH:
+            fetching[(topic, partition)] = field
         elif kind == _TOPIC:
             topics.setdefault(topic, [0.0, 0.0, 0.0])[field] = value
         elif kind == _BROKER:
@@ -276,7 +340,22 @@ def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:
         under_replicated=under_replicated,
         produce_local=Timer(*timers[_PRODUCE]) if _PRODUCE in timers else None,
         log_flush=Timer(*timers[_FLUSH]) if _FLUSH in timers else None,
+        gauges=_gauges(counts, fetching, logs),
     )
+
+
+def _gauges(
+    counts: dict[TopicPartition, list[int]],
+    fetching: dict[TopicPartition, int],
+    logs: dict[TopicPartition, list[int]],
+) -> PartitionGauges | None:
+    """The roles the partition gauges give; None when the page has partitions' logs but no
+    partition gauges at all (a broker with no partition has neither)."""
+    if not counts and any(topic != METADATA_LOG for topic, _ in logs):
+        return None
+    leading = {tp: (c[0], c[1]) for tp, c in counts.items() if c[0] > 0}
+    following = {tp: fetching.get(tp, -1) for tp, c in counts.items() if c[0] <= 0}
+    return PartitionGauges(leading, following)
 
 
 def parse_page(text: str, taken_at: float) -> ExporterSample:

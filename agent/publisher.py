@@ -140,8 +140,9 @@ class Publisher:
             for _ in range(lost):
                 self._on_delivery(None, f"lost with a failed producer: {why}")
 
-    def publish(self, record: bs.BrokerStats) -> bool:
-        """Queue one record; False (and counted as an error) when the queue is full."""
+    def publish(self, record: bs.BrokerStats, value: bytes | None = None) -> bool:
+        """Queue one record (``value``: its JSON, when the caller has it already); False (and
+        counted as an error) when the queue is full."""
         sent_at = time.monotonic()
 
         def delivered(err: Any, _msg: Any) -> None:
@@ -154,7 +155,8 @@ class Publisher:
 
         if self._fatal is not None:
             self._replace_producer(self._fatal)
-        value = bs.to_json(record)
+        if value is None:
+            value = bs.to_json(record)
         for attempt in (1, 2):
             try:
                 self._producer.produce(self.topic, value, self._key, on_delivery=delivered)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent.admin import AdminView
+from pydantic import TypeAdapter
+
 from agent.estimator import Estimate, estimate
-from agent.exporter import ExporterSample, PartitionLog
+from agent.exporter import ExporterSample, PartitionLog, TopicPartition
+from agent.roles import LocalPartition
 from kmedic import brokerstats as bs
-from kmedic.metadata import PartitionInfo
+from kmedic.metadata import Reassignment
 
 
 @dataclass(frozen=True)
@@ -76,23 +78,20 @@ def failure_record(
     )
 
 
-def hosted(partitions: list[PartitionInfo], broker_id: int) -> list[PartitionInfo]:
-    return [p for p in partitions if broker_id in p.replicas or p.leader == broker_id]
-
-
 def full_record(
     header: Header,
     prev: ExporterSample | None,
     cur: ExporterSample,
-    view: AdminView,
+    roles: list[LocalPartition],
+    reassignments: dict[TopicPartition, Reassignment],
     log_dirs: list[bs.LogDir],
     failure: bs.Failure | None = None,
 ) -> bs.BrokerStats:
-    """A complete sample (``failure`` may only be a disk error here)."""
+    """A complete sample (``failure`` may only be a disk error here) of the partitions in
+    ``roles`` (agent.roles)."""
     bid = header.broker_id
-    mine = hosted(view.partitions, bid)
-    leaders_info = [p for p in mine if p.leader == bid]
-    followers_info = [p for p in mine if p.leader != bid]
+    leaders_info = [p for p in roles if p.leader == bid]
+    followers_info = [p for p in roles if p.leader != bid]
     est: Estimate = estimate(prev, cur, [(p.topic, p.partition) for p in leaders_info])
     leaders = []
     for p in leaders_info:
@@ -122,7 +121,7 @@ def full_record(
                 leader_id=p.leader,
                 log_size_bytes=log.size,
                 log_end_offset=log.log_end_offset,
-                in_isr=bid in p.isr,
+                in_isr=p.in_isr,
             )
         )
     reassigning = [
@@ -133,7 +132,7 @@ def full_record(
             adding_replicas=list(r.adding),
             removing_replicas=list(r.removing),
         )
-        for tp, r in sorted(view.reassignments.items())
+        for tp, r in sorted(reassignments.items())
         if bid in r.replicas or bid in r.adding
     ]
     totals = bs.Totals(
@@ -143,7 +142,7 @@ def full_record(
         leader_count=len(leaders),
         follower_count=len(followers),
         reassigning_count=len(reassigning),
-        under_replicated_count=sum(1 for p in leaders_info if len(p.isr) < len(p.replicas)),
+        under_replicated_count=sum(1 for p in leaders_info if p.under_replicated),
         log_size_bytes=sum(r.log_size_bytes for r in leaders)
         + sum(r.log_size_bytes for r in followers),
     )
@@ -159,6 +158,23 @@ def full_record(
     )
 
 
+_LEADERS = TypeAdapter(list[bs.LeaderReplica])
+_FOLLOWERS = TypeAdapter(list[bs.FollowerReplica])
+_REASSIGNING = TypeAdapter(list[bs.ReassigningReplica])
+
+
+def _json_sizes(adapter: TypeAdapter[list[Any]], entries: list[Any]) -> list[int]:
+    """Each entry's JSON size, from one serialisation of the list: entries are flat objects,
+    so ``},{`` separates two of them - unless a string holds it, which the count shows, and
+    then each entry is serialised alone."""
+    if not entries:
+        return []
+    parts = adapter.dump_json(entries)[2:-2].split(b"},{")
+    if len(parts) != len(entries):
+        return [len(e.model_dump_json().encode()) for e in entries]
+    return [len(part) + 2 for part in parts]
+
+
 def split_record(record: bs.BrokerStats, max_bytes: int) -> list[bs.BrokerStats]:
     """Chunks of at most ``max_bytes`` serialised each; replicas divided, the rest repeated."""
     if len(bs.to_json(record)) <= max_bytes:
@@ -171,11 +187,16 @@ def split_record(record: bs.BrokerStats, max_bytes: int) -> list[bs.BrokerStats]
         *(("followers", r) for r in record.followers),
         *(("reassigning", r) for r in record.reassigning),
     ]
+    sizes = [
+        *_json_sizes(_LEADERS, record.leaders),
+        *_json_sizes(_FOLLOWERS, record.followers),
+        *_json_sizes(_REASSIGNING, record.reassigning),
+    ]
     chunks: list[dict[str, list[object]]] = []
     current: dict[str, list[object]] = {"leaders": [], "followers": [], "reassigning": []}
     used = 0
-    for kind, item in items:
-        size = len(item.model_dump_json()) + 1  # the separating comma
+    for (kind, item), json_size in zip(items, sizes, strict=True):
+        size = json_size + 1  # the separating comma
         if size > budget:
             raise ValueError(f"one replica entry ({size} bytes) exceeds max_record_bytes")
         if used + size > budget and any(current.values()):

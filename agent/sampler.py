@@ -1,9 +1,12 @@
 """One sample of one broker: ask the sources in order, classify what failed, build the record.
 
 Order (cheapest first, and the order of failure precedence): the broker's registration and
-listener, its JMX exporter, the Admin API metadata, its log directories. While the broker is
-down only the cheap checks run, so a dead broker costs no timeouts; the Admin client itself is
-reconnected with exponential backoff after the cluster stops answering.
+listener, its JMX exporter (which also gives each local partition's role, agent.roles), the
+Admin API reads, its log directories. While the broker is down only the cheap checks run, so a
+dead broker costs no timeouts; the Admin client itself is reconnected with exponential backoff
+after the cluster stops answering. The whole cluster's Metadata is read only every
+``metadata_check_s``, after a failed sample, or every sample while the exporter lacks the
+partition gauges.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from agent import disk
+from agent import disk, roles
 from agent.admin import AdminApiError, AdminSource, tcp_reachable
 from agent.config import AgentConfig
 from agent.exporter import (
@@ -31,7 +34,7 @@ from agent.record import Header, failure_record, full_record
 from kmedic import __version__
 from kmedic import brokerstats as bs
 from kmedic.logging import get_logger
-from kmedic.metadata import BrokerNode
+from kmedic.metadata import BrokerNode, PartitionInfo, TopicPartition
 
 log = get_logger(__name__)
 
@@ -92,6 +95,10 @@ class Sampler:
         self._log_dir_paths: list[str] = list(config.log_dirs)
         self._kafka_version = config.kafka_version
         self.admin_backoff = Backoff(initial_s=config.interval_s, max_s=config.max_backoff_s)
+        # This broker's partitions at the last Metadata read, and when (monotonic seconds).
+        self._metadata: dict[TopicPartition, PartitionInfo] = {}
+        self._metadata_at: float | None = None
+        self._warned_no_gauges = False
         self.prober = Prober(self.admin.probe_ms, timeout_s=min(1.0, config.interval_s / 2))
 
     def probe(self) -> None:
@@ -114,6 +121,7 @@ class Sampler:
 
     def _fail(self, now_ms: int, reason: bs.FailureReason, message: str) -> bs.BrokerStats:
         self._prev = None  # the next good sample starts a new baseline
+        self._metadata_at = None  # and reads the cluster's metadata again
         dirs = disk.log_dirs(None, self._log_dir_paths)
         self.prober.take()  # what a failed sample's probes saw is not its evidence
         return self._with_nic(
@@ -173,10 +181,12 @@ class Sampler:
             return self._fail(now_ms, "exporter_parse_error", str(exc))
         if admin_error is not None:
             return self._fail(now_ms, "admin_api_error", admin_error)
+        read_metadata = self._metadata_due(scrape.gauges is not None)
         try:
-            view = self._admin_call(lambda: self.admin.read(self._node))
+            view = self._admin_call(lambda: self.admin.read(self._node, metadata=read_metadata))
         except AdminApiError as exc:
             return self._fail(now_ms, "admin_api_error", str(exc))
+        local = self._roles(scrape, view.partitions)
         if view.kafka_version and not self.config.kafka_version:
             self._kafka_version = view.kafka_version
         dirs = disk.log_dirs(view.log_dirs, self._log_dir_paths)
@@ -189,10 +199,55 @@ class Sampler:
         )
         return self._with_nic(
             full_record(
-                self._header(now_ms), prev, scrape, view, dirs, failure=disk.disk_failure(dirs)
+                self._header(now_ms),
+                prev,
+                scrape,
+                local,
+                view.reassignments,
+                dirs,
+                failure=disk.disk_failure(dirs),
             ),
             latency,
         )
+
+    def _metadata_due(self, gauged: bool) -> bool:
+        if not gauged or self._metadata_at is None:
+            return True
+        return time.monotonic() - self._metadata_at >= self.config.metadata_check_s
+
+    def _roles(
+        self, scrape: ExporterSample, read: list[PartitionInfo] | None
+    ) -> list[roles.LocalPartition]:
+        """The local partitions' roles: from the broker's gauges, cross-checked against a
+        Metadata read when this sample made one; from the read while the gauges are missing."""
+        bid = self.config.broker_id
+        if read is not None:
+            self._metadata = {(p.topic, p.partition): p for p in read}
+            self._metadata_at = time.monotonic()
+        if scrape.gauges is None:
+            if not self._warned_no_gauges:
+                self._warned_no_gauges = True
+                log.warning(
+                    "exporter_lacks_partition_gauges",
+                    url=self.config.exporter_url,
+                    fix="run the broker's exporter with configs/jmx-exporter.yaml",
+                    effect="the whole cluster's metadata is read every sample",
+                )
+            return roles.from_metadata(self._metadata.values(), bid)
+        self._warned_no_gauges = False
+        gauged = roles.from_gauges(scrape.gauges, bid, self._metadata)
+        if read is not None:
+            check = roles.cross_check(gauged, roles.from_metadata(read, bid))
+            if check.agrees:
+                log.debug("roles_cross_checked", partitions=check.checked)
+            else:
+                log.warning(
+                    "roles_differ_from_metadata",
+                    partitions=check.checked,
+                    differ=len(check.differ),
+                    first=[f"{t}-{p}" for t, p in check.differ[:5]],
+                )
+        return gauged
 
     def close(self) -> None:
         self.admin.close()

@@ -1,8 +1,10 @@
 """A fake Kafka Admin port for the whole-cycle benchmark: it answers, in Kafka's own wire
 protocol (kafka-python's message classes), the requests one manager cycle sends -
 ApiVersions, Metadata, DescribeCluster, ListPartitionReassignments, DescribeConfigs and
-DescribeQuorum - with the fleet of bench/fleet.py. So the manager's real client, parsing and
-cycle code run against fleet-size answers and only the network is simulated.
+DescribeQuorum - and the one an agent adds, DescribeLogDirs of its broker - with the fleet of
+bench/fleet.py. So the manager's and the agent's real client, parsing and cycle code run against
+fleet-size answers and only the network is simulated. With ``--counts FILE`` the number of
+requests served, by API name, is written to FILE after each request.
 
 Each answer is encoded once per version asked, then served with the request's correlation id,
 so the server costs the benchmark nothing after the first cycle. It runs as its own process:
@@ -12,6 +14,7 @@ so the server costs the benchmark nothing after the first cycle. It runs as its 
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 import socketserver
 import struct
@@ -27,6 +30,7 @@ from kafka.protocol.admin import (
     DescribeClusterResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeLogDirsResponse,
     DescribeQuorumResponse,
     ListPartitionReassignmentsResponse,
 )
@@ -42,7 +46,9 @@ RESPONSES: dict[int, Any] = {
     46: ListPartitionReassignmentsResponse,
     32: DescribeConfigsResponse,
     55: DescribeQuorumResponse,
+    35: DescribeLogDirsResponse,
 }
+LOG_DIR = "/data/kafka"
 
 
 class Answers:
@@ -83,6 +89,8 @@ class Answers:
             return self._reassignments()
         if api == 32:
             return self._configs(version, request)
+        if api == 35:
+            return self._log_dirs()
         return self._quorum()
 
     def metadata(self, asked: frozenset[str] | None) -> Any:
@@ -117,6 +125,40 @@ class Answers:
             topics=[
                 topic_cls(error_code=0, name=name, is_internal=False, partitions=parts)
                 for name, parts in topics.items()
+            ],
+        )
+
+    def _log_dirs(self) -> Any:
+        """The log directory of the broker asked: a connection serves one broker id (the
+        agent's), so the answer is the first live broker's - every partition it holds."""
+        f = self.fleet
+        broker = f.live[0]
+        result_cls = DescribeLogDirsResponse.DescribeLogDirsResult
+        topic_cls = result_cls.DescribeLogDirsTopic
+        part_cls = topic_cls.DescribeLogDirsPartition
+        topics: dict[str, list[Any]] = {}
+        for p in f.parts:
+            if broker in p.replicas:
+                topics.setdefault(p.topic, []).append(
+                    part_cls(
+                        partition_index=p.number,
+                        partition_size=p.size,
+                        offset_lag=0,
+                        is_future_key=False,
+                    )
+                )
+        return DescribeLogDirsResponse(
+            throttle_time_ms=0,
+            error_code=0,
+            results=[
+                result_cls(
+                    error_code=0,
+                    log_dir=LOG_DIR,
+                    topics=[topic_cls(name=n, partitions=ps) for n, ps in topics.items()],
+                    total_bytes=10**13,
+                    usable_bytes=4 * 10**12,
+                    is_cordoned=False,
+                )
             ],
         )
 
@@ -228,8 +270,20 @@ def _asked_topics(version: int, request: bytes) -> frozenset[str] | None:
     return None if topics is None else frozenset(str(t.name) for t in topics)
 
 
-def serve(scale: float, port: int) -> None:
-    answers = Answers(fleet(scale), port)
+def serve(scale: float, port: int, brokers: int | None, counts: Path | None) -> None:
+    answers = Answers(fleet(scale, broker_count=brokers), port)
+    served: dict[str, int] = {}
+    counted = threading.Lock()
+
+    def count(api: int) -> None:
+        if counts is None:
+            return
+        with counted:
+            name = (
+                RESPONSES[api].__name__.removesuffix("Response") if api in RESPONSES else str(api)
+            )
+            served[name] = served.get(name, 0) + 1
+            counts.write_text(json.dumps(served))
 
     class Handler(socketserver.BaseRequestHandler):
         def handle(self) -> None:
@@ -242,6 +296,7 @@ def serve(scale: float, port: int) -> None:
                 if request is None:
                     return
                 api, version, correlation_id = struct.unpack(">hhi", request[:8])
+                count(api)
                 conn.sendall(answers.framed(api, version, correlation_id, request))
 
     class Server(socketserver.ThreadingTCPServer):
@@ -268,8 +323,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, required=True)
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--brokers", type=int, help="brokers instead of the scale's")
+    parser.add_argument("--counts", type=Path, help="write the requests served here")
     args = parser.parse_args()
-    serve(args.scale, args.port)
+    serve(args.scale, args.port, args.brokers, args.counts)
 
 
 if __name__ == "__main__":

@@ -41,10 +41,11 @@ class Fleet:
         return tuple(b for b in self.brokers if b != self.dead)
 
 
-def fleet(scale: float, seed: int = 29) -> Fleet:
-    """``scale`` x (270 brokers, 433,000 partitions); the brokers are at least 9."""
+def fleet(scale: float, seed: int = 29, broker_count: int | None = None) -> Fleet:
+    """``scale`` x (270 brokers, 433,000 partitions); the brokers are at least 9, or
+    ``broker_count`` (rounded down to a multiple of 3) with the same partitions."""
     rng = random.Random(seed)
-    count = max(9, round(FULL_BROKERS * scale))
+    count = max(9, broker_count if broker_count is not None else round(FULL_BROKERS * scale))
     count -= count % 3
     brokers = tuple(range(1, count + 1))
     rack = {b: RACKS[(b - 1) % 3] for b in brokers}

@@ -83,10 +83,16 @@ class FollowerReplica(_Record):
 
     topic: str = Field(description="Topic name.")
     partition: int = Field(ge=0, description="Partition number.")
-    leader_id: int = Field(description="Broker id of the current leader; -1 when none.")
+    leader_id: int = Field(
+        description="Broker id of the leader this replica copies from; -1 while it copies "
+        "from none."
+    )
     log_size_bytes: int = Field(ge=0, description="Size of this replica's log on disk (bytes).")
     log_end_offset: int = Field(ge=0, description="This replica's log end offset (offset).")
-    in_isr: bool = Field(description="True when this broker is in the partition's ISR.")
+    in_isr: bool = Field(
+        description="True when this broker was in the partition's ISR at the agent's last "
+        "metadata read (at most metadata_check_s old)."
+    )
 
 
 class ReassigningReplica(_Record):

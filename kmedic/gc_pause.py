@@ -12,6 +12,9 @@ The same holds for the observation: the Admin API's answers (kafka-python decode
 own thread, and the pause is process-wide) and the snapshot built from them. At that size
 the pause halves the read and the build (docs/bench.md, "cycle").
 
+An agent's sample is the same at its scale: a broker's exporter page and record are tens of
+thousands of small objects; the collector is paused while it samples and publishes.
+
 A one-shot command (``kmedic plan``, ``kmedic readiness``) keeps the snapshot it loads to
 its end: it loads it with the collector paused and then freezes what is alive (gc.freeze)
 until it is done, so no pass walks those millions of objects again meanwhile. Never in the

@@ -59,31 +59,21 @@ def parse_nodes(cluster: dict[str, Any]) -> dict[int, BrokerNode]:
     }
 
 
-def parse_log_dirs(result: list[dict[str, Any]], broker_id: int) -> list[LogDirInfo] | None:
-    for entry in result:
-        if int(entry.get("broker", -1)) != broker_id:
-            continue
-        dirs = []
-        for d in entry.get("log_dirs", []):
-            replica_bytes = sum(
-                int(p["partition_size"])
-                for t in d.get("topics", [])
-                for p in t.get("partitions", [])
-                if not p.get("is_future_key", False)
-            )
-            total, usable = d.get("total_bytes"), d.get("usable_bytes")
-            dirs.append(
-                LogDirInfo(
-                    path=str(d["log_dir"]),
-                    # -1 means the broker does not know (older protocol versions).
-                    total_bytes=int(total) if total is not None and total >= 0 else None,
-                    usable_bytes=int(usable) if usable is not None and usable >= 0 else None,
-                    replica_bytes=replica_bytes,
-                    error_code=int(d.get("error_code", 0)),
-                )
-            )
-        return dirs
-    return None
+def log_dir_of(result: Any) -> LogDirInfo:
+    """One log directory of a DescribeLogDirs answer (kafka-python's result object): its
+    replicas' bytes, a future replica (one moving between directories) not counted."""
+    replica_bytes = sum(
+        int(p.partition_size) for t in result.topics for p in t.partitions if not p.is_future_key
+    )
+    # Absent before version 4, and -1 when the broker does not know.
+    total, usable = getattr(result, "total_bytes", None), getattr(result, "usable_bytes", None)
+    return LogDirInfo(
+        path=str(result.log_dir),
+        total_bytes=int(total) if total is not None and total >= 0 else None,
+        usable_bytes=int(usable) if usable is not None and usable >= 0 else None,
+        replica_bytes=replica_bytes,
+        error_code=int(result.error_code),
+    )
 
 
 def parse_reassignments(result: dict[Any, dict[str, Any]]) -> dict[TopicPartition, Reassignment]:

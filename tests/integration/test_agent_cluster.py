@@ -15,6 +15,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from helpers import create_placed_topic, kafka_conf, wait_for
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KpTopicPartition
 
 from agent.config import AgentConfig
 from agent.loop import Agent
@@ -166,6 +168,19 @@ def _admin_roles(cluster: Any, broker: int) -> tuple[set[Any], set[Any], int]:
     return leaders, followers, under
 
 
+def _roles_match(sampler: Sampler, cluster: Any, broker: int) -> tuple[Any, Any] | None:
+    """A sample and the Admin API's roles, if they match."""
+    rec = sampler.sample()
+    assert rec.failure is None, rec.failure
+    expected = _admin_roles(cluster, broker)
+    got = (
+        {(r.topic, r.partition) for r in rec.leaders},
+        {(r.topic, r.partition, r.leader_id, r.in_isr) for r in rec.followers},
+        rec.totals.under_replicated_count,
+    )
+    return (rec, expected) if got == expected else None
+
+
 def test_roles_equal_the_admin_api(healthy_cluster: Any) -> None:
     cluster = healthy_cluster
     create_placed_topic(
@@ -174,20 +189,18 @@ def test_roles_equal_the_admin_api(healthy_cluster: Any) -> None:
         [[1, 2, 3], [2, 3, 4], [3, 4, 1], [4, 1, 2]],
     )
     for broker in cluster.broker_ids:
-        sampler = Sampler(agent_config(cluster, broker))
+        # The first sample reads the cluster's metadata; the later ones the broker's gauges
+        # only (agent.roles).
+        sampler = Sampler(agent_config(cluster, broker, metadata_check_s=3600.0))
         try:
-            for _attempt in range(3):  # metadata may move between the two reads
-                rec = sampler.sample()
-                assert rec.failure is None, rec.failure
-                expected = _admin_roles(cluster, broker)
-                got = (
-                    {(r.topic, r.partition) for r in rec.leaders},
-                    {(r.topic, r.partition, r.leader_id, r.in_isr) for r in rec.followers},
-                    rec.totals.under_replicated_count,
+            for read in ("metadata and gauges", "gauges"):
+                # Metadata may move between the two reads, and a new follower's fetch-lag gauge
+                # (which names its leader) appears with its fetcher's first answer.
+                rec, expected = wait_for(
+                    lambda: _roles_match(sampler, cluster, broker),  # noqa: B023
+                    timeout=20,
+                    what=f"broker {broker}'s roles by {read}",
                 )
-                if got == expected:
-                    break
-            assert got == expected
             assert expected[0] and expected[1], "the test topic gives every broker both roles"
             assert rec.rack == cluster.rack(broker)
             assert rec.totals.leader_count == len(expected[0])
@@ -314,3 +327,63 @@ def test_sigkill_gives_failure_records_and_restart_recovers(
         )
     finally:
         server.stop()
+
+
+def test_a_leader_change_shows_without_a_metadata_read(healthy_cluster: Any) -> None:
+    """The agent's broker loses a partition's leadership between two samples; the second
+    sample reads no Metadata (metadata_check_s far away) and still reports it as a follower of
+    the new leader: the roles come from the broker's own gauges."""
+    cluster = healthy_cluster
+    mine, other = cluster.broker_ids[0], cluster.broker_ids[1]
+    topic = f"leader-move-{uuid.uuid4().hex[:8]}"
+    create_placed_topic(cluster.bootstrap_servers, topic, [[mine, other]])
+    sampler = Sampler(agent_config(cluster, mine, metadata_check_s=3600.0))
+    reads: list[bool] = []
+    read = sampler.admin.read
+
+    def counted(node: Any, *, metadata: bool) -> Any:
+        reads.append(metadata)
+        return read(node, metadata=metadata)
+
+    sampler.admin.read = counted  # type: ignore[method-assign]
+    kadmin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        first = sampler.sample()
+        assert (topic, 0) in {(r.topic, r.partition) for r in first.leaders}
+        tp = KpTopicPartition(topic, 0)
+        kadmin.alter_partition_reassignments({tp: [other, mine]})
+        wait_for(
+            lambda: not kadmin.list_partition_reassignments(),
+            timeout=30,
+            what="the reordering to finish",
+        )
+        wait_for(
+            lambda: _preferred_leads(kadmin, tp, other),
+            timeout=30,
+            what=f"broker {other} to lead {topic}-0",
+        )
+        # Until the new fetcher's first answer the follower's leader is not known (-1).
+        later = wait_for(
+            lambda: [
+                (r.leader_id, r.in_isr)
+                for r in sampler.sample().followers
+                if (r.topic, r.partition, r.leader_id) == (topic, 0, other)
+            ],
+            timeout=30,
+            what=f"the agent to report {topic}-0 as a follower of broker {other}",
+        )
+        assert later == [(other, True)]
+        assert reads[0] and not any(reads[1:]), reads
+    finally:
+        kadmin.close()
+        sampler.close()
+
+
+def _preferred_leads(kadmin: Any, tp: Any, preferred: int) -> bool:
+    """Whether ``preferred`` leads ``tp``; if not, a preferred-leader election is asked."""
+    for topic in kadmin.describe_topics([tp.topic]):
+        for p in topic["partitions"]:
+            if p["partition_index"] == tp.partition and p["leader_id"] == preferred:
+                return True
+    kadmin.elect_leaders(0, {tp.topic: [tp.partition]}, raise_errors=False)
+    return False

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from kafka.protocol.admin import DescribeLogDirsResponse
+
 from agent.disk import disk_failure, log_dirs, statvfs_dir
-from kmedic.metadata import LogDirInfo, parse_log_dirs
+from kmedic.metadata import LogDirInfo, log_dir_of
 
 
 def test_statvfs_of_a_real_directory(tmp_path: Path) -> None:
@@ -41,42 +44,45 @@ def test_no_broker_answer_uses_configured_paths(tmp_path: Path) -> None:
     assert [d.path for d in dirs] == [str(tmp_path)]
 
 
-def test_parse_describe_log_dirs_answer() -> None:
-    # The shape kafka-python's describe_log_dirs returned from a Kafka 4.1 broker.
-    answer = [
-        {
-            "broker": 1,
-            "log_dirs": [
-                {
-                    "error_code": 0,
-                    "log_dir": "/data/broker-1",
-                    "topics": [
-                        {
-                            "name": "orders",
-                            "partitions": [
-                                {
-                                    "partition_index": 0,
-                                    "partition_size": 100,
-                                    "offset_lag": 0,
-                                    "is_future_key": False,
-                                },
-                                {
-                                    "partition_index": 1,
-                                    "partition_size": 50,
-                                    "offset_lag": 0,
-                                    "is_future_key": True,
-                                },
-                            ],
-                        }
-                    ],
-                    "total_bytes": 270553174016,
-                    "usable_bytes": -1,
-                }
-            ],
-        }
-    ]
-    (d,) = parse_log_dirs(answer, 1) or []
-    assert d.path == "/data/broker-1"
-    assert d.replica_bytes == 100  # a future replica (moving between dirs) is not counted
-    assert d.total_bytes == 270553174016 and d.usable_bytes is None
-    assert parse_log_dirs(answer, 2) is None
+@pytest.mark.parametrize(
+    "version",
+    range(DescribeLogDirsResponse.min_version, DescribeLogDirsResponse.max_version + 1),
+)
+def test_a_describe_log_dirs_answer_read_at_every_version(version: int) -> None:
+    """A DescribeLogDirs answer as the broker encodes it, decoded by kafka-python at that
+    version: a future replica (moving between directories) is not counted, -1 or an absent
+    capacity (before version 4) is unknown."""
+    result_cls = DescribeLogDirsResponse.DescribeLogDirsResult
+    topic_cls = result_cls.DescribeLogDirsTopic
+    part_cls = topic_cls.DescribeLogDirsPartition
+
+    def part(index: int, size: int, future: bool) -> object:
+        return part_cls(
+            partition_index=index, partition_size=size, offset_lag=0, is_future_key=future
+        )
+
+    answer = DescribeLogDirsResponse(
+        throttle_time_ms=0,
+        error_code=0,
+        results=[
+            result_cls(
+                error_code=0,
+                log_dir="/data/broker-1",
+                topics=[
+                    topic_cls(name="orders", partitions=[part(0, 100, False), part(1, 50, True)])
+                ],
+                total_bytes=270553174016,
+                usable_bytes=-1,
+                is_cordoned=False,
+            ),
+            result_cls(
+                error_code=56, log_dir="/data/broken", topics=[], total_bytes=-1, usable_bytes=-1
+            ),
+        ],
+    )
+    decoded = DescribeLogDirsResponse.decode(bytes(answer.encode(version=version)), version=version)
+    d, broken = (log_dir_of(r) for r in decoded.results)
+    assert d.path == "/data/broker-1" and d.replica_bytes == 100 and d.error_code == 0
+    assert d.total_bytes == (270553174016 if version >= 4 else None)
+    assert d.usable_bytes is None
+    assert (broken.path, broken.replica_bytes, broken.error_code) == ("/data/broken", 0, 56)

@@ -18,7 +18,7 @@ from agent.exporter import (
     PartitionLog,
     Timer,
     _classify,
-    _log_item,
+    _partition_item,
     fetch_page,
     interval_mean,
     parse_page,
@@ -204,26 +204,38 @@ def test_lines_with_escapes_or_timestamps_go_to_prometheus_client() -> None:
     assert s.partitions[('we"ird', 0)].size == 42
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
-    field=st.sampled_from(["size", "logendoffset", "logstartoffset", "numlogsegments"]),
+    family=st.sampled_from(
+        [
+            "log_log_size",
+            "log_log_logendoffset",
+            "log_log_logstartoffset",
+            "log_log_numlogsegments",
+            "cluster_partition_replicascount",
+            "cluster_partition_insyncreplicascount",
+            "cluster_partition_underreplicated",
+            "server_fetcherlagmetrics_consumerlag",
+        ]
+    ),
     topic=LABEL_VALUES,
     partition=st.integers(0, 10**6),
+    leader=st.integers(0, 10**6),
     value=st.integers(0, 10**15).map(float),
     trailing_comma=st.booleans(),
 )
-def test_a_log_gauge_line_reads_as_the_general_path_reads_it(
-    field: str, topic: str, partition: int, value: float, trailing_comma: bool
+def test_a_partition_gauge_line_reads_as_the_general_path_reads_it(
+    family: str, topic: str, partition: int, leader: int, value: float, trailing_comma: bool
 ) -> None:
     comma = "," if trailing_comma else ""
-    line = f'kafka_log_log_{field}{{partition="{partition}",topic="{topic}"{comma}}} {value!r}'
+    first = f'leader="{leader}",' if family.endswith("consumerlag") else ""
+    line = f'kafka_{family}{{{first}partition="{partition}",topic="{topic}"{comma}}} {value!r}'
     general = simple_sample(line)
-    fast = _log_item(line)
+    fast = _partition_item(line)
+    read = not family.endswith(("numlogsegments", "underreplicated"))
     if fast is not None:
         assert general is not None and fast == _classify(*general)
     else:  # not a gauge kmedic reads, braces in the topic, a trailing comma: the general path
-        assert field == "numlogsegments" or trailing_comma or any(c in topic for c in "{}")
+        assert not read or trailing_comma or any(c in topic for c in "{}")
     # The exporter's own form takes the fast path.
-    assert (fast is not None) == (
-        field != "numlogsegments" and not trailing_comma and not any(c in topic for c in "{}")
-    )
+    assert (fast is not None) == (read and not trailing_comma and not any(c in topic for c in "{}"))

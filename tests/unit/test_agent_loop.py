@@ -56,7 +56,8 @@ class MemoryPublisher:
         self.published: list[bs.BrokerStats] = []
         self.flushed = False
 
-    def publish(self, record: bs.BrokerStats) -> bool:
+    def publish(self, record: bs.BrokerStats, value: bytes | None = None) -> bool:
+        assert value is None or value == bs.to_json(record)
         self.published.append(record)
         return True
 

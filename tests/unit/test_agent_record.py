@@ -1,4 +1,4 @@
-"""Assembling records: roles from Admin metadata, totals, failure records, chunking."""
+"""Assembling records: roles (agent.roles), totals, failure records, chunking."""
 
 from __future__ import annotations
 
@@ -8,11 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.admin import AdminView
 from agent.exporter import parse_page
-from agent.record import Header, failure_record, full_record, split_record
+from agent.record import (
+    _FOLLOWERS,
+    Header,
+    _json_sizes,
+    failure_record,
+    full_record,
+    split_record,
+)
+from agent.roles import from_metadata
 from kmedic import brokerstats as bs
-from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
+from kmedic.metadata import PartitionInfo, Reassignment
 
 DATA = Path(__file__).parent / "data"
 HEADER = Header(
@@ -25,22 +32,20 @@ HEADER = Header(
     agent_version="0.1.0",
     kafka_version="4.1",
 )
-VIEW = AdminView(
-    node=BrokerNode("127.0.0.1", 9092, "/r1", fenced=False),
-    partitions=[
+ROLES = from_metadata(
+    [
         PartitionInfo("orders", 0, leader=2, replicas=(2, 1), isr=(2, 1)),
         PartitionInfo("orders", 1, leader=1, replicas=(1, 2), isr=(1, 2)),
         PartitionInfo("orders", 2, leader=1, replicas=(1, 2), isr=(1,)),
         PartitionInfo("clicks", 0, leader=1, replicas=(1,), isr=(1,)),
         PartitionInfo("clicks", 1, leader=2, replicas=(2,), isr=(2,)),
     ],
-    reassignments={
-        ("clicks", 1): Reassignment(replicas=(2, 1), adding=(1,), removing=()),
-        ("other", 0): Reassignment(replicas=(3, 4), adding=(4,), removing=(2,)),
-    },
-    log_dirs=None,
-    kafka_version="4.1",
+    broker_id=1,
 )
+REASSIGNMENTS = {
+    ("clicks", 1): Reassignment(replicas=(2, 1), adding=(1,), removing=()),
+    ("other", 0): Reassignment(replicas=(3, 4), adding=(4,), removing=(2,)),
+}
 DIRS = [bs.LogDir(path="/d", total_bytes=100, free_bytes=40, replica_bytes=None, error=None)]
 
 
@@ -52,11 +57,11 @@ def _pages() -> tuple[object, object]:
 
 def test_roles_isr_and_totals() -> None:
     prev, cur = _pages()
-    rec = full_record(HEADER, prev, cur, VIEW, DIRS)  # type: ignore[arg-type]
+    rec = full_record(HEADER, prev, cur, ROLES, REASSIGNMENTS, DIRS)  # type: ignore[arg-type]
     assert [(r.topic, r.partition) for r in rec.leaders] == [
+        ("clicks", 0),
         ("orders", 1),
         ("orders", 2),
-        ("clicks", 0),
     ]
     assert [(r.topic, r.partition, r.leader_id, r.in_isr) for r in rec.followers] == [
         ("orders", 0, 2, True)
@@ -68,7 +73,7 @@ def test_roles_isr_and_totals() -> None:
     assert t.under_replicated_count == 1  # orders-2: ISR (1,) of replicas (1, 2)
     assert t.log_size_bytes == 152994 + 254994 + 31497 + 101994
     assert rec.rate_window_s == 10.0
-    assert rec.leaders[1].log_end_offset == 500
+    assert rec.leaders[2].log_end_offset == 500
     assert rec.failure is None
     assert rec.sample_id == "1-1700000000000"
     assert bs.from_json(bs.to_json(rec)) == rec
@@ -76,7 +81,7 @@ def test_roles_isr_and_totals() -> None:
 
 def test_without_baseline_rates_are_zero_and_flagged() -> None:
     _, cur = _pages()
-    rec = full_record(HEADER, None, cur, VIEW, DIRS)  # type: ignore[arg-type]
+    rec = full_record(HEADER, None, cur, ROLES, REASSIGNMENTS, DIRS)  # type: ignore[arg-type]
     assert rec.rate_window_s is None
     assert all(r.estimate == "no_baseline" and r.bytes_in_per_s == 0 for r in rec.leaders)
 
@@ -92,7 +97,7 @@ def test_failure_record() -> None:
 
 def _big_record(leaders: int, followers: int, topic_len: int = 30) -> bs.BrokerStats:
     _, cur = _pages()
-    rec = full_record(HEADER, None, cur, VIEW, DIRS)  # type: ignore[arg-type]
+    rec = full_record(HEADER, None, cur, ROLES, REASSIGNMENTS, DIRS)  # type: ignore[arg-type]
     leader = rec.leaders[0]
     follower = rec.followers[0]
     topic = "t" * topic_len
@@ -156,3 +161,24 @@ def test_uneven_entries_are_cut_until_every_chunk_fits() -> None:
     assert all(len(bs.to_json(c)) <= 40_000 for c in chunks)
     assert [r for c in chunks for r in c.leaders] == rec.leaders
     assert len(chunks) > 4
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    topics=st.lists(
+        st.one_of(st.sampled_from(["orders", "a},{b", '"}', "x\\y"]), st.text(max_size=8)),
+        max_size=6,
+    )
+)
+def test_entry_sizes_are_each_entry_serialised_alone(topics: list[str]) -> None:
+    """The chunker's sizes from one serialisation of a list equal each entry's own in bytes
+    (the budget is in bytes: a size in characters undercounted non-ASCII names), also when a
+    topic name holds the separator it splits on."""
+    rec = _big_record(1, 1)
+    followers = [
+        rec.followers[0].model_copy(update={"topic": t, "partition": i})
+        for i, t in enumerate(topics)
+    ]
+    assert _json_sizes(_FOLLOWERS, followers) == [
+        len(f.model_dump_json().encode()) for f in followers
+    ]

@@ -60,6 +60,8 @@ class StaticAdmin:
         }
         self.fail = False
         self.calls = 0
+        self.metadata_reads = 0
+        self.partitions = [PartitionInfo("orders", 1, 1, (1, 2), (1, 2))]
 
     def nodes(self) -> dict[int, BrokerNode]:
         self.calls += 1
@@ -67,9 +69,9 @@ class StaticAdmin:
             raise AdminApiError("cannot reach the cluster")
         return self.nodes_answer
 
-    def read(self, node: BrokerNode | None) -> AdminView:
-        parts = [PartitionInfo("orders", 1, 1, (1, 2), (1, 2))]
-        return AdminView(node, parts, {}, None, "4.1")
+    def read(self, node: BrokerNode | None, *, metadata: bool) -> AdminView:
+        self.metadata_reads += metadata
+        return AdminView(node, self.partitions if metadata else None, {}, None, "4.1")
 
     def close(self) -> None:
         pass
@@ -185,3 +187,62 @@ def test_backoff_doubles_up_to_the_cap() -> None:
     assert b.ready()
     b.succeeded()
     assert b.failed() == 2.0
+
+
+def test_roles_come_from_the_gauges_and_metadata_only_every_check(
+    server: PageServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole cluster's metadata is read at the first sample, then only once
+    metadata_check_s has passed, or after a failed sample; the roles between come from the
+    broker's gauges (a page recorded from Kafka 4.1: broker 1 leads roles-1, follows 0, 2, 3
+    from broker 2)."""
+    now = [1000.0]
+    monkeypatch.setattr("agent.sampler.time.monotonic", lambda: now[0])
+    server.page = (DATA / "exporter_roles_broker1.prom").read_bytes()
+    sampler, admin = _sampler(server, tmp_path, metadata_check_s=300.0)
+    admin.partitions = [
+        PartitionInfo("roles", 0, 2, (2, 3, 1), (2, 3)),  # broker 1 out of the ISR
+        PartitionInfo("roles", 1, 1, (1, 2, 3), (1, 2, 3)),
+        PartitionInfo("roles", 2, 2, (2, 3, 1), (2, 3, 1)),
+        PartitionInfo("roles", 3, 2, (2, 1, 3), (2, 1, 3)),
+    ]
+    first = sampler.sample()
+    assert first.failure is None and admin.metadata_reads == 1
+    assert [(r.topic, r.partition) for r in first.leaders] == [("roles", 1)]
+    assert [(r.partition, r.leader_id, r.in_isr) for r in first.followers] == [
+        (0, 2, False),
+        (2, 2, True),
+        (3, 2, True),
+    ]
+    now[0] += 299.0
+    server.page = (DATA / "exporter_roles_broker1_urp.prom").read_bytes()
+    second = sampler.sample()
+    assert admin.metadata_reads == 1  # the gauges alone
+    assert second.totals.under_replicated_count == 1  # roles-1: 2 in sync of 3, by the gauge
+    assert [(r.partition, r.in_isr) for r in second.followers] == [
+        (0, False),
+        (2, True),
+        (3, True),
+    ]
+    now[0] += 1.0
+    sampler.sample()
+    assert admin.metadata_reads == 2  # metadata_check_s passed
+    sampler.sample()
+    assert admin.metadata_reads == 2
+    server.page = b"<html>not metrics</html>"
+    assert sampler.sample().failure is not None
+    server.page = (DATA / "exporter_roles_broker1.prom").read_bytes()
+    assert sampler.sample().failure is None
+    assert admin.metadata_reads == 3  # a failed sample: read again
+
+
+def test_an_exporter_without_partition_gauges_falls_back_to_metadata_every_sample(
+    server: PageServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sampler, admin = _sampler(server, tmp_path, metadata_check_s=300.0)
+    for _ in range(3):
+        rec = sampler.sample()
+        assert rec.failure is None
+        assert [(r.topic, r.partition) for r in rec.leaders] == [("orders", 1)]
+    assert admin.metadata_reads == 3
+    assert capsys.readouterr().err.count("exporter_lacks_partition_gauges") == 1
