@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from manager.analyzer.health import lag_explained
 from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.under_replication import under_replication
 from manager.model.decision import Reason
 from manager.model.policy import Policy
 from manager.model.snapshot import Snapshot
@@ -122,30 +122,8 @@ def _too_many_dead(dead: int, brokers: int, policy: Policy) -> bool:
 def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:
     """Every under-replicated or offline partition must be explained: by a dead broker, a
     reassignment adding the replica, a broker catching up after it came back, or a broker
-    scored slow."""
-    adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
-    back = lag_explained(snap)
-    alive = state.alive
-    unexplained: list[str] = []
-    for p in state.degraded:
-        reps, isr = state.replicas[p], state.isr[p]
-        catching_up = adding.get((state.topic[p], state.number[p]), set())
-        # A live broker whose copy Kafka reports offline lost its log directory: explained.
-        lost = state.offline.get(p, frozenset())
-        lagging = [
-            b
-            for b in reps
-            if alive[b]
-            and b not in isr
-            and b not in catching_up
-            and b not in back
-            and b not in lost
-        ]
-        offline_with_live = state.leader[p] is None and any(
-            alive[b] and b not in lost for b in reps
-        )
-        if lagging or offline_with_live:
-            unexplained.append(state.name(p))
+    scored slow (the rule: manager.analyzer.under_replication)."""
+    unexplained = under_replication(snap).unexplained
     if not unexplained:
         return []
     return [

@@ -16,12 +16,12 @@ from functools import cached_property
 from typing import Protocol
 
 from manager.analyzer.heal import HealPlan
-from manager.analyzer.health import recovering
 from manager.analyzer.moves import LeaderMove, ReplicaMove
 from manager.analyzer.placement import Blocked
 from manager.analyzer.placement_check import BrokerTotals
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.spread import OutOfBand, out_of_band
+from manager.analyzer.under_replication import recovering
 from manager.model.decision import BrokerLoad, PlanKind, Reason
 from manager.model.reasons import AUTHORITY_CODES
 from manager.model.snapshot import Snapshot

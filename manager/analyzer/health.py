@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from manager.analyzer.under_replication import under_replication
 from manager.model.decision import Decision
 from manager.model.reasons import AUTHORITY_CODES
 from manager.model.snapshot import Snapshot
@@ -22,50 +23,16 @@ class HealthFacts:
     load_valid_fraction: float
 
 
-def lag_explained(snap: Snapshot) -> frozenset[int]:
-    """Live brokers whose replicas outside the ISR are explained: recovering after a restart,
-    or scored slow (manager.analyzer.slowness: kmedic knows why they lag, and demoted them)."""
-    return recovering(snap) | frozenset(b.id for b in snap.brokers if b.is_slow)
-
-
-def recovering(snap: Snapshot) -> frozenset[int]:
-    """Live brokers that came back within the recovery window: their replicas outside the ISR
-    are catching up after a restart, which a dead broker explained until it returned. (A broker
-    that hangs without leaving the metadata never returned: its lag stays unexplained.)"""
-    window = snap.policy.recovery_window_ms
-    return frozenset(
-        b.id
-        for b in snap.brokers
-        if b.alive and b.returned_at_ms is not None and snap.taken_at - b.returned_at_ms <= window
-    )
-
-
 def health_facts(snap: Snapshot) -> HealthFacts:
-    """Under-replicated partitions split by whether a dead broker explains them, and how fresh
-    and complete the load data is."""
-    dead = {b.id for b in snap.brokers if not b.alive}
-    back = lag_explained(snap)
-    adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
+    """Under-replicated partitions split by whether the rule explains them
+    (manager.analyzer.under_replication, as the gate judges them), and how fresh and complete
+    the load data is."""
+    dead = [b.id for b in snap.brokers if not b.alive]
+    urp = under_replication(snap)
     table = topics_table(snap.topics)
     total = len(table)
     valid = int(np.count_nonzero(table.loads.known & table.loads.valid)) if table.loads else 0
-    explained = unexplained = 0
     newest_report: int | None = None
-    degraded = (table.leader < 0) | (table.isr.counts() < table.replicas.counts())
-    for i in np.flatnonzero(degraded).tolist():
-        replicas, isr, leader = table.replicas.row(i), table.isr.row(i), int(table.leader[i])
-        key = (table.names[int(table.topic[i])], int(table.partition[i]))
-        catching_up = adding.get(key, set())
-        # A replica Kafka reports offline lost its log directory: explained, like a death.
-        gone = dead | set(table.offline.row(i))
-        lagging_live = [
-            b for b in replicas if b not in gone and b not in isr and b not in catching_up
-            and b not in back
-        ]  # fmt: skip
-        if lagging_live or (leader < 0 and any(b not in gone for b in replicas)):
-            unexplained += 1
-        else:
-            explained += 1
     for b in snap.brokers:
         if b.last_stats_ms is not None:
             newest_report = max(newest_report or 0, b.last_stats_ms)
@@ -73,8 +40,8 @@ def health_facts(snap: Snapshot) -> HealthFacts:
     return HealthFacts(
         dead_brokers=len(dead),
         waiting_brokers=len(in_grace(snap)),
-        urp_explained=explained,
-        urp_unexplained=unexplained,
+        urp_explained=urp.explained,
+        urp_unexplained=len(urp.unexplained),
         load_age_s=max(0.0, age),
         load_valid_fraction=valid / total if total else 1.0,
     )

@@ -84,7 +84,8 @@ class ManagerMetrics:
         )
         self.under_replicated = Gauge(
             "kmedic_under_replicated_partitions",
-            "Under-replicated or offline partitions; explained=true when a dead broker explains it",
+            "Under-replicated or offline partitions; explained=true when the gate's rule explains "
+            "it (a dead broker, a failed disk, a move adding it, a restart, a slow broker)",
             [*c, "explained"],
             registry=r,
         )

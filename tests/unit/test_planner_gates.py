@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from planner_fixtures import HOUR, NOW, broker, make, part
 
 from manager.analyzer.gates import failing_gates, gate_budget
@@ -292,3 +294,51 @@ def test_own_reassignment_with_a_failing_gate_refuses_without_planning() -> None
     assert decision.outcome == "refuse"
     assert [r.code for r in decision.reasons] == ["not_leader"]
     assert decision.actions == ()
+
+
+@st.composite
+def degraded_clusters(draw: st.DrawFn) -> Any:
+    """Six brokers (some dead, one back from a restart) and partitions in every degraded shape:
+    replicas out of the ISR, no leader, copies Kafka reports offline, replicas being added."""
+    alive = {b for b in range(1, 7) if draw(st.booleans()) or b == 1}
+    back = draw(st.sampled_from([None, *sorted(alive)]))
+    brokers = [
+        broker(
+            b,
+            f"/r{(b - 1) % 3 + 1}",
+            alive=b in alive,
+            **({"returned_at_ms": NOW - 60_000} if b == back else {}),
+        )
+        for b in range(1, 7)
+    ]
+    parts, reassignments = [], []
+    for n in range(draw(st.integers(1, 8))):
+        replicas = draw(st.lists(st.integers(1, 6), min_size=1, max_size=3, unique=True))
+        isr = [b for b in replicas if b in alive and draw(st.booleans())]
+        p = part(n, replicas, isr=isr, leader=isr[0] if isr else None)
+        offline = [b for b in replicas if b not in isr and draw(st.booleans())]
+        if offline:
+            p["offline_replicas"] = offline
+        parts.append(p)
+        adding = [b for b in replicas if b not in isr and draw(st.booleans())]
+        if adding:
+            reassignments.append(
+                {"topic": "t", "partition": n, "adding_replicas": adding, "started_by_kmedic": True}
+            )
+    return make(brokers, {"t": parts}, reassignments=reassignments)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snap=degraded_clusters())
+def test_the_gate_and_the_metric_judge_under_replication_alike(snap: Any) -> None:
+    """One rule (manager.analyzer.under_replication): the gate refuses exactly when the metric
+    counts an unexplained partition, naming as many as it counts."""
+    facts = health_facts(snap)
+    refused = [
+        r
+        for r in failing_gates(snap, ClusterState(snap))
+        if r.code == "unexplained_under_replication"
+    ]
+    assert bool(refused) == (facts.urp_unexplained > 0)
+    if refused:
+        assert refused[0].message.startswith(f"{facts.urp_unexplained} partitions")
