@@ -20,6 +20,7 @@ from kmedic.errors import KmedicError
 TOPIC_METRICS = "kafka_server_brokertopicmetrics_"
 LOG_METRICS = "kafka_log_log_"
 URP_METRIC = "kafka_server_replicamanager_underreplicatedpartitions"
+PARTITION_COUNT_METRIC = "kafka_server_replicamanager_partitioncount"
 PRODUCE_LOCAL_METRIC = "kafka_network_requestmetrics_localtimems_"
 FLUSH_METRIC = "kafka_log_logflushstats_logflushrateandtimems_"
 PARTITION_METRICS = "kafka_cluster_partition_"
@@ -34,6 +35,7 @@ _WANTED_PREFIXES = (
     LOG_METRICS + "logendoffset",
     LOG_METRICS + "logstartoffset",
     URP_METRIC,
+    PARTITION_COUNT_METRIC,
     PRODUCE_LOCAL_METRIC,
     FLUSH_METRIC,
     PARTITION_METRICS + "replicascount",
@@ -138,7 +140,7 @@ _COUNTER_FIELDS = {"bytesinpersec": 0, "bytesoutpersec": 1, "messagesinpersec": 
 _LOG_FIELDS = {"size": 0, "logstartoffset": 1, "logendoffset": 2}
 _TIMER_FIELDS = {"count": 0, "mean": 1}
 _ROLE_FIELDS = {"replicascount": 0, "insyncreplicascount": 1}
-_BROKER, _TOPIC, _LOG, _URP, _PRODUCE, _FLUSH, _ROLE, _FETCH, _IGNORED = range(9)
+_BROKER, _TOPIC, _LOG, _URP, _PRODUCE, _FLUSH, _ROLE, _FETCH, _COUNT, _IGNORED = range(10)
 
 # One parsed sample line: (kind, topic, partition, field index, value); a fetch lag's field is
 # the leader's id.
@@ -162,6 +164,8 @@ def _classify(name: str, labels: dict[str, str], value: float) -> _Item:
         return (_LOG, labels["topic"], int(labels["partition"]), index, value)
     if name == URP_METRIC:
         return (_URP, "", -1, -1, value)
+    if name == PARTITION_COUNT_METRIC:
+        return (_COUNT, "", -1, -1, value)
     if name.startswith(PARTITION_METRICS):
         index = _ROLE_FIELDS.get(name[len(PARTITION_METRICS) :])
         if index is None:
@@ -310,6 +314,7 @@ def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:
     under_replicated: int | None = None
     timers: dict[int, list[float]] = {}
     counts: dict[TopicPartition, list[int]] = {}  # (replicas, in-sync replicas)
+    partition_count: int | None = None
     fetching: dict[TopicPartition, int] = {}
     for kind, topic, partition, field, value in items:
         if kind == _LOG:
@@ -325,6 +330,8 @@ def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:
             seen_broker_bytes_in = seen_broker_bytes_in or field == 0
         elif kind == _URP:
             under_replicated = int(value)
+        elif kind == _COUNT:
+            partition_count = int(value)
         elif kind in (_PRODUCE, _FLUSH):
             timers.setdefault(kind, [0.0, 0.0])[field] = value
     if not seen_broker_bytes_in:
@@ -340,19 +347,28 @@ def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:
         under_replicated=under_replicated,
         produce_local=Timer(*timers[_PRODUCE]) if _PRODUCE in timers else None,
         log_flush=Timer(*timers[_FLUSH]) if _FLUSH in timers else None,
-        gauges=_gauges(counts, fetching, logs),
+        gauges=_gauges(counts, fetching, partition_count, logs),
     )
 
 
 def _gauges(
     counts: dict[TopicPartition, list[int]],
     fetching: dict[TopicPartition, int],
+    partition_count: int | None,
     logs: dict[TopicPartition, list[int]],
 ) -> PartitionGauges | None:
-    """The roles the partition gauges give; None when the page has partitions' logs but no
-    partition gauges at all (a broker with no partition has neither)."""
-    if not counts and any(topic != METADATA_LOG for topic, _ in logs):
-        return None
+    """The roles the partition gauges give; None when the broker holds partitions but the page
+    has no partition gauges (a broker that is starting, or an exporter configured without
+    them). Whether it holds any is its own count; a page without that count is judged by its
+    logs (stray logs of partitions the broker no longer holds would count, KRaft's metadata
+    log does not)."""
+    if not counts:
+        if partition_count is not None:
+            holds = partition_count > 0
+        else:
+            holds = any(topic != METADATA_LOG for topic, _ in logs)
+        if holds:
+            return None
     leading = {tp: (c[0], c[1]) for tp, c in counts.items() if c[0] > 0}
     following = {tp: fetching.get(tp, -1) for tp, c in counts.items() if c[0] <= 0}
     return PartitionGauges(leading, following)

@@ -25,7 +25,7 @@ class LocalPartition(NamedTuple):
 
     topic: str
     partition: int
-    leader: int  # the broker itself, the leader a follower copies from, or -1: none known
+    leader: int  # the broker itself, a follower's leader (agent.roles._leader), or -1: none known
     under_replicated: bool  # led here, with fewer in-sync replicas than replicas
     in_isr: bool  # a follower: in the ISR at the last Metadata read (False: not in it then)
 
@@ -42,12 +42,25 @@ def from_gauges(
         LocalPartition(topic, partition, broker_id, isr < replicas, True)
         for (topic, partition), (replicas, isr) in gauges.leading.items()
     ]
-    followed = [
-        LocalPartition(topic, partition, leader, False, _in_isr(metadata.get(tp), broker_id))
-        for tp, leader in gauges.following.items()
-        for topic, partition in (tp,)
-    ]
+    followed = []
+    for (topic, partition), copying_from in gauges.following.items():
+        known = metadata.get((topic, partition))
+        leader = _leader(copying_from, known, broker_id)
+        followed.append(LocalPartition(topic, partition, leader, False, _in_isr(known, broker_id)))
     return sorted(led + followed, key=_BY_PARTITION)
+
+
+def _leader(copying_from: int, known: PartitionInfo | None, broker_id: int) -> int:
+    """The leader a follower copies from, by its fetch-lag gauge; without one, the last
+    Metadata read's leader. A follower in sync can lack the gauge for good (seen on Kafka
+    4.1.1 after its partition's leadership moved between two brokers with a fetch session open),
+    and for a moment after any leader change. Never this broker itself: a follower's leader is
+    another one (the read may predate its losing the leadership), else none (-1)."""
+    if copying_from >= 0:
+        return copying_from
+    if known is not None and known.leader >= 0 and known.leader != broker_id:
+        return known.leader
+    return -1
 
 
 def _in_isr(known: PartitionInfo | None, broker_id: int) -> bool:

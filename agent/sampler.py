@@ -38,6 +38,10 @@ from kmedic.metadata import BrokerNode, PartitionInfo, TopicPartition
 
 log = get_logger(__name__)
 
+# Samples in a row whose exporter page lacks the partition gauges before the agent warns: a
+# broker that is starting lacks them for a sample or two.
+GAUGES_MISSING_WARN_AFTER = 3
+
 T = TypeVar("T")
 
 
@@ -98,7 +102,7 @@ class Sampler:
         # This broker's partitions at the last Metadata read, and when (monotonic seconds).
         self._metadata: dict[TopicPartition, PartitionInfo] = {}
         self._metadata_at: float | None = None
-        self._warned_no_gauges = False
+        self._samples_without_gauges = 0
         self.prober = Prober(self.admin.probe_ms, timeout_s=min(1.0, config.interval_s / 2))
 
     def probe(self) -> None:
@@ -225,16 +229,19 @@ class Sampler:
             self._metadata = {(p.topic, p.partition): p for p in read}
             self._metadata_at = time.monotonic()
         if scrape.gauges is None:
-            if not self._warned_no_gauges:
-                self._warned_no_gauges = True
+            # A starting broker has loaded its logs before it knows their partitions; an
+            # exporter configured without the gauges never shows them.
+            self._samples_without_gauges += 1
+            if self._samples_without_gauges == GAUGES_MISSING_WARN_AFTER:
                 log.warning(
                     "exporter_lacks_partition_gauges",
                     url=self.config.exporter_url,
+                    samples=self._samples_without_gauges,
                     fix="run the broker's exporter with configs/jmx-exporter.yaml",
                     effect="the whole cluster's metadata is read every sample",
                 )
             return roles.from_metadata(self._metadata.values(), bid)
-        self._warned_no_gauges = False
+        self._samples_without_gauges = 0
         gauged = roles.from_gauges(scrape.gauges, bid, self._metadata)
         if read is not None:
             check = roles.cross_check(gauged, roles.from_metadata(read, bid))

@@ -84,8 +84,8 @@ class FollowerReplica(_Record):
     topic: str = Field(description="Topic name.")
     partition: int = Field(ge=0, description="Partition number.")
     leader_id: int = Field(
-        description="Broker id of the leader this replica copies from; -1 while it copies "
-        "from none."
+        description="Broker id of the leader this replica copies from (else the leader at "
+        "the agent's last metadata read); -1 when neither names one."
     )
     log_size_bytes: int = Field(ge=0, description="Size of this replica's log on disk (bytes).")
     log_end_offset: int = Field(ge=0, description="This replica's log end offset (offset).")

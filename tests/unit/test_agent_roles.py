@@ -50,22 +50,51 @@ def test_a_page_without_partition_gauges_gives_no_roles() -> None:
     assert gauges_of("exporter_broker1_t0.prom") is None
 
 
-def test_a_broker_without_partitions_has_empty_roles() -> None:
-    """Only KRaft's metadata log, which has no partition gauges: no roles, not unknown ones."""
-    lines = [
+def _without_partitions(page: str) -> str:
+    """The page of the same broker holding no partition: only the logs of KRaft's metadata
+    and of partitions it no longer holds (stray logs: a move to it cancelled while it was
+    down), which have no partition gauges."""
+    lines = []
+    for line in page.splitlines():
+        if line.startswith("kafka_server_replicamanager_partitioncount "):
+            line = "kafka_server_replicamanager_partitioncount 0.0"
+        elif 'topic="roles"' in line and not line.startswith("kafka_log_log_"):
+            continue
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def test_a_broker_without_partitions_has_empty_roles_whatever_logs_it_keeps() -> None:
+    page = _without_partitions((DATA / "exporter_roles_broker1.prom").read_text())
+    assert 'kafka_log_log_size{partition="0",topic="roles"}' in page
+    assert parse_page(page, 0.0).gauges == PartitionGauges({}, {})
+    # Without the broker's own count, its logs say whether it holds partitions.
+    uncounted = "\n".join(
         line
-        for line in (DATA / "exporter_roles_broker1.prom").read_text().splitlines()
-        if 'topic="roles"' not in line
-    ]
-    gauges = parse_page("\n".join(lines) + "\n", 0.0).gauges
-    assert gauges == PartitionGauges({}, {})
+        for line in page.splitlines()
+        if "kafka_server_replicamanager_partitioncount" not in line and 'topic="roles"' not in line
+    )
+    assert parse_page(uncounted + "\n", 0.0).gauges == PartitionGauges({}, {})
 
 
 def test_a_follower_the_last_metadata_read_did_not_show_is_not_in_the_isr() -> None:
-    gauges = PartitionGauges({}, {("new", 0): 2, ("roles", 0): -1})
-    assert from_gauges(gauges, 1, {("roles", 0): ROLES_TOPIC[0]}) == [
-        LocalPartition("new", 0, 2, False, False),
-        LocalPartition("roles", 0, -1, False, True),
+    gauges = PartitionGauges({}, {("new", 0): 2})
+    assert from_gauges(gauges, 1, {}) == [LocalPartition("new", 0, 2, False, False)]
+
+
+def test_a_follower_without_a_fetch_gauge_has_the_metadata_reads_leader_but_never_itself() -> None:
+    """A follower in sync may have no fetch-lag gauge (seen on Kafka 4.1.1 after its
+    partition's leadership moved between two brokers): its leader is the last Metadata read's,
+    unless that read still named this broker (it lost the leadership since), then none."""
+    gauges = PartitionGauges({}, {("roles", 0): -1, ("roles", 1): -1, ("new", 0): -1})
+    read = {
+        ("roles", 0): ROLES_TOPIC[0],  # led by 2
+        ("roles", 1): ROLES_TOPIC[1],  # led by 1: this broker, as that read saw it
+    }
+    assert from_gauges(gauges, 1, read) == [
+        LocalPartition("new", 0, -1, False, False),
+        LocalPartition("roles", 0, 2, False, True),
+        LocalPartition("roles", 1, -1, False, True),
     ]
 
 
