@@ -148,6 +148,10 @@ _Item = tuple[int, str, int, int, float]
 _IGNORE: _Item = (_IGNORED, "", -1, -1, 0.0)
 
 
+_PER_PARTITION = ((_LOG, LOG_METRICS, _LOG_FIELDS), (_ROLE, PARTITION_METRICS, _ROLE_FIELDS))
+_BROKER_GAUGES = {URP_METRIC: _URP, PARTITION_COUNT_METRIC: _COUNT}
+
+
 def _classify(name: str, labels: dict[str, str], value: float) -> _Item:
     if name.startswith(TOPIC_METRICS):
         field = _COUNTER_FIELDS.get(name[len(TOPIC_METRICS) :].removesuffix("_total"))
@@ -157,20 +161,14 @@ def _classify(name: str, labels: dict[str, str], value: float) -> _Item:
         if topic is None:
             return (_BROKER, "", -1, field, value)
         return (_TOPIC, topic, -1, field, value)
-    if name.startswith(LOG_METRICS):
-        index = _LOG_FIELDS.get(name[len(LOG_METRICS) :])
-        if index is None:
-            return _IGNORE
-        return (_LOG, labels["topic"], int(labels["partition"]), index, value)
-    if name == URP_METRIC:
-        return (_URP, "", -1, -1, value)
-    if name == PARTITION_COUNT_METRIC:
-        return (_COUNT, "", -1, -1, value)
-    if name.startswith(PARTITION_METRICS):
-        index = _ROLE_FIELDS.get(name[len(PARTITION_METRICS) :])
-        if index is None:
-            return _IGNORE
-        return (_ROLE, labels["topic"], int(labels["partition"]), index, value)
+    for kind, prefix, fields in _PER_PARTITION:
+        if name.startswith(prefix):
+            index = fields.get(name[len(prefix) :])
+            if index is None:
+                return _IGNORE
+            return (kind, labels["topic"], int(labels["partition"]), index, value)
+    if name in _BROKER_GAUGES:
+        return (_BROKER_GAUGES[name], "", -1, -1, value)
     if name == FETCH_LAG_METRIC:
         return (_FETCH, labels["topic"], int(labels["partition"]), int(labels["leader"]), value)
     for kind, prefix in ((_PRODUCE, PRODUCE_LOCAL_METRIC), (_FLUSH, FLUSH_METRIC)):
@@ -196,19 +194,13 @@ _FETCH_LINE = re.compile(
     r'kafka_server_fetcherlagmetrics_consumerlag\{leader="(\d+)",partition="(\d+)",'
     r'topic="([^"\\{}]*)"\} (\S+)'
 )
-# A topic's traffic meter: a few thousand lines, changed on every page.
-_TOPIC_LINE = re.compile(
-    r"kafka_server_brokertopicmetrics_(bytesinpersec|bytesoutpersec|messagesinpersec)_total"
-    r'\{topic="([^"\\{}]*)"\} (\S+)'
-)
 _PARTITION_FIELDS = {("log_log", name): (_LOG, index) for name, index in _LOG_FIELDS.items()} | {
     ("cluster_partition", name): (_ROLE, index) for name, index in _ROLE_FIELDS.items()
 }
 
 
 def _partition_item(line: str) -> _Item | None:
-    """A partition's gauge or a topic's meter, as ``_classify`` reads it; None for any other
-    line."""
+    """A partition's gauge, as ``_classify`` reads it; None for any other line."""
     if (match := _PARTITION_LINE.fullmatch(line)) is not None:
         family, field, partition, topic, raw = match.groups()
         kind_index = _PARTITION_FIELDS.get((family, field))
@@ -218,12 +210,6 @@ def _partition_item(line: str) -> _Item | None:
     elif (match := _FETCH_LINE.fullmatch(line)) is not None:
         leader, partition, topic, raw = match.groups()
         kind, index = _FETCH, int(leader)
-    elif (match := _TOPIC_LINE.fullmatch(line)) is not None:
-        meter, topic, raw = match.groups()
-        try:
-            return (_TOPIC, topic, -1, _COUNTER_FIELDS[meter], float(raw))
-        except ValueError:
-            return None
     else:
         return None
     try:

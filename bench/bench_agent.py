@@ -301,7 +301,7 @@ def render(results: list[dict[str, float]], repeats: int, admin: dict[str, Any])
         "Worst case: every partition grew since the previous scrape and every follower's",
         "fetch lag changed, so only the start-offset and role lines come from the parser's",
         "cache of unchanged lines; the cold column is the first sample after start (nothing",
-        "cached). The partitions' gauges and the topics' meters are read with one regular",
+        "cached). The partitions' gauges are read with one regular",
         "expression each, other plain lines with two (`agent/exporter.py`); only lines with",
         "escapes or timestamps go to prometheus-client's parser. The collector is paused for",
         "the sample (`kmedic.gc_pause`): its passes over the page's objects cost a quarter of",
