@@ -77,10 +77,12 @@ class AdminCalls:
                 log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
                 time.sleep(min(float(attempt), 3.0))
                 if attempt == 1 and self._client is not None:
-                    # The same client first: it avoids a broker that just timed out, and asks
-                    # anew which broker takes controller requests (KRaft names a random one,
-                    # and kafka-python would keep sending them to a hung broker).
-                    self._client._controller_id = None
+                    # The same client first: it avoids a broker that just timed out. Controller
+                    # requests go to a broker that answers (KRaft brokers forward them):
+                    # kafka-python would keep sending them to a hung one, and asked anew
+                    # KRaft names a random broker - the hung one again, one time in N.
+                    client = self._client
+                    client._controller_id = client._manager.least_loaded_node()
                     continue
                 self._drop()
 

@@ -40,6 +40,7 @@ from manager.executor.move_state import (
     RateCallback,
     Status,
 )
+from manager.executor.pending import judge
 from manager.executor.replica_sizes import ReplicaSizes
 from manager.executor.throttle_rates import TrafficFeed
 from manager.executor.throttling import Throttling
@@ -201,13 +202,7 @@ class Executor:
                 state.stalled = False
                 self._emit("action_progress", state, {"resumed": True, **figures})
                 continue
-            blamed = list(change.blamed)
-            why = "did not answer" if change.silent else "gained no byte"
-            stall = (
-                f"no progress for {change.idle_s:.0f} s: brokers {blamed} {why} "
-                f"({progress.copied_bytes} of about {state.move.size_bytes * len(change.adding)} "
-                "copied)"
-            )
+            blamed, stall = list(change.blamed), change.stall
             if not state.stalled:
                 state.stalled = True
                 self._emit("alert_raised", state, {"reason": stall, "stalled": blamed, **figures})
@@ -262,27 +257,20 @@ class Executor:
 
     def _start_next(self, view: ClusterView) -> None:
         pending = [self.states[tp] for tp in self._order if self.states[tp].status == "pending"]
-        stalled = self.watchdog.excluded()
+        excluded = self.watchdog.excluded()
         for state in pending:
-            current = view.replicas.get(state.move.tp)
-            dead = [b for b in state.move.target if b not in view.live_brokers]
-            # A new replica copies from the leader: a move to or from a hung broker stalls.
-            adds = set(state.move.target) - set(current or ())
-            hung = [b for b in (*adds, view.leaders.get(state.move.tp)) if adds and b in stalled]
-            if current is None:
-                self._finish(state, "failed", f"partition {state.move.key} does not exist")
-                continue
-            if state.move.tp not in view.ongoing:
-                state.original = current  # what the audit shows as "before"
-            if dead:
-                self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
-            elif hung:  # planned before a move to it stalled: the replan goes elsewhere
-                self._finish(state, "failed", f"broker {hung[0]} stalled a move")
-            elif state.move.tp in view.ongoing:
-                self._adopt_or_fail(state, view.ongoing[state.move.tp])
-            elif current == state.move.target:
-                # Already in place (an earlier plan, or before a failover); its preferred
-                # leader may still not lead, so it gets the election a completed move gets.
+            said = judge(state.move, state.unanswered is not None, view, excluded)
+            if state.move.tp not in view.ongoing and state.move.tp in view.replicas:
+                state.original = view.replicas[state.move.tp]  # what the audit shows as "before"
+            if said.cancel:
+                self._alter({state.move.tp: None}, f"cancel {state.move.key}")
+            if said.fate == "fail":
+                self._finish(state, "failed", said.reason)
+            elif said.fate == "adopt":
+                self._adopt(state, view.ongoing[state.move.tp])
+            elif said.fate == "in_place":
+                if state.unanswered is not None:
+                    self._confirm_unanswered(state, "its replicas are in place")
                 self._complete(state, view)
         replicas_now = {**view.replicas, **{s.move.tp: s.original for s in self.in_flight()}}
         batch = select_batch(
@@ -303,33 +291,44 @@ class Executor:
             state.original = view.replicas[move.tp]
             state.status = "in_flight"
             state.started_at = state.last_progress = self._clock()
-        errors = self._alter(
-            {m.tp: list(m.target) for m in batch}, f"reassign {len(batch)} partitions"
-        )
+        try:
+            errors = self._alter(
+                {m.tp: list(m.target) for m in batch}, f"reassign {len(batch)} partitions"
+            )
+        except KmedicError as exc:
+            # Taken or not (``executor.pending`` tells at the next read): never judged running,
+            # or the watchdog would blame its destinations for bytes nobody asked them for.
+            for move in batch:
+                state = self.states[move.tp]
+                state.status, state.started_at, state.unanswered = "pending", None, str(exc)
+            raise
         for move in batch:
             state = self.states[move.tp]
             err = errors.get(move.tp)
             if err is not None:
                 self._finish(state, "failed", f"Kafka refused the reassignment: {err}")
             else:
-                self._emit("action_started", state, {})
+                self._confirm_unanswered(state, "asked again")
 
-    def _adopt_or_fail(self, state: MoveState, ongoing: dict[str, list[int]]) -> None:
-        """A reassignment of this partition already runs in Kafka: track it if it goes where
-        this move goes (a plan adopted after a failover), otherwise refuse to interfere."""
-        replicas = list(ongoing.get("replicas", []))
-        adding, removing = ongoing.get("adding_replicas", []), ongoing.get("removing_replicas", [])
-        heading_to = {b for b in replicas if b not in removing}
-        if heading_to != set(state.move.target):
-            self._finish(
-                state,
-                "failed",
-                f"{state.move.key} is already being reassigned to {sorted(heading_to)}",
-            )
-            return
+    def _confirm_unanswered(self, state: MoveState, how: str) -> None:
+        """A move started (its request answered), or shown taken by Kafka after its request
+        went unanswered: ``action_started``, with that story."""
+        story = (
+            {} if state.unanswered is None else {"unanswered": state.unanswered, "confirmed": how}
+        )
+        self._emit("action_started", state, story)
+        state.unanswered = None
+
+    def _adopt(self, state: MoveState, ongoing: dict[str, list[int]]) -> None:
+        """Kafka runs this move's reassignment: tracked from here on."""
         state.status = "in_flight"
-        state.original = tuple(b for b in replicas if b not in adding)
+        state.original = tuple(
+            b for b in ongoing.get("replicas", []) if b not in ongoing.get("adding_replicas", [])
+        )
         state.started_at = state.last_progress = self._clock()
+        if state.unanswered is not None:
+            self._confirm_unanswered(state, "Kafka lists its reassignment")
+            return
         self._emit("action_progress", state, {"adopted": True, "ongoing": ongoing})
 
     # -- throttles -------------------------------------------------------------------------

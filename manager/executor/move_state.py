@@ -127,6 +127,9 @@ class MoveState:
     stalled: bool = False  # reported as making no progress
     ended_at: float | None = None
     last_progress: float = 0.0
+    # A reassignment request of this move that went unanswered (why): Kafka may have taken it
+    # or not, so the move is pending again until a read tells (``Executor._start_next``).
+    unanswered: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
     # The preferred leader election asked once the replicas are in place, and when: the move
     # is done once the next read shows who leads.

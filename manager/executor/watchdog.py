@@ -41,6 +41,17 @@ class Change:
         assert self.state.progress is not None
         return stalled_brokers(self.state.progress, self.adding)
 
+    @property
+    def stall(self) -> str:
+        """Why the move is judged stalled, with its figures."""
+        assert self.state.progress is not None
+        why = "did not answer" if self.silent else "gained no byte"
+        expected = self.state.move.size_bytes * len(self.adding)
+        return (
+            f"no progress for {self.idle_s:.0f} s: brokers {list(self.blamed)} {why} "
+            f"({self.state.progress.copied_bytes} of about {expected} copied)"
+        )
+
 
 class Watchdog:
     def __init__(

@@ -10,97 +10,16 @@ tests/integration/test_executor.py."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
-from kafka import TopicPartition as KpTopicPartition
+from executor_fakes import TOPIC, FakeCalls, FakeKafka
 from kafka.errors import PreferredLeaderNotAvailableError
 
-from kmedic.metadata import PartitionInfo
-from kmedic.partition_table import PartitionTable
 from manager.executor import admin_calls as admin_calls_module
 from manager.executor import executor as executor_module
-from manager.executor.admin_calls import AdminCalls
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig
 from manager.model.moves import Move
-
-TOPIC = "t"
-
-
-class FakeKafka:
-    """Partitions of one topic: replicas, leader, and a metadata lag of ``lag_reads`` reads
-    after a reassignment (the controller finished; brokers still show the old order)."""
-
-    def __init__(self, replicas: dict[int, tuple[int, ...]], leaders: dict[int, int]) -> None:
-        self.replicas = dict(replicas)
-        self.leaders = dict(leaders)
-        self.shown = dict(replicas)  # what a Metadata read returns
-        self.lag_reads = 0
-        self.elections: list[tuple[int, int]] = []  # (partition, leader after)
-        self.out_of_sync: set[int] = set()  # brokers out of every ISR
-        self.election_error: Exception | None = None  # what ElectLeaders raises
-        self.election_ignored = False  # Kafka answers without an error and elects no one
-
-    def partitions(self, topics: list[str]) -> PartitionTable:
-        """What a Metadata request naming ``topics`` answers."""
-        assert topics == [TOPIC], f"the executor reads its moves' topics only, not {topics}"
-        if self.lag_reads > 0:
-            self.lag_reads -= 1
-        else:
-            self.shown = dict(self.replicas)
-        return PartitionTable.of(
-            [
-                PartitionInfo(
-                    TOPIC,
-                    p,
-                    self.leaders[p],
-                    self.shown[p],
-                    tuple(b for b in self.shown[p] if b not in self.out_of_sync),
-                )
-                for p in sorted(self.replicas)
-            ]
-        )
-
-    def describe_cluster(self) -> dict[str, Any]:
-        return {"brokers": [{"broker_id": b} for b in (1, 2, 3, 4)]}
-
-    def list_partition_reassignments(self) -> dict[Any, Any]:
-        return {}  # reorders finish at once
-
-    def alter_partition_reassignments(
-        self, request: dict[KpTopicPartition, list[int] | None], timeout_ms: int
-    ) -> dict[KpTopicPartition, None]:
-        for tp, target in request.items():
-            assert target is not None
-            self.replicas[tp.partition] = tuple(target)
-        return dict.fromkeys(request)
-
-    def elect_leaders(self, election_type: int, partitions: dict[str, list[int]], **_: Any) -> None:
-        assert election_type == 0
-        if self.election_error is not None:
-            raise self.election_error
-        if self.election_ignored:
-            return
-        for p in partitions[TOPIC]:
-            # Kafka elects the first replica of the controller's list, not of a stale read.
-            self.leaders[p] = self.replicas[p][0]
-            self.elections.append((p, self.leaders[p]))
-
-
-class FakeCalls:
-    def __init__(self, kafka: FakeKafka) -> None:
-        self.client = kafka
-        self._timeout_ms = 1000
-
-    elect_preferred = AdminCalls.elect_preferred
-    reassign = AdminCalls.reassign
-
-    def __call__(self, call: Callable[[FakeKafka], Any], what: str) -> Any:
-        return call(self.client)
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture(autouse=True)
