@@ -270,8 +270,10 @@ def _asked_topics(version: int, request: bytes) -> frozenset[str] | None:
     return None if topics is None else frozenset(str(t.name) for t in topics)
 
 
-def serve(scale: float, port: int, brokers: int | None, counts: Path | None) -> None:
-    answers = Answers(fleet(scale, broker_count=brokers), port)
+def serve(
+    scale: float, port: int, brokers: int | None, counts: Path | None, *, quiet: bool = False
+) -> None:
+    answers = Answers(fleet(scale, broker_count=brokers, quiet=quiet), port)
     served: dict[str, int] = {}
     counted = threading.Lock()
 
@@ -325,8 +327,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--brokers", type=int, help="brokers instead of the scale's")
     parser.add_argument("--counts", type=Path, help="write the requests served here")
+    parser.add_argument("--quiet", action="store_true", help="no broker dead, nothing moving")
     args = parser.parse_args()
-    serve(args.scale, args.port, args.brokers, args.counts)
+    serve(args.scale, args.port, args.brokers, args.counts, quiet=args.quiet)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """A fleet-size cluster for the whole-cycle benchmark (bench/bench_cycle.py): brokers on three
 racks, topics of a realistic mix of sizes at RF 3 placed across the racks, one dead broker, a
-few reassignments in flight, and what its agents and the Spark job would have published.
+few reassignments in flight, and what its agents and the Spark job would have published; or,
+quiet, the same fleet with every broker alive and nothing moving.
 Deterministic for a scale: the fake Admin port (bench/fake_admin_port.py) and the benchmark
 build the same fleet in two processes."""
 
@@ -32,7 +33,7 @@ class Part:
 class Fleet:
     brokers: tuple[int, ...]
     rack: dict[int, str]
-    dead: int
+    dead: int | None
     parts: tuple[Part, ...]
     reassigning: tuple[Part, ...]  # adding the last live broker of their rack
 
@@ -41,16 +42,19 @@ class Fleet:
         return tuple(b for b in self.brokers if b != self.dead)
 
 
-def fleet(scale: float, seed: int = 29, broker_count: int | None = None) -> Fleet:
+def fleet(
+    scale: float, seed: int = 29, broker_count: int | None = None, *, quiet: bool = False
+) -> Fleet:
     """``scale`` x (270 brokers, 433,000 partitions); the brokers are at least 9, or
-    ``broker_count`` (rounded down to a multiple of 3) with the same partitions."""
+    ``broker_count`` (rounded down to a multiple of 3) with the same partitions. ``quiet``:
+    no broker dead, no reassignment."""
     rng = random.Random(seed)
     count = max(9, broker_count if broker_count is not None else round(FULL_BROKERS * scale))
     count -= count % 3
     brokers = tuple(range(1, count + 1))
     rack = {b: RACKS[(b - 1) % 3] for b in brokers}
     by_rack = [[b for b in brokers if rack[b] == r] for r in RACKS]
-    dead = by_rack[0][len(by_rack[0]) // 2]
+    dead = None if quiet else by_rack[0][len(by_rack[0]) // 2]
     target = round(FULL_PARTITIONS * scale)
     sizes = [n for n, weight in TOPIC_SIZES for _ in range(weight)]
     parts: list[Part] = []
@@ -66,5 +70,6 @@ def fleet(scale: float, seed: int = 29, broker_count: int | None = None) -> Flee
             isr = tuple(b for b in replicas if b != dead)
             size = rng.randint(1, 400) * MB
             parts.append(Part(name, p, replicas, isr, isr[0], size))
-    reassigning = tuple(p for p in parts[:: max(1, len(parts) // REASSIGNING)][:REASSIGNING])
+    every = max(1, len(parts) // REASSIGNING)
+    reassigning = () if quiet else tuple(p for p in parts[::every][:REASSIGNING])
     return Fleet(brokers, rack, dead, tuple(parts), reassigning)
