@@ -20,6 +20,7 @@ time from the loss to fully replicated is estimated by manager.analyzer.heal_tim
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -30,7 +31,8 @@ from manager.model.decision import Decision, Reason
 from manager.model.plan_progress import duration
 from manager.model.racks import location_of
 from manager.model.reasons import ReasonCode
-from manager.model.snapshot import Leadership, Partition, Snapshot, Topic
+from manager.model.snapshot import Leadership, Snapshot
+from manager.model.topics import Topics, topics_table
 
 ScenarioKind = Literal["broker", "rack", "domain"]
 Standing = Literal["healable", "left_to_operator", "at_risk"]
@@ -138,14 +140,7 @@ def killed(snap: Snapshot, dead: tuple[int, ...]) -> Snapshot:
         for b in snap.brokers
     )
     alive = {b.id for b in brokers if b.alive}
-    topics = tuple(
-        Topic(
-            name=t.name,
-            partitions=tuple(_without(p, gone, alive) for p in t.partitions),
-            min_insync_replicas=t.min_insync_replicas,
-        )
-        for t in snap.topics
-    )
+    topics = _without(Topics(topics_table(snap.topics)), gone, alive)
     leading = Leadership(
         holder=snap.leadership.holder,
         epoch=snap.leadership.current_epoch,
@@ -155,18 +150,35 @@ def killed(snap: Snapshot, dead: tuple[int, ...]) -> Snapshot:
     return snap.model_copy(update={"brokers": brokers, "topics": topics, "leadership": leading})
 
 
-def _without(p: Partition, gone: set[int], alive: set[int]) -> Partition:
-    if not gone & set(p.replicas):
-        return p
-    isr = tuple(r for r in p.isr if r not in gone)
-    leader = p.leader if p.leader not in gone else (isr[0] if isr else None)
-    elected = [r for r in p.eligible_leaders if r in alive]
-    if leader is None and elected:
-        # KIP-966: with its last in-sync replica gone, Kafka elects a live eligible leader
-        # replica, which holds every committed record: no unclean election, nothing lost.
-        leader, isr = elected[0], (elected[0],)
-    offline = tuple(sorted(set(p.offline_replicas) | (gone & set(p.replicas))))
-    return p.model_copy(update={"isr": isr, "leader": leader, "offline_replicas": offline})
+def _without(topics: Topics, gone: set[int], alive: set[int]) -> Topics:
+    """The partitions with replicas on ``gone``: those out of the ISR, led by the next in-sync
+    replica (or offline), and listed offline. Only their rows are rewritten: a broker's loss
+    touches a few thousand rows of a fleet's 433,000."""
+    table = topics.table
+    leader = table.leader.copy()
+    isr: dict[int, tuple[int, ...]] = {}
+    offline: dict[int, tuple[int, ...]] = {}
+    for i in table.replicas.rows_with(gone).tolist():
+        in_sync = tuple(r for r in table.isr.row(i) if r not in gone)
+        was = int(table.leader[i])
+        now = was if was not in gone else (in_sync[0] if in_sync else -1)
+        elected = [] if table.eligible is None else [r for r in table.eligible.row(i) if r in alive]
+        if now < 0 and elected:
+            # KIP-966: with its last in-sync replica gone, Kafka elects a live eligible leader
+            # replica, which holds every committed record: no unclean election, nothing lost.
+            now, in_sync = elected[0], (elected[0],)
+        leader[i] = now
+        isr[i] = in_sync
+        lost = gone.intersection(table.replicas.row(i))
+        offline[i] = tuple(sorted(lost.union(table.offline.row(i))))
+    return Topics(
+        dataclasses.replace(
+            table,
+            leader=leader,
+            isr=table.isr.with_rows(isr),
+            offline=table.offline.with_rows(offline),
+        )
+    )
 
 
 def verdict(

@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 from helpers import kmedic_in_process
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from planner_fixtures import GB, broker, make, part
 
 from manager.analyzer.planner import decide
 from manager.analyzer.readiness import Scenario, killed, scenarios, sweep, verdict
-from manager.model.snapshot import Snapshot
+from manager.model.snapshot import Partition, Snapshot
 
 RACKS = {1: "/r1", 2: "/r1", 3: "/r2", 4: "/r2", 5: "/r3", 6: "/r3"}
 
@@ -182,3 +184,44 @@ def test_a_heal_blocked_on_a_pending_eligible_leader_says_so() -> None:
     assert any(
         "Kafka elects its eligible leader replica 3 (no unclean election)" in m for m in said
     ), said
+
+
+def _reference_without(p: Partition, gone: set[int], alive: set[int]) -> Partition:
+    """The loss of ``gone`` on one partition model: the rule as it was written before the
+    sweep rewrote only the changed rows of the columns (a broker's loss touches a few
+    thousand of a fleet's 433,000 partitions; the models cost 2.3 s a scenario)."""
+    if not gone & set(p.replicas):
+        return p
+    isr = tuple(r for r in p.isr if r not in gone)
+    leader = p.leader if p.leader not in gone else (isr[0] if isr else None)
+    elected = [r for r in p.eligible_leaders if r in alive]
+    if leader is None and elected:
+        leader, isr = elected[0], (elected[0],)
+    offline = tuple(sorted(set(p.offline_replicas) | (gone & set(p.replicas))))
+    return p.model_copy(update={"isr": isr, "leader": leader, "offline_replicas": offline})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_killed_snapshot_rewrites_exactly_the_partitions_of_the_dead(data: st.DataObject) -> None:
+    ids = list(RACKS)
+    replica_sets = st.lists(st.sampled_from(ids), min_size=1, max_size=3, unique=True)
+    parts = []
+    for n in range(data.draw(st.integers(1, 8))):
+        replicas = data.draw(replica_sets)
+        isr = data.draw(st.lists(st.sampled_from(replicas), unique=True))
+        leader = data.draw(st.sampled_from([None, *isr])) if isr else None
+        raw = part(n, replicas, isr=isr, leader=leader)
+        raw["offline_replicas"] = data.draw(st.lists(st.sampled_from(replicas), unique=True))
+        out_of_sync = [b for b in replicas if b not in isr]
+        raw["eligible_leaders"] = (
+            data.draw(st.lists(st.sampled_from(out_of_sync), unique=True)) if out_of_sync else []
+        )
+        parts.append(raw)
+    snap = make([broker(b, RACKS[b]) for b in ids], {"t": parts, "u": parts[:2]})
+    dead = tuple(data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=3, unique=True)))
+    alive = set(ids) - set(dead)
+    expected = [
+        [_reference_without(p, set(dead), alive) for p in t.partitions] for t in snap.topics
+    ]
+    assert [list(t.partitions) for t in killed(snap, dead).topics] == expected
