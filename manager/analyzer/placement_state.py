@@ -11,9 +11,12 @@ replica carries the partition's size on disk.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 
+from manager.analyzer.partition_lists import partition_lists
 from manager.model.racks import Location, location_of
 from manager.model.snapshot import LEAVING_REQUESTS, Capacity, Snapshot
 from manager.model.topics import topics_table
@@ -126,21 +129,12 @@ class ClusterState:
         by ``np.bincount``, which adds in partition order as a loop would (the same floats)."""
         table = self.table = topics_table(snap.topics)  # as observed (the lists below move)
         n = len(table)
-        self.topic = np.array(table.names, dtype=object)[table.topic].tolist()
-        self.number = table.partition.tolist()
-        self.replicas = table.replicas.rows()
-        # An in-sync partition's ISR is its replicas, in order, nearly always: the same tuple.
-        self.isr = list(self.replicas)
-        for p in np.flatnonzero(~table.isr.same_rows(table.replicas)).tolist():
-            self.isr[p] = table.isr.row(p)
+        lists = partition_lists(snap.topics)  # shared with every index of this table
+        self.topic, self.number, self.size = lists.topic, lists.number, lists.size
+        self.replicas, self.isr = list(lists.replicas), list(lists.isr)
+        self.leader = list(lists.leader)
         leader = table.leader
-        self.leader = (
-            leader.tolist()
-            if n and leader.min() >= 0
-            else [None if b < 0 else b for b in leader.tolist()]
-        )
         size = table.size if table.size is not None else np.zeros(n, dtype=np.int64)
-        self.size = size.tolist()
         loads = table.loads
         if self.use_loads and loads is not None:
             known = loads.known
@@ -148,19 +142,20 @@ class ClusterState:
                 np.where(known, column, 0.0)
                 for column in (loads.bytes_in, loads.bytes_out, loads.messages_in)
             )
-            self.valid_load = int(np.count_nonzero(known & loads.valid))
+            self.bin, self.bout, self.msgs = lists.bin, lists.bout, lists.msgs
+            self.valid_load = lists.valid_load
         else:
             bin_ = bout = msgs = np.zeros(n)
+            self.bin, self.bout, self.msgs = [0.0] * n, [0.0] * n, [0.0] * n
             self.valid_load = 0
-        self.bin, self.bout, self.msgs = bin_.tolist(), bout.tolist(), msgs.tolist()
 
-        ids = np.array(self.broker_ids, dtype=np.int64)
         rep_counts = table.replicas.counts()
-        holder = np.searchsorted(ids, table.replicas.values)  # each replica's broker, densely
-        row = np.repeat(np.arange(n), rep_counts)
+        dense = _dense(self.broker_ids)
+        holder = dense(table.replicas.values)  # each replica's broker, densely
+        row = lists.replica_row
         led = np.flatnonzero(leader >= 0)
-        lead = np.searchsorted(ids, leader[led])
-        brokers = len(ids)
+        lead = dense(leader[led])
+        brokers = len(self.broker_ids)
         for sums, values in (
             (self.load_in, np.bincount(holder, weights=bin_[row], minlength=brokers)),
             (sizes, np.bincount(holder, weights=size[row].astype(np.float64), minlength=brokers)),
@@ -383,3 +378,14 @@ def _isolation_sets(snap: Snapshot) -> dict[str, tuple[frozenset[int], ...]]:
         for t in ig.topics:
             out[t] = tuple(sets)
     return out
+
+
+def _dense(ids: list[int]) -> Callable[[npt.NDArray[np.int32]], npt.NDArray[np.intp]]:
+    """Broker ids to their index in ``ids`` (sorted; every id looked up is among them): one
+    gather from a lookup array where the ids are small enough, else a binary search."""
+    if ids and ids[-1] < (1 << 20):
+        lookup = np.zeros(ids[-1] + 1, dtype=np.intp)
+        lookup[ids] = np.arange(len(ids))
+        return lambda values: lookup[values]
+    sorted_ids = np.array(ids, dtype=np.int64)
+    return lambda values: np.searchsorted(sorted_ids, values)

@@ -32,7 +32,7 @@ from manager.model.plan_progress import duration
 from manager.model.racks import location_of
 from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
-from manager.model.topics import Topics, topics_table
+from manager.model.topics import Derived, Topics, topics_table
 
 ScenarioKind = Literal["broker", "rack", "domain"]
 Standing = Literal["healable", "left_to_operator", "at_risk"]
@@ -177,7 +177,8 @@ def _without(topics: Topics, gone: set[int], alive: set[int]) -> Topics:
             leader=leader,
             isr=table.isr.with_rows(isr),
             offline=table.offline.with_rows(offline),
-        )
+        ),
+        derived=Derived(table, tuple(isr)),
     )
 
 

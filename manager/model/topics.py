@@ -10,6 +10,7 @@ out as a table the same way. Either way ``Snapshot.topics`` is a sequence of ``T
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
@@ -20,12 +21,28 @@ from kmedic.partition_table import Loads, PartitionTable, Ragged
 from manager.model.partition_models import Partition, PartitionLoad, Topic
 
 
-class Topics(Sequence[Topic]):
-    __slots__ = ("_models", "table")
+@dataclass(frozen=True)
+class Derived:
+    """A table that is ``base`` but for the ISR, leader and offline replicas of ``rows`` (a
+    loss the readiness sweep simulates): its readers may reuse what they built of the base."""
 
-    def __init__(self, table: PartitionTable, models: tuple[Topic, ...] | None = None) -> None:
+    base: PartitionTable
+    rows: tuple[int, ...]
+
+
+class Topics(Sequence[Topic]):
+    __slots__ = ("_models", "derived", "table")
+
+    def __init__(
+        self,
+        table: PartitionTable,
+        models: tuple[Topic, ...] | None = None,
+        *,
+        derived: Derived | None = None,
+    ) -> None:
         self.table = table
         self._models = models
+        self.derived = derived
 
     @classmethod
     def of(cls, topics: Iterable[Topic]) -> Topics:

@@ -15,9 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from planner_fixtures import GB, broker, make, part
 
+from manager.analyzer.partition_lists import partition_lists
 from manager.analyzer.planner import decide
 from manager.analyzer.readiness import Scenario, killed, scenarios, sweep, verdict
 from manager.model.snapshot import Partition, Snapshot
+from manager.model.topics import Topics
 
 RACKS = {1: "/r1", 2: "/r1", 3: "/r2", 4: "/r2", 5: "/r3", 6: "/r3"}
 
@@ -224,4 +226,13 @@ def test_a_killed_snapshot_rewrites_exactly_the_partitions_of_the_dead(data: st.
     expected = [
         [_reference_without(p, set(dead), alive) for p in t.partitions] for t in snap.topics
     ]
-    assert [list(t.partitions) for t in killed(snap, dead).topics] == expected
+    after = killed(snap, dead)
+    assert [list(t.partitions) for t in after.topics] == expected
+    # The planner's lists of the loss, derived from the cluster's kept ones by the rewritten
+    # rows, are those it would build from the loss's own table.
+    derived, built = partition_lists(after.topics), partition_lists(Topics(after.topics.table))
+    assert derived is not built
+    for name in ("topic", "number", "replicas", "isr", "leader", "size", "bin", "bout", "msgs"):
+        assert getattr(derived, name) == getattr(built, name), name
+    assert derived.valid_load == built.valid_load
+    assert derived.replica_row.tolist() == built.replica_row.tolist()
