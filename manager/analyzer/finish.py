@@ -174,10 +174,11 @@ def actions_of(plan: Proposal) -> tuple[Action, ...]:
     for lm in plan.leader_moves:
         topic, number = state.topic[lm.p], state.number[lm.p]
         if lm.before != lm.after:
-            actions.append(Reassign(topic, number, lm.before, lm.after))
-        actions.append(ElectPreferredLeader(topic, number, lm.leader))
+            actions.append(Reassign(topic, number, lm.before, lm.after, state.size[lm.p]))
+        actions.append(ElectPreferredLeader(topic, number, lm.leader, lm.after))
     actions += [
-        Reassign(state.topic[m.p], state.number[m.p], m.before, m.after) for m in plan.replica_moves
+        Reassign(state.topic[m.p], state.number[m.p], m.before, m.after, state.size[m.p])
+        for m in plan.replica_moves
     ]
     return tuple(actions)
 

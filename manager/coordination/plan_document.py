@@ -25,15 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from kmedic.errors import KmedicError
 from manager.coordination.move_budget import FIELD as HISTORY_FIELD
 from manager.coordination.move_budget import Entry, from_field, to_field
-from manager.model.decision import Decision, ElectPreferredLeader, PlanKind, Reassign
+from manager.model.decision import Decision, PlanKind, Reassign
 from manager.model.move_progress import FIELD, MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.plan_progress import FIELD as PROGRESS_FIELD
 from manager.model.plan_progress import PlanProgress
-from manager.model.snapshot import Snapshot
 from manager.model.throttles import FIELD as THROTTLES_FIELD
 from manager.model.throttles import ThrottleRecord
-from manager.model.topics import topics_table
 
 
 class PlannedMove(BaseModel):
@@ -139,21 +137,18 @@ class PlanDocument(BaseModel):
         }
 
 
-def moves_for(decision: Decision, snap: Snapshot) -> list[Move]:
-    """One executor move per partition the decision touches, in the decision's order."""
-    table = topics_table(snap.topics)
+def moves_for(decision: Decision) -> list[Move]:
+    """One executor move per partition the decision touches, in the decision's order, each
+    with what its action carries from the plan (its size, an election's replicas)."""
     moves: dict[TopicPartition, Move] = {}
     for action in decision.actions:
         tp = (action.topic, action.partition)
-        row = table.row_of(*tp)
         if isinstance(action, Reassign):
-            size = int(table.size[row]) if row is not None and table.size is not None else 0
-            moves[tp] = Move(action.topic, action.partition, action.replicas_to, size)
-        elif isinstance(action, ElectPreferredLeader) and tp not in moves:
+            moves[tp] = Move(action.topic, action.partition, action.replicas_to, action.size_bytes)
+        elif tp not in moves:
             # A leadership move alone: a reassignment to the same replicas moves no data,
             # and the executor's preferred election follows it.
-            replicas = table.replicas.row(row) if row is not None else ()
-            moves[tp] = Move(action.topic, action.partition, replicas, 0)
+            moves[tp] = Move(action.topic, action.partition, action.replicas, 0)
     return list(moves.values())
 
 

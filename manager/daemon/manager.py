@@ -289,7 +289,7 @@ class Manager:
         self.trail.alerts({**alerts_for(decision, audit_on_failover=long_failover), **stuck})
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
-            outcome = self.keeper.execute(decision, snap)
+            outcome = self.keeper.execute(decision)
         started = outcome.kind == "act"
         self.requests.follow(decision, state.requests, started=started, writing=self._writing())
         self.slow.demoted(decision.demotes_slow if started else (), snap.policy.slow_brokers)

@@ -40,7 +40,6 @@ from manager.daemon.ports import Clock, Coordinator, Executor
 from manager.model.decision import Decision
 from manager.model.moves import Move
 from manager.model.plan_progress import PlanProgress
-from manager.model.snapshot import Snapshot
 from manager.model.throttles import ThrottleRecord
 
 log = get_logger(__name__)
@@ -74,7 +73,7 @@ class PlanKeeper:
         elif self.executor.owned_throttles():
             self._release_throttles()
 
-    def execute(self, decision: Decision, snap: Snapshot) -> CycleOutcome:
+    def execute(self, decision: Decision) -> CycleOutcome:
         """Store the plan (fenced), then start its moves; the outcome says which happened."""
         coord = self.coordinator
         if self.adopt.is_set():
@@ -84,7 +83,7 @@ class PlanKeeper:
         if not coord.verify_leadership():
             why = "leadership could not be verified just before acting"
             return CycleOutcome.not_started("standby", decision, why)
-        moves = moves_for(decision, snap)
+        moves = moves_for(decision)
         stored = self.plan
         history = list(stored.plan.moves_started) if stored else self.moves_started
         started = with_started(history, self.clock.time(), len(moves))

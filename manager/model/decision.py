@@ -34,6 +34,10 @@ class Reassign:
     partition: int
     replicas_from: tuple[int, ...]
     replicas_to: tuple[int, ...]
+    # The partition's bytes as the snapshot had them, carried from the plan to the executor
+    # (its move's progress and ETA count them). Not printed: the audit's actions stay as they
+    # were, and the decision's bytes_to_move sums what is copied.
+    size_bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +60,9 @@ class ElectPreferredLeader:
     topic: str
     partition: int
     leader: int
+    # The replica list it elects in, preferred leader first: the executor's move for an
+    # election alone (a reassignment to the same replicas). Not printed, as Reassign's size.
+    replicas: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {

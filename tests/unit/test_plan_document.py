@@ -8,6 +8,7 @@ import json
 import pytest
 from planner_fixtures import GB, broker, make, part
 
+from manager.analyzer.planner import decide
 from manager.coordination.move_budget import from_plan
 from manager.coordination.plan_document import (
     PlanDocument,
@@ -41,16 +42,35 @@ def decision(*actions: Reassign | ElectPreferredLeader) -> Decision:
     return Decision("act", "balance", "balance plan", (Reason("x", "y"),), actions)
 
 
-def test_reassignments_and_lone_elections_become_moves_with_sizes() -> None:
+def test_reassignments_and_lone_elections_become_moves_with_what_their_actions_carry() -> None:
     moves = moves_for(
         decision(
-            Reassign("t", 0, (1, 2), (3, 2)),
-            ElectPreferredLeader("t", 0, 3),  # follows its reassignment: no second move
-            ElectPreferredLeader("t", 1, 1),  # alone: a same-replicas move, no data
-        ),
-        SNAP,
+            Reassign("t", 0, (1, 2), (3, 2), 3 * GB),
+            ElectPreferredLeader("t", 0, 3, (3, 2)),  # follows its reassignment: no second move
+            ElectPreferredLeader("t", 1, 1, (2, 1)),  # alone: a same-replicas move, no data
+        )
     )
     assert moves == [Move("t", 0, (3, 2), 3 * GB), Move("t", 1, (2, 1), 0)]
+
+
+def test_a_planned_move_carries_its_partitions_size_from_the_goal() -> None:
+    # The snapshot's sizes reach the executor's moves through the decision alone (moves_for
+    # once looked each partition up in the snapshot again).
+    alive = {2, 3, 4}
+    snap = make(
+        [broker(1, "/a", alive=False), broker(2, "/b"), broker(3, "/a"), broker(4, "/b")],
+        {
+            "t": [
+                part(0, [1, 2], size=3 * GB, alive=alive),
+                part(1, [2, 1], size=GB, alive=alive),
+                part(2, [3, 4]),
+            ]
+        },
+    )
+    healed = decide(snap)
+    assert (healed.outcome, healed.kind) == ("act", "heal"), healed.summary
+    sizes = {(m.topic, m.partition): m.size_bytes for m in moves_for(healed)}
+    assert sizes == {("t", 0): 3 * GB, ("t", 1): GB}
 
 
 def test_the_document_round_trips_through_json_with_its_history() -> None:
