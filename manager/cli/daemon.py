@@ -110,7 +110,7 @@ def take_snapshot(cfg: ManagerConfig, wait_s: float) -> Snapshot:
         # (manager.monitor.offline); the first read only primes that.
         observe_cluster(cfg, sources, state, leadership, time.time())
         time.sleep(CONFIRM_READ_GAP_S)
-        snap, _ = observe_cluster(cfg, sources, state, leadership, time.time())
+        snap = observe_cluster(cfg, sources, state, leadership, time.time())
     finally:
         sources.stop()
     return snap

@@ -19,7 +19,6 @@ from manager.model.adaptive_throttle import RateFigures, rate_sentence
 from manager.model.decision import Decision
 from manager.model.plan_progress import PlanProgress
 from manager.model.snapshot import Snapshot
-from manager.monitor.observe import DeathEvidence
 from manager.web.metrics import ManagerMetrics
 
 RECENT_RECORDS = 50
@@ -116,9 +115,7 @@ class AuditTrail:
     def active_alerts(self) -> dict[str, str]:
         return dict(self._alerts)
 
-    def decision(
-        self, decision: Decision, snap: Snapshot | None, evidence: dict[int, DeathEvidence]
-    ) -> None:
+    def decision(self, decision: Decision, snap: Snapshot | None) -> None:
         """One record per cycle; ``snap`` is None when the cycle could not observe the cluster.
         A wait is recorded once when it starts (and again if its brokers change) and once
         when it is over. (The log line is the daemon loop's: one per cycle, with the outcome.)"""
@@ -131,12 +128,10 @@ class AuditTrail:
             if unchanged:
                 return
         # Why each dead broker counts as dead: both signals, in the record on-call reads.
-        dead = [b.id for b in snap.brokers if not b.alive] if snap else []
-        why_dead = [
-            f"dead_broker_evidence: {evidence[b].sentence(snap.taken_at)}"
-            for b in dead
-            if snap and b in evidence
-        ]
+        dead_brokers = [b for b in snap.brokers if not b.alive] if snap else []
+        dead = [b.id for b in dead_brokers]
+        taken_at = snap.taken_at if snap else 0
+        why_dead = [f"dead_broker_evidence: {b.death_evidence(taken_at)}" for b in dead_brokers]
         self.record(
             "would_act" if decision.would_act else "decision",
             f"{decision.outcome}: {decision.summary}",

@@ -50,7 +50,6 @@ from manager.daemon.zk_outage import ZkOutage
 from manager.model.decision import Decision
 from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
-from manager.monitor.observe import DeathEvidence
 from manager.web.load_history import LoadHistory
 from manager.web.metrics import ManagerMetrics, observe_snapshot
 from manager.web.server import MetricsServer
@@ -94,7 +93,6 @@ class Manager:
         self.last_decision: Decision | None = None
         self.last_snapshot: Snapshot | None = None
         self.load_history = LoadHistory()  # for the status page's chart
-        self._evidence: dict[int, DeathEvidence] = {}
         self._zk_outage = ZkOutage()
         self.slow = SlowTracker()
         self.mode = ModeTracker(cfg.mode)
@@ -282,7 +280,7 @@ class Manager:
         )
         self.metrics.observe_plan(plan_s)
         self.metrics.observe_decision(decision, heal_needed=heal_needed(snap))
-        self.trail.decision(decision, snap, self._evidence)
+        self.trail.decision(decision, snap)
         long_failover = self.trail.failover_alerting(self.clock.monotonic())
         stuck = self.foreign.look(snap.reassignments, int(self.clock.time() * 1000))
         self.metrics.observe_foreign_stuck(len(stuck))
@@ -310,7 +308,7 @@ class Manager:
             return CycleOutcome("blind", f"blind: {why}")
         decision = blind(why)
         self.metrics.record_decision(decision.outcome, ["cluster_unobservable"], heal_needed=None)
-        self.trail.decision(decision, None, {})
+        self.trail.decision(decision, None)
         failover = self.trail.failover_alerting(now := self.clock.monotonic())
         if self.trail.blind_alerting(now):
             active = alerts_for(decision, audit_on_failover=failover)
@@ -327,7 +325,7 @@ class Manager:
             current_epoch=state.current_epoch,
             is_leader=self.coordinator.may_act(),
         )
-        snap, self._evidence = observe_cluster(
+        snap = observe_cluster(
             self.cfg,
             self.sources,
             state,

@@ -15,7 +15,7 @@ from manager.coordination.state import CoordinationState
 from manager.daemon.ports import Coordinator, Sources
 from manager.model.moves import TopicPartition
 from manager.model.snapshot import Leadership, Snapshot
-from manager.monitor.observe import DeathEvidence, build_snapshot, death_evidence
+from manager.monitor.observe import build_snapshot
 from manager.monitor.sources import AdminUnavailable
 
 
@@ -40,8 +40,8 @@ def observe_cluster(
     *,
     running: Iterable[TopicPartition] = (),
     history: Iterable[Entry] = (),
-) -> tuple[Snapshot, dict[int, DeathEvidence]]:
-    """The snapshot, and why each broker counts as dead or alive. Partitions of the stored
+) -> Snapshot:
+    """The snapshot; each dead broker in it carries why it counts as dead. Partitions of the stored
     plan and ``running`` (moves this instance runs) are kmedic's own; the hourly budget counts
     the stored plan's move history (``history`` when nothing is stored)."""
     own = own_partitions(state.plan.plan if state.plan else None) | frozenset(running)
@@ -66,7 +66,7 @@ def observe_cluster(
             )
         except AdminUnavailable as exc:
             raise ClusterUnobservable(str(exc)) from exc
-        return build_snapshot(obs, cfg.policy, cfg.capacity), death_evidence(obs)
+        return build_snapshot(obs, cfg.policy, cfg.capacity)
 
 
 def standby_sentence(state: CoordinationState, dead_brokers: int) -> str:

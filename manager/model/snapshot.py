@@ -102,6 +102,16 @@ class Broker(_Frozen):
             return 0
         return now_ms - (self.dead_since_ms if self.dead_since_ms is not None else now_ms)
 
+    def death_evidence(self, now_ms: int) -> str:
+        """Why a dead broker counts as dead, in the words the audit records: both signals (the
+        monitor calls a broker dead only once it is absent from the cluster's metadata; the
+        newest healthy stats of its agent tell since when)."""
+        if self.last_stats_ms is None:
+            stats = "no healthy stats seen"
+        else:
+            stats = f"last healthy stats {(now_ms - self.last_stats_ms) / 1000:.0f}s ago"
+        return f"broker {self.id}: absent from cluster metadata, {stats}"
+
     def in_grace(self, now_ms: int, grace_ms: int) -> bool:
         """Dead, but not for ``grace_ms`` yet: kmedic waits for it to come back."""
         return not self.alive and self.dead_for_ms(now_ms) < grace_ms

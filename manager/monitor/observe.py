@@ -60,20 +60,13 @@ class CapacitySettings(BaseModel):
 
 @dataclass(frozen=True)
 class DeathEvidence:
-    """Why a broker counts as dead (or not): the two signals, for the audit log."""
+    """The two signals a broker's death is judged by (``_dead_since``); the snapshot's Broker
+    carries the verdict and its evidence (``Broker.death_evidence``)."""
 
     broker: int
     in_metadata: bool
     last_healthy_stats_ms: int | None
     absent_since_ms: int | None
-
-    def sentence(self, now_ms: int) -> str:
-        meta = "present in" if self.in_metadata else "absent from"
-        if self.last_healthy_stats_ms is None:
-            stats = "no healthy stats seen"
-        else:
-            stats = f"last healthy stats {(now_ms - self.last_healthy_stats_ms) / 1000:.0f}s ago"
-        return f"broker {self.broker}: {meta} cluster metadata, {stats}"
 
 
 def known_brokers(obs: Observation) -> list[int]:

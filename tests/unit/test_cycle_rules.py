@@ -87,7 +87,7 @@ def test_a_blind_cycle_refuses_names_the_failure_and_alerts(tmp_path: Path) -> N
     trail = AuditTrail(
         AuditLog(sink, tmp_path), ManagerMetrics("c"), cluster="c", instance="i", epoch=lambda: 2
     )
-    trail.decision(decision, None, {})
+    trail.decision(decision, None)
     (record,) = sink.records
     assert record.kind == "decision"
     assert record.summary.startswith("refuse: nothing is decided")

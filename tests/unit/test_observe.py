@@ -93,12 +93,16 @@ def test_a_broker_in_metadata_is_alive_even_when_its_agent_reports_failure() -> 
     assert b1.dead_since_ms is None
 
 
-def test_evidence_sentence_names_both_signals() -> None:
+def test_a_dead_broker_carries_both_signals_of_its_death() -> None:
+    # The audit's evidence comes from the snapshot's broker, not from a side channel.
     agents = {4: view(stats(4, ts=NOW, failed=True), last_healthy=NOW - 30_000)}
-    ev = death_evidence(observation(agents=agents, first_absent_ms={4: NOW - 1}))[4]
-    text = ev.sentence(NOW)
-    assert "absent from cluster metadata" in text
-    assert "last healthy stats 30s ago" in text
+    obs = observation(agents=agents, first_absent_ms={4: NOW - 1})
+    assert not death_evidence(obs)[4].in_metadata
+    b4 = brokers(snapshot(obs))[4]
+    assert not b4.alive
+    assert b4.death_evidence(NOW) == (
+        "broker 4: absent from cluster metadata, last healthy stats 30s ago"
+    )
 
 
 def test_sizes_come_from_the_leaders_agent_and_loads_from_the_load_topic() -> None:
