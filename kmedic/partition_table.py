@@ -96,6 +96,57 @@ class Ragged:
             values[start[i] : start[i + 1]] = ids
         return Ragged(start, values)
 
+    def _row_of_each_value(self) -> Int64s:
+        return np.repeat(np.arange(len(self), dtype=np.int64), self.counts())
+
+    def _kept(self, keep: npt.NDArray[np.bool_]) -> Ragged:
+        """The same rows with only the values ``keep`` marks, in order."""
+        counts = np.bincount(self._row_of_each_value()[keep], minlength=len(self))
+        start = np.zeros(len(self) + 1, dtype=np.int64)
+        np.cumsum(counts, out=start[1:])
+        return Ragged(start, self.values[keep])
+
+    def without(self, ids: Collection[int]) -> Ragged:
+        """Every row with ``ids`` left out (the others in their order)."""
+        return self._kept(~np.isin(self.values, np.fromiter(ids, np.int64, len(ids))))
+
+    def only(self, ids: Collection[int]) -> Ragged:
+        """Every row with only ``ids`` kept (in their order)."""
+        return self._kept(np.isin(self.values, np.fromiter(ids, np.int64, len(ids))))
+
+    def union(self, other: Ragged) -> Ragged:
+        """Each row the sorted union of its ids and ``other``'s row's (ids are >= 0)."""
+        rows = np.concatenate([self._row_of_each_value(), other._row_of_each_value()])
+        values = np.concatenate([self.values, other.values]).astype(np.int64)
+        keys = np.unique((rows << 32) | values)
+        counts = np.bincount(keys >> 32, minlength=len(self))
+        start = np.zeros(len(self) + 1, dtype=np.int64)
+        np.cumsum(counts, out=start[1:])
+        return Ragged(start, (keys & 0xFFFFFFFF).astype(np.int32))
+
+    def firsts(self) -> Int64s:
+        """Each row's first id, -1 for an empty row."""
+        counts = self.counts()
+        first = np.full(len(self), -1, dtype=np.int64)
+        filled = counts > 0
+        first[filled] = self.values[self.start[:-1][filled]]
+        return first
+
+    def replace_rows(self, rows: npt.NDArray[np.intp], new: Ragged) -> Ragged:
+        """The same rows but ``rows`` (ascending), which become ``new``'s, in order."""
+        old_counts = self.counts()
+        counts = old_counts.copy()
+        counts[rows] = new.counts()
+        kept = np.ones(len(self), dtype=np.bool_)
+        kept[rows] = False
+        start = np.zeros(len(self) + 1, dtype=np.int64)
+        np.cumsum(counts, out=start[1:])
+        values = np.empty(int(start[-1]), dtype=np.int32)
+        ours = np.repeat(kept, counts)
+        values[ours] = self.values[np.repeat(kept, old_counts)]
+        values[~ours] = new.values
+        return Ragged(start, values)
+
     def rows(self) -> list[tuple[int, ...]]:
         """Every row as a tuple (one Python object per row). Slicing one flat list is the
         fastest way measured (433,000 rows: 0.05 s; tuples of a 2-D ``tolist``: 0.2 s)."""

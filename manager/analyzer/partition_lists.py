@@ -114,10 +114,12 @@ def _built(topics: Sequence[Topic]) -> PartitionLists:
 def _with_rows(base: PartitionLists, topics: Topics, rows: Sequence[int]) -> PartitionLists:
     """``base`` with the ISR and leader of ``rows`` as ``topics``' table has them."""
     table = topics.table
+    picked = np.array(rows, dtype=np.intp)
     isr, leader = list(base.isr), list(base.leader)
-    for p in rows:
-        isr[p] = table.isr.row(p)
-        b = int(table.leader[p])
+    for p, in_sync, b in zip(
+        rows, table.isr.take(picked).rows(), table.leader[picked].tolist(), strict=True
+    ):
+        isr[p] = in_sync
         leader[p] = None if b < 0 else b
     return PartitionLists(
         base.topic,

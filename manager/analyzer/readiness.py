@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 from manager.analyzer.heal_time import Pace, heal_seconds
 from manager.analyzer.planner import decide
 from manager.model.decision import Decision, Reason
@@ -152,33 +154,34 @@ def killed(snap: Snapshot, dead: tuple[int, ...]) -> Snapshot:
 
 def _without(topics: Topics, gone: set[int], alive: set[int]) -> Topics:
     """The partitions with replicas on ``gone``: those out of the ISR, led by the next in-sync
-    replica (or offline), and listed offline. Only their rows are rewritten: a broker's loss
-    touches a few thousand rows of a fleet's 433,000."""
+    replica (or offline), and listed offline. Only their rows are rewritten, column by column:
+    a broker's loss touches a few thousand rows of a fleet's 433,000, a rack's a third."""
     table = topics.table
-    leader = table.leader.copy()
-    isr: dict[int, tuple[int, ...]] = {}
-    offline: dict[int, tuple[int, ...]] = {}
-    for i in table.replicas.rows_with(gone).tolist():
-        in_sync = tuple(r for r in table.isr.row(i) if r not in gone)
-        was = int(table.leader[i])
-        now = was if was not in gone else (in_sync[0] if in_sync else -1)
-        elected = [] if table.eligible is None else [r for r in table.eligible.row(i) if r in alive]
-        if now < 0 and elected:
-            # KIP-966: with its last in-sync replica gone, Kafka elects a live eligible leader
-            # replica, which holds every committed record: no unclean election, nothing lost.
-            now, in_sync = elected[0], (elected[0],)
-        leader[i] = now
-        isr[i] = in_sync
-        lost = gone.intersection(table.replicas.row(i))
-        offline[i] = tuple(sorted(lost.union(table.offline.row(i))))
+    rows = table.replicas.rows_with(gone)
+    isr = table.isr.take(rows).without(gone)
+    leader = table.leader[rows].astype(np.int64)
+    leader = np.where(np.isin(leader, list(gone)), isr.firsts(), leader)
+    if table.eligible is not None:
+        # KIP-966: with its last in-sync replica gone, Kafka elects a live eligible leader
+        # replica, which holds every committed record: no unclean election, nothing lost.
+        eligible = table.eligible.take(rows)
+        elected: dict[int, tuple[int, ...]] = {}
+        for j in np.flatnonzero((leader < 0) & (eligible.counts() > 0)).tolist():
+            live = [b for b in eligible.row(j) if b in alive]
+            if live:
+                leader[j], elected[j] = live[0], (live[0],)
+        isr = isr.with_rows(elected)
+    offline = table.offline.take(rows).union(table.replicas.take(rows).only(gone))
+    leaders = table.leader.copy()
+    leaders[rows] = leader
     return Topics(
         dataclasses.replace(
             table,
-            leader=leader,
-            isr=table.isr.with_rows(isr),
-            offline=table.offline.with_rows(offline),
+            leader=leaders,
+            isr=table.isr.replace_rows(rows, isr),
+            offline=table.offline.replace_rows(rows, offline),
         ),
-        derived=Derived(table, tuple(isr)),
+        derived=Derived(table, tuple(rows.tolist())),
     )
 
 

@@ -31,6 +31,18 @@ def test_ragged_columns_answer_as_lists_of_tuples(
     changed = {i: theirs[i] for i in data.draw(st.sets(st.integers(0, max(n - 1, 0)))) if i < n}
     assert a.with_rows(changed).rows() == [changed.get(i, r) for i, r in enumerate(mine)]
     assert Ragged.sparse(n, changed).rows() == [changed.get(i, ()) for i in range(n)]
+    # The column operations a simulated loss is made of.
+    assert a.without(ids).rows() == [tuple(b for b in r if b not in ids) for r in mine]
+    assert a.only(ids).rows() == [tuple(b for b in r if b in ids) for r in mine]
+    assert a.union(b).rows() == [
+        tuple(sorted(set(x) | set(y))) for x, y in zip(mine, theirs, strict=True)
+    ]
+    assert a.firsts().tolist() == [r[0] if r else -1 for r in mine]
+    picked = sorted(changed)
+    replaced = a.replace_rows(
+        np.array(picked, dtype=np.intp), Ragged.of([theirs[i] for i in picked])
+    )
+    assert replaced.rows() == [changed.get(i, r) for i, r in enumerate(mine)]
 
 
 def test_a_partitions_row_in_a_table_sorted_by_topic() -> None:
