@@ -13,6 +13,7 @@ from manager.analyzer.gates import failing_gates, gate_budget
 from manager.analyzer.health import alerts_for, health_facts
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.planner import decide
+from manager.analyzer.under_replication import lag_explained, under_replication
 from manager.model.decision import Reassign
 
 ALIVE = {1, 2, 3, 4, 5}
@@ -342,3 +343,34 @@ def test_the_gate_and_the_metric_judge_under_replication_alike(snap: Any) -> Non
     assert bool(refused) == (facts.urp_unexplained > 0)
     if refused:
         assert refused[0].message.startswith(f"{facts.urp_unexplained} partitions")
+
+
+def _per_partition_rule(snap: Any) -> tuple[int, tuple[str, ...]]:
+    """The explained-under-replication rule as it was written before it was computed column
+    by column: one partition at a time, from its models."""
+    dead = {b.id for b in snap.brokers if not b.alive}
+    back = lag_explained(snap)
+    adding = {(r.topic, r.partition): set(r.adding_replicas) for r in snap.reassignments}
+    degraded, unexplained = 0, []
+    for t in snap.topics:
+        for p in t.partitions:
+            if p.leader is not None and len(p.isr) >= len(p.replicas):
+                continue
+            degraded += 1
+            gone = dead | set(p.offline_replicas)
+            catching_up = adding.get((t.name, p.partition), set())
+            lagging = [
+                b for b in p.replicas
+                if b not in gone and b not in p.isr and b not in catching_up and b not in back
+            ]  # fmt: skip
+            offline_with_live = p.leader is None and any(b not in gone for b in p.replicas)
+            if lagging or offline_with_live:
+                unexplained.append(f"{t.name}:{p.partition}")
+    return degraded, tuple(unexplained)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snap=degraded_clusters())
+def test_under_replication_by_columns_is_the_per_partition_rule(snap: Any) -> None:
+    found = under_replication(snap)
+    assert (found.degraded, found.unexplained) == _per_partition_rule(snap)
