@@ -19,7 +19,15 @@ from manager.executor import admin_calls as admin_calls_module
 from manager.executor import executor as executor_module
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig
+from manager.executor.replica_sizes import ReplicaSizes
 from manager.model.moves import Move
+
+
+@pytest.fixture(autouse=True)
+def no_sizes_to_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No broker to ask for the watchdog's samples: a sample it could not take (what the real
+    sampler gives once its bootstrap from ``unused:9092`` times out, seconds later)."""
+    monkeypatch.setattr(ReplicaSizes, "__call__", lambda self, adding: {})
 
 
 @pytest.fixture(autouse=True)
