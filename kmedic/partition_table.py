@@ -28,6 +28,13 @@ def _frozen(array: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
     return array
 
 
+def _starts(counts: npt.NDArray[np.integer]) -> Int64s:
+    """Each row's start in the flat ids, and the end, from the rows' lengths."""
+    start = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=start[1:])
+    return start
+
+
 @dataclass(frozen=True, eq=False)
 class Ragged:
     """Rows of broker ids of varying length: row ``i`` is ``values[start[i]:start[i + 1]]``."""
@@ -37,9 +44,7 @@ class Ragged:
 
     @classmethod
     def of(cls, rows: Sequence[Sequence[int]]) -> Ragged:
-        counts = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-        start = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(counts, out=start[1:])
+        start = _starts(np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows)))
         values = np.fromiter((b for r in rows for b in r), dtype=np.int32, count=int(start[-1]))
         return cls(_frozen(start), _frozen(values))  # type: ignore[arg-type]
 
@@ -62,8 +67,7 @@ class Ragged:
         counts = np.zeros(n, dtype=np.int64)
         for i, ids in rows.items():
             counts[i] = len(ids)
-        start = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=start[1:])
+        start = _starts(counts)
         values = np.empty(int(start[-1]), dtype=np.int32)
         for i, ids in rows.items():
             values[start[i] : start[i + 1]] = ids
@@ -72,39 +76,33 @@ class Ragged:
     def take(self, order: npt.NDArray[np.intp]) -> Ragged:
         """The rows in ``order`` (a permutation or a selection of row numbers)."""
         counts = self.counts()[order]
-        start = np.zeros(len(order) + 1, dtype=np.int64)
-        np.cumsum(counts, out=start[1:])
+        start = _starts(counts)
         shift = np.repeat(self.start[:-1][order] - start[:-1], counts)
         return Ragged(start, self.values[np.arange(int(start[-1])) + shift])
 
     def with_rows(self, changed: Mapping[int, Sequence[int]]) -> Ragged:
-        """The same rows but ``changed`` (row number -> its new ids). The other rows are
-        copied in bulk: the cost is the changed rows', plus one pass of numpy over the ids."""
+        """The same rows but ``changed`` (row number -> its new ids)."""
         if not changed:
             return self
-        at = np.fromiter(changed, dtype=np.int64, count=len(changed))
-        kept = np.ones(len(self), dtype=np.bool_)
-        kept[at] = False
-        old_counts = self.counts()
-        counts = old_counts.copy()
-        counts[at] = [len(ids) for ids in changed.values()]
-        start = np.zeros(len(self) + 1, dtype=np.int64)
-        np.cumsum(counts, out=start[1:])
-        values = np.empty(int(start[-1]), dtype=np.int32)
-        values[np.repeat(kept, counts)] = self.values[np.repeat(kept, old_counts)]
-        for i, ids in changed.items():
-            values[start[i] : start[i + 1]] = ids
-        return Ragged(start, values)
+        rows = sorted(changed)
+        return self.replace_rows(
+            np.array(rows, dtype=np.intp), Ragged.of([changed[i] for i in rows])
+        )
 
-    def _row_of_each_value(self) -> Int64s:
+    def value_rows(self) -> Int64s:
+        """The row of each id in ``values``."""
         return np.repeat(np.arange(len(self), dtype=np.int64), self.counts())
+
+    def keys(self) -> Int64s:
+        """Each id as a key, its row << 32 | the id (ids are >= 0): a (row, id) pair in one
+        integer, to look pairs up among another column's with ``np.isin``."""
+        keys: Int64s = (self.value_rows() << 32) | self.values.astype(np.int64)
+        return keys
 
     def _kept(self, keep: npt.NDArray[np.bool_]) -> Ragged:
         """The same rows with only the values ``keep`` marks, in order."""
-        counts = np.bincount(self._row_of_each_value()[keep], minlength=len(self))
-        start = np.zeros(len(self) + 1, dtype=np.int64)
-        np.cumsum(counts, out=start[1:])
-        return Ragged(start, self.values[keep])
+        counts = np.bincount(self.value_rows()[keep], minlength=len(self))
+        return Ragged(_starts(counts), self.values[keep])
 
     def without(self, ids: Collection[int]) -> Ragged:
         """Every row with ``ids`` left out (the others in their order)."""
@@ -116,13 +114,9 @@ class Ragged:
 
     def union(self, other: Ragged) -> Ragged:
         """Each row the sorted union of its ids and ``other``'s row's (ids are >= 0)."""
-        rows = np.concatenate([self._row_of_each_value(), other._row_of_each_value()])
-        values = np.concatenate([self.values, other.values]).astype(np.int64)
-        keys = np.unique((rows << 32) | values)
+        keys = np.unique(np.concatenate([self.keys(), other.keys()]))
         counts = np.bincount(keys >> 32, minlength=len(self))
-        start = np.zeros(len(self) + 1, dtype=np.int64)
-        np.cumsum(counts, out=start[1:])
-        return Ragged(start, (keys & 0xFFFFFFFF).astype(np.int32))
+        return Ragged(_starts(counts), (keys & 0xFFFFFFFF).astype(np.int32))
 
     def firsts(self) -> Int64s:
         """Each row's first id, -1 for an empty row."""
@@ -139,8 +133,7 @@ class Ragged:
         counts[rows] = new.counts()
         kept = np.ones(len(self), dtype=np.bool_)
         kept[rows] = False
-        start = np.zeros(len(self) + 1, dtype=np.int64)
-        np.cumsum(counts, out=start[1:])
+        start = _starts(counts)
         values = np.empty(int(start[-1]), dtype=np.int32)
         ours = np.repeat(kept, counts)
         values[ours] = self.values[np.repeat(kept, old_counts)]
@@ -158,7 +151,7 @@ class Ragged:
         """Which rows are equal, in order, to ``other``'s (the same length and ids)."""
         counts = self.counts()
         same = counts == other.counts()
-        row = np.repeat(np.arange(len(self)), counts)
+        row = self.value_rows()
         along = np.arange(len(self.values)) - np.repeat(self.start[:-1], counts)
         candidate = same[row]
         theirs = np.zeros(len(self.values), dtype=np.int64)
@@ -170,7 +163,7 @@ class Ragged:
     def rows_with(self, ids: Collection[int]) -> npt.NDArray[np.intp]:
         """The rows holding any of ``ids``, in order."""
         held = np.isin(self.values, np.fromiter(ids, dtype=np.int64, count=len(ids)))
-        return np.unique(np.repeat(np.arange(len(self)), self.counts())[held])
+        return np.unique(self.value_rows()[held])
 
 
 Floats = npt.NDArray[np.float64]

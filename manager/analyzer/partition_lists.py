@@ -107,7 +107,7 @@ def _built(topics: Sequence[Topic]) -> PartitionLists:
         bout=bout,
         msgs=msgs,
         valid_load=valid,
-        replica_row=np.repeat(np.arange(n), table.replicas.counts()),
+        replica_row=table.replicas.value_rows(),
     )
 
 

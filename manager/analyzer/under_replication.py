@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from manager.model.snapshot import Snapshot
 from manager.model.topics import topics_table
@@ -62,7 +61,7 @@ def under_replication(snap: Snapshot) -> UnderReplication:
     replicas, offline, isr = (
         column.take(degraded) for column in (table.replicas, table.offline, table.isr)
     )
-    replica = _keys(replicas.counts(), replicas.values)
+    replica = replicas.keys()
     row, broker = replica >> 32, replica & 0xFFFFFFFF
     catching: list[int] = []  # the keys of the replicas reassignments are adding
     for r in snap.reassignments:
@@ -71,10 +70,10 @@ def under_replication(snap: Snapshot) -> UnderReplication:
         if pos < len(degraded) and degraded[pos] == at:
             catching += [(pos << 32) | b for b in r.adding_replicas]
     dead = [b.id for b in snap.brokers if not b.alive]
-    gone = np.isin(broker, dead) | np.isin(replica, _keys(offline.counts(), offline.values))
+    gone = np.isin(broker, dead) | np.isin(replica, offline.keys())
     lagging = ~(
         gone
-        | np.isin(replica, _keys(isr.counts(), isr.values))
+        | np.isin(replica, isr.keys())
         | np.isin(replica, np.array(catching, dtype=np.int64))
         | np.isin(broker, list(lag_explained(snap)))
     )
@@ -88,10 +87,3 @@ def under_replication(snap: Snapshot) -> UnderReplication:
         for i in degraded[unexplained].tolist()
     ]
     return UnderReplication(n, tuple(names))
-
-
-def _keys(counts: npt.NDArray[np.int64], values: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:
-    """Each id of a ragged column as a key: its row << 32 | the id."""
-    rows = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    keys: npt.NDArray[np.int64] = (rows << 32) | values.astype(np.int64)
-    return keys
