@@ -48,6 +48,11 @@ class Ragged:
         values = np.fromiter((b for r in rows for b in r), dtype=np.int32, count=int(start[-1]))
         return cls(_frozen(start), _frozen(values))  # type: ignore[arg-type]
 
+    @classmethod
+    def from_counts(cls, counts: npt.NDArray[np.integer], values: Int32s) -> Ragged:
+        """Rows of ``counts[i]`` ids each, taken in order from ``values``."""
+        return cls(_starts(counts), values)
+
     def __post_init__(self) -> None:
         _frozen(self.start)
         _frozen(self.values)
@@ -159,6 +164,23 @@ class Ragged:
         differs = np.bincount(row[theirs != self.values], minlength=len(self)) > 0
         equal: npt.NDArray[np.bool_] = same & ~differs
         return equal
+
+    def rows_repeating(self) -> npt.NDArray[np.intp]:
+        """The rows holding an id twice, in order (rows of one length sorted as a block)."""
+        counts = self.counts()
+        found = []
+        for length in np.unique(counts[counts > 1]).tolist():
+            rows = np.flatnonzero(counts == length)
+            block = np.sort(self.values[self.start[rows][:, None] + np.arange(length)], axis=1)
+            found.append(rows[(block[:, 1:] == block[:, :-1]).any(axis=1)])
+        return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.intp)
+
+    def rows_outside(self, other: Ragged) -> npt.NDArray[np.intp]:
+        """The rows holding an id that ``other``'s row does not hold, in order."""
+        rows = np.flatnonzero(~self.same_rows(other))
+        ours, theirs = self.take(rows), other.take(rows)
+        missing = ~np.isin(ours.keys(), theirs.keys())
+        return np.unique(rows[ours.value_rows()[missing]])
 
     def rows_with(self, ids: Collection[int]) -> npt.NDArray[np.intp]:
         """The rows holding any of ``ids``, in order."""

@@ -4,9 +4,16 @@ edges (the status page, tests) read. The cycle reads the same facts as columns
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from manager.model.frozen import Frozen as _Frozen
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+# Kafka's broker ids and partition numbers are 32-bit (the partition table holds them so).
+Int32 = Annotated[int, Field(ge=-(2**31), le=INT32_MAX)]
 
 
 class PartitionLoad(_Frozen):
@@ -21,20 +28,20 @@ class PartitionLoad(_Frozen):
 
 
 class Partition(_Frozen):
-    partition: int = Field(ge=0)
-    replicas: tuple[int, ...] = Field(
+    partition: int = Field(ge=0, le=INT32_MAX)
+    replicas: tuple[Int32, ...] = Field(
         min_length=1, description="assignment, preferred leader first"
     )
-    isr: tuple[int, ...]
-    leader: int | None = Field(description="current leader; None when the partition is offline")
-    size_bytes: int = Field(ge=0)
+    isr: tuple[Int32, ...]
+    leader: Int32 | None = Field(description="current leader; None when the partition is offline")
+    size_bytes: int = Field(ge=0, le=INT64_MAX)
     load: PartitionLoad | None = Field(default=None, description="None: no load data")
-    offline_replicas: tuple[int, ...] = Field(
+    offline_replicas: tuple[Int32, ...] = Field(
         default=(),
         description="replicas Kafka reports offline: their broker lost the log directory "
         "holding them (a failed disk), or is dead",
     )
-    eligible_leaders: tuple[int, ...] = Field(
+    eligible_leaders: tuple[Int32, ...] = Field(
         default=(),
         description="Kafka's eligible leader replicas (KIP-966): replicas that left the ISR "
         "while it was below min.insync.replicas and hold every committed record, so Kafka may "
@@ -46,5 +53,8 @@ class Topic(_Frozen):
     name: str = Field(min_length=1)
     partitions: tuple[Partition, ...]
     min_insync_replicas: int | None = Field(
-        default=None, ge=1, description="the topic's effective min.insync.replicas; None: unread"
+        default=None,
+        ge=1,
+        le=INT32_MAX,
+        description="the topic's effective min.insync.replicas; None: unread",
     )

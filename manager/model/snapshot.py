@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from manager.model.frozen import Frozen as _Frozen
+from manager.model.partition_models import INT32_MAX
 from manager.model.partition_models import Partition as Partition
 from manager.model.partition_models import PartitionLoad as PartitionLoad
 from manager.model.partition_models import Topic as Topic
@@ -49,7 +50,7 @@ class CapacitySource(_Frozen):
 
 
 class Broker(_Frozen):
-    id: int = Field(ge=0)
+    id: int = Field(ge=0, le=INT32_MAX)
     rack: str | None = Field(
         default=None, description="broker.rack: '/rack' or '/region/rack' (None: default rack)"
     )

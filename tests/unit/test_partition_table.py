@@ -1,6 +1,7 @@
 """The partition table's ragged columns (kmedic.partition_table) answer as lists of tuples
-would: rows, selections, row equality, rows holding a broker, sparse rows, replaced rows, and
-a partition's row in a table sorted by topic."""
+would: rows, selections, row equality, rows holding a broker, sparse rows, replaced rows, rows
+holding an id twice or one the other's row does not, and a partition's row in a table
+sorted by topic."""
 
 from __future__ import annotations
 
@@ -38,6 +39,13 @@ def test_ragged_columns_answer_as_lists_of_tuples(
         tuple(sorted(set(x) | set(y))) for x, y in zip(mine, theirs, strict=True)
     ]
     assert a.firsts().tolist() == [r[0] if r else -1 for r in mine]
+    # The snapshot file's checks, column by column.
+    assert a.rows_repeating().tolist() == [i for i, r in enumerate(mine) if len(set(r)) < len(r)]
+    assert a.rows_outside(b).tolist() == [
+        i for i, (x, y) in enumerate(zip(mine, theirs, strict=True)) if not set(x) <= set(y)
+    ]
+    counts = np.array([len(r) for r in mine], dtype=np.int64)
+    assert Ragged.from_counts(counts, a.values).rows() == mine
     picked = sorted(changed)
     replaced = a.replace_rows(
         np.array(picked, dtype=np.intp), Ragged.of([theirs[i] for i in picked])
