@@ -239,3 +239,17 @@ def test_a_partition_gauge_line_reads_as_the_general_path_reads_it(
         assert not read or trailing_comma or any(c in topic for c in "{}")
     # The exporter's own form takes the fast path.
     assert (fast is not None) == (read and not trailing_comma and not any(c in topic for c in "{}"))
+
+
+def test_a_known_series_is_read_again_whatever_its_value_becomes() -> None:
+    """A series parsed once is remembered; its next value is still checked, and a line that
+    gains a timestamp is read as prometheus-client reads it."""
+    line = 'kafka_log_log_size{partition="0",topic="t"} '
+    head = "kafka_server_brokertopicmetrics_bytesinpersec_total 1.0\n"
+    parser = PageParser()
+    parser.parse(head + line + "5.0\n", 0.0)
+    with pytest.raises(ExporterParseError):
+        parser.parse(head + line + "five\n", 1.0)
+    stamped = head + line + "7.0 1700000000000\n"
+    assert parser.parse(stamped, 2.0) == parse_page(stamped, 2.0)
+    assert parser.parse(stamped, 2.0).partitions[("t", 0)].size == 7
