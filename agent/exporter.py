@@ -259,7 +259,8 @@ class PageParser:
         hard: list[str] = []  # the hard lines, in page order
         fresh: list[str] = []  # those not read before
         ordered: list[str] = []  # the fresh ones and the wanted families' TYPE lines
-        known, series = self._series, {}
+        known = self._series
+        series: dict[str, _Key] = {}  # this page's
         try:
             for line in text.splitlines():
                 if not _keep(line):
@@ -298,7 +299,7 @@ def _plain_key(line: str) -> _Key | None:
         if sample is None:
             return None
         item = _classify(*sample)
-    return item[:4]  # type: ignore[return-value]
+    return item[:4]
 
 
 def _parse_hard(hard: list[str], ordered: list[str]) -> dict[str, _Item]:
