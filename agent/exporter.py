@@ -12,6 +12,7 @@ import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -52,17 +53,18 @@ class ExporterParseError(KmedicError):
     """The exporter answered, but not with the metrics the agent needs."""
 
 
-@dataclass(frozen=True)
-class Counters:
-    """Cumulative counts since the broker started (a Kafka meter's ``Count``)."""
+class Counters(NamedTuple):
+    """Cumulative counts since the broker started (a Kafka meter's ``Count``). A tuple: a page
+    holds one per topic, thousands on a big broker."""
 
     bytes_in: float = 0.0
     bytes_out: float = 0.0
     messages_in: float = 0.0
 
 
-@dataclass(frozen=True)
-class PartitionLog:
+class PartitionLog(NamedTuple):
+    """One local partition's log gauges (a tuple: a page holds one per partition)."""
+
     size: int
     log_start_offset: int
     log_end_offset: int
@@ -130,10 +132,6 @@ def fetch_page(url: str, timeout_s: float) -> str:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ExporterParseError(f"exporter {url} page is not UTF-8: {exc}") from exc
-
-
-def _keep(line: str) -> bool:
-    return line.startswith(_WANTED_PREFIXES)
 
 
 _COUNTER_FIELDS = {"bytesinpersec": 0, "bytesoutpersec": 1, "messagesinpersec": 2}
@@ -243,51 +241,52 @@ def simple_sample(line: str) -> tuple[str, dict[str, str], float] | None:
 
 class PageParser:
     """Parses exporter pages. A sample line is its series (name and labels) and a value; each
-    plain series is parsed once and remembered, so a line of a series seen on the previous page
-    costs a split at its last space and a lookup, whatever its value (a broker's partition
-    gauges change every scrape: at 10,000 partitions this is a third of parsing them all
-    again). Plain lines are read by ``_partition_item`` and ``simple_sample``; the rest
-    (escapes, timestamps) by prometheus-client's parser, remembered by whole line. The memory
-    holds the previous page's series only, so it follows the page size."""
+    plain series is parsed once and remembered, so a line of a series seen before costs a
+    split at its last space, a lookup and its value, whatever the value (a broker's partition
+    gauges change every scrape). Plain lines are read by ``_partition_item`` and
+    ``simple_sample``; the rest (escapes, timestamps) by prometheus-client's parser,
+    remembered by whole line. The series remembered are forgotten when they outnumber twice a
+    page's lines (partitions that left), so memory follows the page size."""
 
     def __init__(self) -> None:
         self._series: dict[str, _Key] = {}  # a plain line's series -> what it is
         self._hard: dict[str, _Item] = {}  # a line only prometheus-client reads -> its item
 
     def parse(self, text: str, taken_at: float) -> ExporterSample:
-        items: list[_Item | None] = []  # None: a hard line, read after the loop
-        hard: list[str] = []  # the hard lines, in page order
+        page = _Page()
+        add = page.add
+        hard: list[str] = []  # lines only prometheus-client reads, in page order
         fresh: list[str] = []  # those not read before
         ordered: list[str] = []  # the fresh ones and the wanted families' TYPE lines
         known = self._series
-        series: dict[str, _Key] = {}  # this page's
+        lines = text.splitlines()
         try:
-            for line in text.splitlines():
-                if not _keep(line):
-                    if line.startswith("# TYPE ") and line[7:].startswith(_WANTED_PREFIXES):
-                        ordered.append(line)
-                    continue
+            for line in lines:
                 head, _, raw = line.rpartition(" ")
-                key = known.get(head) or series.get(head) or _plain_key(line)
+                key = known.get(head)  # a series seen before: wanted, and plain
                 if key is None:
-                    items.append(None)
-                    hard.append(line)
-                    if line not in self._hard:
-                        fresh.append(line)
-                        ordered.append(line)
-                    continue
-                series[head] = key
-                items.append((*key, float(raw)))
+                    if not line.startswith(_WANTED_PREFIXES):
+                        if line.startswith("# TYPE ") and line[7:].startswith(_WANTED_PREFIXES):
+                            ordered.append(line)
+                        continue
+                    key = _plain_key(line)
+                    if key is None:
+                        hard.append(line)
+                        if line not in self._hard:
+                            fresh.append(line)
+                            ordered.append(line)
+                        continue
+                    known[head] = key
+                add(*key, float(raw))
             read = _parse_hard(fresh, ordered) if fresh else {}
         except (ValueError, KeyError, TypeError) as exc:
             raise ExporterParseError(f"exporter page is not valid Prometheus text: {exc}") from exc
-        if hard:
-            read.update((line, self._hard[line]) for line in hard if line not in read)
-            lines = iter(hard)
-            items = [read[next(lines)] if item is None else item for item in items]
-        self._series = series
-        self._hard = {line: read[line] for line in hard}
-        return _assemble(items, taken_at)  # type: ignore[arg-type]
+        self._hard = {line: read.get(line) or self._hard[line] for line in hard}
+        for item in self._hard.values():
+            add(*item)
+        if len(known) > 2 * len(lines):
+            self._series = {}
+        return page.sample(taken_at)
 
 
 def _plain_key(line: str) -> _Key | None:
@@ -314,49 +313,57 @@ def _parse_hard(hard: list[str], ordered: list[str]) -> dict[str, _Item]:
     return {line: _classify(s.name, s.labels, float(s.value)) for line, s in by_line.items()}
 
 
-def _assemble(items: list[_Item], taken_at: float) -> ExporterSample:
-    broker = [0.0, 0.0, 0.0]
-    seen_broker_bytes_in = False
-    topics: dict[str, list[float]] = {}
-    logs: dict[TopicPartition, list[int]] = {}
-    under_replicated: int | None = None
-    timers: dict[int, list[float]] = {}
-    counts: dict[TopicPartition, list[int]] = {}  # (replicas, in-sync replicas)
-    partition_count: int | None = None
-    fetching: dict[TopicPartition, int] = {}
-    for kind, topic, partition, field, value in items:
+class _Page:
+    """What a page's lines say, gathered line by line (the most frequent kinds first)."""
+
+    def __init__(self) -> None:
+        self.broker = [0.0, 0.0, 0.0]
+        self.seen_broker_bytes_in = False
+        self.topics: dict[str, list[float]] = {}
+        self.logs: dict[TopicPartition, list[int]] = {}
+        self.under_replicated: int | None = None
+        self.timers: dict[int, list[float]] = {}
+        self.counts: dict[TopicPartition, list[int]] = {}  # (replicas, in-sync replicas)
+        self.partition_count: int | None = None
+        self.fetching: dict[TopicPartition, int] = {}
+
+    def add(self, kind: int, topic: str, partition: int, field: int, value: float) -> None:
         if kind == _LOG:
-            logs.setdefault((topic, partition), [0, 0, 0])[field] = int(value)
-        elif kind == _ROLE:
-            counts.setdefault((topic, partition), [0, 0])[field] = int(value)
-        elif kind == _FETCH:
-            fetching[(topic, partition)] = field
+            self.logs.setdefault((topic, partition), [0, 0, 0])[field] = int(value)
         elif kind == _TOPIC:
-            topics.setdefault(topic, [0.0, 0.0, 0.0])[field] = value
+            self.topics.setdefault(topic, [0.0, 0.0, 0.0])[field] = value
+        elif kind == _ROLE:
+            self.counts.setdefault((topic, partition), [0, 0])[field] = int(value)
+        elif kind == _FETCH:
+            self.fetching[(topic, partition)] = field
         elif kind == _BROKER:
-            broker[field] = value
-            seen_broker_bytes_in = seen_broker_bytes_in or field == 0
+            self.broker[field] = value
+            self.seen_broker_bytes_in = self.seen_broker_bytes_in or field == 0
         elif kind == _URP:
-            under_replicated = int(value)
+            self.under_replicated = int(value)
         elif kind == _COUNT:
-            partition_count = int(value)
+            self.partition_count = int(value)
         elif kind in (_PRODUCE, _FLUSH):
-            timers.setdefault(kind, [0.0, 0.0])[field] = value
-    if not seen_broker_bytes_in:
-        raise ExporterParseError(
-            "exporter page lacks the broker-wide kafka_server_brokertopicmetrics_bytesinpersec; "
-            "is the broker running with configs/jmx-exporter.yaml?"
+            self.timers.setdefault(kind, [0.0, 0.0])[field] = value
+
+    def sample(self, taken_at: float) -> ExporterSample:
+        if not self.seen_broker_bytes_in:
+            raise ExporterParseError(
+                "exporter page lacks the broker-wide "
+                "kafka_server_brokertopicmetrics_bytesinpersec; "
+                "is the broker running with configs/jmx-exporter.yaml?"
+            )
+        timers = self.timers
+        return ExporterSample(
+            taken_at=taken_at,
+            broker=Counters(*self.broker),
+            topics={t: Counters(*c) for t, c in self.topics.items()},
+            partitions={k: PartitionLog(*v) for k, v in self.logs.items()},
+            under_replicated=self.under_replicated,
+            produce_local=Timer(*timers[_PRODUCE]) if _PRODUCE in timers else None,
+            log_flush=Timer(*timers[_FLUSH]) if _FLUSH in timers else None,
+            gauges=_gauges(self.counts, self.fetching, self.partition_count, self.logs),
         )
-    return ExporterSample(
-        taken_at=taken_at,
-        broker=Counters(*broker),
-        topics={t: Counters(*c) for t, c in topics.items()},
-        partitions={k: PartitionLog(v[0], v[1], v[2]) for k, v in logs.items()},
-        under_replicated=under_replicated,
-        produce_local=Timer(*timers[_PRODUCE]) if _PRODUCE in timers else None,
-        log_flush=Timer(*timers[_FLUSH]) if _FLUSH in timers else None,
-        gauges=_gauges(counts, fetching, partition_count, logs),
-    )
 
 
 def _gauges(

@@ -202,11 +202,18 @@ class _Partitions:
         self.rows = 0
         self.shapes: dict[tuple[int, int, int], _Shape] = {}
         self.single: list[_Single] = []  # partitions read one by one
+        self.last: _Shape | None = None  # the shape of the last run (a topic's may follow)
 
     def read(self, reader: _Reader, count: int) -> None:
-        """``count`` partitions of one topic, from the reader's position."""
+        """``count`` partitions of one topic, from the reader's position. After a partition
+        read one by one, a run of its shape is tried, and if none follows, a run of the shape
+        of the last run (one odd partition, an ISR one short, does not end a topic's run).
+        Where runs keep failing, partitions are read one by one for a while: a run that fails
+        costs about as much as a partition read alone."""
         cool = 0  # partitions to read one by one before trying a run again
-        done = 0
+        failed = 0  # runs tried in a row that read fewer than two partitions
+        last = self.last
+        done = self._take_run(reader, last, count) if last is not None else 0
         while done < count:
             shape = self._one(reader)
             done += 1
@@ -215,14 +222,25 @@ class _Partitions:
             if cool:
                 cool -= 1
                 continue
-            run = self._run(reader.pos, shape, count - done)
-            if run:
-                shape.runs.append((reader.pos, run, self.rows))
-                self.rows += run
-                reader.pos += run * shape.length
-                done += run
-            if run < 2:
+            run = self._take_run(reader, shape, count - done)
+            if run == 0 and last is not None and last is not shape:
+                run = self._take_run(reader, last, count - done)
+            done += run
+            last = self.last
+            failed = failed + 1 if run < 2 else 0
+            if failed >= 2:
                 cool = 8  # irregular here: a run costs more than it saves
+
+    def _take_run(self, reader: _Reader, shape: _Shape, most: int) -> int:
+        """The run of ``shape`` at the reader's position (at most ``most`` partitions),
+        taken: how many partitions it holds."""
+        run = self._run(reader.pos, shape, most)
+        if run:
+            shape.runs.append((reader.pos, run, self.rows))
+            self.rows += run
+            reader.pos += run * shape.length
+            self.last = shape
+        return run
 
     def _one(self, reader: _Reader) -> _Shape | None:
         """One partition, field by field; its shape if a run of its like may follow."""
@@ -258,8 +276,8 @@ class _Partitions:
             return 0
         block = self.bytes[pos : pos + most * shape.length].reshape(most, shape.length)
         same = (block[:, shape.count_at] == shape.count_bytes).all(axis=1)
-        differs = np.flatnonzero(~same)
-        return int(differs[0]) if differs.size else most
+        first = int(same.argmin())  # the first that differs, or 0 when none does
+        return first if not same[first] else most
 
     def table(self, names: tuple[str, ...], topic_rows: list[int]) -> PartitionTable:
         rows = self.rows

@@ -306,7 +306,16 @@ class PartitionTable:
     def hosted_by(self, broker: int) -> list[PartitionInfo]:
         """The partitions ``broker`` holds a replica of, or leads, as records (an agent's)."""
         rows = np.union1d(self.replicas.rows_with((broker,)), np.flatnonzero(self.leader == broker))
-        return [self.row(i) for i in rows.tolist()]
+        picked = PartitionTable(
+            self.names,
+            self.topic[rows],
+            self.partition[rows],
+            self.leader[rows],
+            self.replicas.take(rows),
+            self.isr.take(rows),
+            self.offline.take(rows),
+        )
+        return picked.infos()
 
     def infos(self) -> list[PartitionInfo]:
         """Every row as a record, in order (for the layers not yet reading columns)."""

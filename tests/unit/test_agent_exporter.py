@@ -253,3 +253,16 @@ def test_a_known_series_is_read_again_whatever_its_value_becomes() -> None:
     stamped = head + line + "7.0 1700000000000\n"
     assert parser.parse(stamped, 2.0) == parse_page(stamped, 2.0)
     assert parser.parse(stamped, 2.0).partitions[("t", 0)].size == 7
+
+
+def test_the_series_remembered_follow_the_page_size() -> None:
+    """Partitions that leave the broker are forgotten: what the parser remembers stays within
+    twice a page's lines, and forgetting never changes a result."""
+    head = "kafka_server_brokertopicmetrics_bytesinpersec_total 1.0\n"
+    parser = PageParser()
+    for step in range(6):
+        text = head + "".join(
+            f'kafka_log_log_size{{partition="{p}",topic="t{step}"}} {p}.0\n' for p in range(50)
+        )
+        assert parser.parse(text, float(step)) == parse_page(text, float(step))
+        assert len(parser._series) <= 2 * text.count("\n")
