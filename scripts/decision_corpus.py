@@ -9,9 +9,9 @@ the planner took its goal shape; then (``tests-*``) every new one the unit tests
 with a request, a slow broker, latency, a switched-off goal, a quorum, min.insync.replicas or
 eligible leaders; tests/unit/test_decision_corpus.py checks every one.
 
-An entry may carry a ``situation`` (``manager.daemon.rules.Situation``: ``mode``,
+An entry may carry a ``situation`` (``manager.analyzer.situation.Situation``: ``mode``,
 ``audit_on_failover``, ``coordination_reliable``, ``running``, ``queued``): its decision is
-then the planner's under the daemon's rules, as the leader makes it (observe mode, degraded
+then ``decide``'s on the snapshot in that situation, as the leader makes it (observe mode, degraded
 mode, a plan of its own still running). ``--situations`` adds, for a sample of the entries
 that act, one entry per situation.
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from manager.analyzer.planner import decide
-from manager.daemon.rules import Situation, shape
+from manager.analyzer.situation import Situation
 from manager.model.decision import Decision
 from manager.model.snapshot_file import parse_snapshot
 
@@ -58,10 +58,8 @@ def expected_fields(decision: Decision) -> dict[str, Any]:
 
 def decided(entry: dict[str, Any]) -> dict[str, Any]:
     snap = parse_snapshot(json.dumps(entry["snapshot"]), source=entry["name"])
-    decision = decide(snap)
-    if "situation" in entry:
-        decision = shape(decision, Situation(**entry["situation"]))
-    return expected_fields(decision)
+    situation = Situation(**entry["situation"]) if "situation" in entry else None
+    return expected_fields(decide(snap, situation))
 
 
 # The daemon's situations --situations adds, each on every 10th entry that acts.

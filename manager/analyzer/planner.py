@@ -28,6 +28,7 @@ from manager.analyzer.goals.slow import SLOW_BROKERS
 from manager.analyzer.goals.spread import EVEN_NETWORK, EVEN_SPREAD
 from manager.analyzer.goals.writes import RESTORE_WRITES
 from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.situation import Situation, judged
 from manager.model.decision import Decision, Reason
 from manager.model.snapshot import Snapshot
 
@@ -45,7 +46,15 @@ GOALS: tuple[Goal, ...] = (
 )
 
 
-def decide(snap: Snapshot) -> Decision:
+def decide(snap: Snapshot, situation: Situation | None = None) -> Decision:
+    """The cycle's decision: what the cluster needs (the goals, in order), judged by the
+    daemon's own situation (``manager.analyzer.situation``; None: a daemon at rest in act
+    mode, as ``kmedic plan`` and the readiness sweep decide)."""
+    planned = _planned(snap)
+    return planned if situation is None else judged(planned, situation)
+
+
+def _planned(snap: Snapshot) -> Decision:
     state = ClusterState(snap)
     ctx = Context(snap, state, failing_gates(snap, state))
     if any(r.started_by_kmedic for r in snap.reassignments):

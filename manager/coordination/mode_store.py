@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Literal
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
@@ -24,8 +23,7 @@ from manager.coordination.znodes import (
     field_problems,
     read_znode,
 )
-
-Mode = Literal["act", "observe"]
+from manager.model.mode import Mode as Mode
 
 
 class ModeRecord(BaseModel):

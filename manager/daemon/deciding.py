@@ -1,6 +1,7 @@
 """The leader's decision for one cycle: the planner (pure, run with the garbage collector
-paused), then the daemon's own rules - what stays unhealed while its moves run, degraded
-mode, one plan at a time, observe mode."""
+paused) on the snapshot and the daemon's own situation, which it judges the decision by -
+what stays unhealed while its moves run, degraded mode, one plan at a time, observe mode
+(``manager.analyzer.situation``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from collections.abc import Callable
 
 from kmedic.gc_pause import collector_paused
 from manager.analyzer.planner import decide
-from manager.coordination.mode_store import Mode
-from manager.daemon.rules import Situation, shape
+from manager.analyzer.situation import Situation
 from manager.executor.move_state import MoveState
 from manager.model.decision import Decision
+from manager.model.mode import Mode
 from manager.model.snapshot import Snapshot
 
 
@@ -26,10 +27,6 @@ def decide_cycle(
     previous: Decision | None = None,
 ) -> tuple[Decision, float]:
     """The decision, and the seconds the planner took (``previous``: the last cycle's)."""
-    started = monotonic()
-    with collector_paused():
-        decided = decide(snap)
-    took = monotonic() - started
     running = sum(1 for m in active if m.status == "in_flight")
     situation = Situation(
         mode=mode,
@@ -39,4 +36,7 @@ def decide_cycle(
         queued=len(active) - running,
         previous=previous,
     )
-    return shape(decided, situation), took
+    started = monotonic()
+    with collector_paused():
+        decision = decide(snap, situation)
+    return decision, monotonic() - started

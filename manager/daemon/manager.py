@@ -23,6 +23,7 @@ from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
 from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.blind import blind
 from manager.daemon.deciding import decide_cycle
 from manager.daemon.foreign_watch import ForeignWatch
 from manager.daemon.mode import ModeTracker
@@ -40,7 +41,6 @@ from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
 from manager.daemon.readiness_sweep import ReadinessSweep, pace_of
 from manager.daemon.requests import RequestFollower
-from manager.daemon.rules import blind
 from manager.daemon.settling import MonotonicView, with_moves_in_flight, with_stalled
 from manager.daemon.slow_tracker import SlowTracker
 from manager.daemon.startup import start_coordination

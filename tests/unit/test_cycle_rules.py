@@ -10,9 +10,10 @@ from manager_fakes import MemorySink
 from planner_fixtures import broker, make, part
 
 from manager.analyzer.health import alerts_for, heal_needed
+from manager.analyzer.situation import degrade, wait_for_plan
 from manager.audit.log import AuditLog, AuditRecord
 from manager.daemon.audit_trail import AuditTrail
-from manager.daemon.rules import blind, degrade, wait_for_plan
+from manager.daemon.blind import blind
 from manager.model.decision import Decision, Reason, Reassign
 from manager.model.snapshot import Snapshot
 from manager.web.metrics import ManagerMetrics
@@ -209,7 +210,7 @@ def test_what_a_partial_heal_left_stays_paged_while_its_healed_part_moves(
 
 
 def test_only_a_hold_for_own_moves_keeps_what_was_left_unhealed() -> None:
-    from manager.daemon.rules import keep_unhealed
+    from manager.analyzer.situation import keep_unhealed
 
     left = (Reason("no_live_replica", "t:3 has no live replica to copy from"),)
     partial = Decision("act", "heal", "heal", (Reason("broker_dead", "4"),), unhealed=left)

@@ -1,7 +1,10 @@
-"""Rules the daemon applies to the planner's decision before acting (pure).
+"""The daemon's own situation in a cycle, which ``decide`` takes beside the snapshot, and the
+rules that judge a decision by it (pure).
 
-The planner judges the cluster; these judge the daemon's own situation: whether it may
-rebalance at all right now, and whether a plan of its own is still running.
+The planner judges the cluster; these judge the daemon: whether it may rebalance at all right
+now (degraded mode), whether a plan of its own is still running (one plan at a time), what
+stays unhealed while its moves run, and observe mode. ``decide`` applies them last, so a
+cycle's outcome is shaped in one place (docs/architecture.md, "One heal, hop by hop").
 """
 
 from __future__ import annotations
@@ -9,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from manager.analyzer.finish import held_back
-from manager.coordination.mode_store import Mode
 from manager.model.decision import Decision, Outcome, Reason
+from manager.model.mode import Mode
 
 OBSERVE_WHY = "observe mode"
 
@@ -27,7 +30,7 @@ class Situation:
     previous: Decision | None = None  # the last cycle's decision
 
 
-def shape(decided: Decision, situation: Situation) -> Decision:
+def judged(decided: Decision, situation: Situation) -> Decision:
     """The planner's decision under the daemon's rules, in their order: what stays unhealed
     while its moves run, degraded mode, one plan at a time, observe mode."""
     decision = keep_unhealed(decided, situation.previous)
@@ -95,19 +98,6 @@ def keep_unhealed(decision: Decision, previous: Decision | None) -> Decision:
     if not any(r.code == "own_reassignment_in_progress" for r in decision.reasons):
         return decision
     return replace(decision, unhealed=previous.unhealed)
-
-
-def blind(why: str) -> Decision:
-    """The decision of a cycle that could not observe the cluster: refuse, naming what failed.
-    Nothing is known, so nothing is planned; the refusal is audited, and alerted once the
-    manager has been blind past its bound (AuditTrail.blind_alerting)."""
-    reason = Reason("cluster_unobservable", f"the cluster cannot be observed: {why}")
-    return Decision(
-        outcome="refuse",
-        kind=None,
-        summary="nothing is decided while the cluster cannot be observed",
-        reasons=(reason,),
-    )
 
 
 def observe_only(decision: Decision, why: str) -> Decision:
