@@ -50,6 +50,7 @@ from fleet import FULL_BROKERS, FULL_PARTITIONS, MB, Fleet, fleet  # noqa: E402
 
 from kmedic import brokerstats as bs  # noqa: E402
 from kmedic.gc_pause import collector_paused  # noqa: E402
+from kmedic.heap import keep_freed_memory  # noqa: E402
 from kmedic.localcluster import process  # noqa: E402
 from manager.analyzer.planner import decide  # noqa: E402
 from manager.analyzer.slowness import judge  # noqa: E402
@@ -553,6 +554,7 @@ def real_run(partitions: int) -> dict[str, Any]:
 
 
 def main() -> None:
+    keep_freed_memory()  # as every kmedic process does (kmedic/heap.py)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 %% only, no docs update")
     parser.add_argument(

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from bench_docs import write_section  # noqa: E402
 
 from kmedic.gc_pause import collector_paused  # noqa: E402
+from kmedic.heap import keep_freed_memory  # noqa: E402
 from manager.analyzer.balance import plan_balance  # noqa: E402
 from manager.analyzer.gates import failing_gates  # noqa: E402
 from manager.analyzer.heal import plan_heal  # noqa: E402
@@ -350,6 +351,7 @@ def render(results: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
+    keep_freed_memory()  # as every kmedic process does (kmedic/heap.py)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--child", nargs=2, metavar=("FILE", "MODE"), help=argparse.SUPPRESS)

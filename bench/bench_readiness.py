@@ -34,6 +34,7 @@ from bench_docs import write_section
 from bench_planner import SHAPES, generate, kill_one
 
 from kmedic.gc_pause import collector_paused
+from kmedic.heap import keep_freed_memory
 from manager.analyzer.planner import decide
 from manager.analyzer.readiness import Verdict, scenarios, verdict
 from manager.analyzer.scenario_keys import scenario_keys
@@ -74,6 +75,7 @@ def cycles(dead: Snapshot, sweeper: ReadinessSweep | None, count: int) -> list[f
 
 
 def main() -> None:
+    keep_freed_memory()  # as every kmedic process does (kmedic/heap.py)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from composition.healthcheck import ROLES
 from kmedic import __version__, secrets
 from kmedic.errors import KmedicError
+from kmedic.heap import keep_freed_memory
 from kmedic.logging import quiet_for_a_tool, setup_logging
 
 # Modules that add subcommands, in the order they appear in --help.
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    keep_freed_memory()  # kmedic.heap: fleet-size cycles reuse their arrays' memory
     setup_logging(args.log_level, json=args.log_json)
     if args.command not in ROLES:  # a role's library warnings belong in its log; a tool's do not
         quiet_for_a_tool()

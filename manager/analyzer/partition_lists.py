@@ -9,7 +9,16 @@ A table derived from another by rewriting a few rows (``Topics.derived``: a loss
 sweep simulates rewrites the ISR, leader and offline replicas of the dead brokers' partitions)
 gets its lists from its base's, with those rows replaced; the base's are built once and kept
 while the base table lives. So the sweep's hundreds of scenarios build the cluster's lists once,
-not once each, and a cycle's lists die with its index, as they always did.
+not once each.
+
+A cycle's table is new every cycle (a fresh Metadata read), but its partitions are mostly the
+last cycle's: the last lists are kept for the next (``_Last``) and refreshed from what changed.
+The topics and partition numbers are reused while the table has the same partitions; the
+replica tuples too, but for the rows whose replicas changed (a reassignment); the ISR and the
+leaders are rebuilt the way ``_built`` builds them (a change of either is common and cheap to
+find again); sizes and loads, which change every cycle, are converted anew. The lists are the
+same as ``_built`` makes for the new table (tests/unit/test_partition_lists.py), so decide()
+stays a function of its snapshot: this only saves the work.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from manager.model.snapshot import Topic
-from manager.model.topics import Topics, topics_table
+from manager.model.topics import PartitionTable, Ragged, Topics, topics_table
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,66 @@ def partition_lists(topics: Sequence[Topic]) -> PartitionLists:
         return kept
     if isinstance(topics, Topics) and topics.derived is not None:
         return _with_rows(_kept(Topics(topics.derived.base)), topics, topics.derived.rows)
-    return _built(topics)  # a cycle's table: its lists die with its index, as they did
+    return _refreshed(topics)
+
+
+@dataclass(frozen=True)
+class _Last:
+    """The last cycle's lists, and the columns they were made from that tell what changed."""
+
+    names: tuple[str, ...]
+    topic: npt.NDArray[np.int32]
+    partition: npt.NDArray[np.int32]
+    replicas: Ragged
+    lists: PartitionLists
+
+
+_LAST: list[_Last] = []  # at most one
+
+
+def _refreshed(topics: Sequence[Topic]) -> PartitionLists:
+    """A cycle's lists: the last cycle's, refreshed from what changed, or built."""
+    table = topics_table(topics)
+    with _LOCK:
+        last = _LAST.pop() if _LAST else None  # dropped first: never two full sets at once
+    same = (
+        last is not None
+        and last.names == table.names
+        and np.array_equal(last.topic, table.topic)
+        and np.array_equal(last.partition, table.partition)
+    )
+    if last is None or not same:
+        del last
+        lists = _built(topics)
+    else:
+        lists = _built(topics, structure=_structure(last, table))
+    with _LOCK:
+        _LAST[:] = [_Last(table.names, table.topic, table.partition, table.replicas, lists)]
+    return lists
+
+
+def _structure(last: _Last, table: PartitionTable) -> _Structure:
+    """The topic, number and replica lists of ``table``, which has ``last``'s partitions: the
+    last ones, with the rows whose replicas changed made anew."""
+    old = last.lists
+    changed = np.flatnonzero(~table.replicas.same_rows(last.replicas)).tolist()
+    if not changed:
+        return _Structure(old.topic, old.number, old.replicas, old.replica_row)
+    replicas = list(old.replicas)
+    for p in changed:
+        replicas[p] = table.replicas.row(p)
+    return _Structure(old.topic, old.number, replicas, table.replicas.value_rows())
+
+
+@dataclass(frozen=True)
+class _Structure:
+    """What the planner's lists take from where the replicas are (not from the ISR, leaders,
+    sizes or loads)."""
+
+    topic: list[str]
+    number: list[int]
+    replicas: list[tuple[int, ...]]
+    replica_row: npt.NDArray[np.intp]
 
 
 def _kept(base: Topics) -> PartitionLists:
@@ -70,10 +138,18 @@ def _kept(base: Topics) -> PartitionLists:
     return kept
 
 
-def _built(topics: Sequence[Topic]) -> PartitionLists:
+def _built(topics: Sequence[Topic], structure: _Structure | None = None) -> PartitionLists:
+    """The lists of ``topics``' table (its ``structure`` given: taken, not made)."""
     table = topics_table(topics)
     n = len(table)
-    replicas = table.replicas.rows()
+    if structure is None:
+        structure = _Structure(
+            np.array(table.names, dtype=object)[table.topic].tolist(),
+            table.partition.tolist(),
+            table.replicas.rows(),
+            table.replicas.value_rows(),
+        )
+    replicas = structure.replicas
     # An in-sync partition's ISR is its replicas, in order, nearly always: the same tuple.
     isr = list(replicas)
     for p in np.flatnonzero(~table.isr.same_rows(table.replicas)).tolist():
@@ -97,8 +173,8 @@ def _built(topics: Sequence[Topic]) -> PartitionLists:
         bin_, bout, msgs = [0.0] * n, [0.0] * n, [0.0] * n
         valid = 0
     return PartitionLists(
-        topic=np.array(table.names, dtype=object)[table.topic].tolist(),
-        number=table.partition.tolist(),
+        topic=structure.topic,
+        number=structure.number,
         replicas=replicas,
         isr=isr,
         leader=leaders,
@@ -107,7 +183,7 @@ def _built(topics: Sequence[Topic]) -> PartitionLists:
         bout=bout,
         msgs=msgs,
         valid_load=valid,
-        replica_row=table.replicas.value_rows(),
+        replica_row=structure.replica_row,
     )
 
 

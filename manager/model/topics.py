@@ -17,7 +17,9 @@ import numpy as np
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-from kmedic.partition_table import Loads, PartitionTable, Ragged
+from kmedic.partition_table import Loads
+from kmedic.partition_table import PartitionTable as PartitionTable
+from kmedic.partition_table import Ragged as Ragged
 from manager.model.partition_models import Partition, PartitionLoad, Topic
 
 

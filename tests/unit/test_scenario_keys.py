@@ -12,6 +12,7 @@ from planner_fixtures import GB, broker, make, part
 from manager.analyzer.readiness import Verdict, scenarios, verdict
 from manager.analyzer.scenario_keys import bucket, scenario_keys
 from manager.model.snapshot import Snapshot
+from manager.model.topics import Topics
 
 RACKS = {1: "/r1", 2: "/r1", 3: "/r2", 4: "/r2", 5: "/r3", 6: "/r3"}
 
@@ -101,6 +102,12 @@ def test_an_under_replicated_partition_changes_every_key() -> None:
 def test_a_replica_moved_anywhere_changes_every_key() -> None:
     # The survivors' replica counts change: any heal may now choose other destinations.
     assert changed(cluster(), cluster(placement={0: [2, 3, 5]})) == ALL
+
+
+def test_a_snapshot_read_as_columns_or_as_models_has_the_same_keys() -> None:
+    snap = cluster(isr={2: [1, 3]}, invalid=frozenset({1}), pay=[1, 3, 5])
+    as_models = snap.model_copy(update={"topics": Topics.of(snap.topics.models())})
+    assert keys(snap) == keys(as_models)
 
 
 def test_a_policy_change_changes_every_key() -> None:
