@@ -12,13 +12,14 @@ while the base table lives. So the sweep's hundreds of scenarios build the clust
 not once each.
 
 A cycle's table is new every cycle (a fresh Metadata read), but its partitions are mostly the
-last cycle's: the last lists are kept for the next (``_Last``) and refreshed from what changed.
-The topics and partition numbers are reused while the table has the same partitions; the
-replica tuples too, but for the rows whose replicas changed (a reassignment); the ISR and the
-leaders are rebuilt the way ``_built`` builds them (a change of either is common and cheap to
-find again); sizes and loads, which change every cycle, are converted anew. The lists are the
-same as ``_built`` makes for the new table (tests/unit/test_partition_lists.py), so decide()
-stays a function of its snapshot: this only saves the work.
+last cycle's: the lists that say where the replicas are (topics, partition numbers, replica
+tuples) are kept for the next cycle (``_Last``) and reused while the table has the same
+partitions, the replica tuples but for the rows whose replicas changed (a reassignment). The
+ISR, the leaders, sizes and loads change every cycle or cheaply: they are converted anew, and
+not kept (kept, they doubled in memory while the next cycle built its own: 150 MB more at 1.3 M
+replicas). The lists are the same as ``_built`` makes for the new table
+(tests/unit/test_partition_lists.py), so decide() stays a function of its snapshot: this only
+saves the work.
 """
 
 from __future__ import annotations
@@ -70,13 +71,13 @@ def partition_lists(topics: Sequence[Topic]) -> PartitionLists:
 
 @dataclass(frozen=True)
 class _Last:
-    """The last cycle's lists, and the columns they were made from that tell what changed."""
+    """The last cycle's structure lists, and the columns that tell what changed since."""
 
     names: tuple[str, ...]
     topic: npt.NDArray[np.int32]
     partition: npt.NDArray[np.int32]
     replicas: Ragged
-    lists: PartitionLists
+    structure: _Structure
 
 
 _LAST: list[_Last] = []  # at most one
@@ -93,20 +94,19 @@ def _refreshed(topics: Sequence[Topic]) -> PartitionLists:
         and np.array_equal(last.topic, table.topic)
         and np.array_equal(last.partition, table.partition)
     )
-    if last is None or not same:
-        del last
-        lists = _built(topics)
-    else:
-        lists = _built(topics, structure=_structure(last, table))
+    structure = _structure(last, table) if last is not None and same else None
+    del last
+    lists = _built(topics, structure)
+    kept = _Structure(lists.topic, lists.number, lists.replicas, lists.replica_row)
     with _LOCK:
-        _LAST[:] = [_Last(table.names, table.topic, table.partition, table.replicas, lists)]
+        _LAST[:] = [_Last(table.names, table.topic, table.partition, table.replicas, kept)]
     return lists
 
 
 def _structure(last: _Last, table: PartitionTable) -> _Structure:
     """The topic, number and replica lists of ``table``, which has ``last``'s partitions: the
     last ones, with the rows whose replicas changed made anew."""
-    old = last.lists
+    old = last.structure
     changed = np.flatnonzero(~table.replicas.same_rows(last.replicas)).tolist()
     if not changed:
         return _Structure(old.topic, old.number, old.replicas, old.replica_row)
