@@ -12,7 +12,6 @@ is a metadata hiccup or a network partition, not a death.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -58,17 +57,6 @@ class CapacitySettings(BaseModel):
         return bool({"network_in_bytes_per_s", "network_out_bytes_per_s"} & self.model_fields_set)
 
 
-@dataclass(frozen=True)
-class DeathEvidence:
-    """The two signals a broker's death is judged by (``_dead_since``); the snapshot's Broker
-    carries the verdict and its evidence (``Broker.death_evidence``)."""
-
-    broker: int
-    in_metadata: bool
-    last_healthy_stats_ms: int | None
-    absent_since_ms: int | None
-
-
 def known_brokers(obs: Observation) -> list[int]:
     ids = set(obs.live) | set(obs.agents) | set(obs.first_absent_ms)
     ids.update(np.unique(obs.partitions.replicas.values).tolist())
@@ -77,27 +65,22 @@ def known_brokers(obs: Observation) -> list[int]:
     return sorted(i for i in ids if i >= 0)
 
 
-def death_evidence(obs: Observation) -> dict[int, DeathEvidence]:
-    out = {}
-    for b in known_brokers(obs):
-        agent = obs.agents.get(b)
-        out[b] = DeathEvidence(
-            broker=b,
-            in_metadata=b in obs.live,
-            last_healthy_stats_ms=agent.last_healthy_ms if agent else None,
-            absent_since_ms=None if b in obs.live else obs.first_absent_ms.get(b, obs.taken_at_ms),
-        )
-    return out
+def dead_since(obs: Observation, broker: int) -> int | None:
+    """The one rule of a death: since when ``broker`` is dead, or None while it is alive.
 
-
-def _dead_since(ev: DeathEvidence) -> int | None:
-    """None while alive; else when the later of the two signals turned."""
-    if ev.in_metadata:
+    A broker is dead only once it is absent from the cluster's metadata (DescribeCluster: not
+    registered, or fenced); its agent's records alone never kill it. It is dead since the later
+    of the two signals: when the manager first saw it absent, and its agent's newest healthy
+    stats (a broker that kept sending healthy stats after it left the metadata is dead from
+    the last of them). The snapshot's Broker carries the verdict with both signals
+    (``alive``, ``dead_since_ms``, ``last_stats_ms``; ``Broker.death_evidence`` words them)."""
+    if broker in obs.live:
         return None
-    assert ev.absent_since_ms is not None
-    if ev.last_healthy_stats_ms is None:
-        return ev.absent_since_ms
-    return max(ev.absent_since_ms, ev.last_healthy_stats_ms)
+    absent_since = obs.first_absent_ms.get(broker, obs.taken_at_ms)
+    agent = obs.agents.get(broker)
+    if agent is None or agent.last_healthy_ms is None:
+        return absent_since
+    return max(absent_since, agent.last_healthy_ms)
 
 
 def _disk_used(stats: BrokerStats | None) -> int | None:
@@ -118,21 +101,19 @@ def _log_dir_total(stats: BrokerStats | None) -> int | None:
     return sum(totals) if totals else None
 
 
-def _broker(
-    b: int, obs: Observation, ev: DeathEvidence, capacity: CapacitySettings, default: Capacity
-) -> Broker:
+def _broker(b: int, obs: Observation, capacity: CapacitySettings, default: Capacity) -> Broker:
     agent = obs.agents.get(b)
     node = obs.live.get(b)
     rack = (node.rack if node else None) or (agent.latest.rack if agent else None)
-    dead_since = _dead_since(ev)
+    since = dead_since(obs, b)
     own_capacity, source = broker_capacity(agent, capacity, default)
     return Broker(
         id=b,
         rack=rack or obs.known_racks.get(b),
-        alive=dead_since is None,
+        alive=since is None,
         last_stats_ms=agent.last_healthy_ms if agent else None,
-        dead_since_ms=dead_since,
-        returned_at_ms=obs.returned_ms.get(b) if dead_since is None else None,
+        dead_since_ms=since,
+        returned_at_ms=obs.returned_ms.get(b) if since is None else None,
         capacity=own_capacity,
         capacity_source=source,
         disk_used_bytes=_disk_used(agent.healthy if agent else None),
@@ -203,7 +184,6 @@ def default_capacity(obs: Observation, capacity: CapacitySettings) -> Capacity:
 
 
 def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings) -> Snapshot:
-    evidence = death_evidence(obs)
     cfg = obs.placement
     default = default_capacity(obs, capacity)
     return Snapshot(
@@ -211,7 +191,7 @@ def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings)
         taken_at=obs.taken_at_ms,
         cluster=obs.cluster,
         default_capacity=default,
-        brokers=tuple(_broker(b, obs, evidence[b], capacity, default) for b in sorted(evidence)),
+        brokers=tuple(_broker(b, obs, capacity, default) for b in known_brokers(obs)),
         topics=snapshot_topics(obs, policy.max_stats_age_ms),
         reassignments=tuple(
             SnapReassignment(

@@ -23,7 +23,7 @@ from manager.monitor.observe import (
     LoadView,
     Observation,
     build_snapshot,
-    death_evidence,
+    dead_since,
 )
 from manager.monitor.sources import ClusterSources
 
@@ -97,7 +97,7 @@ def test_a_dead_broker_carries_both_signals_of_its_death() -> None:
     # The audit's evidence comes from the snapshot's broker, not from a side channel.
     agents = {4: view(stats(4, ts=NOW, failed=True), last_healthy=NOW - 30_000)}
     obs = observation(agents=agents, first_absent_ms={4: NOW - 1})
-    assert not death_evidence(obs)[4].in_metadata
+    assert dead_since(obs, 4) == NOW - 1  # absent since, later than its last healthy stats
     b4 = brokers(snapshot(obs))[4]
     assert not b4.alive
     assert b4.death_evidence(NOW) == (
