@@ -44,6 +44,7 @@ from kafka.structs import TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from composition.pipeline import Pipeline
+from kmedic.kafka_admin import describe_replica_sizes
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from kmedic.paths import jvm_jars
 from manager.audit.kafka_reader import read_records
@@ -155,17 +156,14 @@ class Race:
         return broker not in self.admin.list_topics(timeout=10).brokers
 
     def sizes(self) -> dict[tuple[str, int], int]:
-        """Each partition's ``.log`` bytes, read from the directories of a replica."""
+        """Each partition's bytes, its largest replica's, as the live brokers report them
+        (DescribeLogDirs, as kmedic reads them): a walk of the data directories failed when
+        Kafka deleted a moved replica's directory under it."""
         out: dict[tuple[str, int], int] = {}
-        for node in self.cluster.brokers:
-            for d in Path(node.directory).rglob("*-[0-9]*"):
-                if not d.is_dir() or "-" not in d.name:
-                    continue
-                topic, _, number = d.name.rpartition("-")
-                if not number.isdigit():
-                    continue
-                size = sum(f.stat().st_size for f in d.glob("*.log"))
-                key = (topic, int(number))
+        for broker in self.cluster.broker_ids:
+            if not self.cluster.is_alive(broker):
+                continue
+            for key, size in describe_replica_sizes(self.kadmin, broker).items():
                 out[key] = max(out.get(key, 0), size)
         return out
 

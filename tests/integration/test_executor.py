@@ -422,3 +422,23 @@ def test_nothing_starts_or_is_throttled_unless_before_change_agrees(
     state = ex.run(timeout_s=90)[(topic, 0)]
     assert state.status == "completed", state.error
     assert not ex.owned_throttles()
+
+
+def test_each_replicas_bytes_are_kafkas_figure(healthy_cluster: Any) -> None:
+    """kmedic.kafka_admin.describe_replica_sizes, as the benchmarks measure a heal's bytes:
+    each broker's own replicas, none of another's."""
+    from kmedic.kafka_admin import describe_replica_sizes
+
+    bootstrap = healthy_cluster.bootstrap_servers
+    topic = make_topic(bootstrap, [1, 2], megabytes=1)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        for broker in (1, 2):
+            wait_for(
+                lambda b=broker: describe_replica_sizes(admin, b).get((topic, 0), 0) >= 1 << 20,
+                timeout=30,
+                what=f"broker {broker}'s replica of {topic} at 1 MB",
+            )
+        assert (topic, 0) not in describe_replica_sizes(admin, 3)
+    finally:
+        admin.close()
