@@ -84,13 +84,43 @@ def _container_cluster(spec: ClusterSpec, workdir: Path, engine_dir: Path) -> It
 @pytest.fixture
 def healthy_cluster(local_cluster: Any) -> Iterator[Any]:
     """The session cluster with every broker running and no replication throttle rate, before
-    and after the test: a test that kills brokers leaves the next one a whole cluster, and a
-    manager stopped mid-heal does not leave its rates to slow the next test's moves."""
+    and after the test: a test that kills brokers leaves the next one a whole cluster. A test
+    that ends with a throttle rate still set fails, naming it (kmedic must remove the rates it
+    sets; a test that stops a manager mid-heal removes them itself): the rates are removed
+    for the next test, and never silently."""
     _revive(local_cluster)
     _remove_throttle_rates(local_cluster)
     yield local_cluster
     _revive(local_cluster)
+    leaked = _throttle_rates(local_cluster)
     _remove_throttle_rates(local_cluster)
+    if leaked:
+        pytest.fail(f"the test left replication throttle rates set: {leaked}")
+
+
+def _throttle_rates(cluster: Any) -> dict[int, dict[str, str]]:
+    """The replication throttle rates set on each broker (its dynamic configs)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+    from helpers import kafka_conf
+
+    from manager.model.throttles import RATE_KEYS
+
+    admin = AdminClient(kafka_conf(cluster.bootstrap_servers))
+    found: dict[int, dict[str, str]] = {}
+    for broker in cluster.broker_ids:  # one broker per request, as Kafka wants it
+        [future] = admin.describe_configs([ConfigResource("broker", str(broker))]).values()
+        entries = future.result(timeout=30)
+        rates = {
+            key: str(entries[key].value)
+            for key in RATE_KEYS
+            if key in entries
+            and entries[key].value is not None
+            and entries[key].source
+            in (ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+        }
+        if rates:
+            found[broker] = rates
+    return found
 
 
 def _revive(cluster: Any) -> None:

@@ -167,31 +167,34 @@ def test_a_move_that_stops_copying_is_reported_cancelled_and_replanned_elsewhere
     topic = make_topic(bootstrap, [1, 2], megabytes=4)
     set_configs(bootstrap, ConfigResourceType.TOPIC, topic, {FOLLOWER_REPLICAS: "*"})
     set_configs(bootstrap, ConfigResourceType.BROKER, "4", {FOLLOWER_RATE: "1024"})
-    events = Events()
-    config = ExecutorConfig(
-        throttle_bytes_per_s=None, stall_s=2, progress_sample_s=0.5, poll_interval_s=0.5
-    )
-    ex = executor_factory(config, events)
-    ex.submit([Move(topic, 0, (1, 4), 4 << 20)])
-    state = ex.run(timeout_s=60)[(topic, 0)]
-    assert state.status == "cancelled", state.error
-    assert "no progress for" in str(state.error) and "brokers [4]" in str(state.error)
-    assert events.kinds() == ["action_started", "alert_raised", "action_failed"]
-    alert = events.seen[1][2]
-    assert alert["stalled"] == [4] and alert["idle_s"] >= 2 and alert["adding"] == [4], alert
-    assert set(ex.stalled_destinations()) == {4}
-    # Judged on broker 4's own answers (a sampler that could not ask would judge nothing).
-    assert state.progress is not None and 4 in state.progress.copied
-    wait_for(
-        lambda: partition_state(ex, topic)[0::2] == ((1, 2), False),
-        timeout=30,
-        what="the cancelled move to leave replicas [1, 2]",
-    )
-    # The replan keeps broker 4 out (the planner reads the mark); broker 3 completes it.
-    ex.submit([Move(topic, 0, (1, 3), 4 << 20)])
-    state = ex.run(timeout_s=90)[(topic, 0)]
-    assert state.status == "completed", state.error
-    assert partition_state(ex, topic)[0] == (1, 3)
+    try:
+        events = Events()
+        config = ExecutorConfig(
+            throttle_bytes_per_s=None, stall_s=2, progress_sample_s=0.5, poll_interval_s=0.5
+        )
+        ex = executor_factory(config, events)
+        ex.submit([Move(topic, 0, (1, 4), 4 << 20)])
+        state = ex.run(timeout_s=60)[(topic, 0)]
+        assert state.status == "cancelled", state.error
+        assert "no progress for" in str(state.error) and "brokers [4]" in str(state.error)
+        assert events.kinds() == ["action_started", "alert_raised", "action_failed"]
+        alert = events.seen[1][2]
+        assert alert["stalled"] == [4] and alert["idle_s"] >= 2 and alert["adding"] == [4], alert
+        assert set(ex.stalled_destinations()) == {4}
+        # Judged on broker 4's own answers (a sampler that could not ask would judge nothing).
+        assert state.progress is not None and 4 in state.progress.copied
+        wait_for(
+            lambda: partition_state(ex, topic)[0::2] == ((1, 2), False),
+            timeout=30,
+            what="the cancelled move to leave replicas [1, 2]",
+        )
+        # The replan keeps broker 4 out (the planner reads the mark); broker 3 completes it.
+        ex.submit([Move(topic, 0, (1, 3), 4 << 20)])
+        state = ex.run(timeout_s=90)[(topic, 0)]
+        assert state.status == "completed", state.error
+        assert partition_state(ex, topic)[0] == (1, 3)
+    finally:  # the operator's rate is theirs to remove: kmedic leaves it (healthy_cluster)
+        set_configs(bootstrap, ConfigResourceType.BROKER, "4", {FOLLOWER_RATE: None})
 
 
 def test_destination_dying_mid_move_fails_the_move_for_replanning(
