@@ -107,8 +107,11 @@ def _throttle_rates(cluster: Any) -> dict[int, dict[str, str]]:
 
     admin = AdminClient(kafka_conf(cluster.bootstrap_servers))
     found: dict[int, dict[str, str]] = {}
-    for broker in cluster.broker_ids:  # one broker per request, as Kafka wants it
-        [future] = admin.describe_configs([ConfigResource("broker", str(broker))]).values()
+    asked = {  # one broker per request, as Kafka wants it; all asked at once
+        broker: next(iter(admin.describe_configs([ConfigResource("broker", str(broker))]).values()))
+        for broker in cluster.broker_ids
+    }
+    for broker, future in asked.items():
         entries = future.result(timeout=30)
         rates = {
             key: str(entries[key].value)
