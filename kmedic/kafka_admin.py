@@ -120,6 +120,11 @@ def describe_broker_log_dirs(client: Any, broker_id: int) -> list[LogDirInfo]:
     ``describe_log_dirs`` names every partition of the cluster in its request, so it first
     reads the whole cluster's Metadata: 4.6 s of CPU at 433,000 partitions (docs/bench.md,
     "agent"). Raises what the client raises."""
+    return [log_dir_of(result) for result in _log_dirs(client, broker_id)]
+
+
+def _log_dirs(client: Any, broker_id: int) -> Any:
+    """The results of one DescribeLogDirs request (topics null: all) sent to ``broker_id``."""
     from kafka.protocol.admin import DescribeLogDirsRequest
 
     request = DescribeLogDirsRequest(topics=None)
@@ -127,8 +132,7 @@ def describe_broker_log_dirs(client: Any, broker_id: int) -> list[LogDirInfo]:
     async def send() -> Any:
         return await client._manager.send(request, node_id=broker_id)
 
-    response = client._manager.run(send)
-    return [log_dir_of(result) for result in response.results]
+    return client._manager.run(send).results
 
 
 def describe_replica_sizes(client: Any, broker_id: int) -> dict[tuple[str, int], int]:
@@ -136,16 +140,8 @@ def describe_replica_sizes(client: Any, broker_id: int) -> dict[tuple[str, int],
     between its log directories counted once), by one DescribeLogDirs request sent to it.
     Kafka's own figure: a partition directory deleted while it is read does not fail it, as a
     walk of the data directory did (a benchmark's, while a reassignment finished)."""
-    from kafka.protocol.admin import DescribeLogDirsRequest
-
-    request = DescribeLogDirsRequest(topics=None)
-
-    async def send() -> Any:
-        return await client._manager.send(request, node_id=broker_id)
-
-    response = client._manager.run(send)
     sizes: dict[tuple[str, int], int] = {}
-    for result in response.results:
+    for result in _log_dirs(client, broker_id):
         for topic in result.topics:
             for p in topic.partitions:
                 if not p.is_future_key:
