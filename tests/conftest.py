@@ -99,7 +99,23 @@ def healthy_cluster(local_cluster: Any) -> Iterator[Any]:
 
 
 def _throttle_rates(cluster: Any) -> dict[int, dict[str, str]]:
-    """The replication throttle rates set on each broker (its dynamic configs)."""
+    """The replication throttle rates set on each broker (its dynamic configs). A broker just
+    back (restarted or resumed) may not answer for a moment, or be missing from the metadata a
+    fresh client bootstraps from: then a new client asks again, for up to 60 s, and the error
+    names the broker that never answered."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return _throttle_rates_once(cluster)
+        except (KafkaException, TimeoutError) as exc:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"reading the brokers' throttle rates: {exc}") from exc
+            time.sleep(1)
+
+
+def _throttle_rates_once(cluster: Any) -> dict[int, dict[str, str]]:
     from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
     from helpers import kafka_conf
 
@@ -108,11 +124,20 @@ def _throttle_rates(cluster: Any) -> dict[int, dict[str, str]]:
     admin = AdminClient(kafka_conf(cluster.bootstrap_servers))
     found: dict[int, dict[str, str]] = {}
     asked = {  # one broker per request, as Kafka wants it; all asked at once
-        broker: next(iter(admin.describe_configs([ConfigResource("broker", str(broker))]).values()))
+        broker: next(
+            iter(
+                admin.describe_configs(
+                    [ConfigResource("broker", str(broker))], request_timeout=10
+                ).values()
+            )
+        )
         for broker in cluster.broker_ids
     }
     for broker, future in asked.items():
-        entries = future.result(timeout=30)
+        try:
+            entries = future.result(timeout=15)
+        except TimeoutError as exc:
+            raise TimeoutError(f"broker {broker} did not answer within 15 s") from exc
         rates = {
             key: str(entries[key].value)
             for key in RATE_KEYS
