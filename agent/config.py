@@ -58,6 +58,13 @@ class AgentConfig(BaseModel):
         description="the broker's log.dirs for statvfs; default: as the broker reports them",
     )
     kafka_version: str | None = Field(default=None, description="override the probed version")
+    nic_mbps: float | None = Field(
+        default=None,
+        gt=0,
+        description="the broker host's network capacity, Mbit/s each way, reported instead of "
+        "the kernel's link speed: for a link shaped or capped below its speed (a cloud "
+        "instance's bandwidth, a shaped test cluster) or one without a speed (loopback)",
+    )
     host: str | None = Field(default=None, description="host name in records if not registered")
     request_timeout_s: float = Field(default=10.0, gt=0)
     max_backoff_s: float = Field(

@@ -2,7 +2,8 @@
 (Linux: the interface holding the broker's address, its ``/sys/class/net/<name>/speed`` in
 Mbit/s). Said plainly when it cannot be read: loopback and most virtual interfaces have no link
 speed, and a host without the address cannot say which interface carries it. The manager uses
-the figure as the broker's network capacity when none is configured."""
+the figure as the broker's network capacity when none is configured. The agent's ``nic_mbps``
+replaces the kernel's figure where the link is capped below its speed (or has none)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,16 @@ def nic_for(host: str, sysfs: Path = SYSFS) -> bs.Nic:
         )
     speed, note = speed_of(name, sysfs)
     return bs.Nic(interface=name, speed_bytes_per_s=speed, note=note)
+
+
+def configured_nic(host: str, mbps: float) -> bs.Nic:
+    """The interface carrying ``host`` with the speed the agent's config gives it."""
+    found = nic_for(host)
+    return bs.Nic(
+        interface=found.interface,
+        speed_bytes_per_s=int(mbps * 1_000_000 / 8),
+        note=f"nic_mbps {mbps:g} in the agent's config",
+    )
 
 
 def speed_of(interface: str, sysfs: Path = SYSFS) -> tuple[int | None, str | None]:

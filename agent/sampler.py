@@ -28,7 +28,7 @@ from agent.exporter import (
     fetch_page,
     interval_mean,
 )
-from agent.nic import nic_for
+from agent.nic import configured_nic, nic_for
 from agent.probe import Prober
 from agent.record import Header, failure_record, full_record
 from kmedic import __version__
@@ -138,7 +138,9 @@ class Sampler:
         """The link speed of the interface the broker is reached on (agent.nic), and how long
         the broker took to answer since the last sample (agent.probe)."""
         host = self._address[0] if self._address is not None else record.host
-        return record.model_copy(update={"nic": nic_for(host), "latency": latency})
+        mbps = self.config.nic_mbps
+        nic = nic_for(host) if mbps is None else configured_nic(host, mbps)
+        return record.model_copy(update={"nic": nic, "latency": latency})
 
     def _admin_call(self, call: Callable[[], T]) -> T:
         if not self.admin_backoff.ready():

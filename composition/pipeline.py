@@ -60,17 +60,21 @@ class Pipeline:
             self.start_agent(broker_id, interval_s=interval_s, **overrides)
 
     def agent_config(self, broker_id: int, interval_s: float, **overrides: Any) -> dict[str, Any]:
+        """A shaped cluster's agent reports the shaped rate as its broker's NIC speed."""
+        broker = self.cluster.broker(broker_id)
+        shaped = {} if self.cluster.nic_mbps is None else {"nic_mbps": self.cluster.nic_mbps}
         return {
             "broker_id": broker_id,
             **self._kafka("bootstrap", "agent"),
             "exporter_url": self.cluster.exporter_url(broker_id),
-            "broker_address": f"127.0.0.1:{self.cluster.broker(broker_id).port}",
+            "broker_address": f"{broker.host}:{broker.port}",
             "log_dirs": [str(self.cluster.data_dir(broker_id))],
             "cluster": self.cluster_name,
             "interval_s": interval_s,
             "request_timeout_s": min(5.0, interval_s),
             "max_backoff_s": max(2.0, interval_s),
             "metrics_port": None,
+            **shaped,
             **overrides,
         }
 

@@ -130,7 +130,10 @@ class Nic(_Record):
     speed_bytes_per_s: int | None = Field(
         ge=0, description="Its link speed (bytes/s, each direction); null when it cannot be read."
     )
-    note: str | None = Field(description="Why the speed could not be read; null when it was.")
+    note: str | None = Field(
+        description="Why the speed could not be read, or that the agent's config set it; "
+        "null when the kernel's figure was read."
+    )
 
 
 class Latency(_Record):

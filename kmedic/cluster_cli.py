@@ -1,8 +1,12 @@
-"""`kmedic cluster up|down|status|kill|restart`: the local real cluster from a shell.
+"""`kmedic cluster up|down|status|kill|restart|exec`: the local real cluster from a shell.
 
 The cluster outlives the command that started it; its state file in the work directory lets
 any later command find it. The directory is ``--dir``, else $KMEDIC_CLUSTER_DIR, else
 ./var/cluster.
+
+``up --nic-mbps N`` starts a network-bound cluster: inside a network namespace of its own,
+each broker on its own loopback address with its link shaped to N Mbit/s each way. Only
+processes inside that namespace reach it: ``exec -- COMMAND`` runs one there.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -59,6 +64,14 @@ def register(sub: Any) -> None:
         action="store_true",
         help="SASL_SSL-only client listeners, a generated CA and SCRAM users (admin, kmedic)",
     )
+    up.add_argument(
+        "--nic-mbps",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a network-bound cluster: inside a network namespace of its own, every node on "
+        "its own loopback address, each broker's link shaped to N Mbit/s each way (needs root)",
+    )
     up.set_defaults(func=cmd_up)
 
     actions.add_parser("down", help="stop every node; leaves no process").set_defaults(
@@ -75,6 +88,12 @@ def register(sub: Any) -> None:
     restart = actions.add_parser("restart", help="start broker or controller N again")
     restart.add_argument("broker", type=int, metavar="N")
     restart.set_defaults(func=cmd_restart)
+
+    run = actions.add_parser(
+        "exec", help="run a command where the cluster is reachable (a shaped cluster's namespace)"
+    )
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+    run.set_defaults(func=cmd_exec)
 
 
 def _dir(args: argparse.Namespace) -> Path:
@@ -98,8 +117,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise KmedicError(f"--brokers must be at least 1, got {args.brokers}")
     if not 1 <= args.controllers <= 5:
         raise KmedicError(f"--controllers must be 1 to 5, got {args.controllers}")
+    if args.nic_mbps is not None and args.nic_mbps < 1:
+        raise KmedicError(f"--nic-mbps must be at least 1, got {args.nic_mbps}")
     spec = ClusterSpec(
-        brokers=args.brokers, controllers=args.controllers, racks=args.racks, secure=args.secure
+        brokers=args.brokers,
+        controllers=args.controllers,
+        racks=args.racks,
+        secure=args.secure,
+        nic_mbps=args.nic_mbps,
     )
     cluster = LocalCluster.start(
         spec,
@@ -110,6 +135,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"  bootstrap servers: {cluster.bootstrap_servers}")
     print(f"  zookeeper:         {cluster.zk_connect}")
     print(f"  controllers:       {', '.join(map(str, cluster.controller_ids))}")
+    if cluster.namespace is not None:
+        print(
+            f"  shaped:            {cluster.nic_mbps} Mbit/s per broker link, in network "
+            f"namespace {cluster.namespace.name}; reach it with `kmedic cluster exec -- CMD`"
+        )
     for broker_id in cluster.broker_ids:
         print(
             f"  broker {broker_id}: rack {cluster.rack(broker_id)}, "
@@ -165,3 +195,15 @@ def cmd_restart(args: argparse.Namespace) -> int:
         cluster.restart(args.broker)
     print(f"{kind} {args.broker} running again")
     return 0
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not command:
+        raise KmedicError("cluster exec needs a command: kmedic cluster exec -- COMMAND ...")
+    cluster = LocalCluster.load(_dir(args))
+    with cluster.network():
+        try:
+            return subprocess.call(command)
+        except OSError as exc:
+            raise KmedicError(f"cannot run {command[0]}: {exc.strerror or exc}") from exc

@@ -4,11 +4,15 @@ Used by the demo and by every integration test. Each node is a JVM started from 
 `make bootstrap` fetched; each broker carries the Prometheus JMX exporter java agent on its own
 port. A state file in the work directory lets another process (``kmedic cluster status|down``)
 find and stop the nodes.
+
+A shaped cluster (``ClusterSpec.nic_mbps``) runs inside a network namespace of its own, each
+broker's link held to that rate (netns.py): its clients must run there too (``network()``).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -21,8 +25,8 @@ from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster, KafkaClientSettings, confluent_conf
-from kmedic.localcluster import configs, process
-from kmedic.localcluster.configs import HOST, ClusterSpec
+from kmedic.localcluster import configs, netns, process
+from kmedic.localcluster.configs import ClusterSpec
 from kmedic.localcluster.layout import Node, log4j_path, plan_nodes
 from kmedic.localcluster.security import ADMIN, ClusterSecurity, grant_role_acls
 from kmedic.logging import get_logger
@@ -44,6 +48,7 @@ class LocalCluster:
         nodes: list[Node],
         owned: bool,
         security: ClusterSecurity | None = None,
+        nic_mbps: int | None = None,
     ) -> None:
         self.workdir = workdir
         self.cluster_id = cluster_id
@@ -51,6 +56,9 @@ class LocalCluster:
         self._owned = owned
         # Set on a secured cluster: its CA, certificates and SCRAM users' password files.
         self.security = security
+        # Set on a shaped cluster: each broker's link speed, and the namespace it runs in.
+        self.nic_mbps = nic_mbps
+        self.namespace = netns.Namespace(netns.name_for(workdir)) if nic_mbps is not None else None
 
     # ---- construction -------------------------------------------------------------------
 
@@ -82,12 +90,20 @@ class LocalCluster:
             plan_nodes(spec, workdir, security),
             stop_at_exit,
             security,
+            spec.nic_mbps,
         )
         cluster._format()
         cluster._save()
         if stop_at_exit:
             atexit.register(cluster.stop)
         try:
+            if cluster.namespace is not None and spec.nic_mbps is not None:
+                netns.Namespace.create(
+                    cluster.namespace.name,
+                    [n.host for n in cluster._nodes],
+                    [b.host for b in cluster.brokers],
+                    spec.nic_mbps,
+                )
             for node in cluster._nodes:
                 cluster._launch(node)
             cluster._wait_ready(cluster._nodes, timeout)
@@ -103,6 +119,8 @@ class LocalCluster:
             zookeeper=cluster.zk_connect,
             brokers=cluster.broker_ids,
             secure=security is not None,
+            nic_mbps=spec.nic_mbps,
+            namespace=cluster.namespace.name if cluster.namespace is not None else None,
         )
         return cluster
 
@@ -129,6 +147,7 @@ class LocalCluster:
                 nodes,
                 owned=False,
                 security=ClusterSecurity.from_state(security) if security else None,
+                nic_mbps=state.get("nic_mbps"),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise KmedicError(f"{path} is not a valid cluster state file: {exc}") from exc
@@ -149,7 +168,7 @@ class LocalCluster:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{HOST}:{n.port}" for n in self.brokers)
+        return ",".join(f"{n.host}:{n.port}" for n in self.brokers)
 
     def client_as(self, user: str) -> Cluster:
         """How a client reaches this cluster as ``user``: the bootstrap string of a plaintext
@@ -172,7 +191,8 @@ class LocalCluster:
 
     @property
     def zk_connect(self) -> str:
-        return f"{HOST}:{self._node('zookeeper', 0).port}"
+        zookeeper = self._node("zookeeper", 0)
+        return f"{zookeeper.host}:{zookeeper.port}"
 
     def broker(self, broker_id: int) -> Node:
         return self._node("broker", broker_id)
@@ -183,7 +203,16 @@ class LocalCluster:
         return rack
 
     def exporter_url(self, broker_id: int) -> str:
-        return f"http://{HOST}:{self.broker(broker_id).exporter_port}/metrics"
+        broker = self.broker(broker_id)
+        return f"http://{broker.host}:{broker.exporter_port}/metrics"
+
+    def network(self) -> contextlib.AbstractContextManager[None]:
+        """The block's network: a shaped cluster's namespace (the calling thread, and the
+        threads and processes it starts meanwhile, run there and reach the nodes); for any
+        other cluster, this machine's, as it is."""
+        if self.namespace is None:
+            return contextlib.nullcontext()
+        return self.namespace.entered()
 
     def data_dir(self, broker_id: int) -> Path:
         return Path(self.broker(broker_id).directory) / "data"
@@ -281,9 +310,12 @@ class LocalCluster:
         log.info("brokers_restarted", brokers=broker_ids)
 
     def stop(self) -> None:
-        """Stop every node (brokers first, ZooKeeper last); leaves no process behind."""
+        """Stop every node (brokers first, ZooKeeper last); leaves no process behind, and no
+        namespace."""
         for node in reversed(self._nodes):
             self._end(node, signal.SIGTERM if node.kind != "broker" else signal.SIGKILL)
+        if self.namespace is not None:
+            self.namespace.remove()
         if self._owned:
             atexit.unregister(self.stop)
 
@@ -316,6 +348,7 @@ class LocalCluster:
         state: dict[str, Any] = {
             "cluster_id": self.cluster_id,
             "nodes": [asdict(n) for n in self._nodes],
+            "nic_mbps": self.nic_mbps,
         }
         if self.security is not None:
             state["security"] = self.security.to_state()
@@ -357,7 +390,12 @@ class LocalCluster:
     # elsewhere (tests/container_cluster.py: in a container) by overriding these five.
 
     def _launch(self, node: Node) -> None:
-        node.pid = process.spawn(node.command, log_path=node.stdout_file, tie_to_parent=self._owned)
+        node.pid = process.spawn(
+            node.command,
+            log_path=node.stdout_file,
+            tie_to_parent=self._owned,
+            enter=self.namespace.child_setup() if self.namespace is not None else None,
+        )
         self._save()
 
     def _running(self, node: Node) -> bool:
@@ -381,6 +419,10 @@ class LocalCluster:
         return True
 
     def _wait_ready(self, nodes: list[Node], timeout: float) -> None:
+        with self.network():
+            self._wait_listening(nodes, timeout)
+
+    def _wait_listening(self, nodes: list[Node], timeout: float) -> None:
         for node in nodes:
 
             def ready(node: Node = node) -> bool:
@@ -389,9 +431,11 @@ class LocalCluster:
                         f"{node.name} exited during start-up; see {node.stdout_file} "
                         f"and {node.log_file}"
                     )
-                if not process.port_open(node.port):
+                if not process.port_open(node.port, node.host):
                     return False
-                return node.exporter_port is None or process.port_open(node.exporter_port)
+                return node.exporter_port is None or process.port_open(
+                    node.exporter_port, node.host
+                )
 
             process.wait_until(ready, timeout=timeout, what=node.name, log_path=node.log_file)
         brokers = [n for n in nodes if n.kind == "broker"]

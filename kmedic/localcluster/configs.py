@@ -11,12 +11,24 @@ import base64
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 from kmedic.errors import ConfigError
 
 CONTROLLER_ID = 100
 HOST = "127.0.0.1"
+
+
+class Endpoint(NamedTuple):
+    """Where a node listens."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
 # What brokers use among themselves on a secured cluster; clients may use either SCRAM.
 INTER_BROKER_MECHANISM: Final = "SCRAM-SHA-512"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -43,6 +55,9 @@ class ClusterSpec:
     secure: bool = False
     # Log directories per broker (JBOD): ``data``, then ``data-2``, ``data-3``...
     log_dirs: int = 1
+    # A network-bound cluster: every node on its own address in a network namespace of the
+    # cluster's own, each broker's link shaped to this many Mbit/s each way (netns.py).
+    nic_mbps: int | None = None
 
     def __post_init__(self) -> None:
         if self.brokers < 1:
@@ -53,6 +68,15 @@ class ClusterSpec:
             raise ConfigError(f"log_dirs must be at least 1, got {self.log_dirs}")
         if not self.racks and not self.rack_map:
             raise ConfigError("racks must name at least one rack")
+        if self.nic_mbps is not None and self.nic_mbps < 1:
+            raise ConfigError(f"nic_mbps must be at least 1 Mbit/s, got {self.nic_mbps}")
+        if self.nic_mbps is not None and self.secure:
+            raise ConfigError(
+                "a shaped cluster (nic_mbps) cannot be secured: its brokers' certificates name "
+                "127.0.0.1 only, and each shaped broker has an address of its own"
+            )
+        if self.nic_mbps is not None and self.brokers > 250:
+            raise ConfigError(f"a shaped cluster has at most 250 brokers, got {self.brokers}")
         unknown = set(self.rack_map) - set(self.broker_ids)
         if unknown:
             raise ConfigError(f"rack_map names brokers that do not exist: {sorted(unknown)}")
@@ -139,12 +163,12 @@ def _properties(values: dict[str, object]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
 
 
-def quorum_voters(voters: Mapping[int, int]) -> str:
-    """``controller.quorum.voters`` for controller id -> port."""
-    return ",".join(f"{node_id}@{HOST}:{port}" for node_id, port in sorted(voters.items()))
+def quorum_voters(voters: Mapping[int, Endpoint]) -> str:
+    """``controller.quorum.voters`` for controller id -> where it listens."""
+    return ",".join(f"{node_id}@{at}" for node_id, at in sorted(voters.items()))
 
 
-def _common(voters: Mapping[int, int]) -> dict[str, object]:
+def _common(voters: Mapping[int, Endpoint]) -> dict[str, object]:
     return {
         "controller.quorum.voters": quorum_voters(voters),
         "controller.listener.names": "CONTROLLER",
@@ -165,16 +189,18 @@ def controller_properties(
     super_user: str | None = None,
     *,
     node_id: int = CONTROLLER_ID,
-    voters: Mapping[int, int] | None = None,
+    voters: Mapping[int, Endpoint] | None = None,
+    host: str = HOST,
 ) -> str:
-    """One controller; ``voters`` (id -> port) is the whole quorum, this one alone by default."""
+    """One controller listening on ``host``; ``voters`` is the whole quorum, this one alone
+    by default."""
     return _properties(
         {
             "process.roles": "controller",
             "node.id": node_id,
-            "listeners": f"CONTROLLER://{HOST}:{controller_port}",
+            "listeners": f"CONTROLLER://{host}:{controller_port}",
             "log.dirs": data_dir,
-            **_common(voters or {node_id: controller_port}),
+            **_common(voters or {node_id: Endpoint(host, controller_port)}),
             # The controller fences a broker whose heartbeats stop for this long.
             "broker.session.timeout.ms": 6000,
             **(authorizer_properties(super_user) if super_user is not None else {}),
@@ -193,19 +219,20 @@ def broker_properties(
     broker_count: int,
     overrides: dict[str, str] | None = None,
     secure: SecureListener | None = None,
-    voters: Mapping[int, int] | None = None,
+    voters: Mapping[int, Endpoint] | None = None,
+    host: str = HOST,
 ) -> str:
     rf = min(3, broker_count)
     return _properties(
         {
             "process.roles": "broker",
             "node.id": broker_id,
-            "listeners": f"PLAINTEXT://{HOST}:{port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+            "listeners": f"PLAINTEXT://{host}:{port}",
+            "advertised.listeners": f"PLAINTEXT://{host}:{port}",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": data_dir,
             "broker.rack": rack,
-            **_common(voters or {CONTROLLER_ID: controller_port}),
+            **_common(voters or {CONTROLLER_ID: Endpoint(HOST, controller_port)}),
             "num.replica.fetchers": 1,
             "offsets.topic.replication.factor": rf,
             "offsets.topic.num.partitions": 4,
@@ -224,7 +251,7 @@ def broker_properties(
     )
 
 
-def zookeeper_properties(port: int, data_dir: str) -> str:
+def zookeeper_properties(port: int, data_dir: str, host: str = HOST) -> str:
     return _properties(
         {
             "tickTime": 2000,
@@ -232,7 +259,7 @@ def zookeeper_properties(port: int, data_dir: str) -> str:
             "syncLimit": 5,
             "dataDir": data_dir,
             "clientPort": port,
-            "clientPortAddress": HOST,
+            "clientPortAddress": host,
             "maxClientCnxns": 200,
             "admin.enableServer": "false",
             "4lw.commands.whitelist": "ruok,stat,srvr",

@@ -1,6 +1,10 @@
 """Where each node of a local cluster lives and how it is started (pure but for creating its
 directories and config files): ZooKeeper, the KRaft controllers (ids 100, 101, ...; one, or a
-quorum of three), and the brokers with the JMX exporter agent."""
+quorum of three), and the brokers with the JMX exporter agent.
+
+Every node listens on 127.0.0.1 on a free port, or, in a shaped cluster (``nic_mbps``), on an
+address of its own inside the cluster's namespace, on its usual port: brokers 127.0.1.<id>:9092
+(exporter :7071), controllers 127.0.3.<n>:9093, ZooKeeper 127.0.2.1:2181."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kmedic.localcluster import configs, process
-from kmedic.localcluster.configs import CONTROLLER_ID, HOST, ClusterSpec
+from kmedic.localcluster.configs import CONTROLLER_ID, HOST, ClusterSpec, Endpoint
 from kmedic.localcluster.security import ADMIN, ClusterSecurity
 from kmedic.paths import config_file, jvm_jars
 
@@ -26,6 +30,7 @@ class Node:
     pid: int | None = None
     rack: str | None = None
     exporter_port: int | None = None
+    host: str = HOST
 
     @property
     def log_file(self) -> Path:
@@ -59,21 +64,57 @@ def log4j_path(node: Node) -> Path:
     return Path(node.directory) / "log4j2.properties"
 
 
+@dataclass(frozen=True)
+class Addresses:
+    """Where each node listens."""
+
+    zookeeper: Endpoint
+    voters: dict[int, Endpoint]
+    brokers: dict[int, Endpoint]
+    exporters: dict[int, int]
+
+    @classmethod
+    def of(cls, spec: ClusterSpec) -> Addresses:
+        if spec.nic_mbps is not None:
+            return cls.shaped(spec)
+        first = 1 + spec.controllers
+        ports = process.free_ports(first + 2 * spec.brokers)
+        return cls(
+            Endpoint(HOST, ports[0]),
+            {
+                c: Endpoint(HOST, p)
+                for c, p in zip(spec.controller_ids, ports[1:first], strict=True)
+            },
+            {
+                b: Endpoint(HOST, p)
+                for b, p in zip(spec.broker_ids, ports[first : first + spec.brokers], strict=True)
+            },
+            dict(zip(spec.broker_ids, ports[first + spec.brokers :], strict=True)),
+        )
+
+    @classmethod
+    def shaped(cls, spec: ClusterSpec) -> Addresses:
+        return cls(
+            Endpoint("127.0.2.1", 2181),
+            {c: Endpoint(f"127.0.3.{n}", 9093) for n, c in enumerate(spec.controller_ids, 1)},
+            {b: Endpoint(f"127.0.1.{b}", 9092) for b in spec.broker_ids},
+            dict.fromkeys(spec.broker_ids, 7071),
+        )
+
+
 def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | None) -> list[Node]:
     """Lay out directories and config files and build each node's command line."""
-    first = 1 + spec.controllers
-    ports = process.free_ports(first + 2 * spec.brokers)
-    zk_port = ports[0]
-    voters = dict(zip(spec.controller_ids, ports[1:first], strict=True))
-    broker_ports = ports[first : first + spec.brokers]
-    exporter_ports = ports[first + spec.brokers :]
+    at = Addresses.of(spec)
+    voters = at.voters
     kafka_cp = jvm_jars("kafka")
     nodes: list[Node] = []
 
     zk_dir = workdir / "zookeeper"
     (zk_dir / "data").mkdir(parents=True)
     zk_cfg = zk_dir / "zoo.cfg"
-    zk_cfg.write_text(configs.zookeeper_properties(zk_port, str(zk_dir / "data")))
+    zk_cfg.write_text(
+        configs.zookeeper_properties(at.zookeeper.port, str(zk_dir / "data"), at.zookeeper.host)
+    )
     (zk_dir / "logback.xml").write_text(configs.logback_xml(str(zk_dir / "zookeeper.log")))
     zk_cmd = process.java_command(
         classpath=jvm_jars("zookeeper"),
@@ -85,10 +126,20 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
             "zookeeper.admin.enableServer": "false",
         },
     )
-    nodes.append(Node("zookeeper", 0, zk_port, str(zk_dir), str(zk_cfg), zk_cmd))
+    nodes.append(
+        Node(
+            "zookeeper", 0, at.zookeeper.port, str(zk_dir), str(zk_cfg), zk_cmd,
+            host=at.zookeeper.host,
+        )
+    )  # fmt: skip
 
     def kafka_node(
-        kind: str, node_id: int, port: int, props: str, exporter_port: int | None, rack: str | None
+        kind: str,
+        node_id: int,
+        listens: Endpoint,
+        props: str,
+        exporter_port: int | None,
+        rack: str | None,
     ) -> Node:
         node_dir = workdir / node_directory(kind, node_id)
         node_dir.mkdir(parents=True)
@@ -101,7 +152,7 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
         agent = None
         if exporter_port is not None:
             exporter = jvm_jars("jmx-exporter")[0]
-            agent = f"{exporter}={HOST}:{exporter_port}:{config_file('jmx-exporter.yaml')}"
+            agent = f"{exporter}={listens.host}:{exporter_port}:{config_file('jmx-exporter.yaml')}"
         cmd = process.java_command(
             classpath=kafka_cp,
             main_class="kafka.Kafka",
@@ -110,26 +161,28 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
             system_properties={"log4j2.configurationFile": str(node_dir / "log4j2.properties")},
             java_agent=agent,
         )
-        return Node(kind, node_id, port, str(node_dir), str(cfg), cmd, None, rack, exporter_port)
+        return Node(
+            kind, node_id, listens.port, str(node_dir), str(cfg), cmd, None, rack, exporter_port,
+            listens.host,
+        )  # fmt: skip
 
-    for node_id, port in voters.items():
+    for node_id, listens in voters.items():
         props = configs.controller_properties(
-            port,
+            listens.port,
             str(workdir / node_directory("controller", node_id) / "data"),
             spec.controller_overrides,
             super_user=ADMIN if security is not None else None,
             node_id=node_id,
             voters=voters,
+            host=listens.host,
         )
-        nodes.append(kafka_node("controller", node_id, port, props, None, None))
-    for broker_id, port, exporter_port in zip(
-        spec.broker_ids, broker_ports, exporter_ports, strict=True
-    ):
+        nodes.append(kafka_node("controller", node_id, listens, props, None, None))
+    for broker_id, listens in at.brokers.items():
         rack = spec.rack_of(broker_id)
         props = configs.broker_properties(
             broker_id,
-            port=port,
-            controller_port=voters[CONTROLLER_ID],
+            port=listens.port,
+            controller_port=voters[CONTROLLER_ID].port,
             rack=rack,
             data_dir=",".join(
                 str(workdir / f"broker-{broker_id}" / ("data" if n == 1 else f"data-{n}"))
@@ -139,6 +192,7 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
             overrides=spec.broker_overrides,
             secure=security.listener() if security is not None else None,
             voters=voters,
+            host=listens.host,
         )
-        nodes.append(kafka_node("broker", broker_id, port, props, exporter_port, rack))
+        nodes.append(kafka_node("broker", broker_id, listens, props, at.exporters[broker_id], rack))
     return nodes

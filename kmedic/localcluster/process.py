@@ -53,10 +53,23 @@ def _die_with_parent() -> None:
 
 
 def spawn(
-    cmd: Sequence[str], *, log_path: Path, env: dict[str, str] | None = None, tie_to_parent: bool
+    cmd: Sequence[str],
+    *,
+    log_path: Path,
+    env: dict[str, str] | None = None,
+    tie_to_parent: bool,
+    enter: Callable[[], None] | None = None,
 ) -> int:
-    """Start ``cmd`` detached in its own session with output appended to ``log_path``."""
+    """Start ``cmd`` detached in its own session with output appended to ``log_path``;
+    ``enter`` runs in the child before it execs (e.g. joining a network namespace)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def setup() -> None:
+        if tie_to_parent:
+            _die_with_parent()
+        if enter is not None:
+            enter()
+
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(
             list(cmd),
@@ -65,7 +78,7 @@ def spawn(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env=env,
-            preexec_fn=_die_with_parent if tie_to_parent else None,
+            preexec_fn=setup if tie_to_parent or enter is not None else None,
         )
     return proc.pid
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.nic import interface_of, nic_for, speed_of
+from agent.nic import configured_nic, interface_of, nic_for, speed_of
 
 
 def sysfs(tmp_path: Path, **speeds: str) -> Path:
@@ -57,3 +57,11 @@ def test_loopback_and_unknown_hosts_have_no_speed_and_say_why() -> None:
 def test_the_kernel_names_the_interface_holding_an_address() -> None:
     assert interface_of("127.0.0.1") == "lo"
     assert interface_of("192.0.2.255") is None  # TEST-NET-1 broadcast: no interface holds it
+
+
+def test_a_configured_speed_replaces_the_kernels_and_says_so() -> None:
+    nic = configured_nic("127.0.1.3", 40)
+    assert nic.interface == "lo"
+    assert nic.speed_bytes_per_s == 5_000_000
+    assert nic.note == "nic_mbps 40 in the agent's config"
+    assert configured_nic("127.0.0.1", 2.5).speed_bytes_per_s == 312_500

@@ -128,6 +128,20 @@ def test_healthy_then_baseline(server: PageServer, tmp_path: Path) -> None:
     assert second.leaders[0].bytes_in_per_s > 0
 
 
+def test_the_configured_link_speed_is_the_records_nic_and_a_failed_sample_keeps_it(
+    server: PageServer, tmp_path: Path
+) -> None:
+    sampler, _ = _sampler(server, tmp_path, nic_mbps=40)
+    nic = sampler.sample().nic
+    assert nic is not None and nic.speed_bytes_per_s == 5_000_000, nic
+    server.page = b"garbage"
+    failed = sampler.sample()
+    assert failed.failure is not None
+    assert failed.nic is not None and failed.nic.speed_bytes_per_s == 5_000_000
+    plain, _ = _sampler(server, tmp_path)
+    assert plain.sample().nic.speed_bytes_per_s is None  # type: ignore[union-attr]  # loopback
+
+
 def test_unregistered_and_fenced_broker(server: PageServer, tmp_path: Path) -> None:
     sampler, admin = _sampler(server, tmp_path)
     admin.nodes_answer = {}

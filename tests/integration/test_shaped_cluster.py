@@ -1,0 +1,106 @@
+"""The shaped local cluster (kmedic/localcluster/netns.py): a network-bound cluster inside a
+namespace of its own, each broker's link held to its rate, its agents reporting that rate as
+their brokers' NIC speed, and nothing left behind: no namespace, no process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from helpers import kafka_conf, wait_for
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+from required_tools import skip_missing
+
+from agent.config import AgentConfig
+from agent.sampler import Sampler
+from composition.pipeline import Pipeline
+from kmedic.kafka_admin import describe_replica_sizes
+from kmedic.localcluster import ClusterSpec, LocalCluster, netns
+
+pytestmark = pytest.mark.integration
+
+MBPS = 80  # 10 MB/s each way
+LINK_BYTES_PER_S = MBPS * 1_000_000 / 8
+MEGABYTES = 30
+
+
+@pytest.fixture
+def shaped(tmp_path: Path) -> Iterator[LocalCluster]:
+    if os.geteuid() != 0:
+        skip_missing("the shaped cluster needs root (network namespaces, tc)")
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            skip_missing(f"the shaped cluster needs `{tool}` (iproute2)")
+    cluster = LocalCluster.start(
+        ClusterSpec(brokers=2, racks=("/a", "/b"), nic_mbps=MBPS), tmp_path / "cluster"
+    )
+    yield cluster
+    cluster.stop()  # again, if the test failed before its own
+
+
+def test_a_copy_between_two_brokers_is_held_near_the_shaped_rate(
+    shaped: LocalCluster, tmp_path: Path
+) -> None:
+    cluster = shaped
+    namespace = cluster.namespace
+    assert namespace is not None and namespace.name in netns.leftovers()
+    try:
+        with cluster.network():
+            assert cluster.bootstrap_servers == "127.0.1.1:9092,127.0.1.2:9092"
+            # Its agent reports the shaped rate as the broker's link speed.
+            config = AgentConfig.model_validate(Pipeline(cluster, tmp_path).agent_config(2, 2.0))
+            sampler = Sampler(config)
+            try:
+                nic = sampler.sample().nic
+            finally:
+                sampler.close()
+            assert nic is not None and nic.speed_bytes_per_s == LINK_BYTES_PER_S, nic
+
+            copied, seconds = _copy_seconds(cluster.bootstrap_servers)
+    finally:
+        cluster.stop()
+    rate = copied / seconds
+    # Unshaped, this copy runs at hundreds of MB/s over loopback; shaped, near the link's rate
+    # (the start of the move, and the fetch protocol's own pauses, take some of it).
+    assert 0.5 * LINK_BYTES_PER_S <= rate <= 1.15 * LINK_BYTES_PER_S, (
+        f"{copied / 1e6:.1f} MB copied in {seconds:.1f} s: {rate / 1e6:.1f} MB/s over a "
+        f"{LINK_BYTES_PER_S / 1e6:.0f} MB/s link"
+    )
+    assert namespace.name not in netns.leftovers()
+    assert not any(node["running"] for node in cluster.status())
+
+
+def _copy_seconds(bootstrap: str) -> tuple[int, float]:
+    """Bytes copied by adding a replica on broker 2 to a partition broker 1 holds alone, and
+    how long the reassignment took."""
+    topic = "shaped.copy"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [1]})])
+        producer = Producer(kafka_conf(bootstrap, {"acks": "1", "linger.ms": 20}))
+        payload = b"x" * 1024
+        for i in range(MEGABYTES * 1024):
+            producer.produce(topic, value=payload, partition=0)
+            if i % 1000 == 0:
+                producer.poll(0)
+        assert producer.flush(120) == 0
+        size = describe_replica_sizes(admin, 1)[(topic, 0)]
+        started = time.monotonic()
+        admin.alter_partition_reassignments({TopicPartition(topic, 0): [1, 2]})
+        wait_for(
+            lambda: not admin.list_partition_reassignments(),
+            timeout=120,
+            interval=0.1,
+            what="the copy to broker 2 to finish",
+        )
+        seconds = time.monotonic() - started
+        assert describe_replica_sizes(admin, 2)[(topic, 0)] == size
+        return size, seconds
+    finally:
+        admin.close()
