@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,13 +32,17 @@ LINK_BYTES_PER_S = MBPS * 1_000_000 / 8
 MEGABYTES = 30
 
 
-@pytest.fixture
-def shaped(tmp_path: Path) -> Iterator[LocalCluster]:
+def needs_root_and_iproute2() -> None:
     if os.geteuid() != 0:
         skip_missing("the shaped cluster needs root (network namespaces, tc)")
     for tool in ("ip", "tc"):
         if shutil.which(tool) is None:
             skip_missing(f"the shaped cluster needs `{tool}` (iproute2)")
+
+
+@pytest.fixture
+def shaped(tmp_path: Path) -> Iterator[LocalCluster]:
+    needs_root_and_iproute2()
     cluster = LocalCluster.start(
         ClusterSpec(brokers=2, racks=("/a", "/b"), nic_mbps=MBPS), tmp_path / "cluster"
     )
@@ -104,3 +110,40 @@ def _copy_seconds(bootstrap: str) -> tuple[int, float]:
         return size, seconds
     finally:
         admin.close()
+
+
+def kmedic(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "composition.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=180,
+    )
+
+
+REACH = "import socket; socket.create_connection(('127.0.1.1', 9092), timeout=2).close()"
+
+
+def test_the_cli_starts_a_shaped_cluster_reached_only_through_exec(tmp_path: Path) -> None:
+    needs_root_and_iproute2()
+    workdir = tmp_path / "cli-shaped"
+    at = ("cluster", "--dir", str(workdir))
+    bad = kmedic(*at, "up", "--nic-mbps", "0", cwd=tmp_path)
+    assert bad.returncode == 1 and "--nic-mbps must be at least 1, got 0" in bad.stderr
+    up = kmedic(*at, "up", "--brokers", "1", "--racks", "/a", "--nic-mbps", "40", cwd=tmp_path)
+    name = netns.name_for(workdir)
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "40 Mbit/s per broker link" in up.stdout and name in up.stdout
+        assert "127.0.1.1:9092" in up.stdout
+        inside = kmedic(*at, "exec", "--", sys.executable, "-c", REACH, cwd=tmp_path)
+        assert inside.returncode == 0, inside.stderr
+        outside = subprocess.run([sys.executable, "-c", REACH], capture_output=True, text=True)
+        assert outside.returncode != 0  # this machine's loopback has no broker there
+        empty = kmedic(*at, "exec", cwd=tmp_path)
+        assert empty.returncode == 1 and "needs a command" in empty.stderr
+    finally:
+        down = kmedic(*at, "down", cwd=tmp_path)
+    assert down.returncode == 0, down.stderr
+    assert name not in netns.leftovers()
