@@ -2,12 +2,12 @@
 rate, or adaptive - each broker's headroom, from its traffic and capacity
 (manager.model.adaptive_throttle has the rule).
 
-The adaptive rates come from a ``TrafficFeed`` the daemon provides (the agents' newest
-records, the configured capacities). The traffic is read at most every ``interval_s``; between
-two reads the rates stay as they are. A broker with no figure (no feed, an agent that stopped)
-gets the floor. A partition is urgent when its in-sync replicas are fewer than its topic's
-``min.insync.replicas`` (read once per topic while its moves run): the brokers copying it get
-at least the urgent floor.
+The adaptive rates come from a ``TrafficFeed`` the daemon provides (the agents' newest records,
+each broker's link speed as its agent reports it, or as configured). The traffic is read at most
+every ``interval_s``; between two reads the rates stay as they are. A broker with no figure (no
+feed, an agent that stopped) gets the floor. A partition is urgent when its in-sync replicas are
+fewer than its topic's ``min.insync.replicas`` (read once per topic while its moves run): the
+brokers copying it get at least the urgent floor.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from kmedic.kafka_admin import describe_min_insync
 from kmedic.logging import get_logger
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttles import AdminCall
-from manager.model.adaptive_throttle import RateFigures, Traffic, plan_rates
+from manager.model.adaptive_throttle import Link, RateFigures, Traffic, plan_rates
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import RATE_KEYS, BrokerKey
 
@@ -33,8 +33,8 @@ class TrafficFeed(Protocol):
         """Each broker's traffic other than kmedic's copies (absent: no figure)."""
         ...
 
-    def capacity(self, broker: int) -> Traffic:
-        """The broker's network capacity, each direction (bytes/s)."""
+    def capacity(self, broker: int) -> Link:
+        """The broker's network capacity, each direction (bytes/s), and where it came from."""
         ...
 
 
@@ -79,7 +79,10 @@ class ThrottleRates:
         feed = self.feed
         # No feed: no capacity known either, and every rate is the floor.
         floors = float(max(self.rule.floor_bytes_per_s, self.rule.urgent_floor_bytes_per_s))
-        capacity = {b: feed.capacity(b) if feed else Traffic(floors, floors) for b in brokers}
+        capacity = {
+            b: feed.capacity(b) if feed else Link(floors, floors, "no traffic feed")
+            for b in brokers
+        }
         rates, changed = plan_rates(
             brokers, urgent, self._traffic, capacity, _ints(current), self.rule
         )

@@ -68,6 +68,19 @@ class Traffic:
 
 
 @dataclass(frozen=True)
+class Link:
+    """One broker's network capacity, each direction (bytes/s), and where the figure came
+    from, in words (its agent's link speed, the config, the default)."""
+
+    in_bytes_per_s: float
+    out_bytes_per_s: float
+    source: str
+
+    def of(self, direction: Direction) -> float:
+        return self.in_bytes_per_s if direction == "in" else self.out_bytes_per_s
+
+
+@dataclass(frozen=True)
 class RateFigures:
     """Why one broker's rate is what it is: what the audit record of a change shows."""
 
@@ -78,6 +91,7 @@ class RateFigures:
     used: float | None  # None: no figure for the broker
     urgent: bool
     before: int | None  # the rate set until now (None: none)
+    capacity_source: str = ""  # where the capacity came from (Link.source)
 
 
 def headroom_rate(capacity: float, used: float | None, rule: Headroom, *, urgent: bool) -> int:
@@ -103,7 +117,7 @@ def plan_rates(
     brokers: Iterable[int],
     urgent: frozenset[int],
     traffic: Mapping[int, Traffic],
-    capacity: Mapping[int, Traffic],
+    capacity: Mapping[int, Link],
     current: Mapping[BrokerKey, int],
     rule: Headroom,
 ) -> tuple[dict[BrokerKey, int], list[RateFigures]]:
@@ -115,14 +129,17 @@ def plan_rates(
     for broker in sorted(set(brokers)):
         used = traffic.get(broker)
         for key, direction in sorted(DIRECTION_OF_KEY.items()):
-            cap = capacity[broker].of(direction)
+            link = capacity[broker]
+            cap = link.of(direction)
             figure = None if used is None else used.of(direction)
             proposed = headroom_rate(cap, figure, rule, urgent=broker in urgent)
             before = current.get((broker, key))
             if worth_changing(before, proposed, rule.threshold):
                 rates[(broker, key)] = proposed
                 changed.append(
-                    RateFigures(broker, key, proposed, cap, figure, broker in urgent, before)
+                    RateFigures(
+                        broker, key, proposed, cap, figure, broker in urgent, before, link.source
+                    )
                 )
             else:
                 assert before is not None
@@ -171,13 +188,15 @@ def broker_traffic(records: Mapping[int, AgentRecord], now_ms: int) -> dict[int,
 
 def rate_sentence(figures: RateFigures) -> str:
     """One rate change in words: 'broker 2 out 67.5 MB/s (was 50.0 MB/s; others use 50.0 of
-    125.0 MB/s)'."""
+    125.0 MB/s, the capacity config)'."""
     direction = DIRECTION_OF_KEY.get(figures.config, figures.config)
     was = "none" if figures.before is None else _mb(figures.before)
     if figures.used is None:
         why = "no traffic figure: the floor"
     else:
         why = f"others use {figures.used / 1e6:.1f} of {_mb(figures.capacity)}"
+        if figures.capacity_source:
+            why += f", {figures.capacity_source}"
     urgent = ", under min.insync.replicas" if figures.urgent else ""
     return f"broker {figures.broker} {direction} {_mb(figures.rate)} (was {was}; {why}{urgent})"
 

@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from kmedic.brokerstats import BrokerStats
+from kmedic.brokerstats import BrokerStats, Nic
 from manager.model.policy import Policy
 from manager.model.slowness import BrokerLatency
 from manager.model.snapshot import (
@@ -143,11 +143,7 @@ def broker_capacity(
     disk_total = _log_dir_total(agent.healthy if agent else None)
     nic = agent.latest.nic if agent else None
     speed = nic.speed_bytes_per_s if nic is not None else None
-    network: Literal["config", "agent", "default"] = "default"
-    if capacity.network_configured:
-        network = "config"
-    elif speed:
-        network = "agent"
+    network = network_source(nic, capacity)
     disk: Literal["config", "log_dirs", "unknown"] = "unknown"
     if capacity.disk_bytes is not None:
         disk = "config"
@@ -167,6 +163,30 @@ def broker_capacity(
         disk_bytes=disk_total if disk == "log_dirs" and disk_total else default.disk_bytes,
     )
     return own, source
+
+
+NetworkSource = Literal["config", "agent", "default"]
+
+
+def network_source(nic: Nic | None, capacity: CapacitySettings) -> NetworkSource:
+    """Where a broker's network capacity comes from: the ``capacity:`` section when it sets
+    one (the operator's word), else the link speed its agent read (``nic``), else the
+    default. The one rule for the snapshot and the adaptive throttle alike."""
+    if capacity.network_configured:
+        return "config"
+    if nic is not None and nic.speed_bytes_per_s:
+        return "agent"
+    return "default"
+
+
+def network_capacity(nic: Nic | None, capacity: CapacitySettings) -> tuple[float, float, str]:
+    """(in, out bytes/s, where from in words) of a broker's link, by ``network_source``."""
+    source = network_source(nic, capacity)
+    if source == "agent" and nic is not None and nic.speed_bytes_per_s:
+        where = f"its agent's link speed ({nic.interface or 'interface unknown'})"
+        return float(nic.speed_bytes_per_s), float(nic.speed_bytes_per_s), where
+    where = "the capacity config" if source == "config" else "the default: no link speed"
+    return capacity.network_in_bytes_per_s, capacity.network_out_bytes_per_s, where
 
 
 def default_capacity(obs: Observation, capacity: CapacitySettings) -> Capacity:

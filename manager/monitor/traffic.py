@@ -1,14 +1,16 @@
 """The adaptive throttle's feed (manager.executor.throttle_rates.TrafficFeed): each broker's
-traffic from its agent's newest record, and its network capacity from the ``capacity:``
-section of the config."""
+traffic from its agent's newest record, and its network capacity by the snapshot's rule
+(``observe.network_source``): the ``capacity:`` section when it sets one, else the link speed
+the broker's agent reports, else the default."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
 
-from manager.model.adaptive_throttle import Traffic, broker_traffic
-from manager.monitor.observe import CapacitySettings
+from kmedic.replica_columns import AgentRecord
+from manager.model.adaptive_throttle import Link, Traffic, broker_traffic
+from manager.monitor.observe import CapacitySettings, network_capacity
 from manager.monitor.sources import ClusterSources, newest_stats
 
 
@@ -20,11 +22,15 @@ class AgentTraffic:
         wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self._sources = sources
-        self._capacity = Traffic(capacity.network_in_bytes_per_s, capacity.network_out_bytes_per_s)
+        self._settings = capacity
         self._wall_ms = wall_ms
+        self._newest: Mapping[int, AgentRecord] = {}
 
     def traffic(self) -> Mapping[int, Traffic]:
-        return broker_traffic(newest_stats(self._sources), self._wall_ms())
+        self._newest = newest_stats(self._sources)
+        return broker_traffic(self._newest, self._wall_ms())
 
-    def capacity(self, broker: int) -> Traffic:
-        return self._capacity
+    def capacity(self, broker: int) -> Link:
+        """By the agent record the last ``traffic()`` read."""
+        record = self._newest.get(broker)
+        return Link(*network_capacity(record.stats.nic if record else None, self._settings))

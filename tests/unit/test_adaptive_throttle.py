@@ -11,9 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from manager_fakes import stats
 
+from kmedic.brokerstats import Nic
 from kmedic.replica_columns import AgentRecord
 from manager.model.adaptive_throttle import (
     Headroom,
+    Link,
     RateFigures,
     Traffic,
     broker_traffic,
@@ -29,7 +31,7 @@ from manager.monitor.traffic import AgentTraffic
 MB = 1_000_000
 NOW = 1_000_000
 RULE = Headroom()
-LINK = Traffic(125 * MB, 125 * MB)
+LINK = Link(125 * MB, 125 * MB, "the capacity config")
 rates = st.floats(0, 2_000 * MB, allow_nan=False)
 capacities = st.floats(1 * MB, 2_000 * MB, allow_nan=False)
 
@@ -109,7 +111,7 @@ def test_a_rate_within_the_threshold_stays_and_is_not_reported() -> None:
     rates, changed = plan_rates([1], frozenset(), traffic, capacity, current, RULE)
     assert rates == {(1, FOLLOWER_RATE): 67_500_000, (1, LEADER_RATE): 31_500_000}
     assert changed == [
-        RateFigures(1, LEADER_RATE, 31_500_000, 125 * MB, 90 * MB, False, 22_500_000)
+        RateFigures(1, LEADER_RATE, 31_500_000, 125 * MB, 90 * MB, False, 22_500_000, LINK.source)
     ]
 
 
@@ -213,4 +215,51 @@ def test_the_daemons_feed_reads_the_agents_newest_records_and_the_configured_cap
     capacity = CapacitySettings(network_in_bytes_per_s=1e9, network_out_bytes_per_s=2e9)
     feed = AgentTraffic(Sources(), capacity, wall_ms=lambda: NOW)  # type: ignore[arg-type]
     assert feed.traffic() == {1: Traffic(3 * MB, 4 * MB)}  # broker 2's agent went quiet
-    assert feed.capacity(7) == Traffic(1e9, 2e9)
+    assert feed.capacity(7) == Link(1e9, 2e9, "the capacity config")
+
+
+def _feed_with_links(capacity: CapacitySettings, **nics: Nic) -> AgentTraffic:
+    class Agents:
+        def values(self) -> dict[str, AgentView]:
+            views = {}
+            for name, nic in nics.items():
+                b = int(name[1:])
+                record = stats(b, ts=NOW, totals=_totals(MB, MB)).model_copy(update={"nic": nic})
+                views[str(b)] = AgentView(record, NOW, record)
+            return views
+
+    class Sources:
+        agents = Agents()
+
+    feed = AgentTraffic(Sources(), capacity, wall_ms=lambda: NOW)  # type: ignore[arg-type]
+    feed.traffic()
+    return feed
+
+
+def test_each_brokers_capacity_is_its_agents_link_speed_unless_the_config_sets_one() -> None:
+    shaped = Nic(interface="lo", speed_bytes_per_s=5 * MB, note="nic_mbps 40 in the agent's config")
+    unknown = Nic(interface="lo", speed_bytes_per_s=None, note="the broker listens on loopback")
+    feed = _feed_with_links(CapacitySettings(), b1=shaped, b2=unknown)
+    assert feed.capacity(1) == Link(5 * MB, 5 * MB, "its agent's link speed (lo)")
+    default = Link(125 * MB, 125 * MB, "the default: no link speed")
+    assert feed.capacity(2) == default
+    assert feed.capacity(3) == default  # no agent at all
+    configured = CapacitySettings(network_in_bytes_per_s=2 * MB)
+    assert _feed_with_links(configured, b1=shaped).capacity(1) == Link(
+        2 * MB, 125 * MB, "the capacity config"
+    )
+
+
+def test_a_rate_change_says_where_the_capacity_came_from() -> None:
+    figures = plan_rates(
+        [1],
+        frozenset(),
+        {1: Traffic(1 * MB, 2 * MB)},
+        {1: Link(5 * MB, 5 * MB, "its agent's link speed (lo)")},
+        {},
+        Headroom(floor_bytes_per_s=MB),
+    )[1]
+    assert [rate_sentence(f) for f in figures] == [
+        "broker 1 in 3.6 MB/s (was none; others use 1.0 of 5.0 MB/s, its agent's link speed (lo))",
+        "broker 1 out 2.7 MB/s (was none; others use 2.0 of 5.0 MB/s, its agent's link speed (lo))",
+    ]

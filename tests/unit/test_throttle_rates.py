@@ -15,12 +15,12 @@ from manager_fakes import Rig
 from kmedic.errors import KmedicError
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttle_rates import ThrottleRates
-from manager.model.adaptive_throttle import RateFigures, Traffic
+from manager.model.adaptive_throttle import Link, RateFigures, Traffic
 from manager.model.moves import Move
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
 
 MB = 1_000_000
-LINK = Traffic(125 * MB, 125 * MB)
+LINK = Link(125 * MB, 125 * MB, "the capacity config")
 
 
 class Feed:
@@ -35,7 +35,7 @@ class Feed:
             raise OSError("stats consumer closed")
         return self.now
 
-    def capacity(self, broker: int) -> Traffic:
+    def capacity(self, broker: int) -> Link:
         return LINK
 
 
@@ -188,6 +188,7 @@ def test_the_leader_audits_each_rate_change_with_its_figures_and_exports_the_rat
         "used": 50 * MB,
         "urgent": False,
         "before": None,
+        "capacity_source": "",
     }
     rig.executor.owned = rig.executor.owned.union(
         type(rig.executor.owned)(rates={(2, LEADER_RATE): "67500000"})
