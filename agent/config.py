@@ -40,6 +40,12 @@ class AgentConfig(BaseModel):
     )
     cluster: str = Field(default="default", min_length=1, description="cluster name in records")
     interval_s: float = Field(default=60.0, ge=0.5, description="sampling interval, seconds")
+    busy_interval_s: float = Field(
+        default=5.0,
+        ge=0.5,
+        description="sampling interval while the broker takes part in a reassignment (the "
+        "adaptive throttle reacts to its traffic); never longer than interval_s",
+    )
     topic: str = Field(default="kmedic.brokerstats", min_length=1)
     publish_bootstrap: str | None = Field(
         default=None, description="where to publish records; default: the watched cluster"

@@ -1,8 +1,12 @@
 """The agent's run loop: sample every interval, publish, serve /metrics, stop cleanly.
 
 The loop keeps its interval grid whatever happens to the broker: a record (possibly a failure
-record) per interval. SIGTERM or SIGINT ends the current wait, then the producer is flushed
-(bounded by ``FLUSH_TIMEOUT_S``) before the process exits.
+record) per interval. While its broker takes part in a reassignment (the last sample listed
+one), the interval is ``busy_interval_s``: kmedic's adaptive throttle reacts to the traffic of
+the brokers it copies through, and a minute-old figure is no figure to react to. Records keep
+the configured ``interval_s`` (the longest gap to expect: what staleness is judged by). SIGTERM
+or SIGINT ends the current wait, then the producer is flushed (bounded by ``FLUSH_TIMEOUT_S``)
+before the process exits.
 """
 
 from __future__ import annotations
@@ -48,6 +52,14 @@ class Agent:
         self.on_record = on_record
         self._topic_ready = not config.create_topic
         self._topic_backoff = Backoff(initial_s=config.interval_s, max_s=config.max_backoff_s)
+        self._busy = False  # the last sample listed a reassignment of this broker's
+
+    @property
+    def interval_s(self) -> float:
+        """The wait until the next sample: shorter while the broker takes part in a move."""
+        if self._busy:
+            return min(self.config.interval_s, self.config.busy_interval_s)
+        return self.config.interval_s
 
     def _ensure_topic(self) -> None:
         if self._topic_ready or not self._topic_backoff.ready():
@@ -73,6 +85,7 @@ class Agent:
                 size += len(value)
                 self.publisher.publish(chunk, value)
         self.metrics.record_sample(stats, time.monotonic() - started, size)
+        self._busy = bool(stats.reassigning)
         if stats.failure is None:
             log.info(
                 "sample_published",
@@ -104,10 +117,10 @@ class Agent:
                     # A bug or an unforeseen client error must not end the agent: the broker
                     # would look silent. Log it with its traceback and try again next interval.
                     log.exception("sample_crashed", broker=self.config.broker_id)
-                next_at += self.config.interval_s
+                next_at += self.interval_s
                 now = time.monotonic()
                 if next_at < now:  # a sample overran the interval: skip, don't burst
-                    next_at = now + self.config.interval_s
+                    next_at = now + self.interval_s
                 while not stop.is_set() and (left := next_at - time.monotonic()) > 0:
                     self.publisher.poll(min(left, 0.25))
                     self.sampler.probe()

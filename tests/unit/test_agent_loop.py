@@ -129,3 +129,37 @@ def test_large_sample_is_published_in_chunks() -> None:
     assert len(chunks) > 1 and publisher.published == chunks
     assert all(len(bs.to_json(c)) <= 20_000 for c in chunks)
     assert sum(len(c.leaders) for c in chunks) == 500
+
+
+class Reassigning:
+    """A sampler whose broker takes part in a reassignment from its second sample on, until
+    its fourth."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def sample(self) -> bs.BrokerStats:
+        self.calls += 1
+        record = _record(self.calls)
+        if 2 <= self.calls <= 3:
+            moving = bs.ReassigningReplica(
+                topic="t", partition=0, replicas=[7, 8], adding_replicas=[8], removing_replicas=[]
+            )
+            record = record.model_copy(update={"reassigning": [moving]})
+        return record
+
+
+def test_the_agent_samples_faster_while_its_broker_takes_part_in_a_move() -> None:
+    config = CONFIG.model_copy(update={"interval_s": 60.0, "busy_interval_s": 5.0})
+    agent = Agent(config, sampler=Reassigning(), publisher=MemoryPublisher())  # type: ignore[arg-type]
+    waits = []
+    for _ in range(4):
+        agent.run_once()
+        waits.append(agent.interval_s)
+    assert waits == [60.0, 5.0, 5.0, 60.0]
+    # Never slower than the configured interval.
+    quick = CONFIG.model_copy(update={"interval_s": 2.0, "busy_interval_s": 5.0})
+    agent = Agent(quick, sampler=Reassigning(), publisher=MemoryPublisher())  # type: ignore[arg-type]
+    agent.run_once()
+    agent.run_once()
+    assert agent.interval_s == 2.0
