@@ -25,6 +25,7 @@ Prints the figures and replaces the ``## heal`` section of docs/bench.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -117,12 +118,26 @@ class Run:
 
 
 class Race:
-    def __init__(self, workdir: Path, produce_mb: int, grace_ms: int = GRACE_MS) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        produce_mb: int,
+        grace_ms: int = GRACE_MS,
+        nic_mbps: int | None = None,
+        broker_overrides: dict[str, str] | None = None,
+    ) -> None:
+        """With ``nic_mbps`` the cluster is network-bound (docs/local-cluster.md): this
+        thread, its clients and the kmedic processes it starts run in the cluster's
+        namespace until ``stop``."""
         self.workdir = workdir
         self.produce_mb = produce_mb
         self.grace_ms = grace_ms
-        spec = ClusterSpec(brokers=6, racks=RACKS)
+        spec = ClusterSpec(
+            brokers=6, racks=RACKS, nic_mbps=nic_mbps, broker_overrides=broker_overrides or {}
+        )
         self.cluster = LocalCluster.start(spec, workdir / "cluster")
+        self._network = contextlib.ExitStack()
+        self._network.enter_context(self.cluster.network())
         self.bootstrap = self.cluster.bootstrap_servers
         self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
         self.kadmin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
@@ -369,6 +384,7 @@ class Race:
         self.stop_traffic.set()
         self.kadmin.close()
         self.cluster.stop()
+        self._network.close()
 
 
 def main() -> None:

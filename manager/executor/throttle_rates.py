@@ -27,6 +27,8 @@ from manager.model.throttles import RATE_KEYS, BrokerKey
 
 log = get_logger(__name__)
 
+_UNKNOWN = 1e15  # bytes/s: a link no rate reaches
+
 
 class TrafficFeed(Protocol):
     def traffic(self) -> Mapping[int, Traffic]:
@@ -77,10 +79,10 @@ class ThrottleRates:
             self._traffic = self._read_traffic()
             self._read_at = self._clock()
         feed = self.feed
-        # No feed: no capacity known either, and every rate is the floor.
-        floors = float(max(self.rule.floor_bytes_per_s, self.rule.urgent_floor_bytes_per_s))
+        # No feed: no capacity known either (none that would bound a floor), and every rate
+        # is the floor.
         capacity = {
-            b: feed.capacity(b) if feed else Link(floors, floors, "no traffic feed")
+            b: feed.capacity(b) if feed else Link(_UNKNOWN, _UNKNOWN, "no traffic feed")
             for b in brokers
         }
         rates, changed = plan_rates(

@@ -13,7 +13,8 @@ kafka-kit measures a broker's whole traffic and subtracts the rate it set before
 traffic, metered apart), and add the steady replication each broker carries as a leader or a
 follower (``broker_traffic``), so ``others`` is everything but kmedic's copies. The second term
 gives back what a broker is over its capacity. The result is kept between a floor (a heal
-always moves) and the capacity (the floor yields to a smaller capacity), and a new rate
+always moves) and the capacity; the floor is at most ``floor_share`` of the broker's link (on a
+link slower than the floor, a floor of the whole link would be no throttle at all), and a new rate
 replaces the one set only when it differs by more than ``threshold`` of it (no config churn on
 noise). Partitions whose writes already fail (under ``min.insync.replicas``) are copied at no
 less than ``urgent_floor_bytes_per_s``: availability before politeness.
@@ -43,6 +44,13 @@ class Headroom(BaseModel):
     ratio: float = Field(default=0.9, gt=0, le=1, description="share of the headroom kmedic uses")
     floor_bytes_per_s: int = Field(
         default=10_000_000, ge=1024, description="never slower than this: a heal always moves"
+    )
+    floor_share: float = Field(
+        default=0.1,
+        gt=0,
+        le=1,
+        description="the floor is at most this share of the broker's link (a slow link's "
+        "floor leaves the clients the rest)",
     )
     urgent_floor_bytes_per_s: int = Field(
         default=50_000_000,
@@ -98,7 +106,11 @@ def headroom_rate(capacity: float, used: float | None, rule: Headroom, *, urgent
     """The rate for one broker and direction, given everyone else's traffic there; the floor
     when that traffic is unknown (an agent that stopped reporting: polite until it is
     measured again)."""
-    floor = rule.urgent_floor_bytes_per_s if urgent else rule.floor_bytes_per_s
+    floor = (
+        float(rule.urgent_floor_bytes_per_s)
+        if urgent
+        else min(float(rule.floor_bytes_per_s), rule.floor_share * capacity)
+    )
     if used is None:
         rate = float(floor)
     else:

@@ -45,8 +45,13 @@ def test_kafka_kits_rule_on_a_busy_broker() -> None:
     assert headroom_rate(125 * MB, 135 * MB, RULE, urgent=True) == 50 * MB
     # No figure for the broker: the floor, until it is measured again.
     assert headroom_rate(125 * MB, None, RULE, urgent=False) == 10 * MB
-    # A link slower than the floor: the floor yields to it.
+    # A link slower than the urgent floor: the urgent floor yields to it.
     assert headroom_rate(5 * MB, 0, RULE, urgent=True) == 5 * MB
+    # A 40 Mbit/s link: its floor is a tenth of it, not the whole link (the 10 MB/s floor
+    # would have left the copy unthrottled), and the headroom rule applies under it.
+    assert headroom_rate(5 * MB, 4.9 * MB, RULE, urgent=False) == 500_000
+    assert headroom_rate(5 * MB, None, RULE, urgent=False) == 500_000
+    assert headroom_rate(5 * MB, 2 * MB, RULE, urgent=False) == 2_700_000
 
 
 @given(capacities, st.none() | rates, st.booleans())
@@ -54,8 +59,13 @@ def test_the_rate_stays_between_the_floor_and_the_capacity(
     capacity: float, used: float | None, urgent: bool
 ) -> None:
     rate = headroom_rate(capacity, used, RULE, urgent=urgent)
-    floor = RULE.urgent_floor_bytes_per_s if urgent else RULE.floor_bytes_per_s
-    assert min(floor, int(capacity)) <= rate <= capacity
+    if urgent:
+        floor = min(RULE.urgent_floor_bytes_per_s, capacity)
+    else:
+        floor = min(RULE.floor_bytes_per_s, RULE.floor_share * capacity)
+    assert int(floor) <= rate <= capacity
+    if used is not None and used >= capacity:
+        assert rate == int(floor)  # a saturated broker: the floor, whatever else
 
 
 @given(capacities, rates, rates)
