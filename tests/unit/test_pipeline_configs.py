@@ -16,6 +16,7 @@ from streaming.config import StreamConfig
 
 
 class _Broker:
+    host = "127.0.0.1"
     port = 19092
 
 
@@ -26,6 +27,7 @@ class _FakeCluster:
     zk_connect = "127.0.0.1:12181"
     broker_ids = (1, 2)
     security: ClusterSecurity | None = None
+    nic_mbps: int | None = None
 
     def kafka_section(self, user: str) -> dict[str, Any]:
         assert self.security is not None
@@ -52,6 +54,15 @@ def test_the_agent_config_loads(tmp_path: Path) -> None:
     assert cfg.broker_id == 2 and cfg.interval_s == 2.0
     # Four agents on one machine: a fixed port would collide; the e2e does not scrape them.
     assert cfg.metrics_port is None
+    assert cfg.broker_address == "127.0.0.1:19092"
+    assert cfg.nic_mbps is None  # the kernel's figure, as on any host
+
+
+def test_a_shaped_clusters_agents_report_its_link_speed(tmp_path: Path) -> None:
+    cluster = _FakeCluster()
+    cluster.nic_mbps = 40
+    cfg = AgentConfig(**Pipeline(cast(LocalCluster, cluster), tmp_path).agent_config(1, 2.0))
+    assert cfg.nic_mbps == 40
 
 
 def test_the_stream_config_loads_with_demo_scale_restarts(tmp_path: Path) -> None:
