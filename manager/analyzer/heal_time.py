@@ -38,7 +38,7 @@ class Pace:
 
     move_bytes_per_s: float
     rate_measured: bool  # False: the assumed rate (no plan measured since this manager started)
-    max_moves_per_broker: int = 2
+    max_moves_per_broker: int = 5
     max_moves_in_flight: int = 10
     throttle_bytes_per_s: int | None = None  # a fixed throttle; adaptive or none: None
     move_overhead_s: float = MOVE_OVERHEAD_S

@@ -24,7 +24,10 @@ class ExecutorConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     max_moves_per_broker: int = Field(
-        default=2, ge=1, description="concurrent moves touching one broker"
+        default=5,
+        ge=1,
+        description="concurrent moves touching one broker (each replica of a moving "
+        "partition counts; the throttle, not this count, bounds the bytes per second)",
     )
     max_moves_in_flight: int = Field(
         default=10, ge=1, description="concurrent moves in the cluster"
