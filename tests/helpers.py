@@ -9,6 +9,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -127,16 +128,20 @@ def read_audit(bootstrap: Cluster, topic: str) -> list[AuditRecord]:
 
 
 def kmedic_process(
-    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+    *args: str,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`kmedic ARGS...` as its own process, as an operator runs it (output captured; ``env``
-    replaces the environment when given)."""
+    replaces the environment when given; run in ``cwd`` when given)."""
     return subprocess.run(
         [sys.executable, "-m", "composition.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         env=env,
+        cwd=cwd,
     )
 
 

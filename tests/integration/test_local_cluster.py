@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import urllib.request
 import uuid
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from helpers import kafka_conf, wait_for, wait_until_usable
+from helpers import kafka_conf, kmedic_process, wait_for, wait_until_usable
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -150,13 +149,7 @@ def test_zookeeper_stores_and_returns_a_znode(healthy_cluster: Any) -> None:
 
 
 def kmedic(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "composition.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=180,
-    )
+    return kmedic_process(*args, timeout=180, cwd=cwd)
 
 
 def processes_mentioning(text: str) -> list[int]:

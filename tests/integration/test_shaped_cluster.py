@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from helpers import kafka_conf, wait_for
+from helpers import kafka_conf, kmedic_process, wait_for
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from required_tools import skip_missing
@@ -113,13 +113,7 @@ def _copy_seconds(bootstrap: str) -> tuple[int, float]:
 
 
 def kmedic(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "composition.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=180,
-    )
+    return kmedic_process(*args, timeout=180, cwd=cwd)
 
 
 REACH = "import socket; socket.create_connection(('127.0.1.1', 9092), timeout=2).close()"
