@@ -18,13 +18,13 @@ from test_executor import dynamic_configs, make_topic, throttle_keys
 
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig
-from manager.model.adaptive_throttle import RateFigures, Traffic
+from manager.model.adaptive_throttle import Link, RateFigures, Traffic
 from manager.model.moves import Move
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
 
 pytestmark = pytest.mark.integration
 
-LINK = Traffic(200_000, 200_000)  # a slow link, so that a small move takes seconds
+LINK = Link(200_000, 200_000, "a slow link")  # so that a small move takes seconds
 RULE = {"floor_bytes_per_s": 20_000, "urgent_floor_bytes_per_s": 100_000, "interval_s": 0.5}
 
 
@@ -35,7 +35,7 @@ class Feed:
     def traffic(self) -> Mapping[int, Traffic]:
         return self.now
 
-    def capacity(self, broker: int) -> Traffic:
+    def capacity(self, broker: int) -> Link:
         return LINK
 
 
@@ -113,7 +113,8 @@ def test_a_partition_whose_writes_fail_copies_at_the_urgent_floor(
         admin.alter_configs([resource], incremental=True)
     finally:
         admin.close()
-    busy = Feed({b: LINK for b in (2, 3, 4)})  # every broker at its capacity
+    full = Traffic(LINK.in_bytes_per_s, LINK.out_bytes_per_s)
+    busy = Feed(dict.fromkeys((2, 3, 4), full))  # every broker at its capacity
     told: list[list[RateFigures]] = []
     ex = adaptive(busy, told)
     ex.submit([Move(topic, 0, (4, 2))])
