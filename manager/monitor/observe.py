@@ -142,7 +142,6 @@ def broker_capacity(
     file systems), then the default."""
     disk_total = _log_dir_total(agent.healthy if agent else None)
     nic = agent.latest.nic if agent else None
-    speed = nic.speed_bytes_per_s if nic is not None else None
     network = network_source(nic, capacity)
     disk: Literal["config", "log_dirs", "unknown"] = "unknown"
     if capacity.disk_bytes is not None:
@@ -153,13 +152,10 @@ def broker_capacity(
     source = CapacitySource(network=network, disk=disk, interface=interface)
     if network != "agent" and disk != "log_dirs":
         return None, source
+    link_in, link_out, _ = network_capacity(nic, capacity)
     own = Capacity(
-        network_in_bytes_per_s=speed
-        if network == "agent" and speed
-        else default.network_in_bytes_per_s,
-        network_out_bytes_per_s=speed
-        if network == "agent" and speed
-        else default.network_out_bytes_per_s,
+        network_in_bytes_per_s=link_in,
+        network_out_bytes_per_s=link_out,
         disk_bytes=disk_total if disk == "log_dirs" and disk_total else default.disk_bytes,
     )
     return own, source
