@@ -5,9 +5,11 @@ replication throttle, a fixed rate (40 % of a link), and the adaptive throttle.
 The cluster is network-bound (``--nic-mbps``, 40 by default; docs/local-cluster.md): each
 broker's link shaped to that rate each way, as a NIC would hold it, so a copy competes with the
 clients for bytes per second and a throttle has something to protect. (On plain loopback every
-copy is bound by the two cores instead: ``--nic-mbps 0``.) The producer uses ``--link-share``
-of each broker's link (30 % by default: at RF 3 on 6 brokers each leader sends a third of the
-produce rate to its followers), unless ``--rate`` says otherwise.
+copy is bound by the two cores instead: ``--nic-mbps 0``.) The producer's traffic uses
+``--link-share`` of each broker's link in its busier direction (30 % by default: at RF 3 on 6
+brokers each broker receives half the produce rate, its leaders' writes and the copies it
+follows), unless ``--rate`` says otherwise; after the heal the dead broker's rack-mate receives
+twice that. Replica fetches are cut to ``--fetch-kb`` (``fetch_sizes``).
 
 The cluster, data and heal are bench_heal.py's (6 brokers on 3 racks, 32 partitions at RF 3,
 ``--produce-mb`` produced first: 512 MB by default, 1.5 GB on disk; agents and the manager as
@@ -35,7 +37,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
@@ -51,7 +55,8 @@ from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 CLIENT_TOPIC = "bench.clients"
 CLIENT_PARTITIONS = 48
 FIXED = 50_000_000  # on loopback; on shaped links, 40 % of a link
-SETTINGS: tuple[int | str | None, ...] = (None, FIXED, "adaptive")
+FETCH_KB = 64  # a shaped link's replica fetch size (fetch_sizes)
+BROKERS, RF = 6, 3
 RECORD = 1000
 BASELINE_S = 15.0
 STALL_S = 0.5
@@ -120,6 +125,38 @@ class Latencies:
         return got, sum(1 for at in list(self.failed) if start <= at < end)
 
 
+def drops(race: Race) -> int:
+    """Packets the shaped links dropped so far (their queues full), both directions: a drop
+    costs a TCP retransmission, hundreds of milliseconds on loopback."""
+    namespace = race.cluster.namespace
+    if namespace is None:
+        return 0
+    total = 0
+    for device in ("lo", "kmedic-ifb"):
+        shown = subprocess.run(
+            ["tc", "-n", namespace.name, "-s", "qdisc", "show", "dev", device],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        root = re.search(r"qdisc htb 1: root.*?dropped (\d+)", shown, re.DOTALL)
+        total += int(root.group(1)) if root else 0
+    return total
+
+
+def fetch_sizes(kb: int) -> dict[str, str]:
+    """The brokers' replica fetch sizes: how many bytes of one partition (and of all) a
+    follower's fetch carries. A 1 MB chunk (Kafka's default) holds a 10 Gbit/s NIC for under a
+    millisecond, but a 40 Mbit/s link for 200 ms, in front of every acks=all write replicated
+    through it; scaled to the shaped link's speed, the chunk is what it is beside a real NIC.
+    At 64 kB on 5 MB/s it is 13 ms (a 10 Gbit/s NIC's 1 MB scaled down would be 4 kB).
+    0: Kafka's own. Static in Kafka (read-only while a broker runs)."""
+    if not kb:
+        return {}
+    size = str(kb * 1024)
+    return {"replica.fetch.max.bytes": size, "replica.fetch.response.max.bytes": size}
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -139,6 +176,7 @@ class Result:
     heal_failed: int
     failure_failed: int  # records failed between the kill and the first move
     failure_max: float  # their worst latency (s)
+    dropped: int  # packets the shaped links dropped during the run
 
 
 def client_topic(race: Race, partitions: int) -> None:
@@ -163,9 +201,12 @@ def measure(
     setting: int | str | None,
     init: Any,
     settle_s: float = SETTLE_S,
+    last: bool = False,
 ) -> Result:
     trim(race)
-    run = race.race(n, setting, init, settle_s=settle_s)
+    dropped = drops(race)
+    run = race.race(n, setting, init, settle_s=settle_s, put_back=not last)
+    dropped = drops(race) - dropped
     kill = run.killed_at
     first, replicated = kill + run.first_move_s, kill + run.replicated_s
     wait(lambda: lat.answered(replicated), 150, "the heal window's records answered")
@@ -185,15 +226,16 @@ def measure(
         heal_failed,
         failure_failed,
         max(failure, default=float("nan")),
+        dropped,
     )
     print(
         f"  {label(setting)}: p50/p99 {result.base_p50 * 1e3:.1f}/{result.base_p99 * 1e3:.1f} "
         f"ms before, {result.heal_p50 * 1e3:.1f}/{result.heal_p99 * 1e3:.1f} ms during the "
         f"heal ({len(heal)} records, {heal_failed} failed); fully replicated "
-        f"{run.replicated_s:.1f} s after the kill",
+        f"{run.replicated_s:.1f} s after the kill; {dropped} packets dropped",
         flush=True,
     )
-    for summary in run.rate_records[:3]:
+    for summary in run.rate_records[: int(os.environ.get("BENCH_RATE_LINES", "3"))]:
         print(f"    {summary}", flush=True)
     return result
 
@@ -213,7 +255,23 @@ def main() -> None:
         "--nic-mbps", type=int, default=40, help="each broker's link, Mbit/s (0: loopback)"
     )
     parser.add_argument(
-        "--link-share", type=float, default=0.3, help="of each link the producer uses"
+        "--link-share",
+        type=float,
+        default=0.3,
+        help="of each broker's link in the producer's traffic (its busier direction, in)",
+    )
+    parser.add_argument(
+        "--settings",
+        default="none,fixed,adaptive",
+        help="throttle settings to run, comma-separated: none, fixed (40 %% of a link), "
+        "adaptive, or a fixed rate in bytes/s",
+    )
+    parser.add_argument(
+        "--fetch-kb",
+        type=int,
+        default=None,
+        help="the brokers' replica fetch sizes and the preload's batches, kB (default: 64 on "
+        "a shaped link, Kafka's own on loopback)",
     )
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
@@ -222,18 +280,32 @@ def main() -> None:
         help="smoke size: one adaptive run, 4 MB, 200 kB/s, a 5 s grace, docs untouched",
     )
     args = parser.parse_args()
-    settings, args.grace_ms, settle_s = SETTINGS, GRACE_MS, SETTLE_S
+    args.grace_ms, settle_s = GRACE_MS, SETTLE_S
     partitions = CLIENT_PARTITIONS
     link = args.nic_mbps * 1_000_000 // 8
-    if args.rate is None:  # each leader sends a third of it to its followers (RF 3, 6 brokers)
-        args.rate = int(args.link_share * link * 3) if link else 2_000_000
-    if link:
-        settings = (None, int(0.4 * link), "adaptive")
+    if args.rate is None:  # each broker receives half of it: its leaders' produce, 2 followers'
+        args.rate = int(args.link_share * link * BROKERS / RF) if link else 2_000_000
+    fixed = int(0.4 * link) if link else FIXED
+    named: dict[str, int | str | None] = {"none": None, "fixed": fixed, "adaptive": "adaptive"}
+    settings: list[int | str | None] = []
+    for word in args.settings.split(","):
+        if word.strip() not in named and not word.strip().isdigit():
+            parser.error(f"--settings: unknown setting {word!r} (none, fixed, adaptive, bytes/s)")
+        settings.append(named.get(word.strip(), int(word) if word.strip().isdigit() else None))
+    if args.fetch_kb is None:
+        args.fetch_kb = FETCH_KB if link else 0
     if args.quick:
         args.produce_mb, args.runs, args.no_write, args.grace_ms = 4, 1, True, 5_000
-        settings, settle_s, partitions, args.rate = ("adaptive",), 3.0, 6, 200_000
+        settings, settle_s, partitions, args.rate = ["adaptive"], 3.0, 6, 200_000
     with tempfile.TemporaryDirectory(prefix="bench-clients-") as tmp:
-        race = Race(Path(tmp), args.produce_mb, args.grace_ms, nic_mbps=args.nic_mbps or None)
+        race = Race(
+            Path(tmp),
+            args.produce_mb,
+            args.grace_ms,
+            nic_mbps=args.nic_mbps or None,
+            broker_overrides=fetch_sizes(args.fetch_kb),
+            fill_batch_bytes=args.fetch_kb * 1024 or 1_000_000,
+        )
         lat: Latencies | None = None
         try:
             t = time.monotonic()
@@ -243,10 +315,12 @@ def main() -> None:
             initial = race.placement()
             on_disk = sum(race.sizes()[k] * len(v) for k, v in initial.items() if k[0] == TOPIC)
             lat = Latencies(race.bootstrap, args.rate).start()
+            total = args.runs * len(settings)
             results = [
-                measure(race, lat, n * len(settings) + i, setting, initial, settle_s)
+                measure(race, lat, n * len(settings) + i, setting, initial, settle_s, last=last)
                 for n in range(args.runs)
                 for i, setting in enumerate(settings)
+                for last in [n * len(settings) + i == total - 1]
             ]
         finally:
             if lat is not None:
@@ -280,10 +354,11 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
             f"({min(r.heal.replicated_s for r in mine):.1f}-"
             f"{max(r.heal.replicated_s for r in mine):.1f}) | "
             f"{max(r.failure_failed for r in mine)} / "
-            f"{max(r.failure_max for r in mine):.1f} s |"
+            f"{max(r.failure_max for r in mine):.1f} s | "
+            f"{statistics.median(r.dropped for r in mine):.0f} |"
         )
     unthrottled = medians.get(None, (float("nan"), 0.0))[0]
-    adaptive_heal, adaptive_ratio = medians["adaptive"]
+    adaptive_heal, adaptive_ratio = medians.get("adaptive", (float("nan"), float("nan")))
     return "\n".join(
         [
             "## clients",
@@ -305,8 +380,8 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
             "",
             "| throttle | before p50 / p99 | heal p50 / p99 | heal p95 | heal p99 ÷ before p99 "
             f"| heal records ≥ {STALL_S:g} s | failed during the heal | kill to fully "
-            "replicated | kill to first move: failed / worst |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            "replicated | kill to first move: failed / worst | packets dropped |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             *rows,
             "",
             f"Adaptive against the goals: heal p99 {adaptive_ratio:.2f}× the baseline (goal "
@@ -326,7 +401,14 @@ def network(args: argparse.Namespace) -> str:
     return (
         f"each broker's link shaped to {args.nic_mbps} Mbit/s "
         f"({args.nic_mbps / 8:.1f} MB/s) each way in the cluster's own network namespace "
-        "(docs/local-cluster.md), which its agents report as their brokers' NIC speed"
+        "(docs/local-cluster.md), which its agents report as their brokers' NIC speed; "
+        + (
+            f"replica fetches of at most {args.fetch_kb} kB (per partition and per answer) and "
+            f"the preload in {args.fetch_kb} kB batches, the chunk scaled to the link "
+            "(`fetch_sizes`)"
+            if args.fetch_kb
+            else "Kafka's replica fetch sizes (1 MB a partition)"
+        )
     )
 
 

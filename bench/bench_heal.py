@@ -125,6 +125,7 @@ class Race:
         grace_ms: int = GRACE_MS,
         nic_mbps: int | None = None,
         broker_overrides: dict[str, str] | None = None,
+        fill_batch_bytes: int = 1_000_000,
     ) -> None:
         """With ``nic_mbps`` the cluster is network-bound (docs/local-cluster.md): this
         thread, its clients and the kmedic processes it starts run in the cluster's
@@ -132,6 +133,7 @@ class Race:
         self.workdir = workdir
         self.produce_mb = produce_mb
         self.grace_ms = grace_ms
+        self.fill_batch_bytes = fill_batch_bytes
         spec = ClusterSpec(
             brokers=6, racks=RACKS, nic_mbps=nic_mbps, broker_overrides=broker_overrides or {}
         )
@@ -202,7 +204,7 @@ class Race:
         wait(lambda: TOPIC in self.admin.list_topics(timeout=10).topics, 60, "the topic")
         producer = Producer(
             {"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 50}
-            | {"batch.size": 1_000_000, "compression.type": "none"}
+            | {"batch.size": self.fill_batch_bytes, "compression.type": "none"}
         )
         value = b"x" * RECORD
         for n in range(self.produce_mb * 1024 * 1024 // RECORD):
@@ -243,6 +245,7 @@ class Race:
         initial: Placement,
         capacity: dict[str, float] | None = None,
         settle_s: float = 0.0,
+        put_back: bool = True,
     ) -> Run:
         name = f"race{run}"
         actions = f"kmedic.actions.{name}"
@@ -328,8 +331,9 @@ class Race:
             f"not on broker {VICTIM}; {violations} rack violations",
             flush=True,
         )
-        self.cluster.restart(VICTIM)
-        self.put_back(initial)
+        if put_back:  # for the next run (the last one leaves the cluster as it is)
+            self.cluster.restart(VICTIM)
+            self.put_back(initial)
         return result
 
     def audit(self, topic: str, done: Callable[[list[AuditRecord]], bool]) -> list[AuditRecord]:
@@ -412,7 +416,10 @@ def main() -> None:
             kafka = race.kafka_generate(initial)
             traffic = threading.Thread(target=race.traffic, daemon=True)
             traffic.start()
-            runs = [race.race(n, throttle, initial) for n, throttle in enumerate(throttles)]
+            runs = [
+                race.race(n, throttle, initial, put_back=n < len(throttles) - 1)
+                for n, throttle in enumerate(throttles)
+            ]
         finally:
             race.stop()
     text = report(args, on_disk, runs, kafka, grace_ms)
