@@ -100,6 +100,28 @@ def describe_min_insync(client: Any, topics: list[str]) -> dict[str, int]:
     return out
 
 
+AUTO_LEADER_REBALANCE = "auto.leader.rebalance.enable"
+
+
+def describe_auto_leader_rebalance(client: Any, broker: int) -> bool | None:
+    """Whether ``broker`` runs Kafka's own preferred-leader rebalancing
+    (``auto.leader.rebalance.enable``, its value or the default), by DescribeConfigs on
+    ``client``; None when Kafka gives no value. Raises what the client raises."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    resource = ConfigResource(
+        ConfigResourceType.BROKER, str(broker), configs={AUTO_LEADER_REBALANCE: None}
+    )
+    found = client.describe_configs([resource], config_filter="all")
+    for entries in found.get("broker", {}).values():
+        if not isinstance(entries, dict):
+            continue
+        value = entries.get(AUTO_LEADER_REBALANCE, {}).get("value")
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+    return None
+
+
 def describe_partitions(client: Any, topics: list[str] | None = None) -> PartitionTable:
     """Every partition of the cluster (or of ``topics``), from one Metadata request on
     ``client``, decoded straight into columns by ``kmedic.metadata_wire``: kafka-python's own

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
@@ -102,6 +103,13 @@ def wait_until_usable(bootstrap: Cluster, topics: list[str]) -> None:
 
     brokers = broker_addresses(AdminClient(kafka_conf(bootstrap)).list_topics(timeout=15))
     wait_until_known(topics, brokers, admin_conf=kafka_conf(bootstrap))
+
+
+def active_alerts(port: int) -> dict[str, str]:
+    """The alerts a local manager's status page says are active (key: reason)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status.json", timeout=10) as page:
+        found: dict[str, str] = json.loads(page.read())["active_alerts"]
+    return found
 
 
 def scrape(port: int, name: str, **labels: str) -> float | None:

@@ -22,6 +22,7 @@ from manager.analyzer.goal import Context, Goal, Held, Outcome, Proposal, Settle
 from manager.analyzer.goals.balance import BALANCE
 from manager.analyzer.goals.heal import HEAL
 from manager.analyzer.goals.placement_told import placement_reasons
+from manager.analyzer.goals.rejoin import REJOIN_LEADERSHIP
 from manager.analyzer.goals.repair import REPAIR_PLACEMENT
 from manager.analyzer.goals.requests import OPERATOR_REQUESTS
 from manager.analyzer.goals.slow import SLOW_BROKERS
@@ -39,6 +40,7 @@ GOALS: tuple[Goal, ...] = (
     HEAL,  # replicas lost with dead brokers or failed log directories
     OPERATOR_REQUESTS,  # drain, demote, fill
     SLOW_BROKERS,  # leadership off slow brokers, and back once they recover
+    REJOIN_LEADERSHIP,  # leadership back to a broker that came back, once it caught up
     BALANCE,  # brokers over their network or disk limits
     REPAIR_PLACEMENT,  # partitions breaking the placement policy
     EVEN_NETWORK,  # network load uneven, leadership first

@@ -61,10 +61,32 @@ class GoalSwitches(_Frozen):
         description="balance an uneven cluster (a new empty broker, say) even when no broker "
         "is over a limit; only on a calm cluster (no heal, recovery window or degraded mode)",
     )
+    rejoin_leadership: bool = Field(
+        default=True,
+        description="preferred leadership back to a broker that came back, once its replicas "
+        "are in sync (policy.rejoin), in batches, internal topics last",
+    )
 
 
 # Switches that were flags of the policy itself before: still read from there.
 _FORMER_POLICY_FLAGS: frozenset[str] = frozenset({"repair_placement", "even_spread"})
+
+
+class RejoinPolicy(_Frozen):
+    """When a broker that came back (within ``recovery_window_ms``) leads again
+    (docs/planner.md, "Rejoin"). Kafka's own ``auto.leader.rebalance.enable`` hands leadership
+    back as soon as its periodic check finds the broker in sync; with it off, kmedic paces it."""
+
+    in_sync_share: float = Field(
+        default=0.95,
+        gt=0,
+        le=1,
+        description="the share of the broker's replicas in their ISR before any leadership "
+        "returns to it",
+    )
+    leaders_per_cycle: int = Field(
+        default=50, ge=1, description="preferred leaderships handed back per cycle, at most"
+    )
 
 
 class Policy(_Frozen):
@@ -119,6 +141,7 @@ class Policy(_Frozen):
     max_moves_per_hour: int = Field(default=4_000, ge=0)
     goals: GoalSwitches = GoalSwitches()
     slow_brokers: SlowBrokerPolicy = SlowBrokerPolicy()
+    rejoin: RejoinPolicy = RejoinPolicy()
 
     @model_validator(mode="before")
     @classmethod

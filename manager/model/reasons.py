@@ -46,6 +46,7 @@ ReasonCode = Literal[
     "uneven_spread",
     "operator_request",
     "slow_broker",
+    "broker_rejoined",
 ]
 
 Outcomes = Literal["refuse", "wait", "act", "noop", "act, noop", "act, noop, refuse"]
@@ -186,6 +187,12 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "a live broker is slow (its score and the figures behind it): its leadership moves "
         "off, no data; once it has recovered for `policy.slow_brokers.recover_ms` its share "
         "returns; with `policy.slow_brokers.drain` a broker slow that long is drained",
+    ),
+    "broker_rejoined": CodeDoc(
+        "act",
+        "a broker that came back has `policy.rejoin.in_sync_share` of its replicas in sync "
+        "(the figures): its preferred leadership returns, `policy.rejoin.leaders_per_cycle` at "
+        "a time, internal topics last",
     ),
 }
 

@@ -258,3 +258,8 @@ class Snapshot(_Frozen):
         default=(), description="operator requests not finished yet, oldest first"
     )
     quorum: Quorum | None = Field(default=None, description="None: not read")
+    kafka_auto_leader_rebalance: bool | None = Field(
+        default=None,
+        description="Kafka's own auto.leader.rebalance.enable, as a live broker has it: on, "
+        "Kafka hands a returning broker's leadership back itself (None: not read)",
+    )

@@ -66,3 +66,5 @@ class Observation:
     # topics with a partition under min.insync.replicas: the only ones that can).
     eligible_leaders: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     quorum: Quorum | None = None  # the KRaft controller quorum (None: not read)
+    # Kafka's own auto.leader.rebalance.enable (None: not read)
+    kafka_auto_leader_rebalance: bool | None = None

@@ -239,4 +239,5 @@ def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings)
         leadership=obs.leadership,
         recent_actions=RecentActions(moves_last_hour=obs.moves_last_hour),
         quorum=obs.quorum,
+        kafka_auto_leader_rebalance=obs.kafka_auto_leader_rebalance,
     )

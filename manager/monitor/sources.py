@@ -30,6 +30,7 @@ from kmedic.replica_columns import AgentRecord
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
+from manager.monitor.leader_rebalance import LeaderRebalanceSetting
 from manager.monitor.load_columns import LoadFeed
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
 from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
@@ -141,6 +142,7 @@ class ClusterSources:
         self._watch_failures = 0
         self.registrations = RegistrationWatch(self._read_registered, WATCH_INTERVAL_S)
         self.topic_configs = TopicConfigs()
+        self.leader_rebalance = LeaderRebalanceSetting()
         self.quorum = QuorumReader(bootstrap)
         self._reassignments: dict[TopicPartition, Reassignment] = {}  # the last listing
 
@@ -242,6 +244,7 @@ class ClusterSources:
         topics = {partitions.names[t] for t in np.unique(partitions.topic).tolist()}
         # On the client that has just read the cluster (none: the settings are unknown).
         min_insync = self.topic_configs.read(self._admin, topics) if self._admin else {}
+        rebalance = self.leader_rebalance.read(self._admin, live) if self._admin else None
         eligible = self._eligible_leaders(partitions, min_insync)
         return Observation(
             taken_at_ms=now_ms,
@@ -261,6 +264,7 @@ class ClusterSources:
             min_insync=min_insync,
             eligible_leaders=eligible,
             quorum=quorum,
+            kafka_auto_leader_rebalance=rebalance,
         )
 
     def _eligible_leaders(

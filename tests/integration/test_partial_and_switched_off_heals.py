@@ -6,15 +6,20 @@ within the grace period nothing is refused; once that broker is back, the page c
 
 from __future__ import annotations
 
-import json
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
-from helpers import create_placed_topic, kafka_conf, read_audit, scrape, wait_for
+from helpers import (
+    active_alerts,
+    create_placed_topic,
+    kafka_conf,
+    read_audit,
+    scrape,
+    wait_for,
+)
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
@@ -24,12 +29,6 @@ pytestmark = pytest.mark.integration
 
 VICTIM = 3
 SWITCH = "policy.goals.heal_dead_brokers"
-
-
-def active_alerts(port: int) -> dict[str, str]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status.json", timeout=10) as page:
-        alerts: dict[str, str] = json.loads(page.read())["active_alerts"]
-    return alerts
 
 
 def partitions(bootstrap: str, topic: str) -> dict[int, tuple[list[int], list[int]]]:

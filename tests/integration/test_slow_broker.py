@@ -8,10 +8,8 @@ judged on this test's own topic.)"""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +18,14 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
-from helpers import create_placed_topic, kafka_conf, read_audit, scrape, wait_for
+from helpers import (
+    active_alerts,
+    create_placed_topic,
+    kafka_conf,
+    read_audit,
+    scrape,
+    wait_for,
+)
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import LocalCluster, process
@@ -72,12 +77,6 @@ def led_by(admin: AdminClient, broker: int, topic: str | None = None) -> int:
         for (name, _), (_, leader) in placement(admin).items()
         if topic is None or name == topic
     )
-
-
-def alerts(port: int) -> dict[str, str]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status.json", timeout=10) as page:
-        found: dict[str, str] = json.loads(page.read())["active_alerts"]
-    return found
 
 
 def test_a_slow_broker_is_demoted_and_its_leadership_returns(
@@ -167,7 +166,7 @@ def test_a_slow_broker_is_demoted_and_its_leadership_returns(
         for tp, (replicas, _) in before.items():
             assert demoted[tp][0] == replicas and after[tp][0] == replicas, tp
         assert len(before) == len(after)
-        assert alerts(port) == {}
+        assert active_alerts(port) == {}
         assert scrape(port, "kmedic_cluster_slow") == 0
     finally:
         pipeline.stop()

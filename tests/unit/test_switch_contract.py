@@ -70,6 +70,19 @@ def slow_broker() -> dict[str, Any]:
     return snapshot_dict(brokers, {"t": parts}, policy={"even_spread": False})
 
 
+def rejoined_broker() -> dict[str, Any]:
+    """Broker 3 came back a minute ago, every replica of it in sync, leading nothing yet."""
+    brokers = _brokers(**{"3": {"returned_at_ms": NOW - 60_000}})
+    parts = []
+    for n in range(12):
+        replicas = [n % 6 + 1, (n + 1) % 6 + 1, (n + 2) % 6 + 1]
+        leader = next(b for b in replicas if b != 3)
+        parts.append(part(n, replicas, leader=leader, bytes_in=QUIET, bytes_out=QUIET))
+    return snapshot_dict(
+        brokers, {"t": parts}, policy={"even_spread": False}, kafka_auto_leader_rebalance=False
+    )
+
+
 def broken_placement() -> dict[str, Any]:
     """A calm cluster with one partition's two replicas in one rack."""
     pairs = [(1, 3), (3, 5), (5, 2), (2, 4), (4, 6), (6, 1)]
@@ -98,6 +111,7 @@ SCENARIOS: dict[str, Any] = {
     "balance": hot_broker,
     "leadership_moves": hot_broker,
     "slow_brokers": slow_broker,
+    "rejoin_leadership": rejoined_broker,
     "repair_placement": broken_placement,
     "even_spread": new_empty_broker,
 }

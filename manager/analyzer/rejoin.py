@@ -1,0 +1,81 @@
+"""Rejoin: preferred leadership back to a broker that came back, once it has caught up.
+
+While a broker is down its partitions are led elsewhere. When it comes back (within the
+recovery window: ``under_replication.recovering``), its replicas first catch up from their
+leaders; a leadership handed back before then lands on a replica that is in the ISR but still
+busy copying, beside every client that follows it. So its preferred leaderships (the partitions
+that list it first) return only once ``policy.rejoin.in_sync_share`` of all its replicas are in
+their ISR, ``policy.rejoin.leaders_per_cycle`` at a time, and the internal topics (named
+``__...``: consumer offsets, transactions) last, when every client topic already has its
+leader back. Each goes only to the broker in the ISR, where it is the preferred replica, so no
+replica list changes: a preferred election. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from manager.analyzer.moves import LeaderMove
+from manager.analyzer.placement_state import ClusterState
+from manager.model.policy import RejoinPolicy
+
+INTERNAL_PREFIX = "__"
+
+
+@dataclass(frozen=True)
+class Rejoining:
+    """One broker that came back: how far it has caught up, and what it may lead again."""
+
+    broker: int
+    in_sync: int  # its replicas in their partition's ISR
+    replicas: int  # its replicas
+    waiting: tuple[int, ...]  # partitions it prefers, in sync, led elsewhere: in handing order
+
+    @property
+    def share(self) -> float:
+        return self.in_sync / self.replicas if self.replicas else 1.0
+
+    def ready(self, policy: RejoinPolicy) -> bool:
+        return self.share >= policy.in_sync_share
+
+    def figures(self) -> str:
+        return f"{self.in_sync} of its {self.replicas} replicas in sync ({self.share:.0%})"
+
+
+def rejoining(state: ClusterState, broker: int) -> Rejoining:
+    """``broker``'s catching up, from the index: its replicas in sync, and its preferred
+    leaderships led elsewhere, client topics first, each in topic and partition order."""
+    on = state.partitions_on(broker)
+    in_sync = sum(1 for p in on if broker in state.isr[p])
+    waiting = [
+        p
+        for p in on
+        if state.replicas[p][0] == broker
+        and broker in state.isr[p]
+        and state.leader[p] not in (broker, None)
+    ]
+    waiting.sort(key=lambda p: (is_internal(state.topic[p]), state.topic[p], state.number[p]))
+    return Rejoining(broker, in_sync, len(on), tuple(waiting))
+
+
+def is_internal(topic: str) -> bool:
+    """Kafka's own topics (``__consumer_offsets``, ``__transaction_state``) and others named
+    that way: every group's and transaction's coordinator moves with their leadership."""
+    return topic.startswith(INTERNAL_PREFIX)
+
+
+def hand_back(state: ClusterState, rejoined: Rejoining, max_moves: int) -> list[LeaderMove]:
+    """The next batch of ``rejoined``'s preferred leaderships (at most ``max_moves``), applied
+    to ``state``: an election each, no replica list changed. A leadership whose traffic the
+    broker has no room for stays where it is (a balance may move it later)."""
+    moves: list[LeaderMove] = []
+    broker = rejoined.broker
+    for p in rejoined.waiting:
+        if len(moves) >= max_moves:
+            break
+        if not state.fits(broker, 0.0, state.bout[p], 0.0, adds_replica=False):
+            continue
+        replicas = state.replicas[p]
+        state.move_leader(p, broker)
+        moves.append(LeaderMove(p, replicas, replicas, broker))
+    return moves
