@@ -21,7 +21,7 @@ from kmedic.kafka_admin import describe_min_insync
 from kmedic.logging import get_logger
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttles import AdminCall
-from manager.model.adaptive_throttle import Link, RateFigures, Traffic, plan_rates
+from manager.model.adaptive_throttle import Link, RateFigures, Traffic, copy_writes, plan_rates
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import RATE_KEYS, BrokerKey
 
@@ -37,6 +37,11 @@ class TrafficFeed(Protocol):
 
     def capacity(self, broker: int) -> Link:
         """The broker's network capacity, each direction (bytes/s), and where it came from."""
+        ...
+
+    def writes(self, partitions: Iterable[TopicPartition]) -> Mapping[TopicPartition, float]:
+        """The bytes/s written to each partition, as its leader's agent last reported it
+        (absent: not known)."""
         ...
 
 
@@ -67,10 +72,16 @@ class ThrottleRates:
         )
 
     def wanted(
-        self, brokers: frozenset[int], urgent: frozenset[int], current: Mapping[BrokerKey, str]
+        self,
+        brokers: frozenset[int],
+        urgent: frozenset[int],
+        current: Mapping[BrokerKey, str],
+        copies: Sequence[tuple[Move, Sequence[int]]] = (),
     ) -> tuple[dict[BrokerKey, str], list[RateFigures]]:
         """The rate of each broker in ``brokers``, both directions, and the figures behind each
-        adaptive rate that differs from ``current`` (the rates set now)."""
+        adaptive rate that differs from ``current`` (the rates set now); ``copies``: the moves
+        (each with the replicas it started from), whose partitions' writes each rate must
+        outpace."""
         if self.setting is None:
             return {}, []
         if self.setting != "adaptive":
@@ -85,10 +96,24 @@ class ThrottleRates:
             b: feed.capacity(b) if feed else Link(_UNKNOWN, _UNKNOWN, "no traffic feed")
             for b in brokers
         }
+        writes = self._copy_writes(copies)
         rates, changed = plan_rates(
-            brokers, urgent, self._traffic, capacity, _ints(current), self.rule
+            brokers, urgent, self._traffic, capacity, _ints(current), self.rule, writes
         )
         return {k: str(v) for k, v in rates.items()}, changed
+
+    def _copy_writes(self, copies: Sequence[tuple[Move, Sequence[int]]]) -> dict[BrokerKey, float]:
+        if self.feed is None or not copies:
+            return {}
+        try:
+            known = self.feed.writes([m.tp for m, _ in copies])
+        except Exception as exc:  # unknown writes: the floor alone, and the heal goes on
+            log.warning("throttle_writes_unreadable", error=str(exc) or type(exc).__name__)
+            return {}
+        return copy_writes(
+            (original, [b for b in m.target if b not in original], known.get(m.tp, 0.0))
+            for m, original in copies
+        )
 
     def urgent(
         self,

@@ -40,8 +40,11 @@ class Throttling:
         """The throttles ``moves`` need (each from its ``originals`` replicas)."""
         targets = throttle_targets(moves, originals)
         self.rates.forget_topics(m.topic for m in moves)
-        urgent = self.rates.urgent([(m, originals[m.tp]) for m in moves], isr)
-        rates, figures = self.rates.wanted(targets.brokers, urgent, self.configs.wanted_rates())
+        copies = [(m, originals[m.tp]) for m in moves]
+        urgent = self.rates.urgent(copies, isr)
+        rates, figures = self.rates.wanted(
+            targets.brokers, urgent, self.configs.wanted_rates(), copies
+        )
         return Prepared(self.configs.prepare(targets, live, rates), figures)
 
     def commit(self, prepared: Prepared) -> list[RateFigures]:

@@ -17,7 +17,12 @@ always moves) and the capacity; the floor is at most ``floor_share`` of the brok
 link slower than the floor, a floor of the whole link would be no throttle at all), and a new rate
 replaces the one set only when it differs by more than ``threshold`` of it (no config churn on
 noise). Partitions whose writes already fail (under ``min.insync.replicas``) are copied at no
-less than ``urgent_floor_bytes_per_s``: availability before politeness.
+less than ``urgent_floor_bytes_per_s``: availability before politeness. And a copy must outpace
+the writes to what it copies: a new replica catches up only at the rate its leader sends minus
+the rate the partition grows, so a throttle under the moving partitions' write rate never ends
+the move (it grows all the while, so no watchdog sees it stall). Each broker's rate is at least
+``outpace`` times the write rate of the partitions it copies in that direction (still at most
+its capacity).
 """
 
 from __future__ import annotations
@@ -57,6 +62,12 @@ class Headroom(BaseModel):
         ge=1024,
         description="never slower than this for a broker copying a partition under "
         "min.insync.replicas (its acks=all writes already fail)",
+    )
+    outpace: float = Field(
+        default=2.0,
+        ge=1,
+        description="never slower than this many times the write rate of the partitions a "
+        "broker copies (under it a move never ends)",
     )
     threshold: float = Field(
         default=0.1, ge=0, lt=1, description="a new rate replaces the one set past this fraction"
@@ -100,17 +111,21 @@ class RateFigures:
     urgent: bool
     before: int | None  # the rate set until now (None: none)
     capacity_source: str = ""  # where the capacity came from (Link.source)
+    writes: float = 0.0  # bytes/s written to the partitions the broker copies that way
 
 
-def headroom_rate(capacity: float, used: float | None, rule: Headroom, *, urgent: bool) -> int:
-    """The rate for one broker and direction, given everyone else's traffic there; the floor
-    when that traffic is unknown (an agent that stopped reporting: polite until it is
-    measured again)."""
+def headroom_rate(
+    capacity: float, used: float | None, rule: Headroom, *, urgent: bool, writes: float = 0.0
+) -> int:
+    """The rate for one broker and direction, given everyone else's traffic there and the
+    write rate of the partitions it copies that way; the floor when that traffic is unknown
+    (an agent that stopped reporting: polite until it is measured again)."""
     floor = (
         float(rule.urgent_floor_bytes_per_s)
         if urgent
         else min(float(rule.floor_bytes_per_s), rule.floor_share * capacity)
     )
+    floor = max(floor, rule.outpace * writes)
     if used is None:
         rate = float(floor)
     else:
@@ -132,10 +147,13 @@ def plan_rates(
     capacity: Mapping[int, Link],
     current: Mapping[BrokerKey, int],
     rule: Headroom,
+    writes: Mapping[BrokerKey, float] | None = None,
 ) -> tuple[dict[BrokerKey, int], list[RateFigures]]:
     """The rate of each broker taking part in moves, both directions: the one set when the new
-    one is within the threshold, else the new one. Returns the rates and the figures of each
-    rate that changed (a broker taking part anew counts as changed)."""
+    one is within the threshold, else the new one. ``writes``: bytes/s written to the
+    partitions each broker copies, by rate key (absent: none known). Returns the rates and the
+    figures of each rate that changed (a broker taking part anew counts as changed)."""
+    writes = writes or {}
     rates: dict[BrokerKey, int] = {}
     changed: list[RateFigures] = []
     for broker in sorted(set(brokers)):
@@ -144,19 +162,43 @@ def plan_rates(
             link = capacity[broker]
             cap = link.of(direction)
             figure = None if used is None else used.of(direction)
-            proposed = headroom_rate(cap, figure, rule, urgent=broker in urgent)
+            written = writes.get((broker, key), 0.0)
+            proposed = headroom_rate(cap, figure, rule, urgent=broker in urgent, writes=written)
             before = current.get((broker, key))
             if worth_changing(before, proposed, rule.threshold):
                 rates[(broker, key)] = proposed
                 changed.append(
                     RateFigures(
-                        broker, key, proposed, cap, figure, broker in urgent, before, link.source
+                        broker,
+                        key,
+                        proposed,
+                        cap,
+                        figure,
+                        broker in urgent,
+                        before,
+                        link.source,
+                        written,
                     )
                 )
             else:
                 assert before is not None
                 rates[(broker, key)] = before
     return rates, changed
+
+
+def copy_writes(
+    copies: Iterable[tuple[Iterable[int], Iterable[int], float]],
+) -> dict[BrokerKey, float]:
+    """The write rate of the partitions each broker copies, by rate key, from each copy's
+    replicas before the move (any may lead: each sends), the replicas it adds (each
+    receives) and its partition's write rate (bytes/s)."""
+    out: dict[BrokerKey, float] = {}
+    for senders, receivers, rate in copies:
+        for broker in senders:
+            out[(broker, LEADER_RATE)] = out.get((broker, LEADER_RATE), 0.0) + rate
+        for broker in receivers:
+            out[(broker, FOLLOWER_RATE)] = out.get((broker, FOLLOWER_RATE), 0.0) + rate
+    return out
 
 
 def broker_traffic(records: Mapping[int, AgentRecord], now_ms: int) -> dict[int, Traffic]:
@@ -210,6 +252,8 @@ def rate_sentence(figures: RateFigures) -> str:
         if figures.capacity_source:
             why += f", {figures.capacity_source}"
     urgent = ", under min.insync.replicas" if figures.urgent else ""
+    if figures.writes:
+        why += f"; its moves' partitions are written at {_mb(figures.writes)}"
     return f"broker {figures.broker} {direction} {_mb(figures.rate)} (was {was}; {why}{urgent})"
 
 

@@ -6,10 +6,13 @@ the broker's agent reports, else the default."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-from kmedic.replica_columns import AgentRecord
+import numpy as np
+
+from kmedic.replica_columns import TOPIC_IDS, AgentRecord, join, keys_of, last_wins
 from manager.model.adaptive_throttle import Link, Traffic, broker_traffic
+from manager.model.moves import TopicPartition
 from manager.monitor.observe import CapacitySettings, network_capacity
 from manager.monitor.sources import ClusterSources, newest_stats
 
@@ -34,3 +37,23 @@ class AgentTraffic:
         """By the agent record the last ``traffic()`` read."""
         record = self._newest.get(broker)
         return Link(*network_capacity(record.stats.nic if record else None, self._settings))
+
+    def writes(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, float]:
+        """By the agent records the last ``traffic()`` read: each partition's leader's
+        bytes in."""
+        wanted = list(partitions)
+        if not wanted or not self._newest:
+            return {}
+        keys, rates = last_wins(
+            np.concatenate([r.replicas.leader_key for r in self._newest.values()]),
+            np.concatenate([r.replicas.leader_bytes_in for r in self._newest.values()]),
+        )
+        asked = keys_of(
+            TOPIC_IDS.of([t for t, _ in wanted]), np.array([p for _, p in wanted], dtype=np.int64)
+        )
+        found, values = join(keys, rates, asked, 0.0)
+        return {
+            tp: rate
+            for tp, ok, rate in zip(wanted, found.tolist(), values.tolist(), strict=True)
+            if ok
+        }

@@ -6,7 +6,7 @@ else is real)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -19,7 +19,7 @@ from test_executor import dynamic_configs, make_topic, throttle_keys
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig
 from manager.model.adaptive_throttle import Link, RateFigures, Traffic
-from manager.model.moves import Move
+from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
 
 pytestmark = pytest.mark.integration
@@ -31,12 +31,16 @@ RULE = {"floor_bytes_per_s": 20_000, "urgent_floor_bytes_per_s": 100_000, "inter
 class Feed:
     def __init__(self, traffic: dict[int, Traffic]) -> None:
         self.now = traffic
+        self.written: dict[TopicPartition, float] = {}
 
     def traffic(self) -> Mapping[int, Traffic]:
         return self.now
 
     def capacity(self, broker: int) -> Link:
         return LINK
+
+    def writes(self, partitions: Iterable[TopicPartition]) -> Mapping[TopicPartition, float]:
+        return {tp: self.written.get(tp, 0.0) for tp in partitions}
 
 
 @pytest.fixture

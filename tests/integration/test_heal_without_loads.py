@@ -26,8 +26,8 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 HOUR_MS = 3_600_000
-# Three cycles after the heal: the one right after it is the one that paged (issue 25).
-WATCH_S = 30
+# Two cycles after the heal: the one right after it is the one that paged (issue 25).
+WATCH_S = 20
 CYCLE_S = 10
 POLL_GAP_MS = 3_000  # a completion seen (poll every 0.5 s), the next batch written and started
 

@@ -19,6 +19,7 @@ from manager.model.adaptive_throttle import (
     RateFigures,
     Traffic,
     broker_traffic,
+    copy_writes,
     headroom_rate,
     plan_rates,
     rate_sentence,
@@ -273,3 +274,78 @@ def test_a_rate_change_says_where_the_capacity_came_from() -> None:
         "broker 1 in 3.6 MB/s (was none; others use 1.0 of 5.0 MB/s, its agent's link speed (lo))",
         "broker 1 out 2.7 MB/s (was none; others use 2.0 of 5.0 MB/s, its agent's link speed (lo))",
     ]
+
+
+def test_a_rate_outpaces_the_writes_to_what_the_broker_copies() -> None:
+    """Under its partitions' write rate a move never ends: the copy only gains on the log at
+    the rate it is sent minus the rate the log grows. So a rate is at least ``outpace`` (2x)
+    the writes to the partitions the broker copies, above the floor and the headroom, and
+    never above the link."""
+    busy = 4.8 * MB  # a 5 MB/s link nearly full: the headroom alone would be the 0.5 MB/s floor
+    assert headroom_rate(5 * MB, busy, RULE, urgent=False) == 500_000
+    assert headroom_rate(5 * MB, busy, RULE, urgent=False, writes=0.4 * MB) == 800_000
+    assert headroom_rate(5 * MB, busy, RULE, urgent=False, writes=4 * MB) == 5 * MB
+    assert headroom_rate(5 * MB, 1 * MB, RULE, urgent=False, writes=0.4 * MB) == 3_600_000
+
+
+@given(
+    capacity=st.floats(1e5, 1e10),
+    used=st.none() | st.floats(0, 2e10),
+    writes=st.floats(0, 1e10),
+    urgent=st.booleans(),
+)
+def test_the_outpace_floor_holds_up_to_the_link(
+    capacity: float, used: float | None, writes: float, urgent: bool
+) -> None:
+    rate = headroom_rate(capacity, used, RULE, urgent=urgent, writes=writes)
+    assert rate >= int(min(RULE.outpace * writes, capacity)) - 1
+    assert rate >= headroom_rate(capacity, used, RULE, urgent=urgent)
+    assert rate <= capacity
+
+
+def test_each_broker_copies_the_writes_of_its_moves_partitions() -> None:
+    # t:0 moves 1,2 -> 1,3 (written at 1 MB/s); t:1 moves 1,4 -> 2,4 (2 MB/s): either replica
+    # before a move may lead and send; each added replica receives.
+    assert copy_writes([((1, 2), (3,), 1 * MB), ((1, 4), (2,), 2 * MB)]) == {
+        (1, LEADER_RATE): 3 * MB,
+        (2, LEADER_RATE): 1 * MB,
+        (4, LEADER_RATE): 2 * MB,
+        (3, FOLLOWER_RATE): 1 * MB,
+        (2, FOLLOWER_RATE): 2 * MB,
+    }
+
+
+def test_the_outpace_floor_is_said_in_the_rate_change() -> None:
+    figures = plan_rates(
+        [3],
+        frozenset(),
+        {3: Traffic(4.8 * MB, 1 * MB)},
+        {3: Link(5 * MB, 5 * MB, "its agent's link speed (lo)")},
+        {},
+        RULE,
+        {(3, FOLLOWER_RATE): 0.4 * MB},
+    )[1]
+    assert rate_sentence(figures[0]) == (
+        "broker 3 in 0.8 MB/s (was none; others use 4.8 of 5.0 MB/s, its agent's link speed "
+        "(lo); its moves' partitions are written at 0.4 MB/s)"
+    )
+
+
+def test_the_daemons_feed_knows_each_partitions_writes_from_its_leaders_agent() -> None:
+    class Agents:
+        def values(self) -> dict[str, AgentView]:
+            one = stats(1, ts=NOW, leaders=[_leader("t", 0, 3 * MB), _leader("u", 2, MB)])
+            two = stats(2, ts=NOW, leaders=[_leader("t", 1, 2 * MB)])
+            return {"1": AgentView(one, NOW, one), "2": AgentView(two, NOW, two)}
+
+    class Sources:
+        agents = Agents()
+
+    feed = AgentTraffic(Sources(), CapacitySettings(), wall_ms=lambda: NOW)  # type: ignore[arg-type]
+    assert feed.writes([("t", 0)]) == {}  # nothing read yet
+    feed.traffic()
+    assert feed.writes([("t", 0), ("t", 1), ("u", 2), ("v", 0)]) == {
+        ("t", 0): 3 * MB,
+        ("t", 1): 2 * MB,
+        ("u", 2): 1 * MB,
+    }

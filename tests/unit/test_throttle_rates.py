@@ -5,7 +5,7 @@ and exports the rates as gauges (fake collaborators)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from kmedic.errors import KmedicError
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttle_rates import ThrottleRates
 from manager.model.adaptive_throttle import Link, RateFigures, Traffic
-from manager.model.moves import Move
+from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
 
 MB = 1_000_000
@@ -26,6 +26,7 @@ LINK = Link(125 * MB, 125 * MB, "the capacity config")
 class Feed:
     def __init__(self, traffic: dict[int, Traffic]) -> None:
         self.now = traffic
+        self.written: dict[TopicPartition, float] = {}
         self.reads = 0
         self.broken = False
 
@@ -37,6 +38,9 @@ class Feed:
 
     def capacity(self, broker: int) -> Link:
         return LINK
+
+    def writes(self, partitions: Iterable[TopicPartition]) -> Mapping[TopicPartition, float]:
+        return {tp: self.written.get(tp, 0.0) for tp in partitions}
 
 
 class Configs:
@@ -189,6 +193,7 @@ def test_the_leader_audits_each_rate_change_with_its_figures_and_exports_the_rat
         "urgent": False,
         "before": None,
         "capacity_source": "",
+        "writes": 0.0,
     }
     rig.executor.owned = rig.executor.owned.union(
         type(rig.executor.owned)(rates={(2, LEADER_RATE): "67500000"})
@@ -200,3 +205,19 @@ def test_the_leader_audits_each_rate_change_with_its_figures_and_exports_the_rat
     rig.executor.owned = type(rig.executor.owned)()
     rig.manager.moves.observe()
     assert registry.get_sample_value("kmedic_throttle_rate_bytes_per_second", labels) is None
+
+
+def test_an_adaptive_rate_outpaces_the_writes_of_the_partitions_it_copies() -> None:
+    """Broker 3's link is nearly full (the floor alone would be 10 MB/s): it receives t:0,
+    written at 20 MB/s, so its in rate is at least twice that; broker 1 sends it."""
+    config = ExecutorConfig(throttle_bytes_per_s="adaptive")
+    rates = ThrottleRates(config, Configs({}))
+    feed = Feed({1: Traffic(0, 0), 3: Traffic(120 * MB, 0)})
+    feed.written[("t", 0)] = 20 * MB
+    rates.feed = feed
+    move = Move(topic="t", partition=0, target=(1, 3))
+    wanted, changed = rates.wanted(frozenset({1, 3}), frozenset(), {}, [(move, (1, 2))])
+    assert wanted[(3, FOLLOWER_RATE)] == str(40 * MB)
+    assert wanted[(1, LEADER_RATE)] == str(int(125 * MB * 0.9))  # its headroom is larger
+    [figures] = [f for f in changed if (f.broker, f.config) == (3, FOLLOWER_RATE)]
+    assert figures.writes == 20 * MB
