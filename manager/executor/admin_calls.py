@@ -14,7 +14,9 @@ from typing import Any
 
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaConnectionError as KpConnectionError
 from kafka.errors import KafkaError as KpKafkaError
+from kafka.errors import NodeNotReadyError
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin, describe_partitions
@@ -30,6 +32,16 @@ log = get_logger(__name__)
 def _error_words(exc: Exception) -> str:
     """Kafka's error by name and description (``PreferredLeaderNotAvailableError: ...``)."""
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def retry_pause(attempt: int, exc: Exception) -> float:
+    """Seconds before retry ``attempt + 1``. A broker that refused the connection (a dead one:
+    the first call after a broker dies often picks it) is in its reconnect backoff at once, so
+    the first retry goes straight to another broker: a heal's first step waited a whole second
+    here. Anything else waits a second more per attempt, up to three."""
+    if attempt == 1 and isinstance(exc, KpConnectionError | NodeNotReadyError):
+        return 0.0
+    return min(float(attempt), 3.0)
 
 
 class AdminCalls:
@@ -75,7 +87,7 @@ class AdminCalls:
                 if time.monotonic() >= deadline:
                     raise KmedicError(f"cannot {what}: {exc!r}") from exc
                 log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
-                time.sleep(min(float(attempt), 3.0))
+                time.sleep(retry_pause(attempt, exc))
                 if attempt == 1 and self._client is not None:
                     # The same client first: it avoids a broker that just timed out. Controller
                     # requests go to a broker that answers (KRaft brokers forward them):

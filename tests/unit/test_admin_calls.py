@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kafka.errors import KafkaTimeoutError
+from kafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError
 
 from kmedic.errors import KmedicError
 from manager.executor import admin_calls as module
@@ -87,3 +87,34 @@ def test_a_reconnect_that_fails_leaves_no_closed_client_for_the_next_call(
     # The next call connects anew; it used to get the closed client, and kafka-python's
     # "NetworkSelector closed!" failed every cycle after.
     assert calls(lambda c: c.ask(), "ask") == "later"
+
+
+def test_a_refused_connection_is_retried_at_once_on_another_broker() -> None:
+    """The first call after a broker dies often picks it and is refused; that broker is in its
+    reconnect backoff at once, so the retry goes to another straight away (a heal's first
+    step waited a whole second before). Anything else, or a second failure, waits."""
+    refused = KafkaConnectionError("111 ECONNREFUSED")
+    assert module.retry_pause(1, refused) == 0.0
+    assert module.retry_pause(1, NodeNotReadyError(6)) == 0.0
+    assert module.retry_pause(2, refused) == 2.0
+    assert module.retry_pause(1, KafkaTimeoutError("hung broker")) == 1.0
+    assert module.retry_pause(5, KafkaTimeoutError("hung broker")) == 3.0
+
+
+def test_the_call_retries_a_refused_connection_without_waiting(
+    connects: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pauses: list[float] = []
+    monkeypatch.setattr(module.time, "sleep", pauses.append)
+    client = FakeClient("only", works=True)
+    connects.append(client)
+    refusals = [KafkaConnectionError("111 ECONNREFUSED")]
+
+    def ask(c: FakeClient) -> str:
+        if refusals:
+            raise refusals.pop()
+        return c.ask()
+
+    calls = AdminCalls("unused:9092", request_timeout_s=1, retry_s=60)
+    assert calls(ask, "describe topics") == "only"
+    assert pauses == [0.0]
