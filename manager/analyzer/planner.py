@@ -22,7 +22,7 @@ from manager.analyzer.goal import Context, Goal, Held, Outcome, Proposal, Settle
 from manager.analyzer.goals.balance import BALANCE
 from manager.analyzer.goals.heal import HEAL
 from manager.analyzer.goals.placement_told import placement_reasons
-from manager.analyzer.goals.rejoin import REJOIN_LEADERSHIP
+from manager.analyzer.goals.rejoin import REJOIN_LEADERSHIP, catching_up
 from manager.analyzer.goals.repair import REPAIR_PLACEMENT
 from manager.analyzer.goals.requests import OPERATOR_REQUESTS
 from manager.analyzer.goals.slow import SLOW_BROKERS
@@ -119,13 +119,13 @@ def _at_rest(ctx: Context) -> Outcome:
     if ctx.stale:
         told, left = placement_reasons(state)
         summary = "nothing to heal; balancing waits for fresh loads"
-        return Settled(summary, (*ctx.stale, *told), placement_violations=left)
+        return Settled(summary, (*ctx.stale, *told, *catching_up(ctx)), placement_violations=left)
     summary = "every broker is alive and within its limits"
     if state.dead:
         dead = ", ".join(str(b) for b in state.dead)
         summary = f"dead brokers {dead} hold no replicas; every live broker is within limits"
     told, left = placement_reasons(state)
-    return Settled(summary, told, placement_violations=left)
+    return Settled(summary, (*told, *catching_up(ctx)), placement_violations=left)
 
 
 def _beyond_stale_loads(gates: tuple[Reason, ...]) -> tuple[Reason, ...]:

@@ -189,10 +189,10 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "returns; with `policy.slow_brokers.drain` a broker slow that long is drained",
     ),
     "broker_rejoined": CodeDoc(
-        "act",
+        "act, noop",
         "a broker that came back has `policy.rejoin.in_sync_share` of its replicas in sync "
         "(the figures): its preferred leadership returns, `policy.rejoin.leaders_per_cycle` at "
-        "a time, internal topics last",
+        "a time, internal topics last; on a noop, how far a broker still catching up is",
     ),
 }
 

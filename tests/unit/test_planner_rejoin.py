@@ -86,11 +86,15 @@ def test_a_broker_back_and_in_sync_gets_its_preferred_leadership_by_elections_on
     assert why == "broker 3 came back and has 12 of its 12 replicas in sync (100%), at least 95%"
 
 
-def test_no_leadership_returns_while_the_broker_is_still_catching_up() -> None:
+def test_no_leadership_returns_while_the_broker_is_still_catching_up_and_the_noop_says_so() -> None:
     # 12 replicas on broker 3; one out of sync is 92 %, under the default 95 %.
     decision = decide(_cluster(lagging=1))
     assert _elected(decision) == [], decision.summary
-    assert "broker_rejoined" not in {r.code for r in decision.reasons}
+    assert decision.outcome == "noop"
+    assert [r.message for r in decision.reasons if r.code == "broker_rejoined"] == [
+        "broker 3 is catching up: 11 of its 12 replicas in sync (92%); its 4 preferred "
+        "leaderships return at 95%"
+    ]
 
 
 def test_the_in_sync_share_is_a_policy() -> None:
@@ -133,9 +137,10 @@ def test_a_broker_back_longer_than_the_recovery_window_is_left_to_kafka() -> Non
 
 def test_with_kafkas_own_rebalancing_on_or_unknown_kafka_hands_it_back() -> None:
     for kafka_rebalances in (True, None):
-        decision = decide(_cluster(kafka_rebalances=kafka_rebalances))
-        assert _elected(decision) == [], decision.summary
-        assert "broker_rejoined" not in {r.code for r in decision.reasons}
+        for lagging in (0, 1):
+            decision = decide(_cluster(lagging, kafka_rebalances=kafka_rebalances))
+            assert _elected(decision) == [], decision.summary
+            assert "broker_rejoined" not in {r.code for r in decision.reasons}
 
 
 def test_a_broker_that_never_left_gets_nothing_from_this_goal() -> None:

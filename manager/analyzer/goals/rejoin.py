@@ -41,6 +41,27 @@ class RejoinLeadership:
         return off + leadership_switch(ctx, proposed)
 
 
+def catching_up(ctx: Context) -> tuple[Reason, ...]:
+    """What a cycle that hands nothing back says of each broker still catching up (for the
+    noop at rest): how far it is, and the share its leadership waits for."""
+    if not REJOIN_LEADERSHIP.applies(ctx):
+        return ()
+    policy = ctx.snap.policy.rejoin
+    told = []
+    for broker in sorted(recovering(ctx.snap)):
+        rejoined = rejoining(ctx.state, broker)
+        if rejoined.waiting and not rejoined.ready(policy):
+            told.append(
+                Reason(
+                    "broker_rejoined",
+                    f"broker {broker} is catching up: {rejoined.figures()}; its "
+                    f"{len(rejoined.waiting)} preferred leaderships return at "
+                    f"{policy.in_sync_share:.0%}",
+                )
+            )
+    return tuple(told)
+
+
 def _proposal(ctx: Context, rejoined: Rejoining, moves: list[LeaderMove]) -> Proposal:
     broker, count = rejoined.broker, len(moves)
     left = len(rejoined.waiting) - count
