@@ -52,6 +52,8 @@ from bench_heal import GRACE_MS, TOPIC, Race, Run, wait
 from confluent_kafka import OFFSET_END, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
+from kmedic.localcluster import netns
+
 CLIENT_TOPIC = "bench.clients"
 CLIENT_PARTITIONS = 48
 FIXED = 50_000_000  # on loopback; on shaped links, 40 % of a link
@@ -132,7 +134,7 @@ def drops(race: Race) -> int:
     if namespace is None:
         return 0
     total = 0
-    for device in ("lo", "kmedic-ifb"):
+    for device in ("lo", netns.IFB):
         shown = subprocess.run(
             ["tc", "-n", namespace.name, "-s", "qdisc", "show", "dev", device],
             capture_output=True,
@@ -235,7 +237,7 @@ def measure(
         f"{run.replicated_s:.1f} s after the kill; {dropped} packets dropped",
         flush=True,
     )
-    for summary in run.rate_records[: int(os.environ.get("BENCH_RATE_LINES", "3"))]:
+    for summary in run.rate_records[:3]:
         print(f"    {summary}", flush=True)
     return result
 

@@ -39,7 +39,7 @@ from kmedic.errors import KmedicError
 NETNS_DIR = Path("/run/netns")
 PREFIX = "kmedic-"
 _CLONE_NEWNET = 0x40000000
-_IFB = "kmedic-ifb"
+IFB = "kmedic-ifb"  # the device each broker's ingress is shaped on
 # A class's burst: at least one loopback packet (64 kB with segmentation offload), and
 # small enough that a link of a few Mbit/s is held to its rate within a second.
 _BURST = "256k"
@@ -128,13 +128,13 @@ def shaping_commands(addresses: list[str], shaped: list[str], mbps: int) -> list
     commands: list[list[str]] = [
         ["link", "set", "lo", "up"],
         *(["address", "add", f"{address}/32", "dev", "lo"] for address in addresses),
-        ["link", "add", _IFB, "type", "ifb"],
-        ["link", "set", _IFB, "up"],
+        ["link", "add", IFB, "type", "ifb"],
+        ["link", "set", IFB, "up"],
         ["qdisc", "add", "dev", "lo", "handle", "ffff:", "ingress"],
         ["filter", "add", "dev", "lo", "parent", "ffff:", "protocol", "ip", "prio", "1",
-         "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", _IFB],
+         "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", IFB],
     ]  # fmt: skip
-    for device, direction in (("lo", "src"), (_IFB, "dst")):
+    for device, direction in (("lo", "src"), (IFB, "dst")):
         commands += [
             ["qdisc", "add", "dev", device, "root", "handle", "1:", "htb", "default", "1",
              "r2q", "1000"],
