@@ -30,7 +30,12 @@ are counted apart: records that failed, and the worst latency. The settings run 
 (none, fixed, adaptive, none, ...) so that the data growing from run to run weighs on each
 alike; medians over ``--runs`` runs per setting.
 
-Prints the figures and replaces the ``## clients`` section of docs/bench.md.
+``--scenario rejoin`` measures a broker's return instead of a heal (bench/client_rejoin.py):
+broker 6 away for ``--away-s`` under a long grace, then back, catching up what it missed;
+the *catch-up* window runs from its restart to every partition in sync.
+
+Prints the figures and replaces the ``## clients`` (or ``## clients: rejoin``) section of
+docs/bench.md.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from typing import Any
 
 from bench_docs import write_section
 from bench_heal import GRACE_MS, TOPIC, Race, Run, wait
+from client_rejoin import Rejoin, rejoin
 from confluent_kafka import OFFSET_END, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
@@ -242,6 +248,103 @@ def measure(
     return result
 
 
+@dataclass
+class RejoinResult:
+    run: Rejoin
+    base_p50: float
+    base_p99: float
+    p50: float
+    p95: float
+    p99: float
+    stalled: int  # records of the catch-up window that waited STALL_S or more
+    records: int
+    failed: int
+    dropped: int
+
+
+def measure_rejoin(
+    race: Race, lat: Latencies, n: int, setting: int | str | None, away_s: float, settle_s: float
+) -> RejoinResult:
+    trim(race)
+    dropped = drops(race)
+    run = rejoin(race, n, setting, away_s, settle_s)
+    dropped = drops(race) - dropped
+    wait(lambda: lat.answered(run.caught_up_at), 150, "the catch-up's records answered")
+    base, _ = lat.window(run.killed_at - BASELINE_S, run.killed_at)
+    during, failed = lat.window(run.restarted_at, run.caught_up_at)
+    result = RejoinResult(
+        run,
+        pct(base, 0.5),
+        pct(base, 0.99),
+        pct(during, 0.5),
+        pct(during, 0.95),
+        pct(during, 0.99),
+        sum(1 for x in during if x >= STALL_S),
+        len(during),
+        failed,
+        dropped,
+    )
+    print(
+        f"  rejoin, {label(setting)}: p50/p99 {result.base_p50 * 1e3:.1f}/"
+        f"{result.base_p99 * 1e3:.1f} ms before, {result.p50 * 1e3:.1f}/{result.p99 * 1e3:.1f} "
+        f"ms during the catch-up ({len(during)} records, {failed} failed); caught up "
+        f"{run.catch_up_s:.1f} s after the restart; {dropped} packets dropped",
+        flush=True,
+    )
+    for summary in run.armed[:2] + run.rate_records[:3]:
+        print(f"    {summary}", flush=True)
+    return result
+
+
+def report_rejoin(args: argparse.Namespace, results: list[RejoinResult]) -> str:
+    def ms(values: list[float]) -> str:
+        return f"{statistics.median(values) * 1e3:.1f} ms"
+
+    rows, medians = [], {}
+    for setting in dict.fromkeys(r.run.setting for r in results):
+        mine = [r for r in results if r.run.setting == setting]
+        took = statistics.median(r.run.catch_up_s for r in mine)
+        ratio = statistics.median(r.p99 / r.base_p99 for r in mine)
+        medians[setting] = (took, ratio)
+        rows.append(
+            f"| {label(setting)} | {ms([r.base_p50 for r in mine])} / "
+            f"{ms([r.base_p99 for r in mine])} | {ms([r.p50 for r in mine])} / "
+            f"{ms([r.p99 for r in mine])} | {ms([r.p95 for r in mine])} | {ratio:.2f}× | "
+            f"{statistics.median(r.stalled for r in mine):.0f} of "
+            f"{statistics.median(r.records for r in mine):.0f} | "
+            f"{sum(r.failed for r in mine)} | {took:.1f} s "
+            f"({min(r.run.catch_up_s for r in mine):.1f}-"
+            f"{max(r.run.catch_up_s for r in mine):.1f}) | "
+            f"{statistics.median(r.dropped for r in mine):.0f} |"
+        )
+    unthrottled = medians.get(None, (float("nan"), 0.0))[0]
+    adaptive_s, adaptive_ratio = medians.get("adaptive", (float("nan"), float("nan")))
+    return "\n".join(
+        [
+            "## clients: rejoin",
+            "",
+            "`bench/bench_clients.py --scenario rejoin`: what a broker's return costs the "
+            f"clients. The same cluster and producer ({args.rate / 1e6:.2f} MB/s acks=all); "
+            f"broker 6 SIGKILLed and away for {args.away_s:.0f} s under an hour's grace "
+            "(nothing healed), then started again: it fetches what it missed. Baseline: the "
+            f"{BASELINE_S:.0f} s before the kill; catch-up: from the restart to every "
+            "partition in sync (the broker's own start and Kafka's elections are in it, the "
+            f"same for every setting). {args.runs} runs per setting, taken in turn; medians. "
+            f"Machine: {os.cpu_count()} cores; {network(args)}.",
+            "",
+            "| throttle | before p50 / p99 | catch-up p50 / p99 | catch-up p95 | catch-up p99 ÷ "
+            f"before p99 | records ≥ {STALL_S:g} s | failed | restart to in sync | packets "
+            "dropped |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            *rows,
+            "",
+            f"Adaptive against the goal: catch-up p99 {adaptive_ratio:.2f}× the baseline (goal "
+            f"≤ 1.5×), catch-up {adaptive_s / unthrottled:.2f}× the unthrottled time.",
+            "",
+        ]
+    )
+
+
 def label(setting: int | str | None) -> str:
     if setting is None:
         return "none"
@@ -275,6 +378,15 @@ def main() -> None:
         help="the brokers' replica fetch sizes and the preload's batches, kB (default: 64 on "
         "a shaped link, Kafka's own on loopback)",
     )
+    parser.add_argument(
+        "--scenario",
+        choices=("heal", "rejoin"),
+        default="heal",
+        help="heal: broker 6 killed and healed; rejoin: broker 6 away --away-s, then back",
+    )
+    parser.add_argument(
+        "--away-s", type=float, default=60.0, help="rejoin: how long broker 6 stays away"
+    )
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
         "--quick",
@@ -299,6 +411,7 @@ def main() -> None:
     if args.quick:
         args.produce_mb, args.runs, args.no_write, args.grace_ms = 4, 1, True, 5_000
         settings, settle_s, partitions, args.rate = ["adaptive"], 3.0, 6, 200_000
+        args.away_s = min(args.away_s, 5.0)
     with tempfile.TemporaryDirectory(prefix="bench-clients-") as tmp:
         race = Race(
             Path(tmp),
@@ -318,20 +431,31 @@ def main() -> None:
             on_disk = sum(race.sizes()[k] * len(v) for k, v in initial.items() if k[0] == TOPIC)
             lat = Latencies(race.bootstrap, args.rate).start()
             total = args.runs * len(settings)
-            results = [
-                measure(race, lat, n * len(settings) + i, setting, initial, settle_s, last=last)
-                for n in range(args.runs)
-                for i, setting in enumerate(settings)
-                for last in [n * len(settings) + i == total - 1]
-            ]
+            if args.scenario == "rejoin":
+                rejoins = [
+                    measure_rejoin(race, lat, n * len(settings) + i, setting, args.away_s, settle_s)
+                    for n in range(args.runs)
+                    for i, setting in enumerate(settings)
+                ]
+            else:
+                results = [
+                    measure(race, lat, n * len(settings) + i, setting, initial, settle_s, last)
+                    for n in range(args.runs)
+                    for i, setting in enumerate(settings)
+                    for last in [n * len(settings) + i == total - 1]
+                ]
         finally:
             if lat is not None:
                 lat.close()
             race.stop()
-    text = report(args, on_disk, results)
+    section, text = (
+        ("clients: rejoin", report_rejoin(args, rejoins))
+        if args.scenario == "rejoin"
+        else ("clients", report(args, on_disk, results))
+    )
     print(text)
     if not args.no_write:
-        write_section("clients", text)
+        write_section(section, text)
 
 
 def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str:

@@ -8,16 +8,29 @@ that list it first) return only once ``policy.rejoin.in_sync_share`` of all its 
 their ISR, ``policy.rejoin.leaders_per_cycle`` at a time, and the internal topics (named
 ``__...``: consumer offsets, transactions) last, when every client topic already has its
 leader back. Each goes only to the broker in the ISR, where it is the preferred replica, so no
-replica list changes: a preferred election. Pure: no I/O.
+replica list changes: a preferred election.
+
+Its copies are throttled meanwhile (``catch_ups``): a broker that returns after a while, or
+with an empty disk, fetches everything it missed as fast as its leaders answer, beside every
+client those leaders serve. Each partition it is behind on is handed to the executor as a
+catch-up, throttled like a move's copy until the broker is in its ISR. The throttle is armed
+while the broker is still down within its grace, on the leaders' side (a broker's own rate
+waits until it is back), so that its first fetch is already held: a returning broker starts
+fetching before any cycle sees it back. Kafka throttles only replicas outside the ISR, so the
+armed throttle holds nothing else. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from manager.analyzer.health import in_grace
 from manager.analyzer.moves import LeaderMove
 from manager.analyzer.placement_state import ClusterState
+from manager.analyzer.under_replication import recovering
+from manager.model.moves import CatchUp
 from manager.model.policy import RejoinPolicy
+from manager.model.snapshot import Snapshot
 
 INTERNAL_PREFIX = "__"
 
@@ -79,3 +92,24 @@ def hand_back(state: ClusterState, rejoined: Rejoining, max_moves: int) -> list[
         state.move_leader(p, broker)
         moves.append(LeaderMove(p, replicas, replicas, broker))
     return moves
+
+
+def catch_ups(snap: Snapshot) -> tuple[CatchUp, ...]:
+    """The partitions brokers back from a restart (``recovering``), or down within their grace
+    (``in_grace``: they may come back), are behind on: a replica outside the ISR of a
+    partition whose leader serves. In topic and partition order; none with
+    ``policy.rejoin.throttle_catch_up`` off."""
+    if not snap.policy.rejoin.throttle_catch_up:
+        return ()
+    back = recovering(snap).union(in_grace(snap))
+    if not back:
+        return ()
+    table = snap.topics.table
+    found: dict[tuple[str, int], CatchUp] = {}
+    for broker in sorted(back):
+        for part in table.hosted_by(broker):
+            behind = tuple(b for b in part.replicas if b in back and b not in part.isr)
+            if behind and part.leader >= 0 and part.leader in part.isr:
+                tp = (part.topic, part.partition)
+                found[tp] = CatchUp(part.topic, part.partition, part.replicas, behind)
+    return tuple(found[tp] for tp in sorted(found))

@@ -34,6 +34,7 @@ AuditKind = Literal[
     "alert_cleared",
     "readiness",  # the failure-readiness sweep's summary, when it changes (docs/readiness.md)
     "slowness",  # a broker (or the cluster) found slow, or no longer (docs/manager.md)
+    "catch_up",  # a returning broker's copies throttled, or no longer (docs/planner.md, "Rejoin")
 ]
 SinkName = Literal["primary", "secondary", "spool"]
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
-from manager.analyzer.health import alerts_for, heal_needed
+from manager.analyzer.health import alerts_for, heal_needed, in_grace
+from manager.analyzer.rejoin import catch_ups
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
@@ -160,7 +161,7 @@ class Manager:
 
     def stop(self) -> None:
         self.request_stop()
-        closers = [self.readiness.stop, self.coordinator.stop, self.sources.stop]
+        closers = [self.readiness.stop, self._stand_down, self.coordinator.stop, self.sources.stop]
         closers += [self.executor.close, self.audit.close]
         if self.server is not None:
             closers.append(self.server.stop)
@@ -168,11 +169,11 @@ class Manager:
             try:
                 closer()
             except Exception as exc:  # keep closing the rest
-                log.warning(
-                    "shutdown_step_failed",
-                    step=getattr(closer, "__qualname__", "?"),
-                    error=str(exc),
-                )
+                step = getattr(closer, "__qualname__", "?")
+                log.warning("shutdown_step_failed", step=step, error=str(exc))
+
+    def _stand_down(self) -> None:
+        self.keeper.stand_down(self.coordinator.is_leader and self._writing())
 
     def run(self) -> None:
         while not self._stop.is_set():
@@ -234,6 +235,7 @@ class Manager:
         if self.keeper.drop_moves.is_set():
             self.keeper.drop_moves.clear()
             self.executor.forget_moves()
+            self.keeper.catching_up.clear()  # a later leadership audits its own catch-ups
             self.moves.forget()  # dropped, not done: no "plan done" record
         if not coord.connected:
             self._zk_outage.blind_cycle(self.clock.time())
@@ -261,7 +263,7 @@ class Manager:
         mode = self.mode.follow(state.mode, self.trail)
         self.metrics.observe_mode(mode)
         if self._writing():  # observe mode writes nothing: no adopted move, no throttle removed
-            self.keeper.lead(state.plan)
+            self.keeper.lead(state.plan, catch_ups(snap), frozenset(in_grace(snap)))
             self.moves.observe()  # before any wait below: a plan that just ended says so
         elif mode == "observe" and self.executor.active():
             self.keeper.leave_to_kafka()

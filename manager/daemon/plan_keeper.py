@@ -10,6 +10,11 @@ a fenced write of it (compare-and-set on its version, refused under a newer epoc
 - as moves end, the plan is kept equal to the moves still active and the throttles owned;
   once all are done it is emptied, not deleted, so the history it carries outlives it.
 
+Brokers back from a restart catching up (``manager.analyzer.rejoin.catch_ups``) have their
+copies throttled as moves' copies: the executor steps while there are any, moves or not, and
+the throttles it adds for them are stored first like any other (into an empty plan if none
+is stored). Each broker's catch-up is audited when it starts and when it ends.
+
 A fenced write sets ``drop_moves``: a newer leader exists and its plan, not ours, is the
 truth; the manager forgets its moves at the start of its next cycle.
 """
@@ -17,6 +22,7 @@ truth; the manager forgets its moves at the start of its next cycle.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
@@ -38,7 +44,7 @@ from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.outcome import CycleOutcome
 from manager.daemon.ports import Clock, Coordinator, Executor
 from manager.model.decision import Decision
-from manager.model.moves import Move
+from manager.model.moves import CatchUp, Move
 from manager.model.plan_progress import PlanProgress
 from manager.model.throttles import ThrottleRecord
 
@@ -60,18 +66,49 @@ class PlanKeeper:
         self.moves_started: list[tuple[float, int]] = []
         self.adopt = threading.Event()  # set when leadership is (re)acquired
         self.drop_moves = threading.Event()  # set when leadership is lost or a write is fenced
+        self.catching_up: dict[int, int] = {}  # broker -> partitions behind, as last audited
         executor.before_change = self.before_change
 
-    def lead(self, stored: StoredPlan | None) -> None:
+    def lead(
+        self,
+        stored: StoredPlan | None,
+        catch_ups: Sequence[CatchUp] = (),
+        away: frozenset[int] = frozenset(),
+    ) -> None:
         """A leader's cycle: take the plan as ZooKeeper holds it now, adopt it after a
-        failover, carry on with the moves (or remove throttles no move needs any more)."""
+        failover, carry on with the moves and throttle the ``catch_ups`` (of brokers back, or
+        ``away`` within their grace), or remove throttles nothing needs any more."""
         self.plan = stored
         if self.adopt.is_set():
             self._adopt_plan()
-        if self.executor.active():
+        if self.executor.config.throttle_bytes_per_s is None:
+            catch_ups = ()  # no throttle to copy under: nothing to do for them
+        self.executor.catch_up(catch_ups)
+        if self.executor.active() or catch_ups:
             self.step()
         elif self.executor.owned_throttles():
             self._release_throttles()
+        if catch_ups or self.catching_up:
+            self._audit_catch_ups(catch_ups, away)
+
+    def stand_down(self, writing: bool) -> None:
+        """A clean stop of a leader that is ``writing`` (act mode): with no move active, the
+        throttles kmedic owns (a catch-up's) are removed, for nothing lifts them until another
+        manager leads; with moves active they stay, recorded in the plan, for the successor
+        that adopts the moves."""
+        if not writing or self.executor.active() or not self.executor.owned_throttles():
+            return
+        self.executor.catch_up(())
+        self._release_throttles()
+        for broker in sorted(self.catching_up):
+            self.trail.record(
+                "catch_up",
+                f"broker {broker}'s catch-up throttle is lifted: this manager stops, and no "
+                "move needs it",
+                reasons=["broker_rejoined"],
+                details={"catch_up": broker, "stopping": True},
+            )
+        self.catching_up = {}
 
     def execute(self, decision: Decision) -> CycleOutcome:
         """Store the plan (fenced), then start its moves; the outcome says which happened."""
@@ -145,12 +182,16 @@ class PlanKeeper:
         current epoch, so a deposed leader starts nothing, and a successor removes exactly
         these throttles if this one crashes next."""
         stored = self.plan
-        if stored is None:
+        if stored is None and batch:
             log.warning("batch_refused", moves=len(batch), why="no stored plan to record it in")
             return False
         try:
-            self.plan = self.coordinator.plans.write(
-                with_throttles(stored.plan, throttles), stored.version
+            self.plan = (
+                self.coordinator.plans.write(with_throttles(stored.plan, throttles), stored.version)
+                if stored is not None
+                else self.coordinator.plans.write(  # a catch-up's, before any plan
+                    PlanDocument(epoch=self.coordinator.epoch, throttles=throttles), None
+                )
             )
         except FencedError as exc:
             self.drop_moves.set()
@@ -220,6 +261,44 @@ class PlanKeeper:
             waiting_brokers=sorted({b for b, _ in left.rates}),
         )
         self.sync()
+
+    def _audit_catch_ups(self, catch_ups: Sequence[CatchUp], away: frozenset[int]) -> None:
+        """A broker's catch-up throttled from now on, or over: one record each."""
+        behind: dict[int, list[str]] = {}
+        for c in catch_ups:
+            for broker in c.behind:
+                behind.setdefault(broker, []).append(c.key)
+        setting = self.executor.config.throttle_bytes_per_s
+        rate = "the adaptive throttle" if setting == "adaptive" else f"{setting} bytes/s"
+        for broker, keys in sorted(behind.items()):
+            if broker in self.catching_up:
+                continue
+            said = (
+                f"broker {broker} is down within its grace: if it returns, its catch-up on "
+                f"{len(keys)} partitions copies under {rate}, as a move's copy would (armed on "
+                "their leaders now, so that its first fetch is held)"
+                if broker in away
+                else f"broker {broker} is back and behind its leaders on {len(keys)} "
+                f"partitions: its catch-up copies under {rate}, as a move's copy would, until "
+                "in sync"
+            )
+            self.trail.record(
+                "catch_up",
+                said,
+                reasons=["broker_rejoined"],
+                partitions=keys,
+                details={"catch_up": broker, "behind": len(keys)},
+            )
+        for broker, count in sorted(self.catching_up.items()):
+            if broker not in behind:
+                self.trail.record(
+                    "catch_up",
+                    f"broker {broker}'s catch-up throttle is lifted: it is behind no leader now "
+                    f"({count} partitions when it was armed), or its grace ended",
+                    reasons=["broker_rejoined"],
+                    details={"catch_up": broker, "behind": 0},
+                )
+        self.catching_up = {b: self.catching_up.get(b, len(keys)) for b, keys in behind.items()}
 
     def _adopt_plan(self) -> None:
         """After a restart or failover: take over the throttles the stored plan records as

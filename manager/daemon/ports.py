@@ -20,7 +20,7 @@ from manager.executor.move_state import (
 )
 from manager.executor.replica_sizes import Sample
 from manager.model.move_progress import MoveProgress
-from manager.model.moves import Move, TopicPartition
+from manager.model.moves import CatchUp, Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.model.throttles import BrokerKey, ThrottleRecord
@@ -130,6 +130,10 @@ class Executor(Protocol):
     def active(self) -> list[MoveState]: ...
 
     def in_flight(self) -> list[MoveState]: ...
+
+    def catch_up(self, catch_ups: Iterable[CatchUp]) -> None: ...
+
+    def catching_up(self) -> bool: ...
 
     def step(self) -> None: ...
 

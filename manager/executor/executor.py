@@ -9,6 +9,8 @@ Each ``step()`` reads the cluster once (metadata and ongoing reassignments), the
 2. starts the next pending moves that fit the per-broker and per-cluster limits, setting the
    replication throttles before issuing the reassignment;
 3. sets the throttles the remaining moves need and removes every other one it set.
+Catch-ups (``catch_up``: brokers back from a restart copying into their replicas outside the
+ISR) are throttled as moves' copies; the daemon steps the executor while there are any.
 
 Before every batch, and before any throttle change that makes kmedic own more, ``before_change``
 is called with the batch and the throttle record to store: the daemon makes it a fenced write
@@ -46,7 +48,7 @@ from manager.executor.throttle_rates import TrafficFeed
 from manager.executor.throttling import Throttling
 from manager.executor.watchdog import Watchdog
 from manager.model.move_progress import MoveProgress
-from manager.model.moves import Move, TopicPartition
+from manager.model.moves import CatchUp, Move, TopicPartition
 from manager.model.throttles import BrokerKey, ThrottleRecord
 
 log = get_logger(__name__)
@@ -78,7 +80,8 @@ class Executor:
         self.throttling = Throttling(self.config, self._retrying)
         self.throttling.rates.feed = traffic
         self._live: frozenset[int] = frozenset()
-        self._leaders: dict[TopicPartition, int] = {}  # as the last step read them
+        self._replicas: dict[TopicPartition, tuple[int, ...]] = {}  # as the last step read them
+        self._leaders: dict[TopicPartition, int] = {}
         self._isr: dict[TopicPartition, tuple[int, ...]] = {}
         self.sizes = ReplicaSizes(bootstrap_servers, cfg.sample_timeout_s)
         self.watchdog = Watchdog(self.sizes, cfg, clock, wall_ms)
@@ -102,12 +105,19 @@ class Executor:
     def done(self) -> bool:
         return not self.active()
 
+    def catch_up(self, catch_ups: Iterable[CatchUp]) -> None:
+        """The catch-ups now (replacing the last ones), throttled from the next step."""
+        self.throttling.catch_ups = {c.tp: c for c in catch_ups}
+
+    def catching_up(self) -> bool:
+        return bool(self.throttling.catch_ups)
+
     def step(self) -> None:
         view = self.read_cluster()
         # A destination the watchdog gave up on may hang: its throttle rate waits like a dead
         # broker's (harmless: no replica of it is listed as throttled any more).
         self._live = view.live_brokers - set(self.watchdog.excluded())
-        self._leaders, self._isr = view.leaders, view.isr
+        self._replicas, self._leaders, self._isr = view.replicas, view.leaders, view.isr
         self._track(view)
         self._start_next(view)
         self._watch(view.ongoing)  # after the starts: a move's first sample is its baseline
@@ -134,23 +144,11 @@ class Executor:
         self.step()
         return True
 
-    def run(self, timeout_s: float) -> dict[TopicPartition, MoveState]:
-        """Step until every submitted move finished (completed, failed or cancelled)."""
-        deadline = self._clock() + timeout_s
-        while True:
-            self.step()
-            if self.done():
-                return dict(self.states)
-            if self._clock() > deadline:
-                raise KmedicError(
-                    f"moves still running after {timeout_s:.0f}s: "
-                    + ", ".join(s.move.key for s in self.active())
-                )
-            time.sleep(self.config.poll_interval_s)
-
     def read_cluster(self, topics: Iterable[str] = ()) -> ClusterView:
-        """The cluster as the moves this executor runs see it (their topics, and ``topics``)."""
-        return read_view(self._retrying, {s.move.topic for s in self.active()}.union(topics))
+        """The cluster as the moves this executor runs see it (their topics, the catch-ups',
+        and ``topics``)."""
+        ours = {s.move.topic for s in self.active()} | self.throttling.catch_up_topics()
+        return read_view(self._retrying, ours.union(topics))
 
     def owned_throttles(self) -> ThrottleRecord:
         """The throttle settings this executor set, or adopted, and has not removed."""
@@ -344,7 +342,7 @@ class Executor:
         flight = self.in_flight()
         originals = {**{st.move.tp: st.original for st in flight}, **(starts or {})}
         moves = [st.move for st in flight] + list(batch)
-        prepared = self.throttling.prepare(moves, originals, self._isr, self._live)
+        prepared = self.throttling.prepare(moves, originals, self._isr, self._live, self._replicas)
         if self.before_change is not None:
             owned = self.throttling.owned()
             record = owned.union(prepared.change.owned)

@@ -1,7 +1,11 @@
 """The executor's throttles as one step sees them: the throttled replicas the moves need
 (manager.executor.batches), the rate of each broker taking part (manager.executor.
 throttle_rates), and the configs that makes (manager.executor.throttles): prepared, then
-sent; the rates that changed come back with the figures behind them, for the audit log."""
+sent; the rates that changed come back with the figures behind them, for the audit log.
+
+A catch-up (``manager.model.moves.CatchUp``) is throttled as the move it would be, while the
+replicas it names are still the partition's and no move runs on it: a move's own throttles
+cover its copy."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttle_rates import ThrottleRates
 from manager.executor.throttles import AdminCall, ThrottleChange, Throttles
 from manager.model.adaptive_throttle import RateFigures
-from manager.model.moves import Move, TopicPartition
+from manager.model.moves import CatchUp, Move, TopicPartition
 from manager.model.throttles import ThrottleRecord
 
 
@@ -29,6 +33,10 @@ class Throttling:
         self._call = admin_call
         self.rates = ThrottleRates(config, admin_call)
         self.configs = Throttles(self._enabled, admin_call)
+        self.catch_ups: dict[TopicPartition, CatchUp] = {}
+
+    def catch_up_topics(self) -> set[str]:
+        return {c.topic for c in self.catch_ups.values()}
 
     def prepare(
         self,
@@ -36,8 +44,15 @@ class Throttling:
         originals: Mapping[TopicPartition, Sequence[int]],
         isr: Mapping[TopicPartition, Sequence[int]],
         live: frozenset[int],
+        replicas: Mapping[TopicPartition, Sequence[int]],
     ) -> Prepared:
-        """The throttles ``moves`` need (each from its ``originals`` replicas)."""
+        """The throttles ``moves`` (each from its ``originals`` replicas) and the catch-ups
+        need, by the partitions' ``replicas`` and ``isr`` now."""
+        moves, originals = list(moves), dict(originals)
+        for tp, catch_up in self.catch_ups.items():
+            if tp not in originals and tuple(replicas.get(tp, ())) == catch_up.replicas:
+                move, originals[tp] = catch_up.as_copy()
+                moves.append(move)
         targets = throttle_targets(moves, originals)
         self.rates.forget_topics(m.topic for m in moves)
         copies = [(m, originals[m.tp]) for m in moves]
@@ -60,3 +75,4 @@ class Throttling:
     def forget(self) -> None:
         """Leadership lost: what this instance set is the successor's to adopt."""
         self.configs = Throttles(self._enabled, self._call)
+        self.catch_ups = {}

@@ -1,5 +1,7 @@
 """A move: one partition given a new replica list, as the executor carries it out and the
-in-flight plan stores it. Shared by the executor, the in-flight plan and the daemon."""
+in-flight plan stores it; and a catch-up, the copy a broker back from a restart makes into its
+own replicas, which the executor throttles as a move's. Shared by the executor, the in-flight
+plan, the analyzer and the daemon."""
 
 from __future__ import annotations
 
@@ -42,3 +44,29 @@ class Move:
         if not added:
             return set(self.target) ^ set(current)  # only removals (or a reorder: none)
         return added | set(current)
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """A partition that brokers back from a restart copy into from its leader, their replicas
+    outside its ISR (``behind``): no replica list changes, but the copy is a move's copy all
+    the same, and the executor throttles it as one (``as_copy``)."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    behind: tuple[int, ...]
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+    @property
+    def key(self) -> str:
+        return f"{self.topic}:{self.partition}"
+
+    def as_copy(self) -> tuple[Move, tuple[int, ...]]:
+        """The move this copy is throttled as, with the replicas it copies from: the brokers
+        behind are added to the replicas in sync, as if they were new."""
+        sources = tuple(b for b in self.replicas if b not in self.behind)
+        return Move(self.topic, self.partition, self.replicas), sources

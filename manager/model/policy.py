@@ -87,6 +87,11 @@ class RejoinPolicy(_Frozen):
     leaders_per_cycle: int = Field(
         default=50, ge=1, description="preferred leaderships handed back per cycle, at most"
     )
+    throttle_catch_up: bool = Field(
+        default=True,
+        description="the broker's copies back into its replicas outside the ISR are throttled "
+        "as a move's copy is (executor.throttle_bytes_per_s), in act mode, until in sync",
+    )
 
 
 class Policy(_Frozen):

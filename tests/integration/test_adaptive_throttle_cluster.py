@@ -14,7 +14,7 @@ from confluent_kafka.admin import ResourceType
 from helpers import wait_for
 from kafka.admin import AlterConfigOp, ConfigResourceType, KafkaAdminClient
 from kafka.admin import ConfigResource as KpConfigResource
-from test_executor import dynamic_configs, make_topic, throttle_keys
+from test_executor import dynamic_configs, make_topic, run_moves, throttle_keys
 
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig
@@ -96,7 +96,7 @@ def test_each_broker_gets_its_headroom_and_the_rates_follow_the_traffic(
     assert [(f.broker, f.config, f.before, f.rate) for f in told[1]] == [
         (1, LEADER_RATE, 45_000, 180_000)
     ]
-    state = ex.run(timeout_s=90)[(topic, 0)]
+    state = run_moves(ex, timeout_s=90)[(topic, 0)]
     assert state.status == "completed", state.error
     assert throttle_keys(bootstrap, topic, [1, 2, 3, 4]) == {}
 
@@ -126,7 +126,7 @@ def test_a_partition_whose_writes_fail_copies_at_the_urgent_floor(
     for broker in (2, 3, 4):
         assert rates(bootstrap, broker) == {LEADER_RATE: "100000", FOLLOWER_RATE: "100000"}
     assert all(f.urgent for f in told[0])
-    state = ex.run(timeout_s=90)[(topic, 0)]
+    state = run_moves(ex, timeout_s=90)[(topic, 0)]
     assert state.status == "completed", state.error
     assert throttle_keys(bootstrap, topic, [2, 3, 4]) == {}
 
@@ -157,7 +157,7 @@ def test_a_successor_removes_exactly_the_rates_its_predecessor_set(
         second.submit([Move(topic, 0, (2, 3))])
         second.step()
         assert rates(bootstrap, 3)[LEADER_RATE] == "180000"
-        state = second.run(timeout_s=90)[(topic, 0)]
+        state = run_moves(second, timeout_s=90)[(topic, 0)]
         assert state.status == "completed", state.error
         second.release_throttles()
         assert throttle_keys(bootstrap, topic, [1, 3, 4]) == {}

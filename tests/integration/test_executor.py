@@ -4,6 +4,7 @@ a destination broker dying mid-move; an operator's own throttles left alone."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -23,7 +24,7 @@ from kafka.admin import NewTopic as KpNewTopic
 
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig, MoveState
-from manager.model.moves import Move
+from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -32,6 +33,19 @@ from manager.model.throttles import (
 )
 
 pytestmark = pytest.mark.integration
+
+
+def run_moves(ex: Executor, timeout_s: float) -> dict[TopicPartition, MoveState]:
+    """Step ``ex`` until every submitted move finished (completed, failed or cancelled)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        ex.step()
+        if ex.done():
+            return dict(ex.states)
+        if time.monotonic() > deadline:
+            active = ", ".join(s.move.key for s in ex.active())
+            raise AssertionError(f"moves still running after {timeout_s:.0f}s: {active}")
+        time.sleep(ex.config.poll_interval_s)
 
 
 def make_topic(bootstrap: str, replicas: list[int], megabytes: float) -> str:
@@ -120,7 +134,7 @@ def test_reassignment_is_throttled_tracked_and_cleaned_up(
         "broker 3": {LEADER_RATE: "20000000", FOLLOWER_RATE: "20000000"},
     }
 
-    states = ex.run(timeout_s=90)
+    states = run_moves(ex, timeout_s=90)
     state = states[(topic, 0)]
     assert state.status == "completed", state.error
     assert events.kinds()[-1] == "action_completed"
@@ -152,7 +166,7 @@ def test_a_move_already_in_place_still_hands_leadership_to_its_first_replica(
         what="replicas [2, 1] with broker 1 still leading",
     )
     ex.submit([Move(topic, 0, (2, 1))])
-    state = ex.run(timeout_s=30)[(topic, 0)]
+    state = run_moves(ex, timeout_s=30)[(topic, 0)]
     assert state.status == "completed", state.error
     assert state.details["preferred_leader_election"] == "broker 2 leads"
     wait_for(lambda: partition_state(ex, topic)[1] == 2, timeout=30, what="broker 2 to lead")
@@ -174,7 +188,7 @@ def test_a_move_that_stops_copying_is_reported_cancelled_and_replanned_elsewhere
         )
         ex = executor_factory(config, events)
         ex.submit([Move(topic, 0, (1, 4), 4 << 20)])
-        state = ex.run(timeout_s=60)[(topic, 0)]
+        state = run_moves(ex, timeout_s=60)[(topic, 0)]
         assert state.status == "cancelled", state.error
         assert "no progress for" in str(state.error) and "brokers [4]" in str(state.error)
         assert events.kinds() == ["action_started", "alert_raised", "action_failed"]
@@ -190,7 +204,7 @@ def test_a_move_that_stops_copying_is_reported_cancelled_and_replanned_elsewhere
         )
         # The replan keeps broker 4 out (the planner reads the mark); broker 3 completes it.
         ex.submit([Move(topic, 0, (1, 3), 4 << 20)])
-        state = ex.run(timeout_s=90)[(topic, 0)]
+        state = run_moves(ex, timeout_s=90)[(topic, 0)]
         assert state.status == "completed", state.error
         assert partition_state(ex, topic)[0] == (1, 3)
     finally:  # the operator's rate is theirs to remove: kmedic leaves it (healthy_cluster)
@@ -258,7 +272,7 @@ def test_a_new_leader_adopts_a_running_move_and_its_throttles(
     assert new_events.seen[0][2]["adopted"] is True
     assert new.states[(topic, 0)].original == (1, 2)
     assert throttle_keys(bootstrap, topic, [3])["broker 3"][LEADER_RATE] == "50000000"
-    state = new.run(timeout_s=90)[(topic, 0)]
+    state = run_moves(new, timeout_s=90)[(topic, 0)]
     assert state.status == "completed", state.error
     assert throttle_keys(bootstrap, topic, [1, 2, 3]) == {}
 
@@ -342,7 +356,7 @@ def test_an_operators_throttles_survive_a_kmedic_move(
         (topic, FOLLOWER_REPLICAS): frozenset({"0:3"}),
     }
     assert (1, LEADER_RATE) not in owned.rates and (1, FOLLOWER_RATE) in owned.rates
-    state = ex.run(timeout_s=90)[(topic, 0)]
+    state = run_moves(ex, timeout_s=90)[(topic, 0)]
     assert state.status == "completed", state.error
     assert throttle_keys(bootstrap, topic, [1, 2, 3]) == {
         topic: {FOLLOWER_REPLICAS: "0:4"},
@@ -422,7 +436,7 @@ def test_nothing_starts_or_is_throttled_unless_before_change_agrees(
         LEADER_REPLICAS: "0:1,0:2",
         FOLLOWER_REPLICAS: "0:3",
     }
-    state = ex.run(timeout_s=90)[(topic, 0)]
+    state = run_moves(ex, timeout_s=90)[(topic, 0)]
     assert state.status == "completed", state.error
     assert not ex.owned_throttles()
 

@@ -6,7 +6,11 @@ The broker is stopped (a controlled shutdown: its leaderships move away at once)
 written while it is down so its replicas fall behind, and it is started again. Every election
 kmedic audits is a preferred one for a partition that lists the broker first, taken when at
 least 95 % of its replicas were in sync, at most ``leaders_per_cycle`` per decision; no replica
-list changes, nothing is healed (the grace is long), and nothing pages."""
+list changes, nothing is healed (the grace is long), and nothing pages.
+
+Its catch-up is throttled: armed on the leaders of its partitions while it is down (audited),
+so that its first fetch back is held, and lifted once it is behind no leader, leaving no
+throttle config behind."""
 
 from __future__ import annotations
 
@@ -27,9 +31,11 @@ from helpers import (
     scrape,
     wait_for,
 )
+from test_executor import throttle_keys
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
+from manager.model.throttles import LEADER_REPLICAS
 
 pytestmark = pytest.mark.integration
 
@@ -112,6 +118,23 @@ def test_a_broker_back_within_its_grace_leads_again_once_caught_up_in_batches(
             timeout=60,
             what=f"broker {VICTIM}'s leaderships moved away",
         )
+        # Armed while it is away: the leaders' side of every partition it is a replica of.
+        armed = wait_for(
+            lambda: [
+                r
+                for r in read_audit(bootstrap, topics["actions"])
+                if r.kind == "catch_up"
+                and "armed" in r.summary
+                and r.details.get("catch_up") == VICTIM
+            ],
+            timeout=60,
+            what=f"broker {VICTIM}'s catch-up armed",
+        )
+        assert armed[0].summary.startswith(f"broker {VICTIM} is down within its grace"), armed
+        theirs = {n for n, r in enumerate(pairs) if VICTIM in r}
+        assert {f"{client}:{n}" for n in theirs} <= set(armed[0].partitions)
+        leader_side = throttle_keys(bootstrap, client, [])[client][LEADER_REPLICAS]
+        assert {int(e.split(":")[0]) for e in leader_side.split(",")} == theirs
         # Its replicas fall behind while it is down.
         producer = Producer(kafka_conf(bootstrap) | {"acks": "1", "linger.ms": 20})
         value = b"r" * 1000
@@ -152,6 +175,20 @@ def test_a_broker_back_within_its_grace_leads_again_once_caught_up_in_batches(
             tp: r for tp, (r, _) in before.items()
         }
         assert not [r for r in records if r.kind == "action_started" and "reassign" in r.summary]
+        # Lifted once it is behind no leader: no throttle left on a topic or a broker.
+        wait_for(
+            lambda: [
+                r
+                for r in read_audit(bootstrap, topics["actions"])
+                if r.kind == "catch_up"
+                and "lifted" in r.summary
+                and r.details.get("catch_up") == VICTIM
+            ],
+            timeout=60,
+            what=f"broker {VICTIM}'s catch-up throttle lifted",
+        )
+        assert throttle_keys(bootstrap, client, ids) == {}
+        assert throttle_keys(bootstrap, internal, []) == {}
         assert active_alerts(port) == {}
     finally:
         pipeline.stop()

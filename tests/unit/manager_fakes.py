@@ -30,10 +30,10 @@ from manager.executor.move_state import (
 )
 from manager.executor.replica_sizes import Sample
 from manager.model.move_progress import MoveProgress
-from manager.model.moves import Move, TopicPartition
+from manager.model.moves import CatchUp, Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership, Quorum
-from manager.model.throttles import LEADER_RATE, ThrottleRecord
+from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
 from manager.monitor.feeds import FeedStatus
 from manager.monitor.load_columns import LoadColumns
 from manager.monitor.observe import AgentView, Observation
@@ -278,6 +278,13 @@ class FakeExecutor:
         self.fail_with: str | None = None  # after complete_all: every move fails, this why
         self.unregistered: list[int] = []
         self.unregister_refusal: str | None = None
+        self.catch_ups: list[CatchUp] = []  # as the keeper last handed them over
+
+    def catch_up(self, catch_ups: Iterable[CatchUp]) -> None:
+        self.catch_ups = list(catch_ups)
+
+    def catching_up(self) -> bool:
+        return bool(self.catch_ups)
 
     def submit(self, moves: Iterable[Move]) -> None:
         for move in moves:
@@ -307,6 +314,13 @@ class FakeExecutor:
                 self.refused_batches += 1
                 pending = []
             else:
+                self.owned = self.owned.union(wanted)
+        if self.catch_ups:  # a follower rate on each broker behind, asked first too
+            wanted = ThrottleRecord(
+                rates={(b, FOLLOWER_RATE): "1000" for c in self.catch_ups for b in c.behind}
+            )
+            guard = self.before_change
+            if guard is None or guard([], self.owned.union(wanted)):
                 self.owned = self.owned.union(wanted)
         for state in self.active():
             if self._complete and self.fail_with is not None:

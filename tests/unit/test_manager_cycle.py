@@ -13,7 +13,7 @@ from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import PlanConflictError, StoredPlan
 from manager.coordination.znodes import CoordinationError
 from manager.model.move_progress import MoveProgress
-from manager.model.throttles import LEADER_RATE, ThrottleRecord
+from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
 
 DEAD_BROKERS_PARTITIONS = [("t", 1), ("t", 2)]
 
@@ -455,3 +455,66 @@ def test_a_new_leader_resumes_the_watchdogs_clock_and_avoids_a_stalled_destinati
     snap = rig.manager.last_snapshot
     assert snap is not None
     assert {b.id: b.stalled_at_ms for b in snap.brokers if b.stalled_at_ms} == {3: stalled_since}
+
+
+def test_a_broker_away_within_its_grace_has_its_catch_up_throttled_until_in_sync(
+    tmp_path: Path,
+) -> None:
+    """Armed while broker 4 is down (its first fetch back is held), recorded in a plan created
+    for it, audited once when it starts and once when it ends, then released."""
+    rig = Rig(tmp_path, dead_grace_ms=2 * 3_600_000)  # broker 4 has been down for an hour
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    assert [c.tp for c in rig.executor.catch_ups] == [("t", 1), ("t", 2)]
+    [(plan, expected_version)] = rig.coordinator.plans.writes
+    assert expected_version is None and plan["moves"] == []
+    assert plan["throttles"]["rates"] == [{"broker": 4, "config": FOLLOWER_RATE, "value": "1000"}]
+    [started] = [r for r in rig.sink.records if r.kind == "catch_up"]
+    assert started.summary.startswith(
+        "broker 4 is down within its grace: if it returns, its catch-up on 2 partitions"
+    )
+    assert started.partitions == ("t:1", "t:2")
+    rig.manager.cycle()  # still away: said once
+    assert len([r for r in rig.sink.records if r.kind == "catch_up"]) == 1
+    rig.sources.dead = set()  # back, and in sync
+    rig.manager.cycle()
+    assert rig.executor.catch_ups == []
+    assert rig.executor.released and rig.executor.owned == ThrottleRecord()
+    [ended] = [r for r in rig.sink.records if r.kind == "catch_up"][1:]
+    assert ended.summary.startswith("broker 4's catch-up throttle is lifted: it is behind no")
+    assert rig.coordinator.plans.writes[-1][0]["throttles"] == {"replicas": [], "rates": []}
+
+
+def test_no_catch_up_is_throttled_without_a_throttle_or_with_the_switch_off(
+    tmp_path: Path,
+) -> None:
+    for policy, throttle in (({"rejoin": {"throttle_catch_up": False}}, 1_000_000), ({}, None)):
+        rig = Rig(tmp_path / str(throttle), dead_grace_ms=2 * 3_600_000, **policy)
+        rig.executor.config = rig.executor.config.model_copy(
+            update={"throttle_bytes_per_s": throttle}
+        )
+        rig.sources.dead = {4}
+        rig.manager.cycle()
+        assert rig.executor.catch_ups == []
+        assert rig.coordinator.plans.writes == []
+        assert not [r for r in rig.sink.records if r.kind == "catch_up"]
+
+
+def test_a_clean_stop_lifts_a_catch_up_throttle_but_keeps_a_moves(tmp_path: Path) -> None:
+    """Nothing would lift a catch-up's throttle until another manager leads; a move's stays
+    for the successor that adopts the move."""
+    rig = Rig(tmp_path, dead_grace_ms=2 * 3_600_000)
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    assert rig.executor.owned != ThrottleRecord()
+    rig.manager.stop()
+    assert rig.executor.owned == ThrottleRecord() and rig.executor.released
+    [lifted] = [r for r in rig.sink.records if r.kind == "catch_up"][1:]
+    assert lifted.summary == (
+        "broker 4's catch-up throttle is lifted: this manager stops, and no move needs it"
+    )
+    healing = Rig(tmp_path / "heal")
+    healing.sources.dead = {4}  # an hour down, past the grace: healed by moves
+    assert healing.manager.cycle().kind == "act"
+    healing.manager.stop()
+    assert healing.executor.owned != ThrottleRecord() and not healing.executor.released

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from planner_fixtures import GB, NOW, broker, make, part
 
 from manager.analyzer.planner import decide
+from manager.analyzer.rejoin import catch_ups
 from manager.model.decision import Decision, ElectPreferredLeader, Reassign
 from manager.model.snapshot import Snapshot
 
@@ -199,3 +200,63 @@ def test_only_in_sync_preferred_replicas_lead_a_batch_at_a_time_and_only_when_ca
     client_waiting = sum(1 for t, _ in _preferred(snap, BACK) if not t.startswith("__"))
     if any(kinds):
         assert kinds.count(False) == client_waiting
+
+
+# -- catch-ups: the copies of a returning broker, throttled as moves' copies -----------------
+
+
+def test_a_returning_broker_catches_up_on_each_partition_it_is_behind_on() -> None:
+    snap = _cluster(lagging=5)
+    found = catch_ups(snap)
+    assert len(found) == 5
+    assert [c.tp for c in found] == sorted(c.tp for c in found)
+    for c in found:
+        row = next(p for t in snap.topics for p in t.partitions if (t.name, p.partition) == c.tp)
+        assert c.replicas == tuple(row.replicas)
+        assert c.behind == (BACK,)
+        move, sources = c.as_copy()
+        # Throttled as the move that would add broker 3 to the replicas in sync.
+        assert move.target == c.replicas
+        assert sources == tuple(b for b in c.replicas if b != BACK)
+
+
+def test_a_broker_in_sync_or_back_long_ago_or_with_the_switch_off_catches_up_nothing() -> None:
+    assert catch_ups(_cluster(lagging=0)) == ()
+    # Outside the recovery window its lag is no longer a catch-up (it is unexplained).
+    assert catch_ups(_cluster(lagging=5, returned_ago_ms=3_600_000)) == ()
+    assert catch_ups(_cluster(lagging=5, rejoin={"throttle_catch_up": False})) == ()
+
+
+def test_a_broker_down_within_its_grace_is_armed_for_its_return_and_one_past_it_is_not() -> None:
+    """The throttle is armed on the leaders while the broker is away, so that its first fetch
+    when it returns is held; past its grace the heal's moves take its partitions over."""
+    grace = 600_000
+
+    def snap(dead_for_ms: int) -> Snapshot:
+        brokers = [broker(b, RACKS[b], **({"alive": False} if b == BACK else {})) for b in RACKS]
+        brokers[BACK - 1]["dead_since_ms"] = NOW - dead_for_ms
+        parts = [
+            part(n, [n % 6 + 1, (n + 1) % 6 + 1, (n + 2) % 6 + 1], isr=None, leader="first")
+            for n in range(12)
+        ]
+        for p in parts:
+            p["isr"] = [b for b in p["replicas"] if b != BACK]
+            p["leader"] = p["isr"][0]
+        return make(brokers, {"t": parts}, policy={"dead_grace_ms": grace})
+
+    armed = catch_ups(snap(dead_for_ms=60_000))
+    assert {c.partition for c in armed} == {
+        n for n in range(12) if BACK in (n % 6 + 1, (n + 1) % 6 + 1, (n + 2) % 6 + 1)
+    }
+    assert {c.behind for c in armed} == {(BACK,)}
+    assert catch_ups(snap(dead_for_ms=grace + 1)) == ()
+
+
+def test_a_partition_without_a_serving_leader_has_no_catch_up() -> None:
+    """Nothing copies into a replica of a partition that has no leader in its ISR."""
+    back = {"returned_at_ms": NOW - 60_000}
+    brokers = [broker(b, RACKS[b], **(back if b == BACK else {})) for b in RACKS]
+    served = part(0, [1, 2, BACK], isr=[1, 2], leader=1)
+    leaderless = part(1, [1, 2, BACK], isr=[], leader=None)
+    snap = make(brokers, {"t": [served, leaderless]})
+    assert [c.tp for c in catch_ups(snap)] == [("t", 0)]

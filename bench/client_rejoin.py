@@ -1,0 +1,84 @@
+"""bench_clients' rejoin scenario: what a broker's return costs the clients.
+
+Broker 6 is SIGKILLed and stays away for ``away_s`` (its grace is an hour: nothing is healed)
+while the acks=all producer writes on, so its replicas fall behind by what they missed; it is
+then started again and fetches it all back. Windows, by when a record was produced: *baseline*
+the 15 s before the kill; *catch-up* from the restart to every partition fully in sync. The
+restart itself (the broker's start, its leaderships' elections if Kafka hands any back) is in
+the catch-up window: it is the return's own cost, the same for every setting.
+
+Unthrottled, the catch-up fills broker 6's incoming link with what it missed; the writes it
+follows again as soon as one partition is back in its ISR wait behind that copy. With kmedic's
+catch-up throttle (docs/planner.md, "Rejoin") the copy is held to the throttle's rate, armed on
+the leaders while broker 6 is still away.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from bench_heal import VICTIM, Race, scrape, wait
+
+from composition.pipeline import Pipeline
+from kmedic.localcluster import process
+
+REJOIN_GRACE_MS = 3_600_000  # away far shorter than this: no heal, a rejoin
+
+
+@dataclass
+class Rejoin:
+    setting: int | str | None
+    killed_at: float  # wall clock (s)
+    restarted_at: float
+    caught_up_at: float
+    armed: list[str]  # the catch_up audit records' summaries
+    rate_records: list[str]
+
+    @property
+    def catch_up_s(self) -> float:
+        return self.caught_up_at - self.restarted_at
+
+
+def rejoin(race: Race, n: int, setting: int | str | None, away_s: float, settle_s: float) -> Rejoin:
+    """One away-and-back of broker 6 under kmedic with throttle ``setting``."""
+    name = f"rejoin{n}"
+    actions = f"kmedic.actions.{name}"
+    port = process.free_ports(1)[0]
+    pipeline = Pipeline(race.cluster, race.workdir / name, cluster_name=name)
+    rf = {k: len(v) for k, v in race.placement().items()}
+    try:
+        pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
+        pipeline.start_manager(
+            interval_s=3,
+            topics={
+                "brokerstats": f"kmedic.brokerstats.{name}",
+                "replica_loads": f"kmedic.replica-loads.{name}",
+                "broker_loads": f"kmedic.broker-loads.{name}",
+                "actions": actions,
+            },
+            policy={"dead_grace_ms": REJOIN_GRACE_MS, "even_spread": False},
+            executor={"throttle_bytes_per_s": setting, "poll_interval_s": 0.5},
+            http={"port": port},
+        )
+        wait(lambda: scrape(port, "kmedic_is_leader") == 1, 120, "the manager to lead")
+        time.sleep(settle_s)  # a steady state before the kill: the baseline window
+        killed = time.time()
+        race.cluster.kill(VICTIM)
+        wait(lambda: race.fenced(VICTIM), 60, f"broker {VICTIM} fenced")
+        time.sleep(max(0.0, away_s - (time.time() - killed)))  # away: the scenario's length
+        restarted = time.time()
+        race.cluster.restart(VICTIM)
+        wait(lambda: race.in_sync(rf, None), 900, f"broker {VICTIM} caught up")
+        caught_up = time.time()
+        records = race.audit(actions, bool)
+    finally:
+        pipeline.stop()
+    return Rejoin(
+        setting,
+        killed,
+        restarted,
+        caught_up,
+        [r.summary for r in records if r.kind == "catch_up"],
+        [r.summary for r in records if "throttle rates set" in r.summary],
+    )
