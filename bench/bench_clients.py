@@ -54,7 +54,7 @@ from typing import Any
 
 from bench_docs import write_section
 from bench_heal import GRACE_MS, TOPIC, Race, Run, wait
-from client_rejoin import Rejoin, rejoin
+from client_rejoin import NO_AUTO_REBALANCE, Rejoin, rejoin
 from confluent_kafka import OFFSET_END, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
@@ -326,15 +326,17 @@ def report_rejoin(args: argparse.Namespace, results: list[RejoinResult]) -> str:
             "`bench/bench_clients.py --scenario rejoin`: what a broker's return costs the "
             f"clients. The same cluster and producer ({args.rate / 1e6:.2f} MB/s acks=all); "
             f"broker 6 SIGKILLed and away for {args.away_s:.0f} s under an hour's grace "
-            "(nothing healed), then started again: it fetches what it missed. Baseline: the "
+            "(nothing healed), then started again: it fetches what it missed. Kafka's own "
+            "leader rebalancing is off: kmedic hands its leadership back. Baseline: the "
             f"{BASELINE_S:.0f} s before the kill; catch-up: from the restart to every "
-            "partition in sync (the broker's own start and Kafka's elections are in it, the "
-            f"same for every setting). {args.runs} runs per setting, taken in turn; medians. "
+            "partition in sync and broker 6 leading its preferred partitions again (the "
+            "broker's own start is in it, the same for every setting). "
+            f"{args.runs} runs per setting, taken in turn; medians. "
             f"Machine: {os.cpu_count()} cores; {network(args)}.",
             "",
             "| throttle | before p50 / p99 | catch-up p50 / p99 | catch-up p95 | catch-up p99 ÷ "
-            f"before p99 | records ≥ {STALL_S:g} s | failed | restart to in sync | packets "
-            "dropped |",
+            f"before p99 | records ≥ {STALL_S:g} s | failed | restart to in sync and leading "
+            "| packets dropped |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             *rows,
             "",
@@ -412,14 +414,16 @@ def main() -> None:
         args.produce_mb, args.runs, args.no_write, args.grace_ms = 4, 1, True, 5_000
         settings, settle_s, partitions, args.rate = ["adaptive"], 3.0, 6, 200_000
         args.away_s = min(args.away_s, 5.0)
+    rebalance = NO_AUTO_REBALANCE if args.scenario == "rejoin" else {}
     with tempfile.TemporaryDirectory(prefix="bench-clients-") as tmp:
         race = Race(
             Path(tmp),
             args.produce_mb,
             args.grace_ms,
             nic_mbps=args.nic_mbps or None,
-            broker_overrides=fetch_sizes(args.fetch_kb),
+            broker_overrides=fetch_sizes(args.fetch_kb) | rebalance,
             fill_batch_bytes=args.fetch_kb * 1024 or 1_000_000,
+            controller_overrides=rebalance,
         )
         lat: Latencies | None = None
         try:

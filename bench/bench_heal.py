@@ -126,6 +126,7 @@ class Race:
         nic_mbps: int | None = None,
         broker_overrides: dict[str, str] | None = None,
         fill_batch_bytes: int = 1_000_000,
+        controller_overrides: dict[str, str] | None = None,
     ) -> None:
         """With ``nic_mbps`` the cluster is network-bound (docs/local-cluster.md): this
         thread, its clients and the kmedic processes it starts run in the cluster's
@@ -135,7 +136,11 @@ class Race:
         self.grace_ms = grace_ms
         self.fill_batch_bytes = fill_batch_bytes
         spec = ClusterSpec(
-            brokers=6, racks=RACKS, nic_mbps=nic_mbps, broker_overrides=broker_overrides or {}
+            brokers=6,
+            racks=RACKS,
+            nic_mbps=nic_mbps,
+            broker_overrides=broker_overrides or {},
+            controller_overrides=controller_overrides or {},
         )
         self.cluster = LocalCluster.start(spec, workdir / "cluster")
         self._network = contextlib.ExitStack()
@@ -168,6 +173,16 @@ class Race:
                 if without is not None and without in p.replicas:
                     return False
         return True
+
+    def leads(self, broker: int) -> set[tuple[str, int]]:
+        """The partitions ``broker`` leads now."""
+        meta = self.admin.list_topics(timeout=10)
+        return {
+            (name, p.id)
+            for name, t in meta.topics.items()
+            for p in t.partitions.values()
+            if p.leader == broker
+        }
 
     def fenced(self, broker: int) -> bool:
         return broker not in self.admin.list_topics(timeout=10).brokers

@@ -6,6 +6,8 @@ problems it found, every one a sentence with its numbers; none found is a held i
   records of an epoch all come before those of the next;
 - no duplicate move: a move (partition and target) is started once until it completes or
   fails - a leader that takes over adopts a running move, it does not start it again;
+- each move's end audited once: one ``action_completed`` (or ``action_failed``) per start,
+  across leaders - a leader that adopts its predecessor's plan does not tell an end again;
 - the alerts raised: none (no episode calls for one: a restart in grace, a pause, a hang, a
   failed disk, an outage of the audit topic's brokers inside the grace and a completed heal
   never page);
@@ -84,6 +86,27 @@ def no_duplicate_move(records: Iterable[AuditRecord]) -> Check:
             else:
                 running.pop(partition, None)
     return Check("no duplicate move", tuple(problems))
+
+
+def one_end_per_move(records: Iterable[AuditRecord]) -> Check:
+    """A move's end (completed or failed) is audited once after its start, whoever tells it."""
+    ended: dict[str, AuditRecord] = {}
+    problems = []
+    for r in sorted(records, key=lambda r: r.time_ms):
+        if r.kind not in ("action_started", "action_completed", "action_failed"):
+            continue
+        for partition in r.partitions:
+            if r.kind == "action_started":
+                ended.pop(partition, None)
+            elif (first := ended.get(partition)) is not None:
+                problems.append(
+                    f"{partition}: {r.kind} told again by {r.instance} (epoch {r.epoch}), "
+                    f"{r.time_ms - first.time_ms} ms after {first.instance} (epoch "
+                    f"{first.epoch}) told its {first.kind}"
+                )
+            else:
+                ended[partition] = r
+    return Check("each move's end audited once", tuple(problems))
 
 
 def alerts(records: Iterable[AuditRecord]) -> Check:

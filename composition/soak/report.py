@@ -96,6 +96,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         ),
         invariants.one_actor(records),
         invariants.no_duplicate_move(records),
+        invariants.one_end_per_move(records),
         invariants.alerts(records),
         invariants.in_order(records),
         invariants.roles_running(

@@ -1,6 +1,13 @@
 """What the leader says about its moves, between and within cycles: the move gauges, the
 status page's list, each move's audit record (with where the whole plan stands) and the plan's
-own progress records (manager.daemon.plan_report decides when)."""
+own progress records (manager.daemon.plan_report decides when).
+
+A move's end (``action_completed``, ``action_failed``) is audited once the stored plan no
+longer lists the move: the fenced write that removes it proves this instance still leads, and
+after it no successor adopts the move. Until then the record is held: a write that failed is
+tried again at the next sync, and one that was fenced leaves the move, and its record, to the
+leader that adopts the plan. So each move's end is audited once across leaders (a crash
+between that write and the audit loses the record rather than doubling it)."""
 
 from __future__ import annotations
 
@@ -48,6 +55,7 @@ class MoveReport:
         self.move_rate: float | None = None
         self._rate_at = float("-inf")
         self._last_failure: dict[str, str] = {}  # "topic:partition" -> why its move failed
+        self._ended: list[tuple[str, MoveState, dict[str, Any]]] = []  # held until unlisted
 
     @property
     def progress(self) -> PlanProgress | None:
@@ -62,6 +70,7 @@ class MoveReport:
             log.exception("move_report_failed", error=str(exc) or type(exc).__name__)
 
     def _observe(self) -> None:
+        self._audit_ends()
         active = self.executor.active()
         self.shown = tuple(active)
         now = self.clock.monotonic()
@@ -87,7 +96,10 @@ class MoveReport:
         plan = self.plan.current(self.executor.active())
         if plan is not None:
             details = {**details, "plan": plan.to_field()}
-        self.trail.move_event(kind, state, details)
+        if kind in ("action_completed", "action_failed"):
+            self._ended.append((kind, state, details))
+        else:
+            self.trail.move_event(kind, state, details)
         if kind == "action_completed":
             self.settled.completed(state.move, self.clock.monotonic())
         if kind in ("action_completed", "action_failed"):
@@ -100,7 +112,27 @@ class MoveReport:
         whose last move did (kept across plans: a replan replaces the executor's record)."""
         return {p: why for p in partitions if (why := self._last_failure.get(p)) is not None}
 
+    def _audit_ends(self) -> None:
+        """The held ends of moves the stored plan no longer lists, in the order they ended;
+        none once this instance is told to drop its moves (a fenced write: the successor
+        adopts them, and reports their ends)."""
+        if self.keeper.drop_moves.is_set():
+            self._ended.clear()
+            return
+        stored = self.keeper.plan
+        listed = {m.tp for m in stored.plan.moves} if stored is not None else set()
+        held = []
+        for kind, state, details in self._ended:
+            if state.move.tp in listed:
+                held.append((kind, state, details))
+            else:
+                self.trail.move_event(kind, state, details)
+        self._ended = held
+
     def forget(self) -> None:
-        """Leadership lost: the successor reports the moves it adopts."""
+        """The moves are dropped (leadership lost: the successor reports the moves it adopts,
+        and their ends) or left to Kafka (observe mode): ends already unlisted are told."""
+        self._audit_ends()
+        self._ended.clear()
         self.settled.forget()
         self.plan.forget()

@@ -88,6 +88,8 @@ class PlanKeeper:
             self.step()
         elif self.executor.owned_throttles():
             self._release_throttles()
+        else:
+            self.sync()  # after a write that failed: the plan lists only what is active
         if catch_ups or self.catching_up:
             self._audit_catch_ups(catch_ups, away)
 
@@ -219,10 +221,7 @@ class PlanKeeper:
         )
         if changed is None:
             return
-        try:
-            self.plan = self.coordinator.plans.write(changed, stored.version)
-        except KmedicError as exc:
-            log.warning("plan_sync_failed", error=str(exc))
+        self._rewrite(changed, stored.version, "plan_sync_failed")  # fenced: drop the moves
 
     def store_progress(self, progress: PlanProgress) -> None:
         """Where the whole plan stands, for `kmedic status` and `requests list` (read from

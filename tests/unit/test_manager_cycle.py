@@ -518,3 +518,36 @@ def test_a_clean_stop_lifts_a_catch_up_throttle_but_keeps_a_moves(tmp_path: Path
     assert healing.manager.cycle().kind == "act"
     healing.manager.stop()
     assert healing.executor.owned != ThrottleRecord() and not healing.executor.released
+
+
+def test_a_moves_end_is_audited_once_the_stored_plan_no_longer_lists_it(rig: Rig) -> None:
+    """Held while the write that removes the move fails, audited when one succeeds; never by
+    an instance whose write was fenced (the leader that adopts the plan tells it)."""
+
+    def ends() -> list[str]:
+        return [p for r in rig.sink.records if r.kind == "action_completed" for p in r.partitions]
+
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    rig.executor.complete_all()
+    rig.coordinator.plans.fail = CoordinationError("ZooKeeper connection lost")
+    rig.manager.cycle()
+    assert rig.executor.active() == [] and ends() == []  # the plan still lists them
+    rig.coordinator.plans.fail = None
+    rig.manager.cycle()
+    assert sorted(ends()) == ["t:1", "t:2"]
+    rig.manager.cycle()
+    assert sorted(ends()) == ["t:1", "t:2"]  # once
+
+
+def test_a_fenced_leader_leaves_its_moves_ends_to_its_successor(rig: Rig) -> None:
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    rig.executor.complete_all()
+    rig.coordinator.plans.fail = FencedError("instance m1 holds epoch 3 but a newer leader exists")
+    rig.manager.cycle()
+    assert not [r for r in rig.sink.records if r.kind == "action_completed"]
+    rig.coordinator.plans.fail, rig.coordinator.is_leader = None, False  # a successor leads
+    rig.manager.cycle()  # drops the moves, and what it held of them
+    assert not [r for r in rig.sink.records if r.kind == "action_completed"]
+    assert rig.executor.forgotten == 1

@@ -13,6 +13,7 @@ from composition.soak.invariants import (
     messages,
     no_duplicate_move,
     one_actor,
+    one_end_per_move,
     roles_running,
     tail_readable,
 )
@@ -103,6 +104,20 @@ def test_a_move_started_again_while_it_runs_is_a_duplicate() -> None:
     assert problem == "t:0 -> [1, 2] started again by b (epoch 2) while it was running"
     after_done = [*again[:1], record("action_completed", 2, 1, "a"), again[1]]
     assert no_duplicate_move(after_done).held
+
+
+def test_a_moves_end_told_again_by_the_leader_that_adopted_it_is_found() -> None:
+    told = [record("action_started", 1, 1, "a"), record("action_completed", 3, 1, "a")]
+    assert one_end_per_move(told).held
+    again = [*told, record("action_progress", 5, 2, "b"), record("action_completed", 6, 2, "b")]
+    (problem,) = one_end_per_move(again).problems
+    assert (
+        problem == "t:0: action_completed told again by b (epoch 2), 3 ms after a (epoch 1) "
+        "told its action_completed"
+    )
+    # A new move of the partition, started and ended, is its own.
+    later = [*told, record("action_started", 8, 2, "b"), record("action_failed", 9, 2, "b")]
+    assert one_end_per_move(later).held
 
 
 def test_alerts_lost_messages_and_the_end_state_are_told_with_numbers() -> None:
