@@ -69,6 +69,9 @@ RECORD = 1000
 BASELINE_S = 15.0
 STALL_S = 0.5
 SETTLE_S = 25.0  # the pipeline started, before the baseline window begins: no start-up in it
+# The producer's first seconds (the brokers' new segments, their JIT, the client's metadata):
+# measured, the first run's baseline p99 was 4 to 20 times the later runs'.
+WARM_UP_S = 60.0
 
 
 class Latencies:
@@ -434,6 +437,7 @@ def main() -> None:
             initial = race.placement()
             on_disk = sum(race.sizes()[k] * len(v) for k, v in initial.items() if k[0] == TOPIC)
             lat = Latencies(race.bootstrap, args.rate).start()
+            time.sleep(0 if args.quick else WARM_UP_S)  # the first seconds weigh on no run
             total = args.runs * len(settings)
             if args.scenario == "rejoin":
                 rejoins = [
