@@ -94,16 +94,34 @@ def hand_back(state: ClusterState, rejoined: Rejoining, max_moves: int) -> list[
     return moves
 
 
-def catch_ups(snap: Snapshot) -> tuple[CatchUp, ...]:
+@dataclass(frozen=True)
+class CatchUps:
+    """The copies brokers back from a restart, or down within their grace, make (or will
+    make) into their replicas: each partition once, and where those brokers stand."""
+
+    partitions: tuple[CatchUp, ...] = ()
+    away: frozenset[int] = frozenset()  # down within their grace: armed for their return
+    down: frozenset[int] = frozenset()  # every broker down now
+
+    def behind(self) -> dict[int, list[str]]:
+        """Each broker behind, and the partitions ("topic:partition") it is behind on."""
+        found: dict[int, list[str]] = {}
+        for c in self.partitions:
+            for broker in c.behind:
+                found.setdefault(broker, []).append(c.key)
+        return found
+
+
+def catch_ups(snap: Snapshot) -> CatchUps:
     """The partitions brokers back from a restart (``recovering``), or down within their grace
     (``in_grace``: they may come back), are behind on: a replica outside the ISR of a
     partition whose leader serves. In topic and partition order; none with
     ``policy.rejoin.throttle_catch_up`` off."""
+    down = frozenset(b.id for b in snap.brokers if not b.alive)
     if not snap.policy.rejoin.throttle_catch_up:
-        return ()
-    back = recovering(snap).union(in_grace(snap))
-    if not back:
-        return ()
+        return CatchUps(down=down)
+    away = frozenset(in_grace(snap))
+    back = recovering(snap) | away
     table = snap.topics.table
     found: dict[tuple[str, int], CatchUp] = {}
     for broker in sorted(back):
@@ -112,4 +130,4 @@ def catch_ups(snap: Snapshot) -> tuple[CatchUp, ...]:
             if behind and part.leader >= 0 and part.leader in part.isr:
                 tp = (part.topic, part.partition)
                 found[tp] = CatchUp(part.topic, part.partition, part.replicas, behind)
-    return tuple(found[tp] for tp in sorted(found))
+    return CatchUps(tuple(found[tp] for tp in sorted(found)), away, down)

@@ -18,7 +18,7 @@ from typing import Any
 
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
-from manager.analyzer.health import alerts_for, heal_needed, in_grace
+from manager.analyzer.health import alerts_for, heal_needed
 from manager.analyzer.rejoin import catch_ups
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
@@ -235,7 +235,7 @@ class Manager:
         if self.keeper.drop_moves.is_set():
             self.keeper.drop_moves.clear()
             self.executor.forget_moves()
-            self.keeper.catching_up.clear()  # a later leadership audits its own catch-ups
+            self.keeper.catch_up_report.forget()
             self.moves.forget()  # dropped, not done: no "plan done" record
         if not coord.connected:
             self._zk_outage.blind_cycle(self.clock.time())
@@ -263,7 +263,7 @@ class Manager:
         mode = self.mode.follow(state.mode, self.trail)
         self.metrics.observe_mode(mode)
         if self._writing():  # observe mode writes nothing: no adopted move, no throttle removed
-            self.keeper.lead(state.plan, catch_ups(snap), frozenset(in_grace(snap)))
+            self.keeper.lead(state.plan, catch_ups(snap))
             self.moves.observe()  # before any wait below: a plan that just ended says so
         elif mode == "observe" and self.executor.active():
             self.keeper.leave_to_kafka()

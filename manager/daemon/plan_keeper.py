@@ -22,10 +22,10 @@ truth; the manager forgets its moves at the start of its next cycle.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
+from manager.analyzer.rejoin import CatchUps
 from manager.coordination.fenced import FencedError
 from manager.coordination.move_budget import with_started
 from manager.coordination.plan_document import (
@@ -41,14 +41,17 @@ from manager.coordination.plan_document import (
 )
 from manager.coordination.plan_store import StoredPlan
 from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.catch_up_report import CatchUpReport, rate_words
 from manager.daemon.outcome import CycleOutcome
 from manager.daemon.ports import Clock, Coordinator, Executor
 from manager.model.decision import Decision
-from manager.model.moves import CatchUp, Move
+from manager.model.moves import Move
 from manager.model.plan_progress import PlanProgress
 from manager.model.throttles import ThrottleRecord
 
 log = get_logger(__name__)
+
+NO_CATCH_UPS = CatchUps()
 
 
 class PlanKeeper:
@@ -66,32 +69,27 @@ class PlanKeeper:
         self.moves_started: list[tuple[float, int]] = []
         self.adopt = threading.Event()  # set when leadership is (re)acquired
         self.drop_moves = threading.Event()  # set when leadership is lost or a write is fenced
-        self.catching_up: dict[int, int] = {}  # broker -> partitions behind, as last audited
+        self.catch_up_report = CatchUpReport(trail)
         executor.before_change = self.before_change
 
-    def lead(
-        self,
-        stored: StoredPlan | None,
-        catch_ups: Sequence[CatchUp] = (),
-        away: frozenset[int] = frozenset(),
-    ) -> None:
+    def lead(self, stored: StoredPlan | None, catch_ups: CatchUps = NO_CATCH_UPS) -> None:
         """A leader's cycle: take the plan as ZooKeeper holds it now, adopt it after a
-        failover, carry on with the moves and throttle the ``catch_ups`` (of brokers back, or
-        ``away`` within their grace), or remove throttles nothing needs any more."""
+        failover, carry on with the moves and throttle the ``catch_ups``, or remove throttles
+        nothing needs any more."""
         self.plan = stored
         if self.adopt.is_set():
             self._adopt_plan()
-        if self.executor.config.throttle_bytes_per_s is None:
-            catch_ups = ()  # no throttle to copy under: nothing to do for them
-        self.executor.catch_up(catch_ups)
-        if self.executor.active() or catch_ups:
+        setting = self.executor.config.throttle_bytes_per_s
+        if setting is None:  # no throttle to copy under: nothing to do for them
+            catch_ups = CatchUps(down=catch_ups.down)
+        self.executor.catch_up(catch_ups.partitions)
+        if self.executor.active() or catch_ups.partitions:
             self.step()
         elif self.executor.owned_throttles():
             self._release_throttles()
         else:
             self.sync()  # after a write that failed: the plan lists only what is active
-        if catch_ups or self.catching_up:
-            self._audit_catch_ups(catch_ups, away)
+        self.catch_up_report.tell(catch_ups, rate_words(setting))
 
     def stand_down(self, writing: bool) -> None:
         """A clean stop of a leader that is ``writing`` (act mode): with no move active, the
@@ -102,15 +100,7 @@ class PlanKeeper:
             return
         self.executor.catch_up(())
         self._release_throttles()
-        for broker in sorted(self.catching_up):
-            self.trail.record(
-                "catch_up",
-                f"broker {broker}'s catch-up throttle is lifted: this manager stops, and no "
-                "move needs it",
-                reasons=["broker_rejoined"],
-                details={"catch_up": broker, "stopping": True},
-            )
-        self.catching_up = {}
+        self.catch_up_report.stopping()
 
     def execute(self, decision: Decision) -> CycleOutcome:
         """Store the plan (fenced), then start its moves; the outcome says which happened."""
@@ -260,44 +250,6 @@ class PlanKeeper:
             waiting_brokers=sorted({b for b, _ in left.rates}),
         )
         self.sync()
-
-    def _audit_catch_ups(self, catch_ups: Sequence[CatchUp], away: frozenset[int]) -> None:
-        """A broker's catch-up throttled from now on, or over: one record each."""
-        behind: dict[int, list[str]] = {}
-        for c in catch_ups:
-            for broker in c.behind:
-                behind.setdefault(broker, []).append(c.key)
-        setting = self.executor.config.throttle_bytes_per_s
-        rate = "the adaptive throttle" if setting == "adaptive" else f"{setting} bytes/s"
-        for broker, keys in sorted(behind.items()):
-            if broker in self.catching_up:
-                continue
-            said = (
-                f"broker {broker} is down within its grace: if it returns, its catch-up on "
-                f"{len(keys)} partitions copies under {rate}, as a move's copy would (armed on "
-                "their leaders now, so that its first fetch is held)"
-                if broker in away
-                else f"broker {broker} is back and behind its leaders on {len(keys)} "
-                f"partitions: its catch-up copies under {rate}, as a move's copy would, until "
-                "in sync"
-            )
-            self.trail.record(
-                "catch_up",
-                said,
-                reasons=["broker_rejoined"],
-                partitions=keys,
-                details={"catch_up": broker, "behind": len(keys)},
-            )
-        for broker, count in sorted(self.catching_up.items()):
-            if broker not in behind:
-                self.trail.record(
-                    "catch_up",
-                    f"broker {broker}'s catch-up throttle is lifted: it is behind no leader now "
-                    f"({count} partitions when it was armed), or its grace ended",
-                    reasons=["broker_rejoined"],
-                    details={"catch_up": broker, "behind": 0},
-                )
-        self.catching_up = {b: self.catching_up.get(b, len(keys)) for b, keys in behind.items()}
 
     def _adopt_plan(self) -> None:
         """After a restart or failover: take over the throttles the stored plan records as

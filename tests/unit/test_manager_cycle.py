@@ -481,8 +481,28 @@ def test_a_broker_away_within_its_grace_has_its_catch_up_throttled_until_in_sync
     assert rig.executor.catch_ups == []
     assert rig.executor.released and rig.executor.owned == ThrottleRecord()
     [ended] = [r for r in rig.sink.records if r.kind == "catch_up"][1:]
-    assert ended.summary.startswith("broker 4's catch-up throttle is lifted: it is behind no")
+    assert ended.summary == (
+        "broker 4's catch-up throttle is lifted: it caught up (2 partitions behind when armed)"
+    )
     assert rig.coordinator.plans.writes[-1][0]["throttles"] == {"replicas": [], "rates": []}
+
+
+def test_a_catch_up_armed_for_a_broker_that_never_returns_is_lifted_when_its_grace_ends(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path, dead_grace_ms=3_600_000 + 30_000)  # down an hour: 30 s of grace left
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    assert rig.executor.catch_ups
+    rig.clock.advance(60)
+    assert rig.manager.cycle().kind == "act"  # healed by moves, with throttles of their own
+    assert rig.executor.catch_ups == []
+    armed, lifted = [r for r in rig.sink.records if r.kind == "catch_up"]
+    assert armed.reasons == ("dead_within_grace",)
+    assert lifted.summary == (
+        "broker 4's catch-up throttle is lifted: its grace ended: a heal takes its partitions"
+    )
+    assert lifted.reasons == ("broker_dead",)
 
 
 def test_no_catch_up_is_throttled_without_a_throttle_or_with_the_switch_off(

@@ -207,7 +207,7 @@ def test_only_in_sync_preferred_replicas_lead_a_batch_at_a_time_and_only_when_ca
 
 def test_a_returning_broker_catches_up_on_each_partition_it_is_behind_on() -> None:
     snap = _cluster(lagging=5)
-    found = catch_ups(snap)
+    found = catch_ups(snap).partitions
     assert len(found) == 5
     assert [c.tp for c in found] == sorted(c.tp for c in found)
     for c in found:
@@ -221,10 +221,10 @@ def test_a_returning_broker_catches_up_on_each_partition_it_is_behind_on() -> No
 
 
 def test_a_broker_in_sync_or_back_long_ago_or_with_the_switch_off_catches_up_nothing() -> None:
-    assert catch_ups(_cluster(lagging=0)) == ()
+    assert catch_ups(_cluster(lagging=0)).partitions == ()
     # Outside the recovery window its lag is no longer a catch-up (it is unexplained).
-    assert catch_ups(_cluster(lagging=5, returned_ago_ms=3_600_000)) == ()
-    assert catch_ups(_cluster(lagging=5, rejoin={"throttle_catch_up": False})) == ()
+    assert catch_ups(_cluster(lagging=5, returned_ago_ms=3_600_000)).partitions == ()
+    assert catch_ups(_cluster(lagging=5, rejoin={"throttle_catch_up": False})).partitions == ()
 
 
 def test_a_broker_down_within_its_grace_is_armed_for_its_return_and_one_past_it_is_not() -> None:
@@ -244,12 +244,14 @@ def test_a_broker_down_within_its_grace_is_armed_for_its_return_and_one_past_it_
             p["leader"] = p["isr"][0]
         return make(brokers, {"t": parts}, policy={"dead_grace_ms": grace})
 
-    armed = catch_ups(snap(dead_for_ms=60_000))
+    armed = catch_ups(snap(dead_for_ms=60_000)).partitions
+    assert catch_ups(snap(dead_for_ms=60_000)).away == {BACK}
     assert {c.partition for c in armed} == {
         n for n in range(12) if BACK in (n % 6 + 1, (n + 1) % 6 + 1, (n + 2) % 6 + 1)
     }
     assert {c.behind for c in armed} == {(BACK,)}
-    assert catch_ups(snap(dead_for_ms=grace + 1)) == ()
+    past = catch_ups(snap(dead_for_ms=grace + 1))
+    assert past.partitions == () and past.away == frozenset() and past.down == {BACK}
 
 
 def test_a_partition_without_a_serving_leader_has_no_catch_up() -> None:
@@ -259,4 +261,4 @@ def test_a_partition_without_a_serving_leader_has_no_catch_up() -> None:
     served = part(0, [1, 2, BACK], isr=[1, 2], leader=1)
     leaderless = part(1, [1, 2, BACK], isr=[], leader=None)
     snap = make(brokers, {"t": [served, leaderless]})
-    assert [c.tp for c in catch_ups(snap)] == [("t", 0)]
+    assert [c.tp for c in catch_ups(snap).partitions] == [("t", 0)]
