@@ -117,6 +117,33 @@ class Run:
     rate_records: list[str] = field(default_factory=list)  # the adaptive throttle's changes
 
 
+def start_kmedic(
+    pipeline: Pipeline,
+    name: str,
+    port: int,
+    policy: dict[str, Any],
+    throttle: int | str | None,
+    capacity: dict[str, float] | None = None,
+) -> None:
+    """Agents (every 2 s) and a manager (a cycle every 3 s, topics of the run's own, the
+    executor polling every 0.5 s) of one run, and the manager leading."""
+    pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
+    pipeline.start_manager(
+        interval_s=3,
+        topics={
+            "brokerstats": f"kmedic.brokerstats.{name}",
+            "replica_loads": f"kmedic.replica-loads.{name}",
+            "broker_loads": f"kmedic.broker-loads.{name}",
+            "actions": f"kmedic.actions.{name}",
+        },
+        policy=policy,
+        executor={"throttle_bytes_per_s": throttle, "poll_interval_s": 0.5},
+        http={"port": port},
+        capacity=capacity or {},
+    )
+    wait(lambda: scrape(port, "kmedic_is_leader") == 1, 120, "the manager to lead")
+
+
 class Race:
     def __init__(
         self,
@@ -269,15 +296,10 @@ class Race:
         sizes = self.sizes()
         rf = {k: len(v) for k, v in initial.items()}
         try:
-            pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
-            pipeline.start_manager(
-                interval_s=3,
-                topics={
-                    "brokerstats": f"kmedic.brokerstats.{name}",
-                    "replica_loads": f"kmedic.replica-loads.{name}",
-                    "broker_loads": f"kmedic.broker-loads.{name}",
-                    "actions": actions,
-                },
+            start_kmedic(
+                pipeline,
+                name,
+                port,
                 policy={
                     "dead_grace_ms": self.grace_ms,
                     "even_spread": False,
@@ -285,14 +307,9 @@ class Race:
                     "max_moves_per_cycle": 10_000,
                     "max_moves_per_hour": 100_000,
                 },
-                executor={  # kmedic's limits on moves: its defaults (5 per broker, 10 in all)
-                    "throttle_bytes_per_s": throttle,
-                    "poll_interval_s": 0.5,
-                },
-                http={"port": port},
+                throttle=throttle,  # kmedic's limits on moves: its defaults (5 per broker, 10)
                 capacity=capacity or {},
             )
-            wait(lambda: scrape(port, "kmedic_is_leader") == 1, 120, "the manager to lead")
             # The manager's snapshot holds every broker's stats and the topic's sizes.
             snapshot = self.workdir / name / "snapshot.json"
             wait(lambda: _sized(snapshot), 120, "the sizes in the manager's snapshot", 1)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from bench_heal import VICTIM, Race, scrape, wait
+from bench_heal import VICTIM, Race, start_kmedic, wait
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
@@ -55,20 +55,8 @@ def rejoin(race: Race, n: int, setting: int | str | None, away_s: float, settle_
     pipeline = Pipeline(race.cluster, race.workdir / name, cluster_name=name)
     rf = {k: len(v) for k, v in race.placement().items()}
     try:
-        pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
-        pipeline.start_manager(
-            interval_s=3,
-            topics={
-                "brokerstats": f"kmedic.brokerstats.{name}",
-                "replica_loads": f"kmedic.replica-loads.{name}",
-                "broker_loads": f"kmedic.broker-loads.{name}",
-                "actions": actions,
-            },
-            policy={"dead_grace_ms": REJOIN_GRACE_MS, "even_spread": False},
-            executor={"throttle_bytes_per_s": setting, "poll_interval_s": 0.5},
-            http={"port": port},
-        )
-        wait(lambda: scrape(port, "kmedic_is_leader") == 1, 120, "the manager to lead")
+        policy = {"dead_grace_ms": REJOIN_GRACE_MS, "even_spread": False}
+        start_kmedic(pipeline, name, port, policy, setting)
         time.sleep(settle_s)  # a steady state before the kill: the baseline window
         killed = time.time()
         race.cluster.kill(VICTIM)

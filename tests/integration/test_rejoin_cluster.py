@@ -35,6 +35,7 @@ from test_executor import throttle_keys
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
+from manager.audit.log import AuditRecord
 from manager.model.throttles import LEADER_REPLICAS
 
 pytestmark = pytest.mark.integration
@@ -118,17 +119,17 @@ def test_a_broker_back_within_its_grace_leads_again_once_caught_up_in_batches(
             timeout=60,
             what=f"broker {VICTIM}'s leaderships moved away",
         )
+
         # Armed while it is away: the leaders' side of every partition it is a replica of.
-        armed = wait_for(
-            lambda: [
+        def catch_up_records(word: str) -> list[AuditRecord]:
+            return [
                 r
                 for r in read_audit(bootstrap, topics["actions"])
-                if r.kind == "catch_up"
-                and "armed" in r.summary
-                and r.details.get("catch_up") == VICTIM
-            ],
-            timeout=60,
-            what=f"broker {VICTIM}'s catch-up armed",
+                if r.kind == "catch_up" and word in r.summary and r.details["catch_up"] == VICTIM
+            ]
+
+        armed = wait_for(
+            lambda: catch_up_records("armed"), timeout=60, what=f"broker {VICTIM}'s catch-up armed"
         )
         assert armed[0].summary.startswith(f"broker {VICTIM} is down within its grace"), armed
         theirs = {n for n, r in enumerate(pairs) if VICTIM in r}
@@ -176,17 +177,12 @@ def test_a_broker_back_within_its_grace_leads_again_once_caught_up_in_batches(
         }
         assert not [r for r in records if r.kind == "action_started" and "reassign" in r.summary]
         # Lifted once it is behind no leader: no throttle left on a topic or a broker.
-        wait_for(
-            lambda: [
-                r
-                for r in read_audit(bootstrap, topics["actions"])
-                if r.kind == "catch_up"
-                and "lifted" in r.summary
-                and r.details.get("catch_up") == VICTIM
-            ],
+        [lifted] = wait_for(
+            lambda: catch_up_records("lifted"),
             timeout=60,
-            what=f"broker {VICTIM}'s catch-up throttle lifted",
+            what=f"broker {VICTIM}'s throttle lifted",
         )
+        assert "it caught up" in lifted.summary, lifted.summary
         assert throttle_keys(bootstrap, client, ids) == {}
         assert throttle_keys(bootstrap, internal, []) == {}
         assert active_alerts(port) == {}
