@@ -268,6 +268,10 @@ DEBIAN_TOOLS = {
     "podman": ("podman", "container image tests"),
     "runc": ("runc", "container image tests"),
     "debootstrap": ("debootstrap", "container image tests"),
+    # The shaped local cluster (kmedic/localcluster/netns.py, docs/local-cluster.md).
+    "ip": ("iproute2", "shaped cluster tests and benchmarks"),
+    "tc": ("iproute2", "shaped cluster tests and benchmarks"),
+    "iptables": ("iptables", "shaped cluster tests and benchmarks"),
 }
 
 

@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -394,9 +395,16 @@ class LocalCluster:
             node.command,
             log_path=node.stdout_file,
             tie_to_parent=self._owned,
-            enter=self.namespace.child_setup() if self.namespace is not None else None,
+            enter=self._enter(node),
         )
         self._save()
+
+    def _enter(self, node: Node) -> Callable[[], None] | None:
+        """How a shaped cluster's node joins its namespace; a broker also takes its own
+        address as the source of the connections it opens (netns.py)."""
+        if self.namespace is None:
+            return None
+        return self.namespace.child_setup(node.host if node.kind == "broker" else None)
 
     def _running(self, node: Node) -> bool:
         return node.running()

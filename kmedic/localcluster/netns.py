@@ -14,9 +14,29 @@ address in 127.0.0.0/8, and each broker's address gets a link of ``mbps`` Mbit/s
 Each node's address is put on ``lo`` too: with only 127.0.0.1 configured, a resolver asked
 for addresses this host can use (glibc's AI_ADDRCONFIG, as librdkafka asks) answers none.
 Everything else (ZooKeeper, the controllers, clients talking among themselves) is unshaped.
+
+The classes see a broker's traffic only if every packet carries its broker's address, and
+only its broker's. Left to itself the kernel does neither: a socket connecting to a local
+address takes that address as its own source, so a producer writing to broker 1, and broker
+3 fetching from broker 1, would both send from 127.0.1.1 and receive at it - the producer's
+writes in broker 1's egress class beside the copies broker 1 sends, and broker 3's fetched
+data in broker 1's ingress class, never in its own. So:
+
+- every address's local route names 127.0.0.1 as the preferred source: whatever connects,
+  connects from 127.0.0.1 (clients, agents, the manager: the namespace's default source), so
+  a node's address is only ever on the connections it accepts;
+- each broker runs in a cgroup (v2) of its own, and the connections it opens are marked
+  (``iptables``: a connection mark set on the first packet its cgroup sends): the packets it
+  sends on them go to its egress class, and those it receives to its ingress class (the
+  ``CLASSIFY`` target names the class; the egress qdisc is ``1:``, the ingress one ``2:``,
+  so each names one device's class).
+
+So a broker's egress class holds what it sends and its ingress class what it receives, over
+the connections it accepts and those it opens, as its NIC would.
+
 The namespace is a named one (``ip netns``), so a later command finds it; removing it removes
-its interfaces and queueing disciplines with it. Only loopback addresses exist inside it: no
-packet leaves the machine, or even the namespace.
+its interfaces, queueing disciplines and rules with it (and ``remove`` deletes the cgroups).
+Only loopback addresses exist inside it: no packet leaves the machine, or even the namespace.
 
 A process is started inside with ``child_setup`` (in the child, before exec, so its pid and
 command line are its own); this process's clients enter it with ``entered``: the calling
@@ -29,6 +49,7 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -44,6 +65,10 @@ IFB = "kmedic-ifb"  # the device each broker's ingress is shaped on
 # small enough that a link of a few Mbit/s is held to its rate within a second.
 _BURST = "256k"
 _UNSHAPED = "100gbit"
+DEFAULT_SOURCE = "127.0.0.1"
+EGRESS, INGRESS = 1, 2  # the HTB handles (majors) on lo and on the IFB device
+FIRST_CLASS = 2  # minor of the first shaped address's class (1 is the unshaped default)
+MOUNTS = Path("/proc/self/mounts")
 
 
 def name_for(workdir: Path) -> str:
@@ -63,33 +88,64 @@ class Namespace:
     def exists(self) -> bool:
         return self.path.exists()
 
+    @property
+    def cgroups(self) -> Path:
+        """The cgroup (v2) holding one cgroup per shaped address, for the processes whose
+        connections go through its classes."""
+        return cgroup2_root() / self.name
+
     @classmethod
     def create(
         cls, name: str, addresses: Iterable[str], shaped: Iterable[str], mbps: int
     ) -> Namespace:
         """A new namespace with ``lo`` up holding ``addresses``, each address in ``shaped``
-        held to ``mbps`` Mbit/s each way. A namespace of the same name left by a crashed run
-        is removed first (its processes died with that run)."""
+        held to ``mbps`` Mbit/s each way, over the connections it accepts and those its
+        cgroup's processes open (``child_setup``). A namespace of the same name left by a
+        crashed run is removed first (its processes died with that run)."""
         if mbps < 1:
             raise KmedicError(f"the shaped link speed must be at least 1 Mbit/s, got {mbps}")
+        missing = [t for t in ("ip", "tc", "iptables") if shutil.which(t) is None]
+        if missing:
+            raise KmedicError(
+                f"the shaped cluster needs {', '.join(missing)} (Debian's iproute2 and "
+                "iptables packages; `make bootstrap` installs them)"
+            )
         namespace = cls(name)
-        if namespace.exists():
-            namespace.remove()
+        namespace.remove()
+        addresses, shaped = list(addresses), list(shaped)
         _run(["ip", "netns", "add", name], f"creating network namespace {name}")
         try:
-            for command in shaping_commands(list(addresses), list(shaped), mbps):
-                _run(["ip", "-n", name, *command] if command[0] in ("link", "address") else
-                     ["tc", "-n", name, *command], f"shaping namespace {name}")  # fmt: skip
+            for command in shaping_commands(addresses, shaped, mbps):
+                _run(["ip", "-n", name, *command] if command[0] in ("link", "address", "route")
+                     else ["tc", "-n", name, *command], f"shaping namespace {name}")  # fmt: skip
+            for address in shaped:
+                (namespace.cgroups / address).mkdir(parents=True, exist_ok=True)
+            for command in opened_commands(name, shaped):
+                _run(["ip", "netns", "exec", name, *command], f"addressing namespace {name}")
         except BaseException:
             namespace.remove()
             raise
         return namespace
 
     def remove(self) -> None:
-        """Delete the namespace (with its interfaces and queueing disciplines); a namespace
-        already gone is fine."""
+        """Delete the namespace (with its interfaces, queueing disciplines and rules) and its
+        cgroups; what is already gone is fine. A cgroup a process is still in is named."""
         if self.exists():
             _run(["ip", "netns", "delete", self.name], f"removing network namespace {self.name}")
+        root = _cgroup2_mount()
+        group = None if root is None else root / self.name
+        if group is None or not group.is_dir():
+            return
+        for path in [*sorted(p for p in group.iterdir() if p.is_dir()), group]:
+            try:
+                path.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise KmedicError(
+                    f"cannot remove cgroup {path}: {exc.strerror} (a process of the cluster "
+                    f"is still in it: {path / 'cgroup.procs'})"
+                ) from exc
 
     @contextlib.contextmanager
     def entered(self) -> Iterator[None]:
@@ -110,11 +166,26 @@ class Namespace:
         finally:
             os.close(own)
 
-    def child_setup(self) -> Callable[[], None]:
-        """A ``preexec_fn`` that moves the child into the namespace before it execs."""
+    def link_bytes(self, shaped: list[str]) -> dict[str, tuple[int, int]]:
+        """Bytes each shaped address's classes have passed since the namespace was made:
+        address -> (sent, received). ``shaped`` as given to ``create``."""
+        sent = _class_bytes(self.name, "lo")
+        received = _class_bytes(self.name, IFB)
+        return {
+            address: (sent.get(f"{EGRESS}:{i:x}", 0), received.get(f"{INGRESS}:{i:x}", 0))
+            for i, address in enumerate(shaped, start=FIRST_CLASS)
+        }
+
+    def child_setup(self, source: str | None = None) -> Callable[[], None]:
+        """A ``preexec_fn`` that moves the child into the namespace before it execs, and
+        with ``source`` (a shaped address) into that address's cgroup: the connections it
+        opens go through that address's classes."""
         path, name = self.path, self.name
+        procs = None if source is None else self.cgroups / source / "cgroup.procs"
 
         def enter() -> None:
+            if procs is not None:
+                procs.write_text("0")  # "0": the writing process, here the child itself
             _setns(ctypes.CDLL("libc.so.6", use_errno=True), path, name)
 
         return enter
@@ -125,38 +196,106 @@ def shaping_commands(addresses: list[str], shaped: list[str], mbps: int) -> list
     ``addresses`` and hold each address of ``shaped`` to ``mbps`` Mbit/s each way; pure, so
     the layout is tested without root."""
     rate = f"{mbps}mbit"
+    own = [a for a in addresses if a != DEFAULT_SOURCE]
     commands: list[list[str]] = [
         ["link", "set", "lo", "up"],
-        *(["address", "add", f"{address}/32", "dev", "lo"] for address in addresses),
+        *(["address", "add", f"{address}/32", "dev", "lo"] for address in own),
+        # Whatever connects to a node connects from 127.0.0.1 (by default, a local address
+        # would be its own connections' source).
+        *(["route", "replace", "local", address, "dev", "lo", "table", "local", "proto",
+           "kernel", "scope", "host", "src", DEFAULT_SOURCE] for address in own),
         ["link", "add", IFB, "type", "ifb"],
         ["link", "set", IFB, "up"],
         ["qdisc", "add", "dev", "lo", "handle", "ffff:", "ingress"],
         ["filter", "add", "dev", "lo", "parent", "ffff:", "protocol", "ip", "prio", "1",
          "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", IFB],
     ]  # fmt: skip
-    for device, direction in (("lo", "src"), (IFB, "dst")):
+    for device, direction, major in (("lo", "src", EGRESS), (IFB, "dst", INGRESS)):
+        root = f"{major}:"
         commands += [
-            ["qdisc", "add", "dev", device, "root", "handle", "1:", "htb", "default", "1",
+            ["qdisc", "add", "dev", device, "root", "handle", root, "htb", "default", "1",
              "r2q", "1000"],
-            ["class", "add", "dev", device, "parent", "1:", "classid", "1:1", "htb",
+            ["class", "add", "dev", device, "parent", root, "classid", f"{major}:1", "htb",
              "rate", _UNSHAPED],
         ]  # fmt: skip
-        for index, address in enumerate(shaped, start=2):
-            classid = f"1:{index:x}"
+        for index, address in enumerate(shaped, start=FIRST_CLASS):
+            classid = f"{major}:{index:x}"
             commands += [
-                ["class", "add", "dev", device, "parent", "1:", "classid", classid, "htb",
+                ["class", "add", "dev", device, "parent", root, "classid", classid, "htb",
                  "rate", rate, "ceil", rate, "burst", _BURST, "cburst", _BURST],
-                ["filter", "add", "dev", device, "parent", "1:", "protocol", "ip", "prio", "1",
+                ["filter", "add", "dev", device, "parent", root, "protocol", "ip", "prio", "1",
                  "u32", "match", "ip", direction, f"{address}/32", "flowid", classid],
             ]  # fmt: skip
     return commands
 
 
+def opened_commands(name: str, shaped: list[str]) -> list[list[str]]:
+    """The ``iptables`` commands (run inside namespace ``name``) that put the connections
+    each shaped address's cgroup opens through that address's classes: what it sends on them
+    in its egress class, what it receives in its ingress class; pure."""
+    commands: list[list[str]] = []
+    for index, address in enumerate(shaped, start=FIRST_CLASS):
+        mark = str(index)
+        commands += [
+            ["iptables", "-t", "mangle", "-A", "OUTPUT", "-m", "conntrack", "--ctstate", "NEW",
+             "-m", "cgroup", "--path", f"{name}/{address}", "-j", "CONNMARK", "--set-mark",
+             mark],
+            ["iptables", "-t", "mangle", "-A", "POSTROUTING", "-m", "connmark", "--mark", mark,
+             "-m", "conntrack", "--ctdir", "ORIGINAL", "-j", "CLASSIFY", "--set-class",
+             f"{EGRESS}:{index:x}"],
+            ["iptables", "-t", "mangle", "-A", "POSTROUTING", "-m", "connmark", "--mark", mark,
+             "-m", "conntrack", "--ctdir", "REPLY", "-j", "CLASSIFY", "--set-class",
+             f"{INGRESS}:{index:x}"],
+        ]  # fmt: skip
+    return commands
+
+
+def cgroup2_root() -> Path:
+    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup``, or its ``unified``
+    directory beside the v1 controllers)."""
+    root = _cgroup2_mount()
+    if root is None:
+        raise KmedicError(
+            "the shaped cluster needs the cgroup v2 hierarchy mounted (no cgroup2 entry in "
+            f"{MOUNTS}): the connections each broker opens are found by its cgroup"
+        )
+    return root
+
+
+def _cgroup2_mount() -> Path | None:
+    try:
+        mounts = MOUNTS.read_text()
+    except OSError:
+        return None
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[2] == "cgroup2":
+            return Path(fields[1])
+    return None
+
+
+def _class_bytes(name: str, device: str) -> dict[str, int]:
+    """classid -> bytes sent, of ``device``'s HTB classes in namespace ``name``."""
+    command = ["tc", "-n", name, "-s", "class", "show", "dev", device]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise KmedicError(f"`{' '.join(command)}` failed: {done.stderr.strip()[-400:]}")
+    out: dict[str, int] = {}
+    for block in done.stdout.split("class htb ")[1:]:
+        fields = block.split()
+        if "Sent" in fields:
+            out[fields[0]] = int(fields[fields.index("Sent") + 1])
+    return out
+
+
 def leftovers() -> list[str]:
-    """The names of kmedic's namespaces that exist now (a test's teardown wants none)."""
-    if not NETNS_DIR.is_dir():
-        return []
-    return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(PREFIX))
+    """The names of kmedic's namespaces, and of their cgroups, that exist now (a test's
+    teardown wants none)."""
+    found: set[str] = set()
+    for root in (NETNS_DIR, _cgroup2_mount()):
+        if root is not None and root.is_dir():
+            found.update(p.name for p in root.iterdir() if p.name.startswith(PREFIX))
+    return sorted(found)
 
 
 def _setns(libc: ctypes.CDLL, path: Path, name: str) -> None:
@@ -178,6 +317,7 @@ def _run(command: list[str], what: str) -> None:
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
     except FileNotFoundError as exc:
-        raise KmedicError(f"{what}: {command[0]} is not installed (iproute2)") from exc
+        package = "iptables" if "iptables" in command else "iproute2"
+        raise KmedicError(f"{what}: {command[0]} is not installed ({package})") from exc
     if done.returncode != 0:
         raise KmedicError(f"{what}: `{' '.join(command)}` failed: {done.stderr.strip()[-400:]}")

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -34,10 +34,10 @@ MEGABYTES = 30
 
 def needs_root_and_iproute2() -> None:
     if os.geteuid() != 0:
-        skip_missing("the shaped cluster needs root (network namespaces, tc)")
-    for tool in ("ip", "tc"):
+        skip_missing("the shaped cluster needs root (network namespaces, tc, iptables)")
+    for tool, package in (("ip", "iproute2"), ("tc", "iproute2"), ("iptables", "iptables")):
         if shutil.which(tool) is None:
-            skip_missing(f"the shaped cluster needs `{tool}` (iproute2)")
+            skip_missing(f"the shaped cluster needs `{tool}` ({package})")
 
 
 @pytest.fixture
@@ -68,9 +68,24 @@ def test_a_copy_between_two_brokers_is_held_near_the_shaped_rate(
                 sampler.close()
             assert nic is not None and nic.speed_bytes_per_s == LINK_BYTES_PER_S, nic
 
-            copied, seconds = _copy_seconds(cluster.bootstrap_servers)
+            shaped_hosts = [cluster.broker(b).host for b in cluster.broker_ids]
+            copied, seconds, before = _copy_seconds(
+                cluster.bootstrap_servers, lambda: namespace.link_bytes(shaped_hosts)
+            )
+            after = namespace.link_bytes(shaped_hosts)
     finally:
         cluster.stop()
+    # Each direction of each connection crosses the link of the broker that sends it and of
+    # the one that receives it, never another: the producer's writes are broker 1's ingress
+    # (not its egress, where the kernel's own choice of source address would put them), and
+    # the copy broker 2 fetches is broker 1's egress and broker 2's ingress (not broker 1's
+    # ingress, where the fetch connection broker 2 opens would otherwise be counted).
+    size = MEGABYTES * 1024 * 1024
+    (sent_1, received_1), (sent_2, received_2) = before["127.0.1.1"], before["127.0.1.2"]
+    assert received_1 >= size and sent_1 < size / 10 and sent_2 + received_2 < size / 10, before
+    copy = {a: (after[a][0] - before[a][0], after[a][1] - before[a][1]) for a in after}
+    assert copy["127.0.1.1"][0] >= copied and copy["127.0.1.2"][1] >= copied, copy
+    assert copy["127.0.1.1"][1] < copied / 10 and copy["127.0.1.2"][0] < copied / 10, copy
     rate = copied / seconds
     # Unshaped, this copy runs at hundreds of MB/s over loopback; shaped, near the link's rate
     # (the start of the move, and the fetch protocol's own pauses, take some of it).
@@ -82,9 +97,11 @@ def test_a_copy_between_two_brokers_is_held_near_the_shaped_rate(
     assert not any(node["running"] for node in cluster.status())
 
 
-def _copy_seconds(bootstrap: str) -> tuple[int, float]:
-    """Bytes copied by adding a replica on broker 2 to a partition broker 1 holds alone, and
-    how long the reassignment took."""
+def _copy_seconds(
+    bootstrap: str, link_bytes: Callable[[], dict[str, tuple[int, int]]]
+) -> tuple[int, float, dict[str, tuple[int, int]]]:
+    """Bytes copied by adding a replica on broker 2 to a partition broker 1 holds alone, how
+    long the reassignment took, and the brokers' link bytes before it (``link_bytes``)."""
     topic = "shaped.copy"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
@@ -97,6 +114,7 @@ def _copy_seconds(bootstrap: str) -> tuple[int, float]:
                 producer.poll(0)
         assert producer.flush(120) == 0
         size = describe_replica_sizes(admin, 1)[(topic, 0)]
+        before = link_bytes()
         started = time.monotonic()
         admin.alter_partition_reassignments({TopicPartition(topic, 0): [1, 2]})
         wait_for(
@@ -107,7 +125,7 @@ def _copy_seconds(bootstrap: str) -> tuple[int, float]:
         )
         seconds = time.monotonic() - started
         assert describe_replica_sizes(admin, 2)[(topic, 0)] == size
-        return size, seconds
+        return size, seconds, before
     finally:
         admin.close()
 

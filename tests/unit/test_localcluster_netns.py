@@ -64,22 +64,56 @@ def test_each_broker_address_is_held_to_the_rate_each_way_and_nothing_else() -> 
     redirect = [c for c in commands if "mirred" in c]
     assert len(redirect) == 1 and redirect[0][-1] == "kmedic-ifb"
     assert ["link", "add", "kmedic-ifb", "type", "ifb"] in commands
-    for device, direction in (("lo", "src"), ("kmedic-ifb", "dst")):
+    for device, direction, major in (("lo", "src", "1"), ("kmedic-ifb", "dst", "2")):
         classes = _classes(commands, device)
         filters = _filters(commands, device)
         assert filters == {
-            "1:2": f"ip {direction} 127.0.1.1/32",
-            "1:3": f"ip {direction} 127.0.1.2/32",
+            f"{major}:2": f"ip {direction} 127.0.1.1/32",
+            f"{major}:3": f"ip {direction} 127.0.1.2/32",
         }
-        for classid in ("1:2", "1:3"):
+        for classid in (f"{major}:2", f"{major}:3"):
             shaped = classes[classid]
             assert shaped[shaped.index("rate") + 1] == "40mbit"
             assert shaped[shaped.index("ceil") + 1] == "40mbit"
         # The default class (unmatched traffic: ZooKeeper, controllers, clients) is unshaped.
-        default = classes["1:1"]
+        default = classes[f"{major}:1"]
         assert default[default.index("rate") + 1] == "100gbit"
         root = next(c for c in commands if c[:2] == ["qdisc", "add"] and device in c and "htb" in c)
-        assert root[root.index("default") + 1] == "1"
+        assert (
+            root[root.index("default") + 1] == "1" and root[root.index("handle") + 1] == major + ":"
+        )
+
+
+def test_whatever_connects_to_a_node_connects_from_127_0_0_1() -> None:
+    # By default a socket connecting to a local address takes that address as its source: a
+    # producer writing to broker 1 would send from broker 1's address, into its egress class.
+    commands = netns.shaping_commands(["127.0.0.1", "127.0.2.1", "127.0.1.1"], ["127.0.1.1"], 40)
+    routes = {c[3]: c for c in commands if c[:3] == ["route", "replace", "local"]}
+    assert set(routes) == {"127.0.2.1", "127.0.1.1"}
+    assert all(c[c.index("src") + 1] == "127.0.0.1" and "local" in c for c in routes.values())
+    assert not [c for c in commands if c[:2] == ["address", "add"] and c[2] == "127.0.0.1/32"]
+
+
+def test_the_connections_a_broker_opens_go_through_its_own_classes() -> None:
+    rules = netns.opened_commands("kmedic-x", ["127.0.1.1", "127.0.1.2"])
+    marks = [r for r in rules if "--set-mark" in r]
+    assert [(r[r.index("--path") + 1], r[-1]) for r in marks] == [
+        ("kmedic-x/127.0.1.1", "2"),
+        ("kmedic-x/127.0.1.2", "3"),
+    ]
+    assert all("NEW" in r and r[3:5] == ["-A", "OUTPUT"] for r in marks)
+    classify = {
+        (r[r.index("--mark") + 1], r[r.index("--ctdir") + 1]): r[-1]
+        for r in rules
+        if "CLASSIFY" in r
+    }
+    # What it sends on them: its egress class (lo's 1:); what it receives: its ingress (2:).
+    assert classify == {
+        ("2", "ORIGINAL"): "1:2",
+        ("2", "REPLY"): "2:2",
+        ("3", "ORIGINAL"): "1:3",
+        ("3", "REPLY"): "2:3",
+    }
 
 
 def test_many_brokers_get_distinct_hex_class_ids() -> None:
