@@ -400,8 +400,8 @@ class LocalCluster:
         self._save()
 
     def _enter(self, node: Node) -> Callable[[], None] | None:
-        """How a shaped cluster's node joins its namespace; a broker also takes its own
-        address as the source of the connections it opens (netns.py)."""
+        """How a shaped cluster's node joins its namespace; a broker also joins its address's
+        cgroup, so the connections it opens go through its own link (netns.py)."""
         if self.namespace is None:
             return None
         return self.namespace.child_setup(node.host if node.kind == "broker" else None)

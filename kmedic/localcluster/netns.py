@@ -276,12 +276,9 @@ def _cgroup2_mount() -> Path | None:
 
 def _class_bytes(name: str, device: str) -> dict[str, int]:
     """classid -> bytes sent, of ``device``'s HTB classes in namespace ``name``."""
-    command = ["tc", "-n", name, "-s", "class", "show", "dev", device]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise KmedicError(f"`{' '.join(command)}` failed: {done.stderr.strip()[-400:]}")
+    shown = _run(["tc", "-n", name, "-s", "class", "show", "dev", device], "reading link bytes")
     out: dict[str, int] = {}
-    for block in done.stdout.split("class htb ")[1:]:
+    for block in shown.split("class htb ")[1:]:
         fields = block.split()
         if "Sent" in fields:
             out[fields[0]] = int(fields[fields.index("Sent") + 1])
@@ -313,11 +310,12 @@ def _setns(libc: ctypes.CDLL, path: Path, name: str) -> None:
         os.close(fd)
 
 
-def _run(command: list[str], what: str) -> None:
+def _run(command: list[str], what: str) -> str:
+    """``command``'s output; a failure names the command and what it was for."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
     except FileNotFoundError as exc:
-        package = "iptables" if "iptables" in command else "iproute2"
-        raise KmedicError(f"{what}: {command[0]} is not installed ({package})") from exc
+        raise KmedicError(f"{what}: {command[0]} is not installed (iproute2)") from exc
     if done.returncode != 0:
         raise KmedicError(f"{what}: `{' '.join(command)}` failed: {done.stderr.strip()[-400:]}")
+    return done.stdout
