@@ -23,7 +23,8 @@ records are deleted before each run (DeleteRecords), so every heal copies about 
 
 Windows, by when a record was produced: *baseline* the 15 s before the kill (kmedic's agents
 and manager running for 10 s already: their start-up is not in it); *heal* from the first
-move's start (its audit record) to every partition fully replicated. The seconds between the
+move's start (its audit record) to every partition fully replicated; *after* the healed
+cluster, from 5 to 30 s after that (kmedic still running). The seconds between the
 kill and the first move are the failure's own cost (the partitions the dead broker led wait
 for the controller to fence it and elect new leaders) and the same for every throttle, so they
 are counted apart: records that failed, and the worst latency. The settings run in turn
@@ -34,6 +35,12 @@ alike; medians over ``--runs`` runs per setting.
 broker 6 away for ``--away-s`` under a long grace, then back, catching up what it missed;
 the *catch-up* window runs from its restart to every partition in sync.
 
+``--timeline`` prints, beside each run's figures, its seconds in 5 s buckets: each broker's
+link bytes each way (its tc classes), the reassignments in flight and the producer's latency
+(bench/timeline.py): whether a copy ran at its rate, and when the clients waited.
+``--executor KEY=VALUE`` runs the manager with an executor setting of its own (a limit, the
+adaptive rule's figures), so a rule is measured before it becomes a default.
+
 Prints the figures and replaces the ``## clients`` (or ``## clients: rejoin``) section of
 docs/bench.md.
 """
@@ -41,6 +48,7 @@ docs/bench.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -57,6 +65,7 @@ from bench_heal import GRACE_MS, TOPIC, Race, Run, wait
 from client_rejoin import NO_AUTO_REBALANCE, Rejoin, rejoin
 from confluent_kafka import OFFSET_END, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+from timeline import Timeline
 
 from kmedic.localcluster import netns
 
@@ -68,6 +77,8 @@ BROKERS, RF = 6, 3
 RECORD = 1000
 BASELINE_S = 15.0
 STALL_S = 0.5
+AFTER_S = 30.0  # the healed cluster's steady state: the *after* window
+AFTER_SKIP_S = 5.0  # its first seconds (the last move's throttles cleared) left out
 SETTLE_S = 25.0  # the pipeline started, before the baseline window begins: no start-up in it
 # The producer's first seconds (the brokers' new segments, their JIT, the client's metadata):
 # measured, the first run's baseline p99 was 4 to 20 times the later runs'.
@@ -187,6 +198,8 @@ class Result:
     heal_p50: float
     heal_p95: float
     heal_p99: float
+    after_p50: float  # the healed cluster (AFTER_SKIP_S to AFTER_S after fully replicated)
+    after_p99: float
     heal_stalled: int  # records of the heal window that waited STALL_S or more
     heal_records: int
     heal_failed: int
@@ -218,16 +231,20 @@ def measure(
     init: Any,
     settle_s: float = SETTLE_S,
     last: bool = False,
+    timeline: Timeline | None = None,
+    after_s: float = AFTER_S,
 ) -> Result:
     trim(race)
     dropped = drops(race)
-    run = race.race(n, setting, init, settle_s=settle_s, put_back=not last)
+    run = race.race(n, setting, init, settle_s=settle_s, put_back=not last, after_s=after_s)
     dropped = drops(race) - dropped
     kill = run.killed_at
     first, replicated = kill + run.first_move_s, kill + run.replicated_s
-    wait(lambda: lat.answered(replicated), 150, "the heal window's records answered")
+    healed = replicated + after_s
+    wait(lambda: lat.answered(healed), 150, "the heal window's records answered")
     base, _ = lat.window(kill - min(BASELINE_S, settle_s), kill)
     heal, heal_failed = lat.window(first, replicated)
+    after, _ = lat.window(replicated + min(AFTER_SKIP_S, after_s / 2), healed)
     failure, failure_failed = lat.window(kill, first)
     result = Result(
         setting,
@@ -237,6 +254,8 @@ def measure(
         pct(heal, 0.5),
         pct(heal, 0.95),
         pct(heal, 0.99),
+        pct(after, 0.5),
+        pct(after, 0.99),
         sum(1 for x in heal if x >= STALL_S),
         len(heal),
         heal_failed,
@@ -247,12 +266,16 @@ def measure(
     print(
         f"  {label(setting)}: p50/p99 {result.base_p50 * 1e3:.1f}/{result.base_p99 * 1e3:.1f} "
         f"ms before, {result.heal_p50 * 1e3:.1f}/{result.heal_p99 * 1e3:.1f} ms during the "
-        f"heal ({len(heal)} records, {heal_failed} failed); fully replicated "
+        f"heal ({len(heal)} records, {heal_failed} failed), "
+        f"{result.after_p50 * 1e3:.1f}/{result.after_p99 * 1e3:.1f} ms after; fully replicated "
         f"{run.replicated_s:.1f} s after the kill; {dropped} packets dropped",
         flush=True,
     )
     for summary in run.rate_records[:3]:
         print(f"    {summary}", flush=True)
+    if timeline is not None:
+        for line in timeline.report(kill - 10, healed, lambda a, b: lat.window(a, b)[0]):
+            print(f"    {line}", flush=True)
     return result
 
 
@@ -355,6 +378,28 @@ def report_rejoin(args: argparse.Namespace, results: list[RejoinResult]) -> str:
     )
 
 
+def executor_settings(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as the manager's ``executor:`` section: a dotted key nests
+    (``adaptive.ratio=0.5``), a value is JSON where it parses and a string otherwise."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{pair!r} is not KEY=VALUE")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        *path, last = key.split(".")
+        node = out
+        for part in path:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"{key!r}: {part!r} is set as a value already")
+        node[last] = value
+    return out
+
+
 def label(setting: int | str | None) -> str:
     if setting is None:
         return "none"
@@ -399,11 +444,31 @@ def main() -> None:
     )
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
+        "--executor",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a manager executor setting for every run (repeatable; a dotted key sets a "
+        "nested one, the value read as JSON): max_moves_per_broker=1, adaptive.ratio=0.5",
+    )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="print each run's links, moves in flight and latency, 5 s at a time (shaped only)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
-        help="smoke size: one adaptive run, 4 MB, 200 kB/s, a 5 s grace, docs untouched",
+        help="smoke size: one adaptive run, 4 MB, 200 kB/s, a 5 s grace, a timeline, docs "
+        "untouched",
     )
     args = parser.parse_args()
+    if args.timeline and not args.nic_mbps:
+        parser.error("--timeline reads the shaped links: it needs --nic-mbps")
+    try:
+        executor = executor_settings(args.executor)
+    except ValueError as exc:
+        parser.error(f"--executor: {exc}")
     args.grace_ms, settle_s = GRACE_MS, SETTLE_S
     partitions = CLIENT_PARTITIONS
     link = args.nic_mbps * 1_000_000 // 8
@@ -418,10 +483,12 @@ def main() -> None:
         settings.append(named.get(word.strip(), int(word) if word.strip().isdigit() else None))
     if args.fetch_kb is None:
         args.fetch_kb = FETCH_KB if link else 0
-    if args.quick:
+    after_s = AFTER_S
+    if args.quick:  # a timeline too, where the links are shaped: the smoke run prints one
         args.produce_mb, args.runs, args.no_write, args.grace_ms = 4, 1, True, 5_000
         settings, settle_s, partitions, args.rate = ["adaptive"], 3.0, 6, 200_000
-        args.away_s = min(args.away_s, 5.0)
+        args.away_s, after_s = min(args.away_s, 5.0), 4.0
+        args.timeline = bool(args.nic_mbps)
     rebalance = NO_AUTO_REBALANCE if args.scenario == "rejoin" else {}
     with tempfile.TemporaryDirectory(prefix="bench-clients-") as tmp:
         race = Race(
@@ -432,8 +499,10 @@ def main() -> None:
             broker_overrides=fetch_sizes(args.fetch_kb) | rebalance,
             fill_batch_bytes=args.fetch_kb * 1024 or 1_000_000,
             controller_overrides=rebalance,
+            executor=executor,
         )
         lat: Latencies | None = None
+        timeline: Timeline | None = None
         try:
             t = time.monotonic()
             race.fill()
@@ -443,6 +512,8 @@ def main() -> None:
             on_disk = sum(race.sizes()[k] * len(v) for k, v in initial.items() if k[0] == TOPIC)
             lat = Latencies(race.bootstrap, args.rate).start()
             time.sleep(0 if args.quick else WARM_UP_S)  # the first seconds weigh on no run
+            if args.timeline:
+                timeline = Timeline(race.cluster).start()
             total = args.runs * len(settings)
             if args.scenario == "rejoin":
                 rejoins = [
@@ -452,12 +523,24 @@ def main() -> None:
                 ]
             else:
                 results = [
-                    measure(race, lat, n * len(settings) + i, setting, initial, settle_s, last)
+                    measure(
+                        race,
+                        lat,
+                        n * len(settings) + i,
+                        setting,
+                        initial,
+                        settle_s,
+                        last,
+                        timeline,
+                        after_s,
+                    )
                     for n in range(args.runs)
                     for i, setting in enumerate(settings)
                     for last in [n * len(settings) + i == total - 1]
                 ]
         finally:
+            if timeline is not None:
+                timeline.close()
             if lat is not None:
                 lat.close()
             race.stop()
@@ -487,7 +570,9 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
             f"| {label(setting)} | {ms([r.base_p50 for r in mine])} / "
             f"{ms([r.base_p99 for r in mine])} | {ms([r.heal_p50 for r in mine])} / "
             f"{ms([r.heal_p99 for r in mine])} | {ms([r.heal_p95 for r in mine])} | "
-            f"{ratio:.2f}× | {statistics.median(r.heal_stalled for r in mine):.0f} of "
+            f"{ratio:.2f}× | {ms([r.after_p50 for r in mine])} / "
+            f"{ms([r.after_p99 for r in mine])} | "
+            f"{statistics.median(r.heal_stalled for r in mine):.0f} of "
             f"{statistics.median(r.heal_records for r in mine):.0f} | "
             f"{sum(r.heal_failed for r in mine)} | {heal_s:.1f} s "
             f"({min(r.heal.replicated_s for r in mine):.1f}-"
@@ -510,7 +595,9 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
             "librdkafka's, produce() to acknowledgement). Baseline: records produced in the "
             f"{BASELINE_S:.0f} s before the kill (kmedic running for "
             f"{SETTLE_S - BASELINE_S:.0f} s already); heal: from the first move to fully "
-            "replicated. The producer writes to a 48-partition topic of its own whose records "
+            f"replicated; after: {AFTER_SKIP_S:.0f} to {AFTER_S:.0f} s after fully replicated "
+            "(the healed cluster, kmedic still running). The producer writes to a 48-partition "
+            "topic of its own whose records "
             "are deleted before each run, so the heals copy the same data. Kill to first "
             "move (fencing, elections, the grace) is the failure's "
             "own cost, the same for every setting: its failed records and worst latency are "
@@ -519,9 +606,10 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
             f"the manager and the producer; one disk; {network(args)}.",
             "",
             "| throttle | before p50 / p99 | heal p50 / p99 | heal p95 | heal p99 ÷ before p99 "
-            f"| heal records ≥ {STALL_S:g} s | failed during the heal | kill to fully "
+            f"| after p50 / p99 | heal records ≥ {STALL_S:g} s | failed during the heal "
+            "| kill to fully "
             "replicated | kill to first move: failed / worst | packets dropped |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             *rows,
             "",
             f"Adaptive against the goals: heal p99 {adaptive_ratio:.2f}× the baseline (goal "

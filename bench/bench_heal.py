@@ -124,9 +124,11 @@ def start_kmedic(
     policy: dict[str, Any],
     throttle: int | str | None,
     capacity: dict[str, float] | None = None,
+    executor: dict[str, Any] | None = None,
 ) -> None:
     """Agents (every 2 s) and a manager (a cycle every 3 s, topics of the run's own, the
-    executor polling every 0.5 s) of one run, and the manager leading."""
+    executor polling every 0.5 s, ``executor`` settings besides) of one run, and the manager
+    leading."""
     pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
     pipeline.start_manager(
         interval_s=3,
@@ -137,7 +139,7 @@ def start_kmedic(
             "actions": f"kmedic.actions.{name}",
         },
         policy=policy,
-        executor={"throttle_bytes_per_s": throttle, "poll_interval_s": 0.5},
+        executor={"throttle_bytes_per_s": throttle, "poll_interval_s": 0.5} | (executor or {}),
         http={"port": port},
         capacity=capacity or {},
     )
@@ -154,11 +156,14 @@ class Race:
         broker_overrides: dict[str, str] | None = None,
         fill_batch_bytes: int = 1_000_000,
         controller_overrides: dict[str, str] | None = None,
+        executor: dict[str, Any] | None = None,
     ) -> None:
         """With ``nic_mbps`` the cluster is network-bound (docs/local-cluster.md): this
         thread, its clients and the kmedic processes it starts run in the cluster's
-        namespace until ``stop``."""
+        namespace until ``stop``. ``executor``: the manager's executor settings besides the
+        bench's own (its defaults otherwise), in every run."""
         self.workdir = workdir
+        self.executor = executor or {}
         self.produce_mb = produce_mb
         self.grace_ms = grace_ms
         self.fill_batch_bytes = fill_batch_bytes
@@ -288,6 +293,7 @@ class Race:
         capacity: dict[str, float] | None = None,
         settle_s: float = 0.0,
         put_back: bool = True,
+        after_s: float = 0.0,
     ) -> Run:
         name = f"race{run}"
         actions = f"kmedic.actions.{name}"
@@ -309,6 +315,7 @@ class Race:
                 },
                 throttle=throttle,  # kmedic's limits on moves: its defaults (5 per broker, 10)
                 capacity=capacity or {},
+                executor=self.executor,
             )
             # The manager's snapshot holds every broker's stats and the topic's sizes.
             snapshot = self.workdir / name / "snapshot.json"
@@ -321,6 +328,7 @@ class Race:
             fenced = time.time()
             wait(lambda: self.in_sync(rf, VICTIM), 900, "every partition fully replicated")
             replicated = time.time()
+            time.sleep(after_s)  # the healed cluster's steady state, for those who measure it
             records = self.audit(actions, lambda rs: any(r.kind == "action_completed" for r in rs))
         finally:
             pipeline.stop()

@@ -51,4 +51,6 @@ def test_the_benchmark_runs_at_its_smoke_size(script: str, tmp_path: Path) -> No
     text = log.read_text(errors="replace")
     assert done.returncode == 0, f"{script} exited {done.returncode}:\n{text[-4000:]}"
     assert section in text, text[-4000:]
+    if script == "bench_clients.py":  # shaped by default: its smoke run prints a timeline
+        assert "in/out MB/s" in text, text[-4000:]
     assert hashlib.sha256(docs.read_bytes()).hexdigest() == before, "--quick wrote docs"

@@ -1,0 +1,123 @@
+"""What happens second by second while a bench runs on a shaped cluster: each broker's link
+bytes each way (its tc classes, read every second) and the reassignments in flight, printed in
+buckets beside the producer's latency of the records produced in each. The figures behind a
+heal's averages: whether a copy ran at its rate, and when the clients waited."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kafka.admin import KafkaAdminClient
+
+from kmedic.localcluster import LocalCluster
+
+MB = 1e6
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: float  # wall clock (s)
+    link: dict[int, tuple[int, int]]  # broker -> (sent, received) bytes so far
+    moving: int  # reassignments in flight (-1: not read)
+
+
+class Timeline:
+    """Samples a shaped cluster every ``period_s`` in a thread of its own until closed."""
+
+    def __init__(self, cluster: LocalCluster, period_s: float = 1.0) -> None:
+        if cluster.namespace is None:
+            raise ValueError("a timeline needs a shaped cluster (--nic-mbps)")
+        self._namespace = cluster.namespace
+        self._hosts = {b: cluster.broker(b).host for b in cluster.broker_ids}
+        self._bootstrap = cluster.bootstrap_servers
+        self._admin: KafkaAdminClient | None = None  # made in the thread, again after a failure
+        self._period = period_s
+        self.samples: list[Sample] = []
+        self.error: str | None = None  # why a read failed, the first time one did
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="timeline", daemon=True)
+
+    def start(self) -> Timeline:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        order = sorted(self._hosts)
+        while not self._stop.wait(self._period):
+            try:
+                counted = self._namespace.link_bytes([self._hosts[b] for b in order])
+            except Exception as exc:  # a failed read is a gap in the timeline, not a failure
+                self.error = self.error or f"link bytes: {exc!r}"
+                continue
+            try:
+                self._admin = self._admin or KafkaAdminClient(bootstrap_servers=self._bootstrap)
+                moving = len(self._admin.list_partition_reassignments())
+            except Exception as exc:  # a client stuck on the killed broker: a new one next time
+                self.error = self.error or f"reassignments: {exc!r}"
+                moving = -1
+                if self._admin is not None:
+                    self._admin.close()
+                self._admin = None
+            link = {b: counted[self._hosts[b]] for b in order}
+            self.samples.append(Sample(time.time(), link, moving))
+        if self._admin is not None:
+            self._admin.close()
+
+    def report(
+        self,
+        start: float,
+        end: float,
+        latencies: Callable[[float, float], Sequence[float]],
+        bucket_s: float = 5.0,
+    ) -> list[str]:
+        """The timeline of [start, end) (``buckets``), and the first failed read if any."""
+        lines = buckets(self.samples, start, end, latencies, bucket_s)
+        if self.error is not None:
+            lines.append(f"(a read failed: {self.error}; -1: moves not read)")
+        return lines
+
+
+def buckets(
+    samples: Sequence[Sample],
+    start: float,
+    end: float,
+    latencies: Callable[[float, float], Sequence[float]],
+    bucket_s: float = 5.0,
+) -> list[str]:
+    """One line per ``bucket_s`` of [start, end): each broker's MB/s in and out over it (from
+    the last sample before it to its last), the moves in flight at its end, and the latency
+    of the records produced in it."""
+    lines = []
+    t = start
+    while t < end:
+        inside = [s for s in samples if t <= s.at <= t + bucket_s]
+        before = [s for s in samples if s.at <= t]
+        if inside and before:
+            a, b = before[-1], inside[-1]
+            span = b.at - a.at
+            rates = " ".join(
+                f"{k}:{(b.link[k][1] - a.link[k][1]) / span / MB:.1f}"
+                f"/{(b.link[k][0] - a.link[k][0]) / span / MB:.1f}"
+                for k in sorted(b.link)
+            )
+            got = sorted(latencies(t, t + bucket_s))
+            shown = (
+                f"{len(got)} rec p50 {_pct(got, 0.5):.0f} p99 {_pct(got, 0.99):.0f} "
+                f"max {got[-1] * 1e3:.0f} ms"
+                if got
+                else "no records"
+            )
+            lines.append(f"{t - start:6.0f}s moves {b.moving:3d}  in/out MB/s {rates}  {shown}")
+        t += bucket_s
+    return lines
+
+
+def _pct(ordered: Sequence[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e3

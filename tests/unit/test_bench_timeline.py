@@ -1,0 +1,51 @@
+"""bench/timeline.py's buckets and bench_clients' --executor settings: what a bench prints
+beside its figures is read from the samples it took, and a setting reaches the manager as the
+nested ``executor:`` section it names."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from bench_clients import executor_settings
+from timeline import Sample, buckets
+
+MB = 1_000_000
+
+
+def test_each_bucket_shows_the_rates_over_it_the_moves_at_its_end_and_its_latency() -> None:
+    samples = [
+        Sample(100.0, {1: (0, 0), 3: (0, 0)}, 0),
+        Sample(105.0, {1: (5 * MB, 10 * MB), 3: (0, 25 * MB)}, 4),
+        Sample(110.0, {1: (10 * MB, 20 * MB), 3: (MB, 50 * MB)}, 2),
+    ]
+    latencies = {100.0: [0.010, 0.020, 0.500], 105.0: []}
+    lines = buckets(samples, 100.0, 110.0, lambda a, b: latencies[a])
+    assert lines == [
+        "     0s moves   4  in/out MB/s 1:2.0/1.0 3:5.0/0.0  3 rec p50 20 p99 500 max 500 ms",
+        "     5s moves   2  in/out MB/s 1:2.0/1.0 3:5.0/0.2  no records",
+    ]
+
+
+def test_a_bucket_without_a_sample_before_it_is_left_out() -> None:
+    samples = [Sample(103.0, {1: (0, 0)}, 0), Sample(104.0, {1: (MB, MB)}, 1)]
+    assert buckets(samples, 100.0, 105.0, lambda a, b: [0.01]) == []
+
+
+def test_executor_settings_nest_dotted_keys_and_read_json_values() -> None:
+    assert executor_settings(
+        ["max_moves_per_broker=1", "adaptive.ratio=0.5", "adaptive.interval_s=2", "x=on"]
+    ) == {"max_moves_per_broker": 1, "adaptive": {"ratio": 0.5, "interval_s": 2}, "x": "on"}
+
+
+@pytest.mark.parametrize(
+    ("pairs", "says"),
+    [(["ratio"], "not KEY=VALUE"), (["=1"], "not KEY=VALUE"), (["a=1", "a.b=2"], "'a'")],
+)
+def test_bad_executor_settings_are_named(pairs: list[str], says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        executor_settings(pairs)
