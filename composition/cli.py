@@ -17,7 +17,7 @@ from composition.healthcheck import ROLES
 from kmedic import __version__, secrets
 from kmedic.errors import KmedicError
 from kmedic.heap import keep_freed_memory
-from kmedic.logging import quiet_for_a_tool, setup_logging
+from kmedic.logging import LEVELS, log_level, quiet_for_a_tool, setup_logging
 
 # Modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -48,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kmedic {__version__}")
     parser.add_argument(
-        "--log-level", default="INFO", help="log level for every component (default INFO)"
+        "--log-level",
+        type=log_level,
+        choices=LEVELS,
+        default="INFO",
+        help="log level for every component (default INFO)",
     )
     parser.add_argument(
         "--log-json",

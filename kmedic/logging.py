@@ -34,6 +34,15 @@ class _StderrHandler(logging.StreamHandler[TextIO]):
         pass  # the stream is always the current stderr
 
 
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # what --log-level takes
+
+
+def log_level(text: str) -> str:
+    """A ``--log-level`` argument as a level name (any case); argparse's type, so that a
+    name not in ``LEVELS`` is a usage error naming the choices, not a traceback."""
+    return text.upper()
+
+
 def setup_logging(level: str = "INFO", *, json: bool | None = None) -> None:
     """Configure structlog and the stdlib root logger. Safe to call more than once."""
     global _configured

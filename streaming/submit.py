@@ -11,14 +11,14 @@ import sys
 from collections.abc import Sequence
 
 from kmedic.errors import KmedicError
-from kmedic.logging import setup_logging
+from kmedic.logging import LEVELS, log_level, setup_logging
 from streaming.cli import add_arguments, config_from_args, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="streaming/submit.py", description=__doc__)
     add_arguments(parser)
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-level", type=log_level, choices=LEVELS, default="INFO")
     args = parser.parse_args(argv)
     setup_logging(args.log_level)
     try:

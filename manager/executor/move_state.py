@@ -3,6 +3,7 @@ of each move it runs, the one read of the cluster a step judges them by, and its
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -96,8 +97,8 @@ class ExecutorConfig(BaseModel):
         if rate is not None and self.stall_s < 2 * FETCH_BYTES / rate:
             raise ValueError(
                 f"stall_s {self.stall_s:g} is too short for a throttle of {rate} bytes/s: a "
-                f"throttled follower may wait {FETCH_BYTES / rate:.0f} s between fetches "
-                f"(1 MiB each); use stall_s >= {2 * FETCH_BYTES / rate:.0f}"
+                f"throttled follower may wait {_seconds(FETCH_BYTES / rate)} s between fetches "
+                f"(1 MiB each); use stall_s >= {_seconds(2 * FETCH_BYTES / rate, up=True)}"
             )
         return self
 
@@ -154,3 +155,12 @@ class ClusterView:
     live_brokers: frozenset[int]
     ongoing: dict[TopicPartition, dict[str, list[int]]]
     isr: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+
+
+def _seconds(s: float, *, up: bool = False) -> str:
+    """Seconds as a bound is read: three significant digits, rounded up for a minimum (a
+    bound of 0.0419 s shown as 0.042, never as 0, which the check would refuse again)."""
+    if not up or s <= 0:
+        return f"{s:.3g}"
+    scale = 10.0 ** (2 - math.floor(math.log10(s)))
+    return f"{math.ceil(s * scale) / scale:g}"

@@ -19,6 +19,23 @@ def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     assert "invalid choice" in capsys.readouterr().err
 
 
+def test_an_unknown_log_level_is_a_usage_error_naming_the_levels(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--log-level", "LOUD", "plan", "--snapshot", "s.json"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "argument --log-level: invalid choice: 'LOUD'" in err
+    assert "'DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL'" in err
+    assert "Traceback" not in err
+
+
+def test_a_log_level_is_taken_in_any_case(tmp_path: Path) -> None:
+    snapshot = tmp_path / "missing.json"  # the level is read before the snapshot is
+    assert main(["--log-level", "debug", "plan", "--snapshot", str(snapshot)]) != 0
+
+
 def test_status_of_a_missing_cluster_names_the_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -247,6 +247,19 @@ def test_a_stall_period_shorter_than_a_throttled_fetch_is_refused() -> None:
     assert ExecutorConfig(throttle_bytes_per_s="adaptive", stall_s=1).stall_s == 1
 
 
+@pytest.mark.parametrize(
+    ("stall_s", "rate", "bound"), [(0.04, 50_000_000, "0.042"), (200, 10_000, "210")]
+)
+def test_the_refusal_names_a_stall_period_that_it_would_take(
+    stall_s: float, rate: int, bound: str
+) -> None:
+    # Shown rounded to whole seconds, 0.042 was "use stall_s >= 0": a bound it refused again.
+    with pytest.raises(ValidationError, match=f"use stall_s >= {bound} ") as refused:
+        ExecutorConfig(throttle_bytes_per_s=rate, stall_s=stall_s)
+    assert "use stall_s >= 0 " not in str(refused.value)
+    assert ExecutorConfig(throttle_bytes_per_s=rate, stall_s=float(bound)).stall_s == float(bound)
+
+
 def test_a_watchdog_that_cannot_ask_never_reports_or_cancels() -> None:
     # A refusal or no client at all leaves the broker out of the sample: nothing is judged,
     # however long it lasts - unlike a broker that does not answer (None), which stalls.
