@@ -1,5 +1,6 @@
-"""Pure parts of the executor: what to start next within the limits, and which throttles the
-moves in flight need. No I/O; the executor (manager/executor/executor.py) applies the results."""
+"""Pure parts of the executor: what to start next within the limits, in which order, and
+which throttles the moves in flight need. No I/O; the executor (manager/executor/executor.py)
+applies the results."""
 
 from __future__ import annotations
 
@@ -49,6 +50,19 @@ def select_batch(
         busy.add(move.tp)
         chosen.append(move)
     return chosen
+
+
+def least_written_first(
+    pending: Sequence[Move],
+    writes: Mapping[TopicPartition, float],
+    urgent: frozenset[TopicPartition] = frozenset(),
+) -> list[Move]:
+    """``pending`` in the order to start them: partitions whose writes fail (``urgent``, under
+    min.insync.replicas) first, then the partitions written least (bytes/s; absent: none
+    known, taken as 0), each group in the plan's order. A finished move adds its partition's
+    writes to its destination's link for good, unthrottled: moved last, they leave the widest
+    room for the bulk of the copy (docs/executor.md, "Start order")."""
+    return sorted(pending, key=lambda m: (m.tp not in urgent, writes.get(m.tp, 0.0)))
 
 
 @dataclass(frozen=True)

@@ -271,8 +271,11 @@ class Executor:
                     self._confirm_unanswered(state, "its replicas are in place")
                 self._complete(state, view)
         replicas_now = {**view.replicas, **{s.move.tp: s.original for s in self.in_flight()}}
+        waiting = [s.move for s in pending if s.status == "pending"]
+        if self.config.start_order == "least_written_first":
+            waiting = self.throttling.start_order(waiting, view.isr)
         batch = select_batch(
-            [s.move for s in pending if s.status == "pending"],
+            waiting,
             replicas_now,
             [s.move for s in self.in_flight()],
             max_per_broker=self.config.max_moves_per_broker,

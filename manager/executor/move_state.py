@@ -38,6 +38,11 @@ class ExecutorConfig(BaseModel):
         description="replication throttle: a fixed rate on every broker taking part, "
         "adaptive (each broker's headroom, see adaptive:), or null (none)",
     )
+    start_order: Literal["as_planned", "least_written_first"] = Field(
+        default="as_planned",
+        description="the order pending moves start in: the plan's, or (with the adaptive "
+        "throttle) partitions under min.insync.replicas first, then the least written",
+    )
     adaptive: Headroom = Field(
         default=Headroom(), description="the adaptive throttle's rule (docs/executor.md)"
     )

@@ -86,9 +86,7 @@ class ThrottleRates:
             return {}, []
         if self.setting != "adaptive":
             return {(b, k): str(self.setting) for b in brokers for k in RATE_KEYS}, []
-        if self.due():
-            self._traffic = self._read_traffic()
-            self._read_at = self._clock()
+        self._refresh()
         feed = self.feed
         # No feed: no capacity known either (none that would bound a floor), and every rate
         # is the floor.
@@ -101,6 +99,25 @@ class ThrottleRates:
             brokers, urgent, self._traffic, capacity, _ints(current), self.rule, writes
         )
         return {k: str(v) for k, v in rates.items()}, changed
+
+    def partition_writes(
+        self, partitions: Iterable[TopicPartition]
+    ) -> Mapping[TopicPartition, float]:
+        """The bytes/s written to each partition, as its leader's agent last reported it (the
+        traffic read first when due; absent: not known, and nothing without a feed)."""
+        if self.feed is None:
+            return {}
+        self._refresh()
+        try:
+            return self.feed.writes(partitions)
+        except Exception as exc:  # unknown writes: the plan's order
+            log.warning("partition_writes_unreadable", error=str(exc) or type(exc).__name__)
+            return {}
+
+    def _refresh(self) -> None:
+        if self.due():
+            self._traffic = self._read_traffic()
+            self._read_at = self._clock()
 
     def _copy_writes(self, copies: Sequence[tuple[Move, Sequence[int]]]) -> dict[BrokerKey, float]:
         if self.feed is None or not copies:
@@ -122,17 +139,28 @@ class ThrottleRates:
     ) -> frozenset[int]:
         """The brokers copying a partition whose writes fail: fewer in-sync replicas than its
         topic's ``min.insync.replicas`` (each move with the replicas it started from)."""
-        if not self.adaptive or not moves:
-            return frozenset()
-        self._read_min_insync({m.topic for m, _ in moves})
         brokers: set[int] = set()
+        short = self.under_min_insync([m for m, _ in moves], isr)
         for move, original in moves:
-            in_sync = isr.get(move.tp)
-            needed = self._min_insync.get(move.topic, 1)
-            if in_sync is not None and len(in_sync) < needed:
+            if move.tp in short:
                 brokers.update(original)
                 brokers.update(move.target)
         return frozenset(brokers)
+
+    def under_min_insync(
+        self, moves: Sequence[Move], isr: Mapping[TopicPartition, Sequence[int]]
+    ) -> frozenset[TopicPartition]:
+        """The partitions of ``moves`` with fewer in-sync replicas than their topic's
+        ``min.insync.replicas`` (adaptive only: the fixed rates need no such reading)."""
+        if not self.adaptive or not moves:
+            return frozenset()
+        self._read_min_insync({m.topic for m in moves})
+        return frozenset(
+            m.tp
+            for m in moves
+            if (in_sync := isr.get(m.tp)) is not None
+            and len(in_sync) < self._min_insync.get(m.topic, 1)
+        )
 
     def forget_topics(self, keep: Iterable[str]) -> None:
         """Drop what is known of topics no move runs on any more (their configs may change)."""

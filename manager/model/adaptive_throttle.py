@@ -3,10 +3,14 @@ broker, from that broker's own traffic and its network capacity.
 
 The rule is kafka-kit's autothrottle, per broker and per direction (a leader sends the copies:
 ``leader.replication.throttled.rate`` caps its outbound copy traffic; a new replica receives
-them: ``follower.replication.throttled.rate`` caps its inbound):
+them: ``follower.replication.throttled.rate`` caps its inbound), with a target share of the
+link (``utilisation``; kafka-kit's is the whole link, 1):
 
-    rate = (capacity - others - max(used - capacity, 0)) * ratio
+    rate = (utilisation * capacity - others - max(used - capacity, 0)) * ratio
 
+Below 1 it keeps the link's traffic under that share while kmedic copies: a link nearly full
+queues every byte in front of the in-sync replication that acks=all writes wait for, so the
+clients' latency grows well before the link is full (docs/bench.md, "Second by second").
 kafka-kit measures a broker's whole traffic and subtracts the rate it set before to find
 ``others``. kmedic's figure needs no subtraction: the agents read Kafka's ``BytesInPerSec`` and
 ``BytesOutPerSec`` meters, which count clients only (a reassignment's copies are replication
@@ -47,6 +51,13 @@ class Headroom(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     ratio: float = Field(default=0.9, gt=0, le=1, description="share of the headroom kmedic uses")
+    utilisation: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="share of the link the broker's traffic may fill with kmedic's copies: "
+        "the headroom is what its other traffic leaves of that share",
+    )
     floor_bytes_per_s: int = Field(
         default=10_000_000, ge=1024, description="never slower than this: a heal always moves"
     )
@@ -130,7 +141,7 @@ def headroom_rate(
         rate = float(floor)
     else:
         over = max(used - capacity, 0.0)
-        rate = max((capacity - used - over) * rule.ratio, float(floor))
+        rate = max((rule.utilisation * capacity - used - over) * rule.ratio, float(floor))
     return int(min(rate, capacity))
 
 

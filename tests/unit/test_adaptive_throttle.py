@@ -349,3 +349,23 @@ def test_the_daemons_feed_knows_each_partitions_writes_from_its_leaders_agent() 
         ("t", 1): 2 * MB,
         ("u", 2): 1 * MB,
     }
+
+
+def test_a_target_share_of_the_link_leaves_the_rest_to_the_clients() -> None:
+    target = Headroom(utilisation=0.7, ratio=1.0)
+    # A 5 MB/s link carrying 1.6 MB/s: copies up to 70 % of it, 1.9 MB/s.
+    assert headroom_rate(5 * MB, 1.6 * MB, target, urgent=False) == 1_900_000
+    # Past the share already: the floor (a tenth of the link), however little the excess.
+    assert headroom_rate(5 * MB, 3.6 * MB, target, urgent=False) == 500_000
+    # kafka-kit's rule is the share 1, the default.
+    assert Headroom().utilisation == 1.0
+
+
+@given(capacities, rates, st.floats(0.05, 1.0), st.floats(0.05, 1.0))
+def test_a_lower_share_of_the_link_never_leaves_kmedic_more_room(
+    capacity: float, used: float, share: float, lower: float
+) -> None:
+    lower = min(share, lower)
+    wider = headroom_rate(capacity, used, Headroom(utilisation=share), urgent=False)
+    narrower = headroom_rate(capacity, used, Headroom(utilisation=lower), urgent=False)
+    assert narrower <= wider

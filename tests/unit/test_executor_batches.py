@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kmedic.errors import KmedicError
-from manager.executor.batches import select_batch, throttle_targets
+from manager.executor.batches import least_written_first, select_batch, throttle_targets
 from manager.model.moves import Move
 
 BROKERS = st.integers(1, 6)
@@ -116,3 +117,29 @@ def test_a_dead_broker_does_not_throttle_its_own_heal() -> None:
         pending, current, [], max_per_broker=2, max_per_cluster=10, dead=frozenset({3})
     )
     assert [m.partition for m in healed] == [0, 1, 2, 3]
+
+
+def test_least_written_first_puts_failing_writes_first_then_the_least_written() -> None:
+    a, b, c, d, e = (Move("t", p, (1, 2, 3)) for p in range(5))
+    writes = {a.tp: 0.5, b.tp: 0.0, c.tp: 2.0, e.tp: 0.5}  # d: not known
+    order = least_written_first([a, b, c, d, e], writes, urgent=frozenset({c.tp}))
+    # c fails its writes: first, however written; then b and d (none known), a and e in
+    # the plan's order (equal), c's peers by their rates.
+    assert order == [c, b, d, a, e]
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.floats(0, 1e6), st.booleans()), max_size=30))
+def test_least_written_first_reorders_and_keeps_the_plans_order_among_equals(
+    drawn: list[tuple[int, float, bool]],
+) -> None:
+    unique = list({p: (p, w, u) for p, w, u in drawn}.values())
+    pending = [Move("t", p, (1, 2)) for p, _, _ in unique]
+    writes = {m.tp: w for m, (_, w, _) in zip(pending, unique, strict=True)}
+    urgent = frozenset(m.tp for m, (_, _, u) in zip(pending, unique, strict=True) if u)
+    order = least_written_first(pending, writes, urgent)
+    assert sorted(order, key=pending.index) == pending  # the same moves
+    keys = [(m.tp not in urgent, writes[m.tp]) for m in order]
+    assert keys == sorted(keys)  # urgent first, then by write rate
+    for x, y in pairwise(order):
+        if (x.tp not in urgent, writes[x.tp]) == (y.tp not in urgent, writes[y.tp]):
+            assert pending.index(x) < pending.index(y)  # stable: the plan's order

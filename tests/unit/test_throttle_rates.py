@@ -15,6 +15,7 @@ from manager_fakes import Rig
 from kmedic.errors import KmedicError
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttle_rates import ThrottleRates
+from manager.executor.throttling import Throttling
 from manager.model.adaptive_throttle import Link, RateFigures, Traffic
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
@@ -221,3 +222,28 @@ def test_an_adaptive_rate_outpaces_the_writes_of_the_partitions_it_copies() -> N
     assert wanted[(1, LEADER_RATE)] == str(int(125 * MB * 0.9))  # its headroom is larger
     [figures] = [f for f in changed if (f.broker, f.config) == (3, FOLLOWER_RATE)]
     assert figures.writes == 20 * MB
+
+
+def test_the_start_order_reads_the_writes_once_per_interval_and_urgency_first() -> None:
+    admin = Configs({"pay": "2", "logs": "1"})
+    config = ExecutorConfig(throttle_bytes_per_s="adaptive", start_order="least_written_first")
+    now = [0.0]
+    throttling = Throttling(config, admin)
+    throttling.rates = ThrottleRates(config, admin, clock=lambda: now[0])
+    feed = throttling.rates.feed = Feed({1: Traffic(0, 0)})
+    pay, busy, quiet = Move("pay", 0, (1, 2)), Move("logs", 0, (1, 3)), Move("logs", 1, (2, 3))
+    feed.written = {pay.tp: 5 * MB, busy.tp: 2 * MB, quiet.tp: 0.0}
+    isr = {pay.tp: (1,), busy.tp: (1,), quiet.tp: (2,)}  # pay: 1 in sync of 2 needed
+    assert throttling.start_order([pay, busy, quiet], isr) == [pay, quiet, busy]
+    assert feed.reads == 1
+    throttling.start_order([busy, quiet], isr)
+    assert feed.reads == 1, "the traffic is read once per interval, for the rates too"
+    # Writes unknown (the feed fails): the plan's order, urgent still first.
+    feed.written = {}
+    now[0] = 10.0
+    feed.broken = True
+    assert throttling.start_order([busy, quiet, pay], isr) == [pay, busy, quiet]
+    # A fixed rate reads no traffic and no topic config: least written first is by what is
+    # known, which is nothing: the plan's order.
+    fixed = Throttling(ExecutorConfig(throttle_bytes_per_s=20 * MB), admin)
+    assert fixed.start_order([busy, quiet, pay], isr) == [busy, quiet, pay]
