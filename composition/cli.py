@@ -64,7 +64,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    describe_commands(parser)
     return parser
+
+
+def describe_commands(parser: argparse.ArgumentParser) -> None:
+    """Every command's own --help opens with a sentence: its description, or else the line its
+    parent's listing shows for it."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        listed = {a.dest: a.help for a in action._choices_actions}
+        for name, command in action.choices.items():
+            if not command.description and listed.get(name):
+                line = str(listed[name])
+                end = "" if line.endswith((".", "?", "!")) else "."
+                command.description = line[:1].upper() + line[1:] + end
+            describe_commands(command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,7 +23,10 @@ def register(sub: Any) -> None:
         "mode",
         parents=[common_parser()],
         help="show or switch the managers' mode: act, or observe (write nothing)",
-        description=__doc__,
+        description="Show or switch the mode every manager instance of a cluster runs in. "
+        "observe: decide, audit would_act with the full plan and alert as usual, but write "
+        "nothing to the cluster (how an operator adopts kmedic). The leading manager picks a "
+        "switch up at its next cycle and audits it.",
     )
     p.add_argument("mode", nargs="?", choices=("act", "observe"), help="the mode to switch to")
     p.add_argument("--why", default="", help="a note for the audit log")

@@ -29,7 +29,12 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "readiness",
         help="would kmedic heal the loss of each broker and each rack? (exit 3: one at risk)",
-        description=__doc__,
+        description="Would kmedic heal the loss of each broker, and of each rack, today? From "
+        "a saved snapshot (--snapshot FILE, no cluster needed) or the live cluster (--config, "
+        "as kmedic snapshot reads it). Exits 3 when a loss is at risk (kmedic could not heal "
+        "it: no placement, no live replica), 0 when every loss is healable or left to an "
+        "operator by policy (more dead at once than max_dead_brokers, maintenance, a "
+        "budget), 1 on bad input.",
     )
     p.add_argument("--snapshot", metavar="FILE", help="a saved snapshot (kmedic snapshot)")
     p.add_argument("--config", type=Path, help="the manager's YAML: read the live cluster")
