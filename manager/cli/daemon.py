@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import time
 from pathlib import Path
@@ -72,6 +73,7 @@ def cmd_manager(args: argparse.Namespace) -> int:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     cfg = load_manager_config(args.config)
+    writable(args.out)  # before the cluster is read, not after
     snap = take_snapshot(cfg, args.wait)
     try:
         args.out.write_text(snap.model_dump_json(indent=1))
@@ -82,6 +84,18 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         f"{sum(len(t.partitions) for t in snap.topics)} partitions"
     )
     return 0
+
+
+def writable(out: Path) -> None:
+    """KmedicError naming ``out`` when a file cannot be written there: its directory missing,
+    not a directory, or not writable; or ``out`` a directory itself."""
+    parent = out.parent
+    if out.is_dir():
+        raise KmedicError(f"cannot write {out}: it is a directory")
+    if not parent.is_dir():
+        raise KmedicError(f"cannot write {out}: no directory {parent}")
+    if not os.access(parent, os.W_OK):
+        raise KmedicError(f"cannot write {out}: {parent} is not writable")
 
 
 def take_snapshot(cfg: ManagerConfig, wait_s: float) -> Snapshot:

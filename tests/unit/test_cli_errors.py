@@ -133,3 +133,27 @@ def test_a_tool_says_what_is_unreachable_in_one_line_without_library_noise(
         f"kmedic: error: cannot connect to ZooKeeper at 127.0.0.1:{zk_port} within 10s"
     ]
     assert "kazoo.client" in done["debug"].stderr, "DEBUG shows what the libraries said"
+
+
+@pytest.mark.parametrize(
+    ("out", "says"),
+    [("missing/snap.json", "no directory"), (".", "it is a directory")],
+)
+def test_snapshot_names_an_unwritable_out_before_reading_the_cluster(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    out: str,
+    says: str,
+) -> None:
+    # It used to read the whole cluster first and only then fail on the path.
+    import manager.cli.daemon as daemon
+
+    read: list[object] = []
+    monkeypatch.setattr(daemon, "take_snapshot", lambda *a: read.append(a))
+    config = tmp_path / "manager.yaml"
+    config.write_text(UNREACHABLE_MANAGER.format(kafka_port=1, zk_port=2))
+    code = main(["snapshot", "--config", str(config), "--out", str(tmp_path / out)])
+    assert code == 1
+    assert f"cannot write {tmp_path / out}: {says}" in capsys.readouterr().err
+    assert read == [], "the cluster was read before --out was looked at"
