@@ -236,7 +236,14 @@ def measure(
 ) -> Result:
     trim(race)
     dropped = drops(race)
-    run = race.race(n, setting, init, settle_s=settle_s, put_back=not last, after_s=after_s)
+    begun = time.time()
+    try:
+        run = race.race(n, setting, init, settle_s=settle_s, put_back=not last, after_s=after_s)
+    except SystemExit:  # a heal that timed out: its seconds are what tell why
+        if timeline is not None:
+            for line in timeline.report(begun, time.time(), lambda a, b: lat.window(a, b)[0]):
+                print(f"    {line}", flush=True)
+        raise
     dropped = drops(race) - dropped
     kill = run.killed_at
     first, replicated = kill + run.first_move_s, kill + run.replicated_s
