@@ -33,7 +33,7 @@ def test_an_unknown_log_level_is_a_usage_error_naming_the_levels(
 
 def test_a_log_level_is_taken_in_any_case(tmp_path: Path) -> None:
     snapshot = tmp_path / "missing.json"  # the level is read before the snapshot is
-    assert main(["--log-level", "debug", "plan", "--snapshot", str(snapshot)]) != 0
+    assert main(["--log-level", "info", "plan", "--snapshot", str(snapshot)]) != 0
 
 
 def test_status_of_a_missing_cluster_names_the_directory(
