@@ -39,7 +39,9 @@ the *catch-up* window runs from its restart to every partition in sync.
 link bytes each way (its tc classes), the reassignments in flight and the producer's latency
 (bench/timeline.py): whether a copy ran at its rate, and when the clients waited.
 ``--executor KEY=VALUE`` runs the manager with an executor setting of its own (a limit, the
-adaptive rule's figures), so a rule is measured before it becomes a default.
+adaptive rule's figures), so a rule is measured before it becomes a default; ``--broker
+KEY=VALUE`` starts every broker with a config of its own (Kafka's replication quota window,
+say), so a broker setting is measured before it is recommended.
 
 Prints the figures and replaces the ``## clients`` (or ``## clients: rejoin``) section of
 docs/bench.md.
@@ -407,6 +409,17 @@ def executor_settings(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+def broker_settings(pairs: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` pairs as broker configs (Kafka's properties: every value a string)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"{pair!r} is not KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def label(setting: int | str | None) -> str:
     if setting is None:
         return "none"
@@ -459,6 +472,13 @@ def main() -> None:
         "nested one, the value read as JSON): max_moves_per_broker=1, adaptive.ratio=0.5",
     )
     parser.add_argument(
+        "--broker",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker config for every broker (repeatable): replication.quota.window.num=2",
+    )
+    parser.add_argument(
         "--timeline",
         action="store_true",
         help="print each run's links, moves in flight and latency, 5 s at a time (shaped only)",
@@ -476,6 +496,10 @@ def main() -> None:
         executor = executor_settings(args.executor)
     except ValueError as exc:
         parser.error(f"--executor: {exc}")
+    try:
+        broker_configs = broker_settings(args.broker)
+    except ValueError as exc:
+        parser.error(f"--broker: {exc}")
     args.grace_ms, settle_s = GRACE_MS, SETTLE_S
     partitions = CLIENT_PARTITIONS
     link = args.nic_mbps * 1_000_000 // 8
@@ -503,7 +527,7 @@ def main() -> None:
             args.produce_mb,
             args.grace_ms,
             nic_mbps=args.nic_mbps or None,
-            broker_overrides=fetch_sizes(args.fetch_kb) | rebalance,
+            broker_overrides=fetch_sizes(args.fetch_kb) | rebalance | broker_configs,
             fill_batch_bytes=args.fetch_kb * 1024 or 1_000_000,
             controller_overrides=rebalance,
             executor=executor,

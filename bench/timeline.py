@@ -9,10 +9,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from kafka.admin import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from kmedic.localcluster import LocalCluster
+from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
 
 MB = 1e6
 
@@ -22,6 +24,8 @@ class Sample:
     at: float  # wall clock (s)
     link: dict[int, tuple[int, int]]  # broker -> (sent, received) bytes so far
     moving: int  # reassignments in flight (-1: not read)
+    # broker -> its replication throttle rates (leader out, follower in; bytes/s, None: none)
+    rates: dict[int, tuple[int | None, int | None]] | None = None  # None: not read
 
 
 class Timeline:
@@ -56,9 +60,12 @@ class Timeline:
             except Exception as exc:  # a failed read is a gap in the timeline, not a failure
                 self.error = self.error or f"link bytes: {exc!r}"
                 continue
+            rates = None
             try:
                 self._admin = self._admin or KafkaAdminClient(bootstrap_servers=self._bootstrap)
                 moving = len(self._admin.list_partition_reassignments())
+                if moving:
+                    rates = throttle_rates(self._admin, order)
             except Exception as exc:  # a client stuck on the killed broker: a new one next time
                 self.error = self.error or f"reassignments: {exc!r}"
                 moving = -1
@@ -66,7 +73,7 @@ class Timeline:
                     self._admin.close()
                 self._admin = None
             link = {b: counted[self._hosts[b]] for b in order}
-            self.samples.append(Sample(time.time(), link, moving))
+            self.samples.append(Sample(time.time(), link, moving, rates))
         if self._admin is not None:
             self._admin.close()
 
@@ -84,6 +91,29 @@ class Timeline:
         return lines
 
 
+def throttle_rates(
+    admin: KafkaAdminClient, brokers: Sequence[int]
+) -> dict[int, tuple[int | None, int | None]]:
+    """Each broker's replication throttle rates (leader out, follower in), as set now; a
+    broker that does not answer (the killed one) is left out."""
+    rates: dict[int, tuple[int | None, int | None]] = {}
+    for broker in brokers:
+        resource = ConfigResource(ConfigResourceType.BROKER, str(broker), configs=None)
+        try:
+            found = admin.describe_configs([resource], config_filter="modified")
+        except Exception:  # down: no rate to show
+            continue
+        entries: Any = next(iter(found.get("broker", {}).values()), {})
+        rates[broker] = (_rate(entries, LEADER_RATE), _rate(entries, FOLLOWER_RATE))
+    return rates
+
+
+def _rate(entries: Any, key: str) -> int | None:
+    item = entries.get(key) if isinstance(entries, dict) else None
+    value = item.get("value") if isinstance(item, dict) else None
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
 def buckets(
     samples: Sequence[Sample],
     start: float,
@@ -92,8 +122,9 @@ def buckets(
     bucket_s: float = 5.0,
 ) -> list[str]:
     """One line per ``bucket_s`` of [start, end): each broker's MB/s in and out over it (from
-    the last sample before it to its last), the moves in flight at its end, and the latency
-    of the records produced in it."""
+    the last sample before it to its last; with a throttle rate set at its end, the rates
+    after them: ``3:2.8/1.2<0.6/1.0``, follower in / leader out, '-' none), the moves in
+    flight at its end, and the latency of the records produced in it."""
     lines = []
     t = start
     while t < end:
@@ -104,7 +135,7 @@ def buckets(
             span = b.at - a.at
             rates = " ".join(
                 f"{k}:{(b.link[k][1] - a.link[k][1]) / span / MB:.1f}"
-                f"/{(b.link[k][0] - a.link[k][0]) / span / MB:.1f}"
+                f"/{(b.link[k][0] - a.link[k][0]) / span / MB:.1f}{_throttled(b, k)}"
                 for k in sorted(b.link)
             )
             got = sorted(latencies(t, t + bucket_s))
@@ -117,6 +148,17 @@ def buckets(
             lines.append(f"{t - start:6.0f}s moves {b.moving:3d}  in/out MB/s {rates}  {shown}")
         t += bucket_s
     return lines
+
+
+def _throttled(sample: Sample, broker: int) -> str:
+    out, into = (sample.rates or {}).get(broker, (None, None))
+    if out is None and into is None:
+        return ""
+    return f"<{_mb(into)}/{_mb(out)}"
+
+
+def _mb(rate: int | None) -> str:
+    return "-" if rate is None else f"{rate / MB:.1f}"
 
 
 def _pct(ordered: Sequence[float], q: float) -> float:

@@ -6,10 +6,58 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kmedic.errors import KmedicError
 from manager.model.moves import Move, TopicPartition
+from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, BrokerKey
+
+
+@dataclass(frozen=True)
+class WriteBudget:
+    """How much written data each broker may copy at once: the write rate (bytes/s) of each
+    partition (``writes``; absent: 0), each broker's budget by rate key (``limits``, from
+    ``adaptive_throttle.write_budgets``; absent: unbounded), and the partitions exempt from it
+    (``urgent``: under min.insync.replicas, availability first)."""
+
+    writes: Mapping[TopicPartition, float]
+    limits: Mapping[BrokerKey, float]
+    urgent: frozenset[TopicPartition] = frozenset()
+
+    def uses(self, move: Move, replicas: Sequence[int], dead: frozenset[int]) -> list[BrokerKey]:
+        """The rate keys a copy takes part in: every live replica may lead (sends), every
+        replica it adds receives."""
+        senders = [(b, LEADER_RATE) for b in replicas if b not in dead]
+        return senders + [(b, FOLLOWER_RATE) for b in move.target if b not in replicas]
+
+    def holds(
+        self, move: Move, keys: Iterable[BrokerKey], written: Mapping[BrokerKey, float]
+    ) -> bool:
+        """Whether ``move`` waits: not urgent, and a broker it copies through already copies
+        (``written``: the writes of its copies, by rate key) and would go over its budget."""
+        adds = self.writes.get(move.tp, 0.0)
+        return move.tp not in self.urgent and any(
+            key in written and key in self.limits and written[key] + adds > self.limits[key]
+            for key in keys
+        )
+
+
+@dataclass
+class _Taken:
+    """What the moves in flight and the ones chosen so far take: moves per broker, writes
+    copied per rate key, partitions."""
+
+    load: Counter[int] = field(default_factory=Counter)
+    written: dict[BrokerKey, float] = field(default_factory=dict)
+    partitions: set[TopicPartition] = field(default_factory=set)
+
+    def add(
+        self, move: Move, involved: Iterable[int], keys: Iterable[BrokerKey], rate: float
+    ) -> None:
+        self.load.update(involved)
+        for key in keys:
+            self.written[key] = self.written.get(key, 0.0) + rate
+        self.partitions.add(move.tp)
 
 
 def select_batch(
@@ -20,34 +68,41 @@ def select_batch(
     max_per_broker: int,
     max_per_cluster: int,
     dead: frozenset[int] = frozenset(),
+    budget: WriteBudget | None = None,
 ) -> list[Move]:
     """The pending moves to start now, in order, so that no broker takes part in more than
     ``max_per_broker`` moves and no more than ``max_per_cluster`` run at once. A move that does
     not fit is skipped, not blocking the ones after it (a busy broker must not stall others).
     At most one move per partition runs at a time. Brokers in ``dead`` send and receive
     nothing, so they do not count: healing a dead broker is limited by its partitions' live
-    replicas and destinations, not by the dead broker itself."""
+    replicas and destinations, not by the dead broker itself. With a ``budget``, a move also
+    waits while it would take a broker already copying over its budget (``WriteBudget.holds``:
+    one copy per broker and direction always fits; an urgent move is not held, but counts)."""
     if max_per_broker < 1 or max_per_cluster < 1:
         raise KmedicError("executor limits must be at least 1 move per broker and per cluster")
-    load: Counter[int] = Counter()
-    running = 0
-    busy: set[TopicPartition] = set()
+    taken = _Taken()
+
+    def involved(move: Move) -> tuple[frozenset[int], list[BrokerKey], float]:
+        replicas = current.get(move.tp, ())
+        brokers = frozenset(move.brokers_involved(replicas)) - dead
+        if budget is None:
+            return brokers, [], 0.0
+        return brokers, budget.uses(move, replicas, dead), budget.writes.get(move.tp, 0.0)
+
     for move in in_flight:
-        load.update(move.brokers_involved(current.get(move.tp, ())) - dead)
-        running += 1
-        busy.add(move.tp)
+        taken.add(move, *involved(move))
     chosen: list[Move] = []
     for move in pending:
-        if running >= max_per_cluster:
+        if len(taken.partitions) >= max_per_cluster:
             break
-        if move.tp in busy:
+        if move.tp in taken.partitions:
             continue
-        involved = move.brokers_involved(current.get(move.tp, ())) - dead
-        if any(load[b] >= max_per_broker for b in involved):
+        brokers, keys, rate = involved(move)
+        if any(taken.load[b] >= max_per_broker for b in brokers):
             continue
-        load.update(involved)
-        running += 1
-        busy.add(move.tp)
+        if budget is not None and budget.holds(move, keys, taken.written):
+            continue
+        taken.add(move, brokers, keys, rate)
         chosen.append(move)
     return chosen
 

@@ -6,8 +6,8 @@ Each ``step()`` reads the cluster once (metadata and ongoing reassignments), the
    election; a destination broker no longer alive → the move is cancelled and reported failed
    (the planner replans it); the progress watchdog (manager.executor.watchdog) reports a move
    whose adding replicas stopped growing and cancels it after twice ``stall_s``;
-2. starts the next pending moves that fit the per-broker and per-cluster limits, setting the
-   replication throttles before issuing the reassignment;
+2. starts the next pending moves that fit the limits (per broker, per cluster, the write
+   budget if asked), setting the replication throttles before issuing the reassignment;
 3. sets the throttles the remaining moves need and removes every other one it set.
 Catch-ups (``catch_up``: brokers back from a restart copying into their replicas outside the
 ISR) are throttled as moves' copies; the daemon steps the executor while there are any.
@@ -114,8 +114,7 @@ class Executor:
 
     def step(self) -> None:
         view = self.read_cluster()
-        # A destination the watchdog gave up on may hang: its throttle rate waits like a dead
-        # broker's (harmless: no replica of it is listed as throttled any more).
+        # A destination the watchdog gave up on may hang: its rate waits as a dead broker's.
         self._live = view.live_brokers - set(self.watchdog.excluded())
         self._replicas, self._leaders, self._isr = view.replicas, view.leaders, view.isr
         self._track(view)
@@ -272,15 +271,16 @@ class Executor:
                 self._complete(state, view)
         replicas_now = {**view.replicas, **{s.move.tp: s.original for s in self.in_flight()}}
         waiting = [s.move for s in pending if s.status == "pending"]
-        if self.config.start_order == "least_written_first":
-            waiting = self.throttling.start_order(waiting, view.isr)
+        running = [s.move for s in self.in_flight()]
+        waiting, budget = self.throttling.admission(waiting, running, replicas_now, view.isr)
         batch = select_batch(
             waiting,
             replicas_now,
-            [s.move for s in self.in_flight()],
+            running,
             max_per_broker=self.config.max_moves_per_broker,
             max_per_cluster=self.config.max_moves_in_flight,
             dead=frozenset(b for reps in replicas_now.values() for b in reps) - view.live_brokers,
+            budget=budget,
         )
         if not batch:
             return

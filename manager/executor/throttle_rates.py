@@ -19,9 +19,17 @@ from typing import Protocol
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import describe_min_insync
 from kmedic.logging import get_logger
+from manager.executor.batches import WriteBudget
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttles import AdminCall
-from manager.model.adaptive_throttle import Link, RateFigures, Traffic, copy_writes, plan_rates
+from manager.model.adaptive_throttle import (
+    Link,
+    RateFigures,
+    Traffic,
+    copy_writes,
+    plan_rates,
+    write_budgets,
+)
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import RATE_KEYS, BrokerKey
 
@@ -113,6 +121,24 @@ class ThrottleRates:
         except Exception as exc:  # unknown writes: the plan's order
             log.warning("partition_writes_unreadable", error=str(exc) or type(exc).__name__)
             return {}
+
+    def write_budget(
+        self,
+        moves: Sequence[Move],
+        replicas: Mapping[TopicPartition, Sequence[int]],
+        isr: Mapping[TopicPartition, Sequence[int]],
+    ) -> WriteBudget | None:
+        """What each broker taking part in ``moves`` (pending and in flight, by their
+        partitions' ``replicas`` before they move) may copy at once, by the traffic and writes
+        the rates read (``adaptive_throttle.write_budgets``); None when not asked for
+        (``moves_within_headroom``) or nothing is known to bound it."""
+        if not (self.adaptive and self.rule.moves_within_headroom) or self.feed is None:
+            return None
+        writes = self.partition_writes([m.tp for m in moves])
+        brokers = {b for m in moves for b in (*replicas.get(m.tp, ()), *m.target)}
+        capacity = {b: self.feed.capacity(b) for b in brokers}
+        limits = write_budgets(brokers, self._traffic, capacity, self.rule)
+        return WriteBudget(writes, limits, self.under_min_insync(moves, isr))
 
     def _refresh(self) -> None:
         if self.due():

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from manager.executor.batches import least_written_first, throttle_targets
+from manager.executor.batches import WriteBudget, least_written_first, throttle_targets
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttle_rates import ThrottleRates
 from manager.executor.throttles import AdminCall, ThrottleChange, Throttles
@@ -30,6 +30,7 @@ class Prepared:
 class Throttling:
     def __init__(self, config: ExecutorConfig, admin_call: AdminCall) -> None:
         self._enabled = config.throttle_bytes_per_s is not None
+        self._order = config.start_order
         self._call = admin_call
         self.rates = ThrottleRates(config, admin_call)
         self.configs = Throttles(self._enabled, admin_call)
@@ -61,6 +62,20 @@ class Throttling:
             targets.brokers, urgent, self.configs.wanted_rates(), copies
         )
         return Prepared(self.configs.prepare(targets, live, rates), figures)
+
+    def admission(
+        self,
+        pending: Sequence[Move],
+        in_flight: Sequence[Move],
+        replicas: Mapping[TopicPartition, Sequence[int]],
+        isr: Mapping[TopicPartition, Sequence[int]],
+    ) -> tuple[list[Move], WriteBudget | None]:
+        """``pending`` in the order to start them (``start_order``), and the write budget the
+        moves must fit (``ThrottleRates.write_budget``; None: none asked for)."""
+        if self._order == "least_written_first":
+            pending = self.start_order(pending, isr)
+        budget = self.rates.write_budget([*pending, *in_flight], replicas, isr)
+        return list(pending), budget
 
     def start_order(
         self, pending: Sequence[Move], isr: Mapping[TopicPartition, Sequence[int]]

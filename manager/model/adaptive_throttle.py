@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from kmedic.replica_columns import AgentRecord, join, last_wins
+from kmedic.replica_columns import AgentRecord, join, last_wins, partition_keys
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, BrokerKey
 
 Direction = Literal["in", "out"]
@@ -82,6 +83,12 @@ class Headroom(BaseModel):
     )
     threshold: float = Field(
         default=0.1, ge=0, lt=1, description="a new rate replaces the one set past this fraction"
+    )
+    moves_within_headroom: bool = Field(
+        default=False,
+        description="start a move only while the writes of the partitions each broker copies, "
+        "times outpace, fit its headroom rate (at least one move per broker and direction): "
+        "more would push its rate over the target share to outpace them",
     )
     interval_s: float = Field(default=5.0, gt=0, description="how often the rates are recomputed")
 
@@ -143,6 +150,28 @@ def headroom_rate(
         over = max(used - capacity, 0.0)
         rate = max((rule.utilisation * capacity - used - over) * rule.ratio, float(floor))
     return int(min(rate, capacity))
+
+
+def write_budgets(
+    brokers: Iterable[int],
+    traffic: Mapping[int, Traffic],
+    capacity: Mapping[int, Link],
+    rule: Headroom,
+) -> dict[BrokerKey, float]:
+    """The write rate (bytes/s) of the partitions each broker may copy at once, by rate key:
+    its headroom rate (``headroom_rate`` without the floors) over ``outpace``. A rate must
+    outpace what it copies is written, so copies written more than this would lift it over the
+    target share. A broker with no traffic figure has no budget (absent: unbounded)."""
+    out: dict[BrokerKey, float] = {}
+    for broker in sorted(set(brokers)):
+        used = traffic.get(broker)
+        if used is None:
+            continue
+        for key, direction in DIRECTION_OF_KEY.items():
+            cap, figure = capacity[broker].of(direction), used.of(direction)
+            room = (rule.utilisation * cap - figure - max(figure - cap, 0.0)) * rule.ratio
+            out[(broker, key)] = max(room, 0.0) / rule.outpace
+    return out
 
 
 def worth_changing(current: int | None, proposed: int, threshold: float) -> bool:
@@ -216,9 +245,12 @@ def broker_traffic(records: Mapping[int, AgentRecord], now_ms: int) -> dict[int,
     """Each reporting broker's traffic other than kmedic's copies, from its agent's newest
     record: its clients' bytes in and out (Kafka's meters count clients only), plus the steady
     replication it carries - as a follower it receives what its leaders receive, as a leader
-    it sends that to each follower. A broker whose newest record failed, or is older than
-    three of its agent's intervals (the agent stopped), has no figure. Joined over the
-    records' replica columns; sums added in record order, as a loop would."""
+    it sends that to each follower. A replica the broker is being added as (its record's
+    reassignments) is a copy: its fetches, the partition's new writes among them, go through
+    the throttle, so they are not others' traffic (counted twice they would take their own
+    room). A broker whose newest record failed, or is older than three of its agent's
+    intervals (the agent stopped), has no figure. Joined over the records' replica columns;
+    sums added in record order, as a loop would."""
     fresh = {
         b: r
         for b, r in records.items()
@@ -234,6 +266,7 @@ def broker_traffic(records: Mapping[int, AgentRecord], now_ms: int) -> dict[int,
     )
     follower_key = np.concatenate([c.follower_key for c in columns])
     rates = join(produced, rate, follower_key, 0.0)[1]
+    rates[np.concatenate([_being_added(b, r) for b, r in fresh.items()])] = 0.0
     brokers = list(fresh)
     owner = np.repeat(np.arange(len(brokers)), [len(c.follower_key) for c in columns])
     replication_in = np.bincount(owner, weights=rates, minlength=len(brokers)).tolist()
@@ -249,6 +282,21 @@ def broker_traffic(records: Mapping[int, AgentRecord], now_ms: int) -> dict[int,
         )
         for i, (broker, record) in enumerate(fresh.items())
     }
+
+
+def _being_added(broker: int, record: AgentRecord) -> npt.NDArray[np.bool_]:
+    """Which of the record's followers are replicas the broker is being added as."""
+    adding = [
+        (r.topic, r.partition) for r in record.stats.reassigning if broker in r.adding_replicas
+    ]
+    if not adding:
+        return np.zeros(len(record.replicas.follower_key), dtype=np.bool_)
+    keys = partition_keys(
+        [t for t, _ in adding],
+        np.arange(len(adding), dtype=np.int32),
+        np.array([p for _, p in adding], dtype=np.int32),
+    )
+    return np.isin(record.replicas.follower_key, keys)
 
 
 def rate_sentence(figures: RateFigures) -> str:

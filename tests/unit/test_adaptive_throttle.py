@@ -24,6 +24,7 @@ from manager.model.adaptive_throttle import (
     plan_rates,
     rate_sentence,
     worth_changing,
+    write_budgets,
 )
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
 from manager.monitor.observe import AgentView, CapacitySettings
@@ -203,6 +204,43 @@ def test_a_brokers_traffic_is_its_clients_plus_the_replication_it_carries() -> N
     }
 
 
+def test_a_replica_being_added_is_a_copy_not_others_traffic() -> None:
+    # Broker 3 is being added to t:0 (kmedic's copy, throttled) and follows u:0 for good; its
+    # fetches of t:0's new writes go through the throttle, and so do broker 1's sends of them.
+    now = NOW
+    moving = {
+        "topic": "t",
+        "partition": 0,
+        "replicas": [1, 2, 3],
+        "adding_replicas": [3],
+        "removing_replicas": [2],
+    }
+    records = {
+        1: stats(
+            1,
+            ts=now,
+            leaders=[_leader("t", 0, 10 * MB), _leader("u", 0, 4 * MB)],
+            reassigning=[moving],
+            totals=_totals(14 * MB, 0),
+        ),
+        2: stats(
+            2, ts=now, followers=[_follower("t", 0, 1)], reassigning=[moving], totals=_totals(0, 0)
+        ),
+        3: stats(
+            3,
+            ts=now,
+            followers=[_follower("t", 0, 1), _follower("u", 0, 1)],
+            reassigning=[moving],
+            totals=_totals(0, 0),
+        ),
+    }
+    assert broker_traffic({b: AgentRecord.of(r) for b, r in records.items()}, now) == {
+        1: Traffic(14 * MB, 10 * MB + 4 * MB),  # to broker 2 (t:0) and broker 3 (u:0)
+        2: Traffic(10 * MB, 0),  # being removed: it still copies until the move ends
+        3: Traffic(4 * MB, 0),  # u:0 only
+    }
+
+
 def test_a_rate_change_reads_as_a_sentence() -> None:
     busy = RateFigures(2, LEADER_RATE, 67_500_000, 125 * MB, 50 * MB, False, 50 * MB)
     assert rate_sentence(busy) == (
@@ -369,3 +407,33 @@ def test_a_lower_share_of_the_link_never_leaves_kmedic_more_room(
     wider = headroom_rate(capacity, used, Headroom(utilisation=share), urgent=False)
     narrower = headroom_rate(capacity, used, Headroom(utilisation=lower), urgent=False)
     assert narrower <= wider
+
+
+def test_a_brokers_write_budget_is_its_headroom_rate_over_outpace() -> None:
+    rule = Headroom(utilisation=0.7, ratio=1.0, outpace=2.0)
+    link = Link(5 * MB, 5 * MB, "its agent")
+    budgets = write_budgets(
+        [1, 2, 3],
+        {1: Traffic(1 * MB, 2 * MB), 2: Traffic(4 * MB, 6 * MB)},  # 3: no figure
+        {1: link, 2: link, 3: link},
+        rule,
+    )
+    assert budgets == {
+        (1, FOLLOWER_RATE): pytest.approx((3.5 - 1) * MB / 2),
+        (1, LEADER_RATE): pytest.approx((3.5 - 2) * MB / 2),
+        (2, FOLLOWER_RATE): 0.0,  # over its share: one copy at a time
+        (2, LEADER_RATE): 0.0,  # over its link
+    }
+
+
+@given(rates, st.floats(0, 1), capacities)
+def test_writes_within_the_budget_leave_the_rate_at_the_headroom(
+    used: float, share: float, capacity: float
+) -> None:
+    # The outpace floor lifts a rate over the headroom only for writes over the budget.
+    link = Link(capacity, capacity, "")
+    budget = write_budgets([1], {1: Traffic(used, used)}, {1: link}, RULE)[(1, FOLLOWER_RATE)]
+    written = budget * share * (1 - 1e-9)
+    assert headroom_rate(capacity, used, RULE, urgent=False, writes=written) == headroom_rate(
+        capacity, used, RULE, urgent=False
+    )

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from bench_clients import executor_settings
+from bench_clients import broker_settings, executor_settings
 from timeline import Sample, buckets
 
 MB = 1_000_000
@@ -21,13 +21,14 @@ def test_each_bucket_shows_the_rates_over_it_the_moves_at_its_end_and_its_latenc
     samples = [
         Sample(100.0, {1: (0, 0), 3: (0, 0)}, 0),
         Sample(105.0, {1: (5 * MB, 10 * MB), 3: (0, 25 * MB)}, 4),
-        Sample(110.0, {1: (10 * MB, 20 * MB), 3: (MB, 50 * MB)}, 2),
+        Sample(110.0, {1: (10 * MB, 20 * MB), 3: (MB, 50 * MB)}, 2, {1: (3 * MB, None)}),
     ]
     latencies = {100.0: [0.010, 0.020, 0.500], 105.0: []}
     lines = buckets(samples, 100.0, 110.0, lambda a, b: latencies[a])
     assert lines == [
         "     0s moves   4  in/out MB/s 1:2.0/1.0 3:5.0/0.0  3 rec p50 20 p99 500 max 500 ms",
-        "     5s moves   2  in/out MB/s 1:2.0/1.0 3:5.0/0.2  no records",
+        # Broker 1's leader rate (out) is set at the bucket's end, broker 3 has none.
+        "     5s moves   2  in/out MB/s 1:2.0/1.0<-/3.0 3:5.0/0.2  no records",
     ]
 
 
@@ -49,3 +50,13 @@ def test_executor_settings_nest_dotted_keys_and_read_json_values() -> None:
 def test_bad_executor_settings_are_named(pairs: list[str], says: str) -> None:
     with pytest.raises(ValueError, match=says):
         executor_settings(pairs)
+
+
+def test_broker_settings_are_kafka_properties_and_bad_ones_are_named() -> None:
+    assert broker_settings(["replication.quota.window.num=2", " a = b "]) == {
+        "replication.quota.window.num": "2",
+        "a": "b",
+    }
+    for bad in ("replication.quota.window.num", "=2", "a="):
+        with pytest.raises(ValueError, match="not KEY=VALUE"):
+            broker_settings([bad])

@@ -17,10 +17,12 @@ from kafka.errors import PreferredLeaderNotAvailableError
 
 from manager.executor import admin_calls as admin_calls_module
 from manager.executor import executor as executor_module
+from manager.executor.batches import WriteBudget
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.replica_sizes import ReplicaSizes
 from manager.model.moves import Move
+from manager.model.throttles import FOLLOWER_RATE
 
 
 @pytest.fixture(autouse=True)
@@ -210,3 +212,25 @@ def test_a_heal_whose_election_fails_is_still_a_completed_move(
     assert state.details["preferred_leader_election"] == (
         "not asked: broker 2 is not in the ISR [1, 3]"
     )
+
+
+# Issue 41: the write budget the throttling gives is the one the moves start within.
+
+
+def test_moves_start_within_the_write_budget_the_throttling_gives(
+    build: Callable[[FakeKafka], Executor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kafka = FakeKafka({0: (1, 2), 1: (1, 2), 2: (2, 1)}, {0: 1, 1: 1, 2: 2})
+    kafka.keep_running = True
+    ex = build(kafka)
+    moves = [Move(TOPIC, p, (*kafka.replicas[p], 4)) for p in range(3)]
+    budget = WriteBudget(
+        {m.tp: 1e6 for m in moves}, {(4, FOLLOWER_RATE): 1.5e6}, frozenset({(TOPIC, 2)})
+    )
+    monkeypatch.setattr(ex.throttling, "admission", lambda waiting, *_: (list(waiting), budget))
+    ex.submit(moves)
+    ex.step()
+    # Partition 0: broker 4's first copy; 1: its writes would take broker 4 over 1.5 MB/s;
+    # 2: under min.insync.replicas, never held.
+    assert [ex.states[m.tp].status for m in moves] == ["in_flight", "pending", "in_flight"]
+    assert kafka.requests == [{0: (1, 2, 4), 2: (2, 1, 4)}]

@@ -247,3 +247,32 @@ def test_the_start_order_reads_the_writes_once_per_interval_and_urgency_first() 
     # known, which is nothing: the plan's order.
     fixed = Throttling(ExecutorConfig(throttle_bytes_per_s=20 * MB), admin)
     assert fixed.start_order([busy, quiet, pay], isr) == [busy, quiet, pay]
+
+
+def test_admission_gives_a_write_budget_only_when_asked_and_known() -> None:
+    admin = Configs({"logs": "1"})
+    asked = ExecutorConfig(
+        throttle_bytes_per_s="adaptive",
+        start_order="least_written_first",
+        adaptive={"moves_within_headroom": True, "utilisation": 0.5, "ratio": 1.0},
+    )
+    throttling = Throttling(asked, admin)
+    busy, quiet, running = Move("logs", 0, (1, 3)), Move("logs", 1, (2, 3)), Move("logs", 2, (1, 3))
+    replicas = {busy.tp: (1,), quiet.tp: (2,), running.tp: (1,)}
+    isr = dict(replicas)
+    # No feed: nothing known to bound it, the plan's order.
+    assert throttling.admission([busy, quiet], [running], replicas, isr) == ([busy, quiet], None)
+    feed = throttling.rates.feed = Feed({1: Traffic(0, 10 * MB), 3: Traffic(40 * MB, 0)})
+    feed.written = {busy.tp: 3 * MB, quiet.tp: 1 * MB, running.tp: 2 * MB}
+    order, budget = throttling.admission([busy, quiet], [running], replicas, isr)
+    assert order == [quiet, busy]
+    assert budget is not None
+    assert budget.writes == {quiet.tp: 1 * MB, busy.tp: 3 * MB, running.tp: 2 * MB}
+    # Broker 3 receives: (0.5 x 125 - 40) MB/s of room over outpace 2; broker 2: no figure.
+    assert budget.limits[(3, FOLLOWER_RATE)] == pytest.approx(22.5 * MB / 2)
+    assert budget.limits[(1, LEADER_RATE)] == pytest.approx(52.5 * MB / 2)
+    assert (2, LEADER_RATE) not in budget.limits
+    # Not asked for: no budget, whatever the feed knows.
+    plain = Throttling(ExecutorConfig(throttle_bytes_per_s="adaptive"), admin)
+    plain.rates.feed = feed
+    assert plain.admission([busy, quiet], [running], replicas, isr) == ([busy, quiet], None)
