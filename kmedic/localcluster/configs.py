@@ -245,6 +245,11 @@ def broker_properties(
             "broker.heartbeat.interval.ms": 1000,
             "replica.lag.time.max.ms": 10000,
             "log.segment.bytes": 16 * 1024 * 1024,
+            # Kafka measures a replication throttle over this many 1 s samples (11 by
+            # default): a throttled copy runs at link speed until that average reaches the
+            # rate, then stops. Over 2 s it holds its rate (docs/executor.md, "Kafka's quota
+            # window"; docs/bench.md).
+            "replication.quota.window.num": 2,
             **(secure_listener_properties(port, secure) if secure is not None else {}),
             **(overrides or {}),
         }
