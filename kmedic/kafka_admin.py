@@ -100,6 +100,32 @@ def describe_min_insync(client: Any, topics: list[str]) -> dict[str, int]:
     return out
 
 
+QUOTA_WINDOW_NUM = "replication.quota.window.num"
+QUOTA_WINDOW_SIZE = "replication.quota.window.size.seconds"
+
+
+def describe_quota_windows(client: Any, brokers: list[int]) -> dict[int, float]:
+    """Over how many seconds each broker measures its replication throttles
+    (``replication.quota.window.num`` samples of ``replication.quota.window.size.seconds``),
+    by DescribeConfigs on ``client``; a broker Kafka gives no values for is absent. Raises what
+    the client raises."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    keys = {QUOTA_WINDOW_NUM: None, QUOTA_WINDOW_SIZE: None}
+    resources = [
+        ConfigResource(ConfigResourceType.BROKER, str(b), configs=dict(keys)) for b in brokers
+    ]
+    found = client.describe_configs(resources, config_filter="all")
+    out = {}
+    for name, entries in found.get("broker", {}).items():
+        if not isinstance(entries, dict):
+            continue
+        num, size = (entries.get(k, {}).get("value") for k in (QUOTA_WINDOW_NUM, QUOTA_WINDOW_SIZE))
+        if isinstance(num, str) and num.isdigit() and isinstance(size, str) and size.isdigit():
+            out[int(name)] = float(int(num) * int(size))
+    return out
+
+
 AUTO_LEADER_REBALANCE = "auto.leader.rebalance.enable"
 
 

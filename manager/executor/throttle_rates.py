@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from kmedic.errors import KmedicError
-from kmedic.kafka_admin import describe_min_insync
+from kmedic.kafka_admin import describe_min_insync, describe_quota_windows
 from kmedic.logging import get_logger
 from manager.executor.batches import WriteBudget
 from manager.executor.move_state import ExecutorConfig
@@ -68,6 +69,7 @@ class ThrottleRates:
         self._traffic: Mapping[int, Traffic] = {}
         self._read_at: float | None = None
         self._min_insync: dict[str, int] = {}
+        self._windows: dict[int, float] = {}  # broker -> its quota window, seconds
 
     @property
     def adaptive(self) -> bool:
@@ -106,6 +108,8 @@ class ThrottleRates:
         rates, changed = plan_rates(
             brokers, urgent, self._traffic, capacity, _ints(current), self.rule, writes
         )
+        self._read_windows({f.broker for f in changed})
+        changed = [replace(f, window_s=self._windows.get(f.broker)) for f in changed]
         return {k: str(v) for k, v in rates.items()}, changed
 
     def partition_writes(
@@ -201,6 +205,21 @@ class ThrottleRates:
         except Exception as exc:  # no figure is the floor: polite, and the heal goes on
             log.warning("throttle_traffic_unreadable", error=str(exc) or type(exc).__name__)
             return {}
+
+    def _read_windows(self, brokers: set[int]) -> None:
+        """Each broker's quota window, read once (a static config: a restart changes it, and
+        the successor reads it anew); unreadable: not known, read again next time."""
+        unknown = sorted(brokers - set(self._windows))
+        if not unknown:
+            return
+        try:
+            found = self._call(
+                lambda kp: describe_quota_windows(kp, unknown), "read replication quota windows"
+            )
+        except KmedicError as exc:
+            log.warning("quota_window_unreadable", brokers=unknown, error=str(exc))
+            return
+        self._windows.update(found)
 
     def _read_min_insync(self, topics: set[str]) -> None:
         unknown = sorted(topics - set(self._min_insync))

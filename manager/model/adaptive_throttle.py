@@ -44,6 +44,11 @@ from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, BrokerKey
 
 Direction = Literal["in", "out"]
 STALE_INTERVALS = 3
+# Kafka holds a replication throttle only on average over its quota window
+# (replication.quota.window.num x .size.seconds; 11 s by default): past this many seconds a
+# throttled copy runs at link speed for seconds at a time (docs/executor.md, "Kafka's quota
+# window"), and a rate change says so.
+BURSTY_WINDOW_S = 3.0
 DIRECTION_OF_KEY: dict[str, Direction] = {LEADER_RATE: "out", FOLLOWER_RATE: "in"}
 
 
@@ -130,6 +135,7 @@ class RateFigures:
     before: int | None  # the rate set until now (None: none)
     capacity_source: str = ""  # where the capacity came from (Link.source)
     writes: float = 0.0  # bytes/s written to the partitions the broker copies that way
+    window_s: float | None = None  # seconds Kafka averages the rate over (None: not known)
 
 
 def headroom_rate(
@@ -313,6 +319,11 @@ def rate_sentence(figures: RateFigures) -> str:
     urgent = ", under min.insync.replicas" if figures.urgent else ""
     if figures.writes:
         why += f"; its moves' partitions are written at {_mb(figures.writes)}"
+    if figures.window_s is not None and figures.window_s > BURSTY_WINDOW_S:
+        why += (
+            f"; Kafka holds it only over {figures.window_s:.0f} s "
+            "(replication.quota.window.num): the copy bursts at link speed"
+        )
     return f"broker {figures.broker} {direction} {_mb(figures.rate)} (was {was}; {why}{urgent})"
 
 

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka.admin import ConfigResourceType
 from manager_fakes import Rig
 
 from kmedic.errors import KmedicError
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttle_rates import ThrottleRates
 from manager.executor.throttling import Throttling
-from manager.model.adaptive_throttle import Link, RateFigures, Traffic
+from manager.model.adaptive_throttle import Link, RateFigures, Traffic, rate_sentence
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
 
@@ -49,6 +50,7 @@ class Configs:
 
     def __init__(self, min_insync: dict[str, str]) -> None:
         self.min_insync = min_insync
+        self.windows: dict[str, int] = {}  # broker -> replication.quota.window.num
         self.asked: list[list[str]] = []
         self.down = False
 
@@ -60,11 +62,20 @@ class Configs:
         if self.down:
             raise KmedicError("cannot read min.insync.replicas: timed out")
         self.asked.append([r.name for r in resources])
+        topics = [r for r in resources if r.resource_type == ConfigResourceType.TOPIC]
+        brokers = [r for r in resources if r.resource_type == ConfigResourceType.BROKER]
         return {
             "topic": {
-                r.name: {"min.insync.replicas": {"value": self.min_insync[r.name]}}
-                for r in resources
-            }
+                r.name: {"min.insync.replicas": {"value": self.min_insync[r.name]}} for r in topics
+            },
+            "broker": {
+                r.name: {
+                    "replication.quota.window.num": {"value": str(self.windows[r.name])},
+                    "replication.quota.window.size.seconds": {"value": "1"},
+                }
+                for r in brokers
+                if r.name in self.windows
+            },
         }
 
 
@@ -195,6 +206,7 @@ def test_the_leader_audits_each_rate_change_with_its_figures_and_exports_the_rat
         "before": None,
         "capacity_source": "",
         "writes": 0.0,
+        "window_s": None,
     }
     rig.executor.owned = rig.executor.owned.union(
         type(rig.executor.owned)(rates={(2, LEADER_RATE): "67500000"})
@@ -276,3 +288,31 @@ def test_admission_gives_a_write_budget_only_when_asked_and_known() -> None:
     plain = Throttling(ExecutorConfig(throttle_bytes_per_s="adaptive"), admin)
     plain.rates.feed = feed
     assert plain.admission([busy, quiet], [running], replicas, isr) == ([busy, quiet], None)
+
+
+def test_each_rate_change_carries_the_brokers_quota_window_read_once() -> None:
+    admin = Configs({})
+    admin.windows = {"1": 11, "2": 2}  # broker 3 gives none
+    rates, now = rates_of("adaptive", admin)
+    rates.feed = Feed({1: Traffic(0, 0), 2: Traffic(0, 0), 3: Traffic(0, 0)})
+    _, changed = rates.wanted(frozenset({1, 2, 3}), frozenset(), {})
+    assert {f.broker: f.window_s for f in changed} == {1: 11.0, 2: 2.0, 3: None}
+    assert admin.asked == [["1", "2", "3"]]
+    [eleven] = [f for f in changed if (f.broker, f.config) == (1, LEADER_RATE)]
+    assert rate_sentence(eleven).endswith(
+        "; Kafka holds it only over 11 s (replication.quota.window.num): the copy bursts at "
+        "link speed)"
+    )
+    [two] = [f for f in changed if (f.broker, f.config) == (2, LEADER_RATE)]
+    assert "quota" not in rate_sentence(two)
+    # Read once: later changes ask only for the broker that gave no value.
+    rates.feed.now = {1: Traffic(0, 100 * MB), 2: Traffic(0, 100 * MB), 3: Traffic(0, 100 * MB)}
+    now[0] = 10.0
+    rates.wanted(frozenset({1, 2, 3}), frozenset(), {})
+    assert admin.asked[1:] == [["3"]]
+    # Unreadable: not known, and the rates are set all the same.
+    admin.down = True
+    now[0] = 20.0
+    rates.feed.now = {1: Traffic(0, 0), 2: Traffic(0, 0), 3: Traffic(0, 0)}
+    _, unread = rates.wanted(frozenset({3}), frozenset(), {})
+    assert [f.window_s for f in unread] == [None, None]
