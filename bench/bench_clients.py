@@ -50,6 +50,7 @@ docs/bench.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -479,6 +480,12 @@ def main() -> None:
         help="a broker config for every broker (repeatable): replication.quota.window.num=2",
     )
     parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="run in DIR and keep it: every role's log (the manager's cycles and moves)",
+    )
+    parser.add_argument(
         "--timeline",
         action="store_true",
         help="print each run's links, moves in flight and latency, 5 s at a time (shaped only)",
@@ -521,7 +528,13 @@ def main() -> None:
         args.away_s, after_s = min(args.away_s, 5.0), 4.0
         args.timeline = bool(args.nic_mbps)
     rebalance = NO_AUTO_REBALANCE if args.scenario == "rejoin" else {}
-    with tempfile.TemporaryDirectory(prefix="bench-clients-") as tmp:
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    with (
+        contextlib.nullcontext(str(args.keep))
+        if args.keep is not None
+        else tempfile.TemporaryDirectory(prefix="bench-clients-")
+    ) as tmp:
         race = Race(
             Path(tmp),
             args.produce_mb,

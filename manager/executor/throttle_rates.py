@@ -12,10 +12,11 @@ brokers copying it get at least the urgent floor.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import describe_min_insync, describe_quota_windows
@@ -87,11 +88,13 @@ class ThrottleRates:
         urgent: frozenset[int],
         current: Mapping[BrokerKey, str],
         copies: Sequence[tuple[Move, Sequence[int]]] = (),
+        live: frozenset[int] | None = None,
     ) -> tuple[dict[BrokerKey, str], list[RateFigures]]:
         """The rate of each broker in ``brokers``, both directions, and the figures behind each
         adaptive rate that differs from ``current`` (the rates set now); ``copies``: the moves
         (each with the replicas it started from), whose partitions' writes each rate must
-        outpace."""
+        outpace; ``live``: the brokers that answer (None: all), the only ones asked for their
+        quota window."""
         if self.setting is None:
             return {}, []
         if self.setting != "adaptive":
@@ -108,7 +111,8 @@ class ThrottleRates:
         rates, changed = plan_rates(
             brokers, urgent, self._traffic, capacity, _ints(current), self.rule, writes
         )
-        self._read_windows({f.broker for f in changed})
+        asked = {f.broker for f in changed}
+        self._read_windows(asked if live is None else asked & live)
         changed = [replace(f, window_s=self._windows.get(f.broker)) for f in changed]
         return {k: str(v) for k, v in rates.items()}, changed
 
@@ -208,18 +212,19 @@ class ThrottleRates:
 
     def _read_windows(self, brokers: set[int]) -> None:
         """Each broker's quota window, read once (a static config: a restart changes it, and
-        the successor reads it anew); unreadable: not known, read again next time."""
-        unknown = sorted(brokers - set(self._windows))
-        if not unknown:
-            return
-        try:
-            found = self._call(
-                lambda kp: describe_quota_windows(kp, unknown), "read replication quota windows"
+        the successor reads it anew), one broker at a time: Kafka answers a broker's configs
+        from that broker, and one that does not answer fails the whole request. Unreadable:
+        not known, read again at its next change."""
+        for broker in sorted(brokers - set(self._windows)):
+            read: Callable[[Any], dict[int, float]] = functools.partial(
+                describe_quota_windows, brokers=[broker]
             )
-        except KmedicError as exc:
-            log.warning("quota_window_unreadable", brokers=unknown, error=str(exc))
-            return
-        self._windows.update(found)
+            try:
+                found = self._call(read, f"read broker {broker}'s replication quota window")
+            except KmedicError as exc:
+                log.warning("quota_window_unreadable", broker=broker, error=str(exc))
+                continue
+            self._windows.update(found)
 
     def _read_min_insync(self, topics: set[str]) -> None:
         unknown = sorted(topics - set(self._min_insync))

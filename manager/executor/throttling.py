@@ -59,7 +59,7 @@ class Throttling:
         copies = [(m, originals[m.tp]) for m in moves]
         urgent = self.rates.urgent(copies, isr)
         rates, figures = self.rates.wanted(
-            targets.brokers, urgent, self.configs.wanted_rates(), copies
+            targets.brokers, urgent, self.configs.wanted_rates(), copies, live
         )
         return Prepared(self.configs.prepare(targets, live, rates), figures)
 
