@@ -7,7 +7,9 @@ each broker's link speed as its agent reports it, or as configured). The traffic
 every ``interval_s``; between two reads the rates stay as they are. A broker with no figure (no
 feed, an agent that stopped) gets the floor. A partition is urgent when its in-sync replicas are
 fewer than its topic's ``min.insync.replicas`` (read once per topic while its moves run): the
-brokers copying it get at least the urgent floor.
+brokers copying it get at least the urgent floor. Each changed rate carries the seconds its
+broker's Kafka averages it over (its replication quota window, read once per live broker), and
+the write budget the moves start within is computed here from the same readings.
 """
 
 from __future__ import annotations
