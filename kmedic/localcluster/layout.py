@@ -193,6 +193,7 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
             secure=security.listener() if security is not None else None,
             voters=voters,
             host=listens.host,
+            shaped=spec.nic_mbps is not None,
         )
         nodes.append(kafka_node("broker", broker_id, listens, props, at.exporters[broker_id], rack))
     return nodes
