@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from kmedic.replica_columns import AgentRecord, join, last_wins, partition_keys
+from kmedic.replica_columns import TOPIC_IDS, AgentRecord, join, keys_of, last_wins
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, BrokerKey
 
 Direction = Literal["in", "out"]
@@ -150,12 +150,13 @@ def headroom_rate(
         else min(float(rule.floor_bytes_per_s), rule.floor_share * capacity)
     )
     floor = max(floor, rule.outpace * writes)
-    if used is None:
-        rate = float(floor)
-    else:
-        over = max(used - capacity, 0.0)
-        rate = max((rule.utilisation * capacity - used - over) * rule.ratio, float(floor))
+    rate = float(floor) if used is None else max(headroom(capacity, used, rule), float(floor))
     return int(min(rate, capacity))
+
+
+def headroom(capacity: float, used: float, rule: Headroom) -> float:
+    """The rule before its floors: (utilisation x capacity - others - excess) x ratio."""
+    return (rule.utilisation * capacity - used - max(used - capacity, 0.0)) * rule.ratio
 
 
 def write_budgets(
@@ -165,7 +166,7 @@ def write_budgets(
     rule: Headroom,
 ) -> dict[BrokerKey, float]:
     """The write rate (bytes/s) of the partitions each broker may copy at once, by rate key:
-    its headroom rate (``headroom_rate`` without the floors) over ``outpace``. A rate must
+    its ``headroom`` (the rate without its floors) over ``outpace``. A rate must
     outpace what it copies is written, so copies written more than this would lift it over the
     target share. A broker with no traffic figure has no budget (absent: unbounded)."""
     out: dict[BrokerKey, float] = {}
@@ -174,8 +175,7 @@ def write_budgets(
         if used is None:
             continue
         for key, direction in DIRECTION_OF_KEY.items():
-            cap, figure = capacity[broker].of(direction), used.of(direction)
-            room = (rule.utilisation * cap - figure - max(figure - cap, 0.0)) * rule.ratio
+            room = headroom(capacity[broker].of(direction), used.of(direction), rule)
             out[(broker, key)] = max(room, 0.0) / rule.outpace
     return out
 
@@ -297,11 +297,8 @@ def _being_added(broker: int, record: AgentRecord) -> npt.NDArray[np.bool_]:
     ]
     if not adding:
         return np.zeros(len(record.replicas.follower_key), dtype=np.bool_)
-    keys = partition_keys(
-        [t for t, _ in adding],
-        np.arange(len(adding), dtype=np.int32),
-        np.array([p for _, p in adding], dtype=np.int32),
-    )
+    topics = TOPIC_IDS.of([t for t, _ in adding])
+    keys = keys_of(topics, np.array([p for _, p in adding], dtype=np.int64))
     return np.isin(record.replicas.follower_key, keys)
 
 
