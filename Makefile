@@ -54,7 +54,8 @@ soak: bootstrap
 	$(VENV_BIN)/kmedic soak --minutes $(MINUTES) $(if $(SEED),--seed $(SEED))
 
 # The short seeded variant (about 2 minutes): one heal whose leading manager is killed mid-heal
-# while ZooKeeper is paused; `make test` runs it (tests/e2e/test_soak_short.py).
+# while ZooKeeper is paused and the controller quorum's leader is killed; `make test` runs it
+# (tests/e2e/test_soak_short.py).
 soak-short: bootstrap
 	$(VENV_BIN)/kmedic soak --minutes 1 --no-stream --throughput 100 --seed 20261125
 

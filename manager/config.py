@@ -109,7 +109,9 @@ class ManagerConfig(_Settings):
         ge=0,
         description="a cycle that cannot read the cluster or ZooKeeper is a refusal, audited; "
         "its alert record is raised only once the manager has been blind this long (a broker "
-        "dying under a read, ZooKeeper paused for seconds, is no page)",
+        "dying under a read, ZooKeeper paused for seconds, is no page). A controller quorum "
+        "without a leader is held to the same bound: an election after the active controller's "
+        "death is refused each cycle, and pages only if it lasts",
     )
     snapshot_path: Path | None = Field(
         default=None, description="write each cycle's snapshot here (for `kmedic plan` replay)"

@@ -36,6 +36,14 @@ def register(sub: Any) -> None:
         help="MB per partition of a topic the heals must copy, at 1 MB/s (default 8)",
     )
     p.add_argument(
+        "--controllers",
+        type=int,
+        choices=(1, 3),
+        default=3,
+        help="KRaft controller voters (default 3: the schedule then kills a voter, or the "
+        "quorum's leader, in some episodes)",
+    )
+    p.add_argument(
         "--audit-outage",
         action="store_true",
         help="end with every broker of the audit topic killed at once, whatever the seed drew",
@@ -59,6 +67,7 @@ def _soak(args: argparse.Namespace) -> int:
         stream=not args.no_stream,
         ballast_mb=args.ballast_mb,
         audit_outage=args.audit_outage,
+        controllers=args.controllers,
     )
     code, lines = run_soak(settings)
     print("\n".join(lines))
@@ -74,6 +83,7 @@ def run_soak(settings: SoakSettings) -> tuple[int, list[str]]:
         grace_s=GRACE_S,
         session_timeout_s=SESSION_TIMEOUT_S,
         stream=settings.stream,
+        controllers=settings.controllers,
     )
     if settings.audit_outage:
         schedule = schedule.with_audit_outage(GRACE_S)

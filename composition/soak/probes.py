@@ -70,6 +70,24 @@ def reassigning(bootstrap: str, tries: int = 6) -> list[str]:
     return _retried(bootstrap, read, tries)
 
 
+def quorum_leader(bootstrap: str, tries: int = 10) -> int:
+    """The KRaft controller quorum's leader (DescribeMetadataQuorum), asked until one is
+    elected: a quorum that just lost its leader answers nothing for a few seconds."""
+
+    def read() -> int:
+        client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5_000)
+        try:
+            doc = client.describe_metadata_quorum()
+        finally:
+            client.close()
+        leader = int(doc["topics"][0]["partitions"][0]["leader_id"])
+        if leader < 0:
+            raise TimeoutError("the quorum has no leader yet")
+        return leader
+
+    return _retried(bootstrap, read, tries)
+
+
 def replicas_on(bootstrap: str, broker: int) -> list[str]:
     def read(admin: AdminClient) -> list[str]:
         meta = admin.list_topics(timeout=10)

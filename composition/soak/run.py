@@ -64,6 +64,7 @@ class SoakSettings:
     ballast_mb: int = 8  # per partition of the ballast topic
     audit_outage: bool = False  # end with every broker of the audit topic killed at once
     stream: bool = True  # run the Spark job (the short variant in `make test` leaves it out)
+    controllers: int = 3  # KRaft voters: three, so that one may die (and the leader)
 
 
 @dataclass
@@ -154,6 +155,7 @@ def start(settings: SoakSettings) -> Rig:
             brokers=settings.brokers,
             racks=("/r1", "/r2", "/r3"),
             broker_heap_mb=320,
+            controllers=settings.controllers,
             log_dirs=2,  # JBOD: a disk episode fails one directory, the broker stays up
         ),
         settings.workdir / "cluster",
@@ -411,6 +413,8 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
         time.sleep(overlap.hold_s)
         rig.cluster.resume_zookeeper()
         say(f"ZooKeeper resumed after {overlap.hold_s:.0f} s")
+    elif overlap.kind in ("voter_kill", "quorum_leader_kill"):
+        _controller_down(rig, overlap)
     elif overlap.kind == "stream_kill":
         if "stream" not in rig.pipeline.roles:
             say("stream_kill: no Spark job runs in this variant; nothing killed")
@@ -427,3 +431,24 @@ def run_schedule(rig: Rig, schedule: Schedule, on_episode: Callable[[int], None]
     for number, episode in enumerate(schedule.episodes, start=1):
         run_episode(rig, number, episode)
         on_episode(number)
+
+
+def _controller_down(rig: Rig, overlap: Overlap) -> None:
+    """SIGKILL the quorum's leader (``quorum_leader_kill``) or a voter that does not lead it
+    (``voter_kill``), and start it again ``hold_s`` later."""
+    leader = probes.quorum_leader(rig.bootstrap)
+    if overlap.kind == "quorum_leader_kill":
+        victim, what = leader, f"the quorum's leader, controller {leader},"
+    else:
+        victim = next(c for c in rig.cluster.controller_ids if c != leader)
+        what = f"controller {victim} (a voter; {leader} leads)"
+    rig.cluster.kill_controller(victim)
+    rig.timeline.say(f"{what} killed (SIGKILL)")
+    try:
+        time.sleep(overlap.hold_s)
+    finally:
+        rig.launch(lambda: rig.cluster.restart_controller(victim))
+    rig.timeline.say(
+        f"controller {victim} started again after {overlap.hold_s:.0f} s; "
+        f"the quorum is led by {probes.quorum_leader(rig.bootstrap)}"
+    )

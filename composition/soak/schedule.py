@@ -31,17 +31,25 @@ Episode kinds:
 Overlapping faults (``Overlap``), at an offset into their episode: ``manager_kill`` (the
 leading manager SIGKILLed, then started again as a standby), ``zookeeper_pause`` (SIGSTOP for
 a few seconds), ``stream_kill`` (the Spark job stopped; started again at the episode's end).
+
+On a three-voter controller quorum, a second stream of the same seed adds controller faults
+to about a third of the episodes (the episodes themselves stay the seed's): ``voter_kill``
+(a voter that does not lead the quorum SIGKILLed, started again ``hold_s`` later: two of
+three keep it led) and ``quorum_leader_kill`` (the active controller: the others elect a new
+leader within seconds, during which Kafka commits nothing).
 """
 
 from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 EpisodeKind = Literal["heal", "bounce", "pause", "hang", "disk", "drain", "audit_outage"]
-OverlapKind = Literal["manager_kill", "zookeeper_pause", "stream_kill"]
+OverlapKind = Literal[
+    "manager_kill", "zookeeper_pause", "stream_kill", "voter_kill", "quorum_leader_kill"
+]
 
 EPISODE_KINDS: tuple[EpisodeKind, ...] = (
     "heal",
@@ -53,6 +61,8 @@ EPISODE_KINDS: tuple[EpisodeKind, ...] = (
     "audit_outage",
 )
 OVERLAP_KINDS: tuple[OverlapKind, ...] = ("manager_kill", "zookeeper_pause", "stream_kill")
+QUORUM_KINDS: tuple[OverlapKind, ...] = ("voter_kill", "quorum_leader_kill")
+QUORUM_FAULT_SHARE = 0.35  # of the episodes that get a controller fault, on three voters
 # Length of each episode as measured on this machine (seed 4242, 15 minutes asked): a heal
 # 60 s (grace, copy at 1 MB/s, restart), a bounce 9 s, a pause 7-12 s, a hang 11-13 s, a disk
 # about 35 s, a drain 17-47 s; the schedule fits about ``length_s`` of them.
@@ -73,7 +83,7 @@ class Overlap:
     # Seconds after the episode's fault (for a heal: after its moves have started running,
     # so that a killed manager dies mid-heal).
     offset_s: float
-    hold_s: float  # how long ZooKeeper stays paused; 0 for the others
+    hold_s: float  # how long ZooKeeper stays paused, or a controller down; 0 for the others
 
     def sentence(self) -> str:
         held = f" for {self.hold_s:.0f} s" if self.hold_s else ""
@@ -132,10 +142,12 @@ def draw(
     grace_s: float,
     session_timeout_s: float,
     stream: bool = True,
+    controllers: int = 1,
 ) -> Schedule:
     """Episodes that fit in about ``length_s``. The first is always a heal whose leading
     manager is killed in the middle of it, overlapped by a second fault: the faults a run of
-    any length must see. Without the Spark job (``stream`` False) none kills it."""
+    any length must see. Without the Spark job (``stream`` False) none kills it. With three
+    controllers or more, controller faults overlap some episodes (``_quorum_faults``)."""
     rng = random.Random(seed)
     kinds = OVERLAP_KINDS if stream else tuple(k for k in OVERLAP_KINDS if k != "stream_kill")
     second = [k for k in kinds if k != "manager_kill"]
@@ -171,7 +183,26 @@ def draw(
         if rng.random() < 0.5:
             overlaps = (_overlap(rng, rng.choice(kinds)),)
         episodes.append(Episode(kind, broker, hold, overlaps))
+    if controllers >= 3:
+        episodes = _quorum_faults(seed, episodes)
     return Schedule(seed, tuple(episodes))
+
+
+def _quorum_faults(seed: int, episodes: list[Episode]) -> list[Episode]:
+    """A controller fault added to about ``QUORUM_FAULT_SHARE`` of ``episodes``, drawn from a
+    stream of its own: the seed's episodes and their other faults stay as they were."""
+    rng = random.Random(f"{seed}:quorum")
+    out = []
+    for episode in episodes:
+        if rng.random() < QUORUM_FAULT_SHARE:
+            fault = Overlap(
+                rng.choice(QUORUM_KINDS),
+                round(rng.uniform(0.0, 6.0), 1),
+                round(rng.uniform(4.0, 12.0), 1),
+            )
+            episode = replace(episode, overlaps=(*episode.overlaps, fault))
+        out.append(episode)
+    return out
 
 
 def _mid_heal(rng: random.Random) -> float:

@@ -8,7 +8,7 @@ import numpy as np
 
 from manager.analyzer.under_replication import under_replication
 from manager.model.decision import Decision
-from manager.model.reasons import AUTHORITY_CODES
+from manager.model.reasons import AUTHORITY_CODES, ReasonCode
 from manager.model.snapshot import Snapshot
 from manager.model.topics import topics_table
 
@@ -57,7 +57,7 @@ def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]
     # the alert stays the same one when the healed part is done and only they are left.
     for reason in (*refused, *decision.unhealed):
         if reason.code not in AUTHORITY_CODES:
-            name = f"refused:{reason.code}"
+            name = refusal_alert(reason.code)
             told = active.get(name)
             active[name] = reason.message if told is None else f"{told}; {reason.message}"
     if switched_off(decision) and not decision.tidying:
@@ -66,6 +66,11 @@ def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]
     if audit_on_failover:
         active["audit_on_failover"] = "the audit topic cannot take records; writing to failover"
     return active
+
+
+def refusal_alert(code: ReasonCode) -> str:
+    """The alert a refusal for ``code`` raises."""
+    return f"refused:{code}"
 
 
 def switched_off(decision: Decision) -> bool:

@@ -53,6 +53,7 @@ class AuditTrail:
         self._failover_bound_s = failover_alert_after_s
         self._blind_bound_s = blind_alert_after_s
         self._blind_since: float | None = None
+        self._leaderless_since: float | None = None  # monotonic: the quorum's spell without one
         self._failover_since: float | None = None  # monotonic: when the audit log went over
         self._metrics = metrics
         self._cluster = cluster
@@ -94,6 +95,18 @@ class AuditTrail:
         if self._blind_since is None:
             self._blind_since = now
         return now - self._blind_since >= self._blind_bound_s
+
+    def leaderless_alerting(self, now: float, *, leaderless: bool) -> bool:
+        """Whether a controller quorum without a leader is worth an alert: leaderless for
+        longer than the blind bound. A shorter spell (the quorum electing a new leader after
+        its active controller died: seconds) is audited as a refusal each cycle, since Kafka
+        commits nothing meanwhile, and the Prometheus rule has its own ``for``."""
+        if not leaderless:
+            self._leaderless_since = None
+            return False
+        if self._leaderless_since is None:
+            self._leaderless_since = now
+        return now - self._leaderless_since >= self._blind_bound_s
 
     def seen_clearly(self) -> None:
         """A cycle read the cluster and ZooKeeper: the blind spell, if any, is over."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
-from manager.analyzer.health import alerts_for, heal_needed
+from manager.analyzer.health import alerts_for, heal_needed, refusal_alert
 from manager.analyzer.rejoin import catch_ups
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
@@ -283,10 +283,14 @@ class Manager:
         self.metrics.observe_plan(plan_s)
         self.metrics.observe_decision(decision, heal_needed=heal_needed(snap))
         self.trail.decision(decision, snap)
-        long_failover = self.trail.failover_alerting(self.clock.monotonic())
+        long_failover = self.trail.failover_alerting(now := self.clock.monotonic())
         stuck = self.foreign.look(snap.reassignments, int(self.clock.time() * 1000))
         self.metrics.observe_foreign_stuck(len(stuck))
-        self.trail.alerts({**alerts_for(decision, audit_on_failover=long_failover), **stuck})
+        active = alerts_for(decision, audit_on_failover=long_failover)
+        leaderless = snap.quorum is not None and snap.quorum.state == "leaderless"
+        if not self.trail.leaderless_alerting(now, leaderless=leaderless):
+            active.pop(refusal_alert("quorum_without_leader"), None)  # an election, so far
+        self.trail.alerts({**active, **stuck})
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
             outcome = self.keeper.execute(decision)

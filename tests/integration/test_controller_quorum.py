@@ -50,6 +50,67 @@ def healed(bootstrap: str, topic: str) -> bool:
     )
 
 
+def test_a_short_spell_without_a_quorum_leader_is_refused_and_pages_nobody(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """The active controller and one more voter killed and started again seconds later (an
+    election that takes a while): each cycle meanwhile refuses, and no alert is raised (it
+    waits for the blind bound, 60 s, as the Prometheus rule waits its minute)."""
+    bootstrap = cluster.bootstrap_servers
+    name = f"quorum-{uuid.uuid4().hex[:6]}"
+    pipeline = Pipeline(cluster, tmp_path, cluster_name=name)
+    port = process.free_ports(1)[0]
+    try:
+        pipeline.start_agents(interval_s=2)
+        pipeline.start_manager(
+            interval_s=1,
+            policy={"min_valid_load_fraction": 0.0, "even_spread": False},
+            readiness={"enabled": False},
+            http={"port": port},
+        )
+        wait_for(
+            lambda: pipeline.check_running() or scrape(port, "kmedic_quorum_has_leader") == 1,
+            timeout=60,
+            what="the manager to read a led quorum",
+        )
+        leader = quorum_leader(bootstrap)
+        other = next(c for c in cluster.controller_ids if c != leader)
+        since_ms = int(time.time() * 1000)
+        cluster.kill_controller(leader)
+        cluster.kill_controller(other)
+
+        def refusals() -> int:
+            return sum(
+                1
+                for r in read_audit(bootstrap, "kmedic.actions")
+                if r.time_ms >= since_ms
+                and any(x.startswith("quorum_without_leader: ") for x in r.reasons)
+            )
+
+        wait_for(lambda: refusals() >= 2, timeout=60, interval=1, what="two cycles refused")
+        cluster.restart_controller(leader)
+        cluster.restart_controller(other)
+        wait_for(
+            lambda: scrape(port, "kmedic_quorum_has_leader") == 1,
+            timeout=60,
+            what="the quorum led again",
+        )
+        seen_at = scrape(port, "kmedic_last_cycle_timestamp_seconds") or 0.0
+        wait_for(
+            lambda: (scrape(port, "kmedic_last_cycle_timestamp_seconds") or 0.0) > seen_at,
+            timeout=30,
+            what="a cycle with the quorum led",
+        )
+        raised = [
+            r.summary
+            for r in read_audit(bootstrap, "kmedic.actions")
+            if r.time_ms >= since_ms and r.kind == "alert_raised"
+        ]
+        assert raised == []
+    finally:
+        pipeline.stop()
+
+
 def test_a_voter_down_is_told_and_a_quorum_without_leader_holds_every_move(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import PlanConflictError, StoredPlan
 from manager.coordination.znodes import CoordinationError
 from manager.model.move_progress import MoveProgress
+from manager.model.snapshot import Quorum
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
 
 DEAD_BROKERS_PARTITIONS = [("t", 1), ("t", 2)]
@@ -571,3 +572,28 @@ def test_a_fenced_leader_leaves_its_moves_ends_to_its_successor(rig: Rig) -> Non
     rig.manager.cycle()  # drops the moves, and what it held of them
     assert not [r for r in rig.sink.records if r.kind == "action_completed"]
     assert rig.executor.forgotten == 1
+
+
+def test_a_quorum_election_is_refused_each_cycle_and_pages_only_past_the_bound(
+    rig: Rig,
+) -> None:
+    # The active controller died: the voters elect a new leader within seconds, and Kafka
+    # commits nothing meanwhile. Each such cycle is a refusal, audited; a page waits for the
+    # same bound as a blind spell (blind_alert_after_s, 60 s by default).
+    rig.sources.quorum = Quorum(state="leaderless", error="no quorum leader answered")
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "refuse"
+    assert "quorum_without_leader" in outcome.reasons
+    rig.clock.advance(30)
+    rig.manager.cycle()
+    assert rig.summaries("alert_raised") == []
+    rig.sources.quorum = Quorum(state="led", leader=101)  # elected: the next spell counts anew
+    rig.manager.cycle()
+    rig.sources.quorum = Quorum(state="leaderless", error="no quorum leader answered")
+    rig.clock.advance(40)
+    rig.manager.cycle()
+    assert rig.summaries("alert_raised") == []
+    rig.clock.advance(60)
+    rig.manager.cycle()
+    [alert] = rig.summaries("alert_raised")
+    assert alert.startswith("alert refused:quorum_without_leader: the KRaft controller quorum")

@@ -184,3 +184,36 @@ def test_an_audit_outage_is_drawn_inside_the_grace_and_can_be_asked_for() -> Non
     asked = drawn.with_audit_outage(15.0)
     assert asked.episodes[:-1] == drawn.episodes
     assert asked.episodes[-1].kind == "audit_outage" and asked.episodes[-1].hold_s == 4.5
+
+
+@given(st.integers(min_value=0, max_value=2**32))
+def test_controller_faults_overlap_some_episodes_and_leave_the_seeds_episodes_alone(
+    seed: int,
+) -> None:
+    one = draw(seed, length_s=1800, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0)
+    three = draw(
+        seed, length_s=1800, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0, controllers=3
+    )
+    assert [(e.kind, e.broker, e.hold_s) for e in three.episodes] == [
+        (e.kind, e.broker, e.hold_s) for e in one.episodes
+    ]
+    for before, after in zip(one.episodes, three.episodes, strict=True):
+        added = after.overlaps[len(before.overlaps) :]
+        assert after.overlaps[: len(before.overlaps)] == before.overlaps
+        assert len(added) <= 1
+        for fault in added:
+            assert fault.kind in ("voter_kill", "quorum_leader_kill")
+            assert 4.0 <= fault.hold_s <= 12.0  # down for seconds, then started again
+    assert not any(
+        o.kind in ("voter_kill", "quorum_leader_kill") for e in one.episodes for o in e.overlaps
+    )
+
+
+def test_a_long_run_on_three_voters_kills_the_quorum_leader_and_a_voter() -> None:
+    drawn = draw(
+        4242, length_s=3600, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0, controllers=3
+    )
+    kinds = [o.kind for e in drawn.episodes for o in e.overlaps]
+    assert {"voter_kill", "quorum_leader_kill"} <= set(kinds)
+    line = next(line for line in drawn.lines() if "quorum_leader_kill" in line)
+    assert "quorum_leader_kill for " in line
