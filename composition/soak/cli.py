@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from composition.soak.report import finish, stop
-from composition.soak.run import GRACE_S, SESSION_TIMEOUT_S, SoakSettings, run_schedule, start
+from composition.soak.run import (
+    GRACE_S,
+    MANAGER_SESSION_S,
+    SESSION_TIMEOUT_S,
+    SoakSettings,
+    run_schedule,
+    start,
+)
 from composition.soak.schedule import draw
 
 
@@ -84,6 +91,7 @@ def run_soak(settings: SoakSettings) -> tuple[int, list[str]]:
         session_timeout_s=SESSION_TIMEOUT_S,
         stream=settings.stream,
         controllers=settings.controllers,
+        manager_session_s=MANAGER_SESSION_S,
     )
     if settings.audit_outage:
         schedule = schedule.with_audit_outage(GRACE_S)

@@ -11,6 +11,8 @@ problems it found, every one a sentence with its numbers; none found is a held i
 - the alerts raised: none (no episode calls for one: a restart in grace, a pause, a hang, a
   failed disk, an outage of the audit topic's brokers inside the grace and a completed heal
   never page);
+- the pages on-call would get: no alert of the shipped rules reached *firing* in the run's
+  Prometheus, which scraped every kmedic process (the same episodes warrant none);
 - the audit topic in each manager's order: an instance's records of one epoch appear in the
   order it wrote them, spooled ones included;
 - the end state: every partition fully replicated, the isolated topic inside its group, no
@@ -118,6 +120,13 @@ def alerts(records: Iterable[AuditRecord]) -> Check:
         if r.kind == "alert_raised"
     ]
     return Check("no alert raised", tuple(problems))
+
+
+def pages(fired: list[str]) -> Check:
+    """Every alert of the shipped rules that reached *firing* in Prometheus, with when (or why
+    it could not be asked): the rules wait out what the schedule draws (``for``), so any is a
+    page for nothing."""
+    return Check("no alert fired in Prometheus", tuple(fired))
 
 
 def messages(lost: dict[str, int], acked: dict[str, int]) -> Check:

@@ -16,6 +16,7 @@ from composition.soak import invariants, probes
 from composition.soak.run import ISOLATED_BROKERS, ISOLATED_TOPIC, MANAGERS, Rig
 from composition.soak.schedule import Schedule
 from composition.soak.verifiable import consumed_count, tally
+from kmedic.errors import KmedicError
 from manager.audit.kafka_reader import read_records
 from manager.audit.log import AuditRecord
 
@@ -90,6 +91,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         tally(t, tools / f"{t}.producer.jsonl", tools / f"{t}.consumer.jsonl") for t in rig.topics
     ]
     records = list(read_records(rig.bootstrap, timeout_s=30))
+    fired = _fired(rig)
     checks = [
         invariants.messages(
             {t.topic: len(t.lost) for t in tallies}, {t.topic: len(t.acked) for t in tallies}
@@ -98,6 +100,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         invariants.no_duplicate_move(records),
         invariants.one_end_per_move(records),
         invariants.alerts(records),
+        invariants.pages(fired),
         invariants.in_order(records),
         invariants.roles_running(
             [n for n, role in rig.pipeline.roles.items() if role.pid and not role.running()]
@@ -197,10 +200,33 @@ def stop(rig: Rig) -> list[str]:
     """Stop every process the run started; what is still running after is returned."""
     for tool in rig.tools:
         tool.stop()
+    if rig.prometheus is not None:
+        rig.prometheus.stop()
     rig.pipeline.stop()
     rig.cluster.stop()
     rig.launcher.shutdown(wait=True)
     left = [t.name for t in rig.tools if t.running()]
+    left += ["prometheus"] if rig.prometheus is not None and rig.prometheus.running() else []
     left += [name for name, role in rig.pipeline.roles.items() if role.running()]
     left += [str(n["node"]) for n in rig.cluster.status() if n["running"]]
     return left
+
+
+def _fired(rig: Rig) -> list[str]:
+    """Each alert that reached firing in the run's Prometheus, timed from the faults' start
+    (the timeline's); a Prometheus that cannot be asked is a problem of its own."""
+    prometheus = rig.prometheus
+    if prometheus is None or prometheus.started_at is None:
+        return ["no Prometheus ran: the pages were not judged"]
+    since = rig.timeline.started_wall
+    try:
+        fired = prometheus.fired(prometheus.started_at)
+        scraped = prometheus.scraped(prometheus.started_at)
+    except (KmedicError, OSError, ValueError) as exc:
+        return [f"Prometheus at {prometheus.url} could not be asked which alerts fired: {exc}"]
+    unseen = [
+        f"Prometheus never scraped {target} ({job}): its alerts were not judged"
+        for job, targets in prometheus.targets_by_job().items()
+        for target in sorted(targets - scraped.get(job, set()))
+    ]
+    return unseen + [a.sentence(since) for a in fired]

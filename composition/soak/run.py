@@ -1,5 +1,6 @@
-"""One soak run: a real cluster (6 brokers on 3 racks, ZooKeeper), the agents, the Spark job,
-two managers, Kafka's verifiable producer and consumer on every soak topic, and the seeded
+"""One soak run: a real cluster (6 brokers on 3 racks, three KRaft controllers, ZooKeeper), the
+agents, the Spark job, two managers, a Prometheus scraping them with the shipped rules, Kafka's
+verifiable producer and consumer on every soak topic, and the seeded
 schedule's episodes one after the other (composition.soak.schedule). Then the producers stop,
 the consumers read to the end, and the invariants are checked (composition.soak.invariants)
 into a report (composition.soak.report). Every process started here is stopped here."""
@@ -21,6 +22,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from composition.pipeline import Pipeline
+from composition.prometheus import PrometheusServer
 from composition.soak import probes
 from composition.soak.schedule import Episode, Overlap, Schedule
 from composition.soak.verifiable import (
@@ -41,6 +43,7 @@ log = get_logger(__name__)
 MANAGERS = ("m1", "m2")
 GRACE_S = 15.0
 SESSION_TIMEOUT_S = 6.0  # broker.session.timeout.ms of the local cluster
+MANAGER_SESSION_S = 6.0  # the managers' ZooKeeper session timeout
 PARTITIONS = 6
 ISOLATED_TOPIC = "soak.isolated"
 ISOLATED_BROKERS = (3, 4, 5, 6)  # the isolated topic lives here (racks /r3, /r1, /r2, /r3)
@@ -52,6 +55,7 @@ FAILED_DIR = 1  # which log directory a disk episode fails
 AUDIT_TOPIC = "kmedic.actions"  # the managers' audit topic (their default)
 BALLAST_RECORD_BYTES = 64 * 1024
 THROTTLE_BYTES_PER_S = 1_000_000
+HOST = "127.0.0.1"  # where the roles serve their /metrics
 
 
 @dataclass
@@ -72,6 +76,7 @@ class Timeline:
     """What happened when, in seconds from the start of the faults."""
 
     started: float = field(default_factory=time.monotonic)
+    started_wall: float = field(default_factory=time.time)  # the same moment, for Prometheus
     events: list[tuple[float, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -93,6 +98,9 @@ class Rig:
     topics: list[str]
     tools: list[ToolProcess] = field(default_factory=list)
     timeline: Timeline = field(default_factory=Timeline)
+    # Scrapes every kmedic process and evaluates the shipped rules: the pages, as on-call
+    # would get them (None until started).
+    prometheus: PrometheusServer | None = None
     # Processes started during the run are started from this one thread, which lives until
     # the run stops: a child dies with the *thread* that started it (kmedic.localcluster.
     # process), and a fault's own thread ends with the fault.
@@ -116,6 +124,7 @@ class Rig:
         return {
             "instance_id": name,
             "interval_s": 3,
+            "zookeeper": {"session_timeout_s": MANAGER_SESSION_S},
             "policy": {
                 "dead_grace_ms": int(GRACE_S * 1000),
                 "max_dead_brokers": 1,
@@ -169,6 +178,8 @@ def start(settings: SoakSettings) -> Rig:
     except BaseException:
         for tool in rig.tools:
             tool.stop()
+        if rig.prometheus is not None:
+            rig.prometheus.stop()
         pipeline.stop()
         cluster.stop()
         raise
@@ -177,13 +188,24 @@ def start(settings: SoakSettings) -> Rig:
 
 def _start_roles(rig: Rig) -> None:
     _create_topics(rig)
-    rig.pipeline.start_agents(interval_s=2)
+    brokers = rig.cluster.broker_ids
+    agents = dict(zip(brokers, process.free_ports(len(brokers)), strict=True))
+    for broker_id, port in agents.items():
+        rig.pipeline.start_agent(broker_id, interval_s=2, metrics_port=port, metrics_host=HOST)
     if rig.settings.stream:
         rig.pipeline.start_stream()
     for manager in MANAGERS:
         rig.start_manager(manager)
         if manager == MANAGERS[0]:
             probes.wait(lambda: rig.leader() == "m1", 90, "m1 to lead")
+    jobs = {"kmedic-agent": {"static_configs": [{"targets": [_at(p) for p in agents.values()]}]}}
+    if rig.settings.stream:
+        jobs["kmedic-stream"] = {
+            "static_configs": [{"targets": [_at(rig.pipeline.stream_metrics_port)]}]
+        }
+    rig.prometheus = PrometheusServer(
+        rig.settings.workdir / "prometheus", [_at(p) for p in rig.ports.values()], jobs=jobs
+    ).start()
     tools = rig.settings.workdir / "tools"
     for topic in rig.topics:
         rig.tools.append(start_consumer(rig.bootstrap, topic, tools))
@@ -199,6 +221,10 @@ def _start_roles(rig: Rig) -> None:
         probes.wait(
             both, 90, f"{topic}'s verifiable producer and consumer to write and read ({tools})"
         )
+
+
+def _at(port: int) -> str:
+    return f"{HOST}:{port}"
 
 
 def _create_topics(rig: Rig) -> None:
@@ -407,12 +433,19 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
         finally:  # back as a standby whatever happened, so that the run goes on with two
             rig.launch(lambda: rig.start_manager(leader))
             say(f"{leader} started again, as a standby")
-    elif overlap.kind == "zookeeper_pause":
+    elif overlap.kind in ("zookeeper_pause", "session_loss"):
+        past = ", past the managers' session" if overlap.kind == "session_loss" else ""
+        before = rig.leader()
         rig.cluster.pause_zookeeper()
-        say("ZooKeeper paused (SIGSTOP)")
-        time.sleep(overlap.hold_s)
-        rig.cluster.resume_zookeeper()
+        say(f"ZooKeeper paused (SIGSTOP){past}; {before or 'no manager'} leads")
+        try:
+            time.sleep(overlap.hold_s)
+        finally:
+            rig.cluster.resume_zookeeper()
         say(f"ZooKeeper resumed after {overlap.hold_s:.0f} s")
+        if overlap.kind == "session_loss":
+            probes.wait(lambda: rig.leader() is not None, 90, "a manager to lead again")
+            say(f"{rig.leader()} leads after the session loss")
     elif overlap.kind in ("voter_kill", "quorum_leader_kill"):
         _controller_down(rig, overlap)
     elif overlap.kind == "stream_kill":

@@ -32,6 +32,11 @@ Overlapping faults (``Overlap``), at an offset into their episode: ``manager_kil
 leading manager SIGKILLed, then started again as a standby), ``zookeeper_pause`` (SIGSTOP for
 a few seconds), ``stream_kill`` (the Spark job stopped; started again at the episode's end).
 
+A session loss overlaps some episodes too, drawn from a stream of its own: ``session_loss``
+(ZooKeeper SIGSTOPped for two to three times the managers' session timeout: every manager's
+session expires, the leader must stop writing once it cannot prove its lease, and a leader
+of a new epoch adopts the plan in flight).
+
 On a three-voter controller quorum, a second stream of the same seed adds controller faults
 to about a third of the episodes (the episodes themselves stay the seed's): ``voter_kill``
 (a voter that does not lead the quorum SIGKILLed, started again ``hold_s`` later: two of
@@ -48,7 +53,12 @@ from typing import Any, Literal
 
 EpisodeKind = Literal["heal", "bounce", "pause", "hang", "disk", "drain", "audit_outage"]
 OverlapKind = Literal[
-    "manager_kill", "zookeeper_pause", "stream_kill", "voter_kill", "quorum_leader_kill"
+    "manager_kill",
+    "zookeeper_pause",
+    "stream_kill",
+    "voter_kill",
+    "quorum_leader_kill",
+    "session_loss",
 ]
 
 EPISODE_KINDS: tuple[EpisodeKind, ...] = (
@@ -63,6 +73,7 @@ EPISODE_KINDS: tuple[EpisodeKind, ...] = (
 OVERLAP_KINDS: tuple[OverlapKind, ...] = ("manager_kill", "zookeeper_pause", "stream_kill")
 QUORUM_KINDS: tuple[OverlapKind, ...] = ("voter_kill", "quorum_leader_kill")
 QUORUM_FAULT_SHARE = 0.35  # of the episodes that get a controller fault, on three voters
+SESSION_LOSS_SHARE = 0.15  # of the episodes whose managers lose their ZooKeeper sessions
 # Length of each episode as measured on this machine (seed 4242, 15 minutes asked): a heal
 # 60 s (grace, copy at 1 MB/s, restart), a bounce 9 s, a pause 7-12 s, a hang 11-13 s, a disk
 # about 35 s, a drain 17-47 s; the schedule fits about ``length_s`` of them.
@@ -143,11 +154,13 @@ def draw(
     session_timeout_s: float,
     stream: bool = True,
     controllers: int = 1,
+    manager_session_s: float | None = None,
 ) -> Schedule:
     """Episodes that fit in about ``length_s``. The first is always a heal whose leading
     manager is killed in the middle of it, overlapped by a second fault: the faults a run of
     any length must see. Without the Spark job (``stream`` False) none kills it. With three
-    controllers or more, controller faults overlap some episodes (``_quorum_faults``)."""
+    controllers or more, controller faults overlap some episodes (``_quorum_faults``); with
+    the managers' session timeout given, session losses overlap some (``_session_losses``)."""
     rng = random.Random(seed)
     kinds = OVERLAP_KINDS if stream else tuple(k for k in OVERLAP_KINDS if k != "stream_kill")
     second = [k for k in kinds if k != "manager_kill"]
@@ -185,7 +198,29 @@ def draw(
         episodes.append(Episode(kind, broker, hold, overlaps))
     if controllers >= 3:
         episodes = _quorum_faults(seed, episodes)
+    if manager_session_s is not None:
+        episodes = _session_losses(seed, episodes, manager_session_s)
     return Schedule(seed, tuple(episodes))
+
+
+def _session_losses(seed: int, episodes: list[Episode], session_s: float) -> list[Episode]:
+    """ZooKeeper paused past the managers' session on about ``SESSION_LOSS_SHARE`` of
+    ``episodes`` (not the first: its manager kill is the failover every run must see), from a
+    stream of its own."""
+    rng = random.Random(f"{seed}:session")
+    out = episodes[:1]
+    for episode in episodes[1:]:
+        if rng.random() < SESSION_LOSS_SHARE:
+            fault = Overlap(
+                "session_loss",
+                round(rng.uniform(0.0, 6.0), 1),
+                round(rng.uniform(2.0, 3.0) * session_s, 1),
+            )
+            # One pause of ZooKeeper at a time: not beside a shorter one.
+            if all(o.kind != "zookeeper_pause" for o in episode.overlaps):
+                episode = replace(episode, overlaps=(*episode.overlaps, fault))
+        out.append(episode)
+    return out
 
 
 def _quorum_faults(seed: int, episodes: list[Episode]) -> list[Episode]:

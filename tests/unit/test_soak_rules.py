@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from composition.prometheus import FiredAlert
 from composition.soak.invariants import (
     alerts,
     end_state,
@@ -14,6 +15,7 @@ from composition.soak.invariants import (
     no_duplicate_move,
     one_actor,
     one_end_per_move,
+    pages,
     roles_running,
     tail_readable,
 )
@@ -217,3 +219,26 @@ def test_a_long_run_on_three_voters_kills_the_quorum_leader_and_a_voter() -> Non
     assert {"voter_kill", "quorum_leader_kill"} <= set(kinds)
     line = next(line for line in drawn.lines() if "quorum_leader_kill" in line)
     assert "quorum_leader_kill for " in line
+
+
+def test_an_alert_that_fired_in_prometheus_is_a_page_for_nothing_told_with_its_time() -> None:
+    assert pages([]).held
+    fired = FiredAlert("KmedicStuckMove", {"cluster": "soak-1", "severity": "page"}, 1_130.0)
+    sentence = fired.sentence(1_000.0)
+    assert sentence == "KmedicStuckMove{cluster=soak-1, severity=page} firing from +130 s"
+    assert pages([sentence]).problems == (sentence,)
+
+
+@given(st.integers(min_value=0, max_value=2**32))
+def test_a_session_loss_pauses_zookeeper_past_the_managers_session_alone(seed: int) -> None:
+    kwargs = {"length_s": 1800, "brokers": BROKERS, "grace_s": 15.0, "session_timeout_s": 9.0}
+    plain = draw(seed, **kwargs)  # type: ignore[arg-type]
+    drawn = draw(seed, manager_session_s=6.0, **kwargs)  # type: ignore[arg-type]
+    assert [e.kind for e in drawn.episodes] == [e.kind for e in plain.episodes]
+    assert drawn.episodes[0] == plain.episodes[0]  # the first failover stays a manager kill
+    for episode in drawn.episodes:
+        losses = [o for o in episode.overlaps if o.kind == "session_loss"]
+        assert len(losses) <= 1
+        for loss in losses:
+            assert 12.0 <= loss.hold_s <= 18.0  # two to three sessions
+            assert all(o.kind != "zookeeper_pause" for o in episode.overlaps)
