@@ -75,7 +75,7 @@ from kmedic.localcluster import netns
 CLIENT_TOPIC = "bench.clients"
 CLIENT_PARTITIONS = 48
 FIXED = 50_000_000  # on loopback; on shaped links, 40 % of a link
-FETCH_KB = 64  # a shaped link's replica fetch size (fetch_sizes)
+FETCH_KB = 4  # a shaped link's replica fetch size: Kafka's 1 MB on 10 Gbit/s (fetch_sizes)
 BROKERS, RF = 6, 3
 RECORD = 1000
 BASELINE_S = 15.0
@@ -179,7 +179,8 @@ def fetch_sizes(kb: int) -> dict[str, str]:
     follower's fetch carries. A 1 MB chunk (Kafka's default) holds a 10 Gbit/s NIC for under a
     millisecond, but a 40 Mbit/s link for 200 ms, in front of every acks=all write replicated
     through it; scaled to the shaped link's speed, the chunk is what it is beside a real NIC.
-    At 64 kB on 5 MB/s it is 13 ms (a 10 Gbit/s NIC's 1 MB scaled down would be 4 kB).
+    A 10 Gbit/s NIC's 1 MB scaled down to 40 Mbit/s is 4 kB (0.8 ms on either): the default
+    since 2026-11-28 (64 kB before, 13 ms a chunk: docs/bench.md says what it changed).
     0: Kafka's own. Static in Kafka (read-only while a broker runs)."""
     if not kb:
         return {}
@@ -451,7 +452,7 @@ def main() -> None:
         "--fetch-kb",
         type=int,
         default=None,
-        help="the brokers' replica fetch sizes and the preload's batches, kB (default: 64 on "
+        help="the brokers' replica fetch sizes and the preload's batches, kB (default: 4 on "
         "a shaped link, Kafka's own on loopback)",
     )
     parser.add_argument(
