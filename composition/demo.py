@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +66,13 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--dir", type=Path, default=None, help="work directory (default: a new temporary one)"
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="after the story, leave the cluster, the agents, the Spark job and the manager "
+        "running until Ctrl-C (then stop everything), to look at the status page and the "
+        "metrics, or run kmedic's commands against it",
+    )
     parser.set_defaults(func=cmd_demo)
 
 
@@ -82,12 +91,50 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for broker_id in cluster.broker_ids:
             story.say(f"broker {broker_id} up on rack {cluster.rack(broker_id)}")
         paged = run_story(cluster, story, pipeline)
+        if args.keep:
+            keep_running(story, cluster, pipeline)
     finally:
         story.step("stop everything")
         pipeline.stop()
         cluster.stop()
         story.say(f"all processes stopped; logs stay in {workdir}")
     return demo_exit_code(paged)
+
+
+def keep_running(story: Story, cluster: LocalCluster, pipeline: Pipeline) -> None:
+    """Everything stays up until Ctrl-C or SIGTERM, with where to look said once more. Both
+    signals are taken here (a shell that starts the demo in the background leaves SIGINT
+    ignored), and the caller stops everything after."""
+    stop = threading.Event()
+    heard: list[str] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        heard.append(signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        story.step("keep everything running (--keep): Ctrl-C stops it")
+        for line in addresses(cluster, pipeline):
+            story.say(line)
+        while not stop.wait(1.0):
+            pipeline.check_running()
+        story.say(f"{heard[0]}: stopping")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def addresses(cluster: LocalCluster, pipeline: Pipeline) -> list[str]:
+    """Where a newcomer looks while the demo runs: the manager's page and metrics, kmedic's
+    own commands against this cluster, Kafka's address."""
+    port = pipeline.manager_port
+    zk = f"--zk {cluster.zk_connect} --cluster {pipeline.cluster_name}"
+    return [
+        f"status page: http://127.0.0.1:{port}/status  (metrics: http://127.0.0.1:{port}/metrics)",
+        f"from ZooKeeper: kmedic status {zk}",
+        f"the audit log: kmedic actions tail --bootstrap {cluster.bootstrap_servers}",
+    ]
 
 
 # The demo's point is a heal that pages nobody: a page is its failure, not a line to skim.
@@ -193,8 +240,12 @@ def start_manager(cluster: LocalCluster, story: Story, pipeline: Pipeline) -> Au
     story.step(f"start the manager (kmedic manager: a cycle every {CYCLE_S} s, grace {GRACE_S} s)")
     follower = AuditFollower(cluster.client, int(time.time() * 1000))
     pipeline.start_manager(
-        interval_s=CYCLE_S, policy={"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1}
+        interval_s=CYCLE_S,
+        policy={"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1},
+        http={"port": pipeline.manager_port},
     )
+    for line in addresses(cluster, pipeline):
+        story.say(line)
 
     def confident() -> list[str]:
         pipeline.check_running()

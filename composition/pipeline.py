@@ -49,6 +49,9 @@ class Pipeline:
     roles: dict[str, RoleProcess] = field(default_factory=dict)
     # Where the Spark job serves its /metrics (a free port when the pipeline is made).
     stream_metrics_port: int = field(default_factory=lambda: process.free_ports(1)[0])
+    # Where a manager started with http.port set to it serves its page (the demo's): chosen
+    # when the pipeline is made, so it can be told before the manager starts.
+    manager_port: int = field(default_factory=lambda: process.free_ports(1)[0])
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)

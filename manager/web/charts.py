@@ -88,21 +88,25 @@ def _broker_bars(b: Mapping[str, Any], y: int) -> str:
 
 
 CHART_W, CHART_H, PAD_L, PAD_B = 640, 220, 44, 24
+MIN_AXIS_MS = 60_000  # a single point is drawn on a minute's axis
 
 
 def load_chart(
     series: Mapping[str, Sequence[Sequence[float]]], network_limit: float, span_ms: int
 ) -> str:
-    """Lines of network utilisation (a fraction) against time, the last ``span_ms``."""
+    """Lines of network utilisation (a fraction) against time: the last ``span_ms`` at most,
+    the axis spanning the points there are (a manager up for two minutes draws two minutes
+    across the chart, not a 6-hour axis with its data in the last pixel)."""
     points = [p for pts in series.values() for p in pts]
     if not points:
         return '<p class="no-history"><em>no load history yet</em></p>'
     end = max(p[0] for p in points)
-    start = end - span_ms
+    start = max(end - span_ms, min(p[0] for p in points))
+    width = max(end - start, MIN_AXIS_MS)
     top = max(1.0, max(p[1] for p in points) * 1.1)
 
     def xy(t: float, v: float) -> str:
-        x = PAD_L + (CHART_W - PAD_L) * (t - start) / span_ms
+        x = PAD_L + (CHART_W - PAD_L) * (t - start) / width
         y = (CHART_H - PAD_B) * (1 - v / top)
         return f"{x:.1f},{y:.1f}"
 

@@ -209,8 +209,8 @@ def render_html(doc: Mapping[str, Any]) -> str:
         ),
         _section(
             "history",
-            f"Network load, last {history['span_ms'] / 3_600_000:g} h (in + out, share of "
-            "capacity)",
+            f"Network load, the last {history['span_ms'] / 3_600_000:g} h at most (in + out, "
+            "share of capacity)",
             load_chart(history["series"], history["network_limit"] or 1.0, history["span_ms"]),
         ),
         _section("moves", "Moves", _moves(doc["moves"], doc["plan_progress"])),

@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
-from composition.demo import PAGED_EXIT, collapse, demo_exit_code, plan_over
-from composition.demo_views import describe
+import argparse
+import os
+import signal
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from composition.demo import (
+    PAGED_EXIT,
+    addresses,
+    collapse,
+    demo_exit_code,
+    keep_running,
+    plan_over,
+    register,
+)
+from composition.demo_views import Story, describe
 from manager.audit.log import AuditRecord
 from manager.monitor.feeds import FeedStatus
 
@@ -61,3 +78,37 @@ def test_the_demo_fails_when_anything_paged() -> None:
     alert = AuditRecord(cluster="c", instance="i", epoch=1, kind="alert_raised", summary="x")  # type: ignore[arg-type]
     assert demo_exit_code([]) == 0
     assert demo_exit_code([alert]) == PAGED_EXIT != 0
+
+
+def test_the_demo_says_where_to_look_and_keep_is_an_option() -> None:
+    cluster = SimpleNamespace(zk_connect="127.0.0.1:2181", bootstrap_servers="127.0.0.1:9092")
+    pipeline = SimpleNamespace(manager_port=40123, cluster_name="demo")
+    lines = addresses(cluster, pipeline)  # type: ignore[arg-type]
+    assert lines[0] == (
+        "status page: http://127.0.0.1:40123/status  (metrics: http://127.0.0.1:40123/metrics)"
+    )
+    assert "kmedic status --zk 127.0.0.1:2181 --cluster demo" in lines[1]
+    assert lines[2].endswith("kmedic actions tail --bootstrap 127.0.0.1:9092")
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    assert parser.parse_args(["demo", "--keep"]).keep
+    assert not parser.parse_args(["demo"]).keep
+
+
+def test_keep_running_waits_for_a_signal_then_hands_the_stop_back(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # SIGTERM (or Ctrl-C's SIGINT) ends the wait; the caller's finally stops the processes.
+    checks: list[float] = []
+    pipeline = SimpleNamespace(
+        manager_port=1, cluster_name="demo", check_running=lambda: checks.append(time.time())
+    )
+    cluster = SimpleNamespace(zk_connect="zk:1", bootstrap_servers="k:1")
+    before = signal.getsignal(signal.SIGTERM)
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    keep_running(Story(), cluster, pipeline)  # type: ignore[arg-type]
+    timer.join()
+    assert checks, "the roles were not watched while kept"
+    assert "SIGTERM: stopping" in capsys.readouterr().out
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -14,6 +14,7 @@ from manager.executor.move_state import MoveState
 from manager.model.decision import Decision, Reason
 from manager.model.moves import Move
 from manager.model.plan_progress import PlanProgress
+from manager.web.charts import CHART_W, PAD_L
 from manager.web.metrics import ManagerMetrics
 from manager.web.server import MetricsServer
 from manager.web.status_page import render_html, status_document
@@ -244,9 +245,26 @@ def test_the_load_chart_draws_one_line_per_broker_and_the_limit() -> None:
     assert doc["history"]["network_limit"] == 0.8
     page = render_html(doc)
     chart = page[page.index('<section id="history">') : page.index('<section id="moves">')]
-    assert "last 1 h" in chart
+    assert "the last 1 h at most" in chart
     assert chart.count('class="series"') == 2 and chart.count('class="legend"') == 2
     line_1 = chart[chart.index('data-broker="1" points="') :].split('"')[3]
     assert len(line_1.split()) == 3
     assert 'class="network-limit"' in chart and "limit 80%" in chart
     assert "no load history yet" in render_html(document())
+
+
+def test_the_load_chart_spans_the_history_it_has_not_the_whole_window() -> None:
+    # Two minutes of a manager's life on a 6-hour window: the oldest point at the left edge,
+    # the newest at the right, the axis labelled with their clocks.
+    history = {1: [(NOW - 120_000, 0.2), (NOW - 60_000, 0.3), (NOW, 0.35)]}
+    page = render_html(document(history=history, history_span_ms=6 * 3_600_000))
+    chart = page[page.index('<section id="history">') : page.index('<section id="moves">')]
+    points = chart[chart.index('data-broker="1" points="') :].split('"')[3].split()
+    xs = [float(p.split(",")[0]) for p in points]
+    assert xs[0] == PAD_L and xs[-1] == CHART_W
+    assert xs[1] == (PAD_L + CHART_W) / 2
+    # Older points than the window are still left out.
+    old = {1: [(NOW - 7 * 3_600_000, 0.5), (NOW - 60_000, 0.3), (NOW, 0.35)]}
+    page = render_html(document(history=old, history_span_ms=3_600_000))
+    chart = page[page.index('<section id="history">') : page.index('<section id="moves">')]
+    assert len(chart[chart.index('data-broker="1" points="') :].split('"')[3].split()) == 2
