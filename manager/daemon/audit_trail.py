@@ -11,17 +11,18 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from manager.analyzer.health import in_grace
+from manager.analyzer.health import in_grace, refusal_alert
 from manager.analyzer.slowness import Change
 from manager.audit.log import AuditLog, AuditRecord
 from manager.executor.move_state import MoveState
 from manager.model.adaptive_throttle import RateFigures, rate_sentence
 from manager.model.decision import Decision
 from manager.model.plan_progress import PlanProgress
-from manager.model.snapshot import Snapshot
+from manager.model.snapshot import Quorum, Snapshot
 from manager.web.metrics import ManagerMetrics
 
 RECENT_RECORDS = 50
+QUORUM_ALERT = refusal_alert("quorum_without_leader")  # held while the quorum elects
 
 _MOVE_VERBS = {
     "action_started": "started",
@@ -96,17 +97,21 @@ class AuditTrail:
             self._blind_since = now
         return now - self._blind_since >= self._blind_bound_s
 
-    def leaderless_alerting(self, now: float, *, leaderless: bool) -> bool:
-        """Whether a controller quorum without a leader is worth an alert: leaderless for
-        longer than the blind bound. A shorter spell (the quorum electing a new leader after
-        its active controller died: seconds) is audited as a refusal each cycle, since Kafka
-        commits nothing meanwhile, and the Prometheus rule has its own ``for``."""
-        if not leaderless:
+    def past_election(
+        self, active: dict[str, str], quorum: Quorum | None, now: float
+    ) -> dict[str, str]:
+        """``active`` without the quorum refusal's alert while the controller quorum has been
+        leaderless for less than the blind bound. A shorter spell (the quorum electing a new
+        leader after its active controller died: seconds) is audited as a refusal each cycle,
+        since Kafka commits nothing meanwhile, and the Prometheus rule has its own ``for``."""
+        if quorum is None or quorum.state != "leaderless":
             self._leaderless_since = None
-            return False
+            return active
         if self._leaderless_since is None:
             self._leaderless_since = now
-        return now - self._leaderless_since >= self._blind_bound_s
+        if now - self._leaderless_since >= self._blind_bound_s:
+            return active
+        return {k: v for k, v in active.items() if k != QUORUM_ALERT}
 
     def seen_clearly(self) -> None:
         """A cycle read the cluster and ZooKeeper: the blind spell, if any, is over."""

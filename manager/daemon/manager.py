@@ -18,7 +18,7 @@ from typing import Any
 
 from kmedic.logging import get_logger
 from kmedic.web_config import load_web_config
-from manager.analyzer.health import alerts_for, heal_needed, refusal_alert
+from manager.analyzer.health import alerts_for, heal_needed
 from manager.analyzer.rejoin import catch_ups
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
@@ -287,10 +287,7 @@ class Manager:
         stuck = self.foreign.look(snap.reassignments, int(self.clock.time() * 1000))
         self.metrics.observe_foreign_stuck(len(stuck))
         active = alerts_for(decision, audit_on_failover=long_failover)
-        leaderless = snap.quorum is not None and snap.quorum.state == "leaderless"
-        if not self.trail.leaderless_alerting(now, leaderless=leaderless):
-            active.pop(refusal_alert("quorum_without_leader"), None)  # an election, so far
-        self.trail.alerts({**active, **stuck})
+        self.trail.alerts({**self.trail.past_election(active, snap.quorum, now), **stuck})
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
             outcome = self.keeper.execute(decision)
