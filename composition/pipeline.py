@@ -47,14 +47,16 @@ class Pipeline:
     workdir: Path
     cluster_name: str = "local"
     roles: dict[str, RoleProcess] = field(default_factory=dict)
-    # Where the Spark job serves its /metrics (a free port when the pipeline is made).
-    stream_metrics_port: int = field(default_factory=lambda: process.free_ports(1)[0])
-    # Where a manager started with http.port set to it serves its page (the demo's): chosen
-    # when the pipeline is made, so it can be told before the manager starts.
-    manager_port: int = field(default_factory=lambda: process.free_ports(1)[0])
+    # Where the Spark job serves its /metrics, and where a manager started with http.port set
+    # to ``manager_port`` serves its page (the demo's, told before the manager starts): free
+    # ports chosen together when the pipeline is made (two separate choices may be one port).
+    stream_metrics_port: int = 0
+    manager_port: int = 0
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if not (self.stream_metrics_port and self.manager_port):
+            self.stream_metrics_port, self.manager_port = process.free_ports(2)
 
     # ---- roles --------------------------------------------------------------------------
 

@@ -170,9 +170,15 @@ def start(settings: SoakSettings) -> Rig:
         settings.workdir / "cluster",
     )
     name = f"soak-{uuid.uuid4().hex[:6]}"
-    pipeline = Pipeline(cluster, settings.workdir / "roles", cluster_name=name)
-    ports = dict(zip(MANAGERS, process.free_ports(len(MANAGERS)), strict=True))
-    rig = Rig(settings, cluster, pipeline, ports, ["soak.rf3", ISOLATED_TOPIC])
+    chosen = role_ports(cluster.broker_ids)
+    pipeline = Pipeline(
+        cluster,
+        settings.workdir / "roles",
+        cluster_name=name,
+        stream_metrics_port=chosen["stream"],
+        manager_port=chosen["pipeline"],  # its own manager page: unused here
+    )
+    rig = Rig(settings, cluster, pipeline, chosen, ["soak.rf3", ISOLATED_TOPIC])
     try:
         _start_roles(rig)
     except BaseException:
@@ -186,10 +192,18 @@ def start(settings: SoakSettings) -> Rig:
     return rig
 
 
+def role_ports(brokers: list[int]) -> dict[str, int]:
+    """Every port the run's roles serve on (the managers, each agent, the Spark job, and the
+    pipeline's own manager page, unused here), chosen in one call: a port is free only until
+    something binds it, so ports chosen apart may be one (an agent took a manager's, and the
+    manager could not start)."""
+    roles = [*MANAGERS, *(f"agent-{b}" for b in brokers), "stream", "pipeline"]
+    return dict(zip(roles, process.free_ports(len(roles)), strict=True))
+
+
 def _start_roles(rig: Rig) -> None:
     _create_topics(rig)
-    brokers = rig.cluster.broker_ids
-    agents = dict(zip(brokers, process.free_ports(len(brokers)), strict=True))
+    agents = {b: rig.ports[f"agent-{b}"] for b in rig.cluster.broker_ids}
     for broker_id, port in agents.items():
         rig.pipeline.start_agent(broker_id, interval_s=2, metrics_port=port, metrics_host=HOST)
     if rig.settings.stream:
@@ -203,9 +217,9 @@ def _start_roles(rig: Rig) -> None:
         jobs["kmedic-stream"] = {
             "static_configs": [{"targets": [_at(rig.pipeline.stream_metrics_port)]}]
         }
-    rig.prometheus = PrometheusServer(
-        rig.settings.workdir / "prometheus", [_at(p) for p in rig.ports.values()], jobs=jobs
-    ).start()
+    managers = [_at(rig.ports[m]) for m in MANAGERS]
+    rig.prometheus = PrometheusServer(rig.settings.workdir / "prometheus", managers, jobs=jobs)
+    rig.prometheus.start()
     tools = rig.settings.workdir / "tools"
     for topic in rig.topics:
         rig.tools.append(start_consumer(rig.bootstrap, topic, tools))
