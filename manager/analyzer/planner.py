@@ -111,10 +111,11 @@ def _hold_for_own_moves(ctx: Context) -> Outcome:
 
 def _at_rest(ctx: Context) -> Outcome:
     """No goal acts: refused while a gate about the cluster fails, else a noop. Stale loads
-    alone refuse nothing here: they hold back only a balance, and none is asked for (the
-    load-age metric and its warning say the pipeline is down; a refusal would page)."""
-    if _beyond_stale_loads(ctx.health):
-        return Held(ctx.health)
+    refuse nothing here, alone or beside another gate: they hold back only a balance, and
+    none is asked for (the load-age metric and its warning say the pipeline is down; a
+    refusal would page)."""
+    if holding := _beyond_stale_loads(ctx.health):
+        return Held(holding)
     state = ctx.state
     if ctx.stale:
         told, left = placement_reasons(state)
@@ -129,5 +130,6 @@ def _at_rest(ctx: Context) -> Outcome:
 
 
 def _beyond_stale_loads(gates: tuple[Reason, ...]) -> tuple[Reason, ...]:
-    """The gates, when any but stale loads fails; () when stale loads alone do."""
-    return gates if any(r.code != "stale_load_data" for r in gates) else ()
+    """The gates but stale loads: where nothing asks for a balance, stale loads hold nothing
+    back, so they are no reason to refuse (nor to page, beside a gate that does hold)."""
+    return tuple(r for r in gates if r.code != "stale_load_data")

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from planner_fixtures import GB, broker, make, part
 
+from manager.analyzer.health import alerts_for
 from manager.analyzer.planner import decide
 
 RACKS = {1: "/r1", 2: "/r2", 3: "/r1", 4: "/r2"}
 
 
-def _cluster(*, dead: int | None = None, hot: bool = False, own_move: bool = False) -> object:
+def _cluster(
+    *, dead: int | None = None, hot: bool = False, own_move: bool = False, leaderless: bool = False
+) -> object:
     brokers = [broker(b, RACKS[b], alive=b != dead) for b in RACKS]
     size = 450 * GB if hot else GB  # two on a broker put it over its disk limit (850 GB)
     pairs = [(1, 2), (2, 3), (3, 4), (4, 1)]  # one replica per rack
@@ -22,6 +25,8 @@ def _cluster(*, dead: int | None = None, hot: bool = False, own_move: bool = Fal
             {"topic": "t", "partition": 0, "adding_replicas": [], "removing_replicas": []}
             | {"started_by_kmedic": True}
         ]
+    if leaderless:
+        extra["quorum"] = {"state": "leaderless", "error": "no quorum leader answered"}
     return make(brokers, {"t": parts}, policy={"even_spread": False}, **extra)
 
 
@@ -49,3 +54,22 @@ def test_a_broker_over_its_limit_with_stale_loads_is_still_refused() -> None:
     decision = decide(_cluster(hot=True))  # type: ignore[arg-type]
     assert decision.outcome == "refuse" and decision.kind == "balance"
     assert "stale_load_data" in {r.code for r in decision.reasons}
+
+
+def test_stale_loads_beside_a_gate_that_holds_are_no_reason_and_page_nobody() -> None:
+    """Found by CI: a quorum election at rest refused for quorum_without_leader (its alert held
+    for the blind bound) and for a broker whose agent had not reported yet, which raised
+    refused:stale_load_data at once - a page for loads no balance was waiting on."""
+    for own_move in (False, True):
+        decision = decide(_cluster(own_move=own_move, leaderless=True))  # type: ignore[arg-type]
+        assert decision.outcome == "refuse", decision.summary
+        assert [r.code for r in decision.reasons] == ["quorum_without_leader"]
+        assert list(alerts_for(decision, audit_on_failover=False)) == [
+            "refused:quorum_without_leader"
+        ]
+
+
+def test_stale_loads_beside_a_gate_still_hold_a_broker_over_its_limit() -> None:
+    decision = decide(_cluster(hot=True, leaderless=True))  # type: ignore[arg-type]
+    assert decision.outcome == "refuse"
+    assert {"stale_load_data", "quorum_without_leader"} <= {r.code for r in decision.reasons}
