@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, Unreachable
 
 TOPIC_METRICS = "kafka_server_brokertopicmetrics_"
 LOG_METRICS = "kafka_log_log_"
@@ -45,7 +45,7 @@ _WANTED_PREFIXES = (
 )
 
 
-class ExporterUnreachable(KmedicError):
+class ExporterUnreachable(Unreachable):
     """The exporter endpoint did not answer with a page."""
 
 

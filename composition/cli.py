@@ -1,8 +1,9 @@
 """The `kmedic` command: one entry point, one subcommand per role or tool.
 
 Each subcommand lives in its own module exposing ``register(subparsers)``; the module sets
-``func`` (args -> exit code) on its parser. A KmedicError becomes one clear line on stderr and
-exit code 1; argparse's own usage errors exit 2.
+``func`` (args -> exit code, kmedic.exits) on its parser. A KmedicError becomes one clear line
+on stderr and ``Exit.ERROR`` (``Exit.UNREACHABLE`` when a service did not answer); argparse's
+own usage errors exit ``Exit.USAGE``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Sequence
 
 from composition.healthcheck import ROLES
 from kmedic import __version__, secrets
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, Unreachable
+from kmedic.exits import Exit
 from kmedic.heap import keep_freed_memory
 from kmedic.logging import LEVELS, log_level, quiet_for_a_tool, setup_logging
 
@@ -94,17 +96,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except KmedicError as exc:
         print(f"kmedic: error: {secrets.redact(str(exc))}", file=sys.stderr)
-        return 1
+        return Exit.UNREACHABLE if isinstance(exc, Unreachable) else Exit.ERROR
     except KeyboardInterrupt:
         print("kmedic: interrupted", file=sys.stderr)
-        return 130
+        return Exit.INTERRUPTED
     except Exception as exc:
         # A failure nobody anticipated still gets one line; the traceback goes to the log
         # at DEBUG (run with --log-level DEBUG to see it).
         logging.getLogger(__name__).debug("unexpected failure", exc_info=True)
         text = secrets.redact(str(exc))
         print(f"kmedic: error: unexpected {type(exc).__name__}: {text}", file=sys.stderr)
-        return 1
+        return Exit.ERROR
     return code
 
 

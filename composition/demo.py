@@ -35,6 +35,7 @@ from composition.demo_views import (
 from composition.pipeline import Pipeline
 from kmedic.brokerstats import BrokerStats, from_json, summarize
 from kmedic.errors import KmedicError
+from kmedic.exits import Exit
 from kmedic.kafka_client import confluent_conf
 from kmedic.localcluster import ClusterSpec, LocalCluster
 from kmedic.traffic import PartitionRate, TrafficGenerator
@@ -138,7 +139,7 @@ def addresses(cluster: LocalCluster, pipeline: Pipeline) -> list[str]:
 
 
 # The demo's point is a heal that pages nobody: a page is its failure, not a line to skim.
-PAGED_EXIT = 3
+PAGED_EXIT = Exit.NOT_DONE
 
 
 def demo_exit_code(paged: list[AuditRecord]) -> int:

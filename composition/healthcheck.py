@@ -5,8 +5,8 @@ Which role, and where it listens, come from the role's own command line (PID 1 i
 overrides the role got: the agent and the stream serve ``/metrics`` on ``metrics_port``, the
 manager ``/healthz`` on ``http.port``. A 200 is healthy; the manager's 503 is not (its body
 says why); a 401 means the endpoint wants a password (a web-config file): the role answers,
-which is as much as a check without the password can know. Exit 0 when healthy, 1 when not,
-with one line either way.
+which is as much as a check without the password can know. Exit 0 when healthy, 3 when it
+answers unhealthy, 5 when it does not answer (kmedic.exits), with one line each way.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.exits import Exit
 
 ROLES = ("agent", "stream", "manager")
 
@@ -70,21 +71,22 @@ def _url(scheme: str, host: str, port: int | None, path: str, key: str = "metric
     return f"{scheme}://{host}:{port}{path}"
 
 
-def probe(target: Target, timeout_s: float) -> tuple[bool, str]:
-    """(healthy, one line)."""
+def probe(target: Target, timeout_s: float) -> tuple[Exit, str]:
+    """(OK when healthy, NOT_DONE when it answers unhealthy, UNREACHABLE when it does not
+    answer; one line)."""
     # The role's own certificate is for its clients' names, not for a check from inside.
     context = ssl._create_unverified_context() if target.url.startswith("https") else None
     try:
         with urllib.request.urlopen(target.url, timeout=timeout_s, context=context) as reply:
-            return True, f"{target.role} healthy ({target.url} answered {reply.status})"
+            return Exit.OK, f"{target.role} healthy ({target.url} answered {reply.status})"
     except urllib.error.HTTPError as err:
         if err.code == 401:
-            return True, f"{target.role} answers ({target.url} wants a password)"
+            return Exit.OK, f"{target.role} answers ({target.url} wants a password)"
         body = err.read().decode(errors="replace").strip().replace("\n", " ")[:300]
-        return False, f"{target.role} unhealthy: {target.url} answered {err.code} {body}"
+        return Exit.NOT_DONE, f"{target.role} unhealthy: {target.url} answered {err.code} {body}"
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        return False, f"{target.role} unhealthy: {target.url} unreachable ({reason})"
+        return Exit.UNREACHABLE, f"{target.role} unhealthy: {target.url} unreachable ({reason})"
 
 
 def register(subparsers: Any) -> None:
@@ -93,7 +95,7 @@ def register(subparsers: Any) -> None:
         help="check the running role's health endpoint (the image's HEALTHCHECK)",
         description="Ask the agent's, stream's or manager's own endpoint whether it is healthy; "
         "the role and its config are read from the role process's command line. Exit 0 "
-        "healthy, 1 not.",
+        "healthy, 3 unhealthy, 5 not answering (docs/operations.md, exit codes).",
     )
     parser.add_argument("--pid", type=int, default=1, help="the role's process (default 1)")
     parser.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS")
@@ -106,6 +108,6 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise KmedicError(f"cannot read the command line of process {args.pid}: {exc}") from exc
     argv = [a.decode(errors="replace") for a in raw.split(b"\0") if a]
-    healthy, line = probe(target_of(*role_of(argv)), args.timeout)
+    code, line = probe(target_of(*role_of(argv)), args.timeout)
     print(line)
-    return 0 if healthy else 1
+    return code

@@ -5,6 +5,11 @@ class KmedicError(Exception):
     """A failure worth a clear sentence: bad input, bad config, an unreachable service."""
 
 
+class Unreachable(KmedicError):
+    """A service did not answer: Kafka, ZooKeeper, an exporter, a role's endpoint. The message
+    names the address; the command exits ``Exit.UNREACHABLE`` (kmedic.exits)."""
+
+
 class ConfigError(KmedicError):
     """A configuration file or value is invalid; the message names the field."""
 

@@ -13,7 +13,7 @@ import functools
 import time
 from typing import Any
 
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, Unreachable
 from kmedic.kafka_client import Cluster, client_settings
 from kmedic.metadata import LogDirInfo, log_dir_of
 from kmedic.metadata_wire import decode_metadata
@@ -62,7 +62,7 @@ def connect_admin(
     *,
     client_id: str,
     timeout_ms: int,
-    error: type[KmedicError] = KmedicError,
+    error: type[KmedicError] = Unreachable,
 ) -> Any:
     """A connected KafkaAdminClient, or ``error`` naming the cluster that could not be reached."""
     settings = client_settings(cluster)

@@ -18,7 +18,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, Unreachable
 from kmedic.kafka_client import client_settings, confluent_conf
 from kmedic.logging import get_logger
 from kmedic.topic_wait import broker_addresses, wait_until_known
@@ -33,7 +33,7 @@ FIRST_S = 2.0
 MAX_S = 60.0
 
 
-class KafkaUnreachable(KmedicError):
+class KafkaUnreachable(Unreachable):
     """Kafka did not answer (it may be down, or not started yet)."""
 
 

@@ -21,13 +21,14 @@ from composition.soak.run import (
     start,
 )
 from composition.soak.schedule import draw
+from kmedic.exits import Exit
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("soak", help="the chaos soak: faults under Kafka's verifiable clients")
     p.add_argument("--seed", type=int, default=None, help="the schedule's seed (default: drawn)")
     p.add_argument(
-        "--minutes", type=float, default=15.0, help="about how long the faults run (default 15)"
+        "--minutes", type=_positive, default=15.0, help="about how long the faults run (default 15)"
     )
     p.add_argument("--workdir", type=Path, default=None, help="where logs and the report go")
     p.add_argument(
@@ -38,7 +39,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--ballast-mb",
-        type=int,
+        type=_not_negative,
         default=8,
         help="MB per partition of a topic the heals must copy, at 1 MB/s (default 8)",
     )
@@ -58,11 +59,27 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_soak)
 
 
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of minutes; {text!r} is not") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive; {value:g} is not")
+    return value
+
+
+def _not_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number of MB; {text!r} is not") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more; {value} is not")
+    return value
+
+
 def _soak(args: argparse.Namespace) -> int:
-    if args.minutes <= 0:
-        raise SystemExit("kmedic soak: --minutes must be positive")
-    if args.ballast_mb < 0:
-        raise SystemExit("kmedic soak: --ballast-mb must be 0 or more")
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kmedic-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -110,4 +127,4 @@ def run_soak(settings: SoakSettings) -> tuple[int, list[str]]:
         lines.append(f"  [BROKEN] no process left behind: {left}")
     report.save(settings.workdir / "report.json")
     lines.append(f"  report: {settings.workdir / 'report.json'}")
-    return (0 if report.held and not left else 1), lines
+    return (Exit.OK if report.held and not left else Exit.NOT_DONE), lines

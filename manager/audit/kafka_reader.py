@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from pydantic import ValidationError
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, Unreachable
 from kmedic.kafka_client import Cluster, client_settings, confluent_conf
 from kmedic.logging import get_logger
 from manager.audit.kafka_sink import DEFAULT_TOPIC
@@ -49,6 +49,18 @@ TRANSIENT = frozenset(
         KafkaError._DESTROY_BROKER,  # the client dropped the dead leader's broker (seen)
     }
 )
+# Any live broker answers a metadata request at once: with none answering in this long, the
+# reader gives up naming the address (a partition's leader may take longer: ``timeout_s``).
+REACH_S = 5.0
+# Errors that say no broker answered at all: the command could not ask (kmedic.exits).
+NO_ANSWER = frozenset(
+    {
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._RESOLVE,
+    }
+)
 T = TypeVar("T")
 
 
@@ -61,7 +73,7 @@ def transient(exc: BaseException) -> bool:
 
 def asked_until(call: Callable[[], T], what: str, timeout_s: float) -> T:
     """``call()``, asked again on a transient error until ``timeout_s``; a KmedicError naming
-    ``what`` when it fails for good."""
+    ``what`` when it fails for good (Unreachable when no broker answered)."""
     retrying = Retrying(
         retry=retry_if_exception(transient),
         stop=stop_after_delay(timeout_s),
@@ -72,7 +84,12 @@ def asked_until(call: Callable[[], T], what: str, timeout_s: float) -> T:
         return retrying(call)
     except KafkaException as exc:
         error = exc.args[0] if exc.args else exc
-        text = f"{error.str()} ({error.name()})" if isinstance(error, KafkaError) else str(error)
+        if not isinstance(error, KafkaError):
+            raise KmedicError(f"{what} failed: {error}") from None
+        text = f"{error.str()} ({error.name()})"
+        if error.code() in NO_ANSWER:
+            why = f"no broker answered in {timeout_s:.0f} s: {text}"
+            raise Unreachable(f"{what} failed: {why}") from None
         raise KmedicError(f"{what} failed: {text}") from None
 
 
@@ -117,7 +134,10 @@ def read_records(
     # does not answer (_TIMED_OUT), and the asks after its fencing must still fit.
     ask_s = max(1.0, timeout_s / 3)
     try:
-        meta = asked_until(lambda: consumer.list_topics(topic, timeout=ask_s), where, timeout_s)
+        reach_s = min(REACH_S, timeout_s)
+        meta = asked_until(
+            lambda: consumer.list_topics(topic, timeout=min(ask_s, reach_s)), where, reach_s
+        )
         info = meta.topics.get(topic)
         if info is None or info.error is not None:
             why = info.error.str() if info is not None and info.error else "missing"

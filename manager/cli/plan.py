@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
         description=(
             "Read a JSON cluster snapshot and print the decision: act (with ordered actions), "
             "noop or refuse (with reasons), predicted broker loads and bytes to move. "
-            "Exit 0 for act/noop, 2 for refuse, 1 for bad input."
+            "Exit 0 for act, noop or wait, 3 for refuse, 4 for a partial heal, 1 for bad input."
         ),
     )
     parser.add_argument("--snapshot", required=True, metavar="FILE", help="snapshot JSON file")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.exits import Exit
 from kmedic.gc_pause import collector_paused, kept_frozen
 from manager.analyzer.heal_time import Pace
 from manager.analyzer.readiness import Verdict, sweep
@@ -22,7 +23,7 @@ from manager.executor.move_state import ExecutorConfig
 from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import load_snapshot
 
-NOT_READY_EXIT = 3
+NOT_READY_EXIT = Exit.NOT_DONE
 
 
 def register(subparsers: Any) -> None:

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.exits import Exit
 from manager.cli.status import plan_json, plan_line
 from manager.cli.zk_args import common_parser, zk_target
 from manager.coordination.request_store import StoredRequest, cancel, read_requests, submit
@@ -66,7 +67,7 @@ def add_wait(p: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="wait up to this long for the request to be done (exit 1 if it is not)",
+        help="wait up to this long for the request to be done (exit 3 if it is not)",
     )
 
 
@@ -94,7 +95,7 @@ def submit_request(args: argparse.Namespace) -> int:
                 seen = now.state
                 _show(args, [now])
             if not now.open:
-                return 0 if now.state == "done" else 1
+                return Exit.OK if now.state == "done" else Exit.NOT_DONE
     raise KmedicError(f"request {request.id} is still {seen} after {args.wait:.0f}s")
 
 

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.exits import Exit
 from kmedic.kafka_admin import connect_admin, describe_min_insync, describe_partitions
 from kmedic.kafka_client import Cluster
 from manager.analyzer.topic_safety import TopicFacts, find_unsafe
@@ -21,7 +22,7 @@ from manager.cli.requests import add_wait, submit_request
 from manager.cli.zk_args import common_parser
 from manager.model.policy import Policy
 
-UNSAFE_EXIT = 3
+UNSAFE_EXIT = Exit.NOT_DONE
 
 
 def register(subparsers: Any) -> None:

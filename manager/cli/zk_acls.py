@@ -1,6 +1,6 @@
 """`kmedic zk-acls check|fix`: are kmedic's znodes protected by kmedic's ACL (manager
 ``zookeeper.auth``)? ``check`` lists every znode of the cluster's tree (and the root) whose
-ACL is another, exit 1 when there is one; ``fix`` puts kmedic's ACL on exactly those — the
+ACL is another, exit 3 when there is one; ``fix`` puts kmedic's ACL on exactly those — the
 step a manager's start warning (``zookeeper_acls_not_kmedics``) asks for.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 from kazoo.exceptions import NoAuthError
 
 from kmedic.errors import KmedicError
+from kmedic.exits import Exit
 from manager.cli.zk_args import ZkTarget, common_parser, zk_target
 from manager.coordination.acls import ZooKeeperAuth, fix_tree, tree_problems
 from manager.coordination.session import zk_session
@@ -23,7 +24,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("zk-acls", help="check or fix the ACLs of kmedic's znodes")
     verbs = parser.add_subparsers(dest="verb", required=True)
     verbs.add_parser(
-        "check", parents=[common], help="list znodes without kmedic's ACL (exit 1 if any)"
+        "check", parents=[common], help="list znodes without kmedic's ACL (exit 3 if any)"
     ).set_defaults(func=_check)
     verbs.add_parser(
         "fix", parents=[common], help="put kmedic's ACL on every znode `check` lists"
@@ -52,7 +53,7 @@ def _check(args: argparse.Namespace) -> int:
         print(f"{len(problems)} znode(s) without kmedic's ACL (fix: kmedic zk-acls fix):")
         for path, acl in problems.items():
             print(f"  {path}: {acl or 'no ACL'}")
-    return 1 if problems else 0
+    return Exit.NOT_DONE if problems else Exit.OK
 
 
 def _fix(args: argparse.Namespace) -> int:

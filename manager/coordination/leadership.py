@@ -44,6 +44,7 @@ from manager.coordination.state import CoordinationState, read_state
 from manager.coordination.znodes import (
     CoordinationError,
     LeaderRecord,
+    ZooKeeperUnreachable,
     decode_json,
     manager_path,
     parse_leader,
@@ -126,9 +127,8 @@ class Coordinator:
         try:
             self._client.start(timeout=timeout_s)
         except KazooTimeoutError as exc:
-            # kazoo stopped the client itself; it may be started again (the manager retries
-            # until ZooKeeper answers), and ``stop`` closes it.
-            raise CoordinationError(
+            # kazoo stopped the client: the manager may start it again, ``stop`` closes it.
+            raise ZooKeeperUnreachable(
                 f"cannot connect to ZooKeeper at {self.config.zk_connect} within {timeout_s}s"
             ) from exc
         self._client.add_listener(self._on_state)

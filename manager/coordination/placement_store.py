@@ -59,7 +59,7 @@ class ZkConfigStore:
         zk_connect: str,
         cluster: str,
         root: str = "/kmedic",
-        timeout_s: float = 10.0,
+        timeout_s: float | None = None,
         auth: ZooKeeperAuth | None = None,
     ) -> Iterator[ZkConfigStore]:
         with zk_session(zk_connect, timeout_s, auth) as client:

@@ -12,11 +12,15 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, Unreachable
 
 
 class CoordinationError(KmedicError):
     """ZooKeeper is unreachable or answered something unexpected."""
+
+
+class ZooKeeperUnreachable(CoordinationError, Unreachable):
+    """ZooKeeper did not answer within the session's bound."""
 
 
 def manager_path(root: str, cluster: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kmedic.exits import Exit
 from manager.model.reasons import ReasonCode
 
 Outcome = Literal["act", "noop", "refuse", "wait"]
@@ -138,8 +139,11 @@ class Decision:
     tidying: bool = False
 
     @property
-    def exit_code(self) -> int:
-        return 2 if self.outcome == "refuse" else 0
+    def exit_code(self) -> Exit:
+        """A refusal is not done; a partial heal is partly done; anything else is done."""
+        if self.outcome == "refuse":
+            return Exit.NOT_DONE
+        return Exit.PARTIAL if self.unhealed else Exit.OK
 
     def to_dict(self) -> dict[str, Any]:
         return {

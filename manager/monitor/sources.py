@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from kmedic.brokerstats import from_json
-from kmedic.errors import KmedicError
+from kmedic.errors import Unreachable
 from kmedic.kafka_admin import connect_admin, describe_eligible_leaders, describe_partitions
 from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
@@ -58,7 +58,7 @@ WATCH_TIMEOUT_MS = 1500
 OFFLINE_CONFIRM_S = 1.0
 
 
-class AdminUnavailable(KmedicError):
+class AdminUnavailable(Unreachable):
     """The Admin API could not be read this cycle; the manager takes no action."""
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from composition.cli import main
+from kmedic.exits import Exit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import decision_corpus
@@ -65,4 +66,8 @@ def test_kmedic_plan_json_prints_the_recorded_decision(
     path.write_text(json.dumps(row["snapshot"]))
     code = main(["plan", "--snapshot", str(path), "--json"])
     assert capsys.readouterr().out == row["json"] + "\n"
-    assert code == (2 if json.loads(row["json"])["outcome"] == "refuse" else 0)
+    recorded = json.loads(row["json"])
+    expected = Exit.NOT_DONE if recorded["outcome"] == "refuse" else Exit.OK
+    if recorded["outcome"] != "refuse" and recorded.get("unhealed"):
+        expected = Exit.PARTIAL
+    assert code == expected

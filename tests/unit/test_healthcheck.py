@@ -10,6 +10,7 @@ import pytest
 
 from composition.healthcheck import Target, probe, role_of, target_of
 from kmedic.errors import KmedicError
+from kmedic.exits import Exit
 from manager.web.metrics import ManagerMetrics
 from manager.web.server import MetricsServer
 
@@ -58,10 +59,10 @@ def test_a_healthy_manager_passes_and_an_unhealthy_one_fails_saying_why() -> Non
     for healthy in (True, False):
         server = serve(healthy)
         try:
-            ok, line = probe(Target("manager", f"http://127.0.0.1:{server.port}/healthz"), 5)
+            code, line = probe(Target("manager", f"http://127.0.0.1:{server.port}/healthz"), 5)
         finally:
             server.stop()
-        assert ok is healthy, line
+        assert code == (Exit.OK if healthy else Exit.NOT_DONE), line
         if not healthy:
             assert "answered 503" in line and "zookeeper_connected" in line
 
@@ -70,8 +71,8 @@ def test_a_role_that_does_not_answer_is_unhealthy() -> None:
     server = serve(True)
     port = server.port
     server.stop()
-    ok, line = probe(Target("agent", f"http://127.0.0.1:{port}/metrics"), 2)
-    assert not ok and line.startswith(
+    code, line = probe(Target("agent", f"http://127.0.0.1:{port}/metrics"), 2)
+    assert code == Exit.UNREACHABLE and line.startswith(
         f"agent unhealthy: http://127.0.0.1:{port}/metrics unreachable"
     )
 
@@ -101,7 +102,7 @@ def test_the_command_reads_the_role_process_and_asks_its_endpoint(
             f"agent healthy (http://127.0.0.1:{server.port}/metrics answered 200)"
         )
         server.stop()
-        assert main(["healthcheck", "--pid", str(role.pid)]) == 1
+        assert main(["healthcheck", "--pid", str(role.pid)]) == Exit.UNREACHABLE
         assert "agent unhealthy" in capsys.readouterr().out
     finally:
         role.kill()

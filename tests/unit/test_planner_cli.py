@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "configs" / "examples"
         ("healthy.json", 0, "noop"),
         ("dead-broker.json", 0, "act"),
         ("hot-broker.json", 0, "act"),
-        ("two-racks-lost.json", 2, "refuse"),
+        ("two-racks-lost.json", 3, "refuse"),
     ],
 )
 def test_examples_exit_codes_and_json(

@@ -1,0 +1,147 @@
+"""Every command's exit code means one thing (kmedic.exits; docs/operations.md, "Exit codes"):
+a usage error is 2 on every command, a service that does not answer is 5 on every command
+that needs one, a refusal 3, a partial heal 4, bad input 1 - never a number shared by two
+meanings (a refusal and a usage error were both 2; "not done" and "could not connect" both 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from planner_fixtures import broker, part, snapshot_dict
+
+from composition.cli import build_parser, main
+from kmedic.exits import Exit
+from manager.coordination import session
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "configs" / "examples"
+
+# A value each required argument takes (the command must get as far as its first connection).
+VALUES = {"brokers": "1", "broker": "1", "rf": "3", "id": "r1", "topics": "t", "primary": "g"}
+
+
+def leaves(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield path, parser
+        return
+    for name, command in subs[0].choices.items():
+        yield from leaves(command, (*path, name))
+
+
+COMMANDS = list(leaves(build_parser()))
+
+
+def options(parser: argparse.ArgumentParser) -> set[str]:
+    return {o for a in parser._actions for o in a.option_strings}
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def required_args(parser: argparse.ArgumentParser) -> list[str]:
+    out: list[str] = []
+    for action in parser._actions:
+        if not action.required or action.dest in ("command", "verb"):
+            continue
+        value = VALUES.get(action.dest, "x")
+        out += [value] if not action.option_strings else [action.option_strings[0], value]
+    return out
+
+
+def test_the_table_in_the_docs_is_the_one_the_code_uses() -> None:
+    text = (ROOT / "docs" / "operations.md").read_text()
+    table = text[text.index("## 10. Exit codes") :]
+    documented = {int(n) for n in re.findall(r"^\| +(\d+) \|", table, flags=re.MULTILINE)}
+    assert documented == {int(e) for e in Exit}
+
+
+@pytest.mark.parametrize(("path", "parser"), COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
+def test_every_command_takes_a_bad_flag_as_a_usage_error(
+    path: tuple[str, ...], parser: argparse.ArgumentParser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*path, *required_args(parser), "--no-such-flag"]
+    if path == ("cluster", "exec"):  # everything after it is the command to run
+        argv = ["cluster", "--no-such-flag", "exec", "true"]
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == Exit.USAGE
+    assert "--no-such-flag" in capsys.readouterr().err
+
+
+def test_a_value_out_of_range_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["soak", "--minutes", "0"], ["soak", "--ballast-mb", "-1"]):
+        with pytest.raises(SystemExit) as ended:
+            main(argv)
+        assert ended.value.code == Exit.USAGE, argv
+        assert "must be" in capsys.readouterr().err
+
+
+def test_plan_says_done_refused_partial_and_bad_input_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", "--snapshot", str(EXAMPLES / "healthy.json")]) == Exit.OK
+    assert main(["plan", "--snapshot", str(EXAMPLES / "two-racks-lost.json")]) == Exit.NOT_DONE
+    # Broker 6 dead; "stuck" may live only on brokers 1 and 6: "ok" is healed, "stuck" is not.
+    brokers = [broker(b, f"/r{b % 3}", alive=b != 6) for b in range(1, 7)]
+    alive = {1, 2, 3, 4, 5}
+    partial = snapshot_dict(
+        brokers,
+        {"ok": [part(0, [6, 1], alive=alive)], "stuck": [part(0, [6, 1], alive=alive)]},
+        broker_groups=[{"name": "tiny", "brokers": [1, 6]}],
+        isolation_groups=[{"name": "i", "topics": ["stuck"], "primary": "tiny"}],
+    )
+    (tmp_path / "partial.json").write_text(json.dumps(partial))
+    assert main(["plan", "--snapshot", str(tmp_path / "partial.json")]) == Exit.PARTIAL
+    assert main(["plan", "--snapshot", str(tmp_path / "missing.json")]) == Exit.ERROR
+    assert "missing.json" in capsys.readouterr().err
+
+
+def test_every_command_that_needs_a_service_says_it_did_not_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each command with --zk or --bootstrap, pointed at a port nothing listens on, exits 5 and
+    names the address (it exited 1, as for a bad config)."""
+    monkeypatch.setattr(session, "CONNECT_TIMEOUT_S", 0.5)
+    address = f"127.0.0.1:{closed_port()}"
+    password = tmp_path / "password"
+    password.write_text("secret\n")
+    identity = ["--zk-username", "kmedic", "--zk-password-file", str(password)]
+    checked = []
+    for path, parser in COMMANDS:
+        flags = options(parser)
+        if "--zk" in flags:
+            service = ["--zk", address, "--cluster", "c"]
+        elif "--bootstrap" in flags:
+            service = ["--bootstrap", address]
+        else:
+            continue
+        if path[0] == "zk-acls":  # it acts as kmedic's own ZooKeeper identity
+            service += identity
+        code = main([*path, *required_args(parser), *service])
+        err = capsys.readouterr().err
+        assert (code, address in err) == (Exit.UNREACHABLE, True), (path, err)
+        checked.append(path)
+    assert len(checked) >= 30, checked  # the placement admin, requests, status, tail, ...
+
+
+def test_an_interrupt_is_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(_: argparse.Namespace) -> int:
+        raise KeyboardInterrupt
+
+    import manager.cli.plan as plan_cli
+
+    monkeypatch.setattr(plan_cli, "run", interrupted)
+    assert main(["plan", "--snapshot", str(EXAMPLES / "healthy.json")]) == Exit.INTERRUPTED
