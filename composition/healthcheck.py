@@ -31,8 +31,10 @@ class Target:
     url: str
 
 
-def role_of(argv: list[str]) -> tuple[str, Path | None]:
-    """The role a kmedic command line runs, and its ``--config`` file."""
+def role_of(argv: list[str], cwd: Path | None = None) -> tuple[str, Path | None]:
+    """The role a kmedic command line runs, and its ``--config`` file: a relative path is the
+    role's, read against ``cwd``, the role's working directory (it was read against the
+    check's own, which in a container or a systemd unit is not the role's)."""
     role = next((a for a in argv if a in ROLES), None)
     if role is None:
         raise KmedicError(f"not a kmedic role process: {' '.join(argv) or '(empty)'}")
@@ -42,6 +44,8 @@ def role_of(argv: list[str]) -> tuple[str, Path | None]:
             config = Path(argv[i + 1])
         elif arg.startswith("--config="):
             config = Path(arg.removeprefix("--config="))
+    if config is not None and cwd is not None and not config.is_absolute():
+        config = cwd / config
     return role, config
 
 
@@ -108,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise KmedicError(f"cannot read the command line of process {args.pid}: {exc}") from exc
     argv = [a.decode(errors="replace") for a in raw.split(b"\0") if a]
-    code, line = probe(target_of(*role_of(argv)), args.timeout)
+    try:
+        cwd: Path | None = Path(f"/proc/{args.pid}/cwd").resolve(strict=True)
+    except OSError:
+        cwd = None  # another user's process: its paths are taken as given
+    code, line = probe(target_of(*role_of(argv, cwd)), args.timeout)
     print(line)
     return code

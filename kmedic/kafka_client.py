@@ -239,3 +239,13 @@ def confluent_conf(cluster: Cluster, extra: Mapping[str, Any] | None = None) -> 
     if clash:
         raise ValueError(f"client settings may not override {', '.join(clash)}")
     return {**base, **extra}
+
+
+def error_text(exc: BaseException) -> str:
+    """A client error as a reader wants it: librdkafka's sentence and code name
+    ("Failed to get metadata: Local: Broker transport failure (_TRANSPORT)"), not the
+    KafkaError{code=...,val=...} its exception prints."""
+    error: Any = exc.args[0] if exc.args else None
+    if hasattr(error, "str") and hasattr(error, "name"):
+        return f"{error.str()} ({error.name()})"
+    return str(exc)

@@ -88,3 +88,20 @@ def check_credentials(cluster: Cluster, *, role: str, timeout_s: float = CHECK_T
         security_protocol=settings.security_protocol,
         error=failure,
     )
+
+
+def kafka_silence(cluster: Cluster, timeout_s: float = 3.0) -> str | None:
+    """Why no broker answered a metadata request within ``timeout_s`` (librdkafka's words),
+    or None when one did: a command giving up on another service asks, so that its one line
+    names every service it could not reach."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from kmedic.kafka_client import error_text
+
+    admin = AdminClient(confluent_conf(cluster, {"log_level": 0}))
+    try:
+        admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        return error_text(exc)
+    return None

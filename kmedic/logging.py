@@ -94,12 +94,27 @@ LIBRARY_LOGGERS = ("kazoo.client", "kafka", "py4j", "urllib3")
 
 def quiet_for_a_tool() -> None:
     """A one-shot tool (not a role) ends a failure with one line naming what is unreachable;
-    the client libraries' retries and kmedic's own start-up warning before it are noise there.
+    the client libraries' retries and errors, librdkafka's lines and kmedic's own start-up
+    warning before it are noise there (they were five lines before the one that says it all).
     They stay visible with ``--log-level DEBUG``."""
-    if logging.getLogger().level <= logging.DEBUG:
+    root = logging.getLogger()
+    if root.level <= logging.DEBUG:
         return
-    for name in (*LIBRARY_LOGGERS, "kmedic.kafka_preflight"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    for handler in root.handlers:
+        handler.addFilter(_client_library_line)
+
+
+_TOOL_QUIET = (*LIBRARY_LOGGERS, "kmedic.kafka_preflight")
+
+
+def _client_library_line(record: logging.LogRecord) -> bool:
+    """False for a client library's line below CRITICAL (the Kafka and ZooKeeper clients, the
+    loggers librdkafka's lines are routed to: "....rdkafka...")."""
+    name = record.name
+    library = ".rdkafka" in name or any(
+        name == prefix or name.startswith(prefix + ".") for prefix in _TOOL_QUIET
+    )
+    return not library or record.levelno >= logging.CRITICAL
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kmedic.errors import KmedicError
-from kmedic.kafka_preflight import check_credentials
+from kmedic.errors import KmedicError, Unreachable
+from kmedic.kafka_client import client_settings
+from kmedic.kafka_preflight import check_credentials, kafka_silence
 from kmedic.logging import get_logger
 from manager.config import ManagerConfig, load_manager_config
 from manager.model.snapshot import Snapshot
@@ -98,6 +99,15 @@ def writable(out: Path) -> None:
         raise KmedicError(f"cannot write {out}: {parent} is not writable")
 
 
+def and_kafka(cfg: ManagerConfig) -> str:
+    """ "; nor did Kafka ..." when Kafka does not answer either: a command that gives up names
+    every service it could not reach, not only the first one it tried."""
+    why = kafka_silence(cfg.cluster_client)
+    if why is None:
+        return ""
+    return f"; nor did Kafka at {client_settings(cfg.cluster_client).bootstrap} answer ({why})"
+
+
 def take_snapshot(cfg: ManagerConfig, wait_s: float) -> Snapshot:
     """The snapshot the manager would decide on now. Reads ZooKeeper on a plain session: it
     joins no election and never moves the fencing epoch, whether or not a manager runs."""
@@ -110,11 +120,16 @@ def take_snapshot(cfg: ManagerConfig, wait_s: float) -> Snapshot:
     sources = sources_for(cfg).start()
     try:
         deadline = time.monotonic() + wait_s
+        # ZooKeeper first, while the feeds start: a ZooKeeper that does not answer ends the
+        # command within its session bound, naming Kafka too when the feeds found it silent.
+        zk = cfg.zookeeper
+        try:
+            with zk_session(zk.zk_connect, zk.session_timeout_s, zk.auth) as client:
+                state = read_state(client, cfg.cluster, zk.root)
+        except Unreachable as exc:
+            raise Unreachable(f"{exc}{and_kafka(cfg)}") from exc
         while time.monotonic() < deadline and not all(s.caught_up for s in sources.feed_status()):
             time.sleep(0.5)
-        zk = cfg.zookeeper
-        with zk_session(zk.zk_connect, zk.session_timeout_s, zk.auth) as client:
-            state = read_state(client, cfg.cluster, zk.root)
         # A saved snapshot is for replay: it holds no leadership of its own.
         epoch = state.current_epoch
         leadership = Leadership(

@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from kmedic.kafka_client import Cluster, confluent_conf
+from kmedic.kafka_client import Cluster, confluent_conf, error_text
 from kmedic.logging import get_logger
 
 log = get_logger(__name__)
@@ -145,7 +145,7 @@ class LatestByKey(Generic[V]):
                         continue
                 msg = self._consumer.poll(0.5)
             except Exception as exc:  # the broker side may be down; keep trying
-                self._note_error(str(exc))
+                self._note_error(error_text(exc))
                 self._stop.wait(1.0)
                 continue
             if msg is None:

@@ -105,7 +105,7 @@ def test_a_tool_says_what_is_unreachable_in_one_line_without_library_noise(
     """Client libraries retry and warn on their way to the failure (kazoo's `Connection
     dropped`, kmedic's own `kafka_not_reachable_at_start`); a tool's user reads one line. A
     role keeps those warnings (its log), and --log-level DEBUG shows them for a tool too.
-    The three commands run at once: each waits out its own connection timeout."""
+    The commands run at once: each waits out its own connection timeout."""
     from kmedic.localcluster.process import free_ports
 
     kafka_port, zk_port = free_ports(2)
@@ -115,6 +115,7 @@ def test_a_tool_says_what_is_unreachable_in_one_line_without_library_noise(
         "tail": ["actions", "tail", "--config", str(config)],
         "domains": ["domains", "list", "--config", str(config)],
         "debug": ["--log-level", "DEBUG", "domains", "list", "--config", str(config)],
+        "readiness": ["readiness", "--config", str(config)],
     }
     with ThreadPoolExecutor(len(runs)) as pool:
         done = dict(
@@ -133,6 +134,13 @@ def test_a_tool_says_what_is_unreachable_in_one_line_without_library_noise(
         f"kmedic: error: cannot connect to ZooKeeper at 127.0.0.1:{zk_port} within 10s"
     ]
     assert "kazoo.client" in done["debug"].stderr, "DEBUG shows what the libraries said"
+    # It needs both, and names both (it blamed ZooKeeper alone, after five lines of the
+    # Kafka clients' errors).
+    assert done["readiness"].stderr.splitlines() == [
+        f"kmedic: error: cannot connect to ZooKeeper at 127.0.0.1:{zk_port} within 4s; nor did "
+        f"Kafka at 127.0.0.1:{kafka_port} answer (Failed to get metadata: Local: Broker "
+        "transport failure (_TRANSPORT))"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -92,9 +92,12 @@ def test_the_command_reads_the_role_process_and_asks_its_endpoint(
         .read_text()
         .replace("metrics_port: 9464", f"metrics_port: {server.port}")
     )
-    # A process whose command line reads like the agent's (`kmedic agent --config FILE`).
+    # A process whose command line reads like the agent's (`kmedic agent --config FILE`), its
+    # config named relative to its own working directory, not the check's (found by hand: the
+    # check read it against its own and failed to find it).
     role = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)", "agent", "--config", str(config)]
+        [sys.executable, "-c", "import time; time.sleep(60)", "agent", "--config", config.name],
+        cwd=tmp_path,
     )
     try:
         assert main(["healthcheck", "--pid", str(role.pid)]) == 0
