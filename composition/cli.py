@@ -49,25 +49,43 @@ def build_parser() -> argparse.ArgumentParser:
         description="Self-healing daemon for Apache Kafka.",
     )
     parser.add_argument("--version", action="version", version=f"kmedic {__version__}")
-    parser.add_argument(
-        "--log-level",
-        type=log_level,
-        choices=LEVELS,
-        default="INFO",
-        help="log level for every component (default INFO)",
-    )
-    parser.add_argument(
-        "--log-json",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="JSON log lines (default: JSON unless stderr is a terminal)",
-    )
+    add_global_flags(parser, level="INFO", json=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     describe_commands(parser)
+    for command in commands(parser):
+        # Global flags anywhere: `kmedic plan ... --log-level DEBUG` as well as before it. A
+        # command's own copy sets the value only when given there.
+        add_global_flags(command, level=argparse.SUPPRESS, json=argparse.SUPPRESS)
     return parser
+
+
+def add_global_flags(parser: argparse.ArgumentParser, *, level: object, json: object) -> None:
+    parser.add_argument(
+        "--log-level",
+        type=log_level,
+        choices=LEVELS,
+        default=level,
+        help="log level for every component (default INFO)",
+    )
+    parser.add_argument(
+        "--log-json",
+        action=argparse.BooleanOptionalAction,
+        default=json,
+        help="JSON log lines (default: JSON unless stderr is a terminal)",
+    )
+
+
+def commands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every command and command group under ``parser``."""
+    out: list[argparse.ArgumentParser] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                out += [command, *commands(command)]
+    return out
 
 
 def describe_commands(parser: argparse.ArgumentParser) -> None:

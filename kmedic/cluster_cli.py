@@ -43,8 +43,16 @@ def register(sub: Any) -> None:
     parser.add_argument("--dir", type=Path, default=None, help="work directory (data, logs)")
     actions = parser.add_subparsers(dest="cluster_action", metavar="ACTION")
     actions.required = True
+    # ``cluster status --dir X`` as well as ``cluster --dir X status``: the action's own
+    # --dir leaves the group's value alone when it is not given.
+    at_dir = argparse.ArgumentParser(add_help=False)
+    at_dir.add_argument(
+        "--dir", type=Path, default=argparse.SUPPRESS, help="work directory (data, logs)"
+    )
 
-    up = actions.add_parser("up", help="start ZooKeeper, KRaft controllers and N brokers")
+    up = actions.add_parser(
+        "up", parents=[at_dir], help="start ZooKeeper, KRaft controllers and N brokers"
+    )
     up.add_argument("--brokers", type=int, default=4, help="number of brokers (default 4)")
     up.add_argument(
         "--controllers",
@@ -74,23 +82,31 @@ def register(sub: Any) -> None:
     )
     up.set_defaults(func=cmd_up)
 
-    actions.add_parser("down", help="stop every node; leaves no process").set_defaults(
-        func=cmd_down
+    actions.add_parser(
+        "down", parents=[at_dir], help="stop every node; leaves no process"
+    ).set_defaults(func=cmd_down)
+    status = actions.add_parser(
+        "status", parents=[at_dir], help="show each node and whether it runs"
     )
-    status = actions.add_parser("status", help="show each node and whether it runs")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(func=cmd_status)
 
-    kill = actions.add_parser("kill", help="SIGKILL broker or controller N, as a crash would")
+    kill = actions.add_parser(
+        "kill", parents=[at_dir], help="SIGKILL broker or controller N, as a crash would"
+    )
     kill.add_argument("broker", type=int, metavar="N")
     kill.set_defaults(func=cmd_kill)
 
-    restart = actions.add_parser("restart", help="start broker or controller N again")
+    restart = actions.add_parser(
+        "restart", parents=[at_dir], help="start broker or controller N again"
+    )
     restart.add_argument("broker", type=int, metavar="N")
     restart.set_defaults(func=cmd_restart)
 
     run = actions.add_parser(
-        "exec", help="run a command where the cluster is reachable (a shaped cluster's namespace)"
+        "exec",
+        parents=[at_dir],
+        help="run a command where the cluster is reachable (a shaped cluster's namespace)",
     )
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     run.set_defaults(func=cmd_exec)

@@ -30,7 +30,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--minutes", type=_positive, default=15.0, help="about how long the faults run (default 15)"
     )
-    p.add_argument("--workdir", type=Path, default=None, help="where logs and the report go")
+    p.add_argument(
+        "--dir", type=Path, default=None, help="work directory: logs, the schedule and the report"
+    )
     p.add_argument(
         "--no-stream", action="store_true", help="leave the Spark job out (a lighter run)"
     )
@@ -81,7 +83,7 @@ def _not_negative(text: str) -> int:
 
 def _soak(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else random.randrange(2**31)
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kmedic-soak-"))
+    workdir = args.dir or Path(tempfile.mkdtemp(prefix="kmedic-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
     settings = SoakSettings(
         seed=seed,

@@ -39,7 +39,11 @@ def register(sub: Any) -> None:
     snap.add_argument("--config", type=Path, required=True, help="manager YAML config")
     snap.add_argument("--out", type=Path, required=True, help="where to write the JSON snapshot")
     snap.add_argument(
-        "--wait", type=float, default=20.0, help="seconds to let the stats/load feeds catch up"
+        "--feeds-wait",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="how long to let the stats and load feeds catch up (default 20)",
     )
     snap.set_defaults(func=cmd_snapshot)
 
@@ -75,7 +79,7 @@ def cmd_manager(args: argparse.Namespace) -> int:
 def cmd_snapshot(args: argparse.Namespace) -> int:
     cfg = load_manager_config(args.config)
     writable(args.out)  # before the cluster is read, not after
-    snap = take_snapshot(cfg, args.wait)
+    snap = take_snapshot(cfg, args.feeds_wait)
     try:
         args.out.write_text(snap.model_dump_json(indent=1))
     except OSError as exc:

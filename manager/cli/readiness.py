@@ -40,7 +40,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--snapshot", metavar="FILE", help="a saved snapshot (kmedic snapshot)")
     p.add_argument("--config", type=Path, help="the manager's YAML: read the live cluster")
     p.add_argument(
-        "--wait", type=float, default=20.0, help="live: seconds to let the stats feeds catch up"
+        "--feeds-wait",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="live: how long to let the stats and load feeds catch up (default 20)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
@@ -59,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
         from manager.config import load_manager_config
 
         cfg = load_manager_config(args.config)
-        verdicts = _sweep(take_snapshot(cfg, args.wait), pace_of(cfg.executor, cfg.readiness, None))
+        verdicts = _sweep(
+            take_snapshot(cfg, args.feeds_wait), pace_of(cfg.executor, cfg.readiness, None)
+        )
     if args.json:
         print(json.dumps([v.to_dict() for v in verdicts], indent=2))
     else:

@@ -325,7 +325,9 @@ def test_snapshots_replay_through_plan(harness: Harness, tmp_path: Path) -> None
     settings = manager_settings(0)
     config.write_text(yaml.safe_dump(harness.pipeline.manager_config(**settings)))
     saved = tmp_path / "snap.json"
-    done = kmedic_process("snapshot", "--config", str(config), "--out", str(saved), "--wait", "15")
+    done = kmedic_process(
+        "snapshot", "--config", str(config), "--out", str(saved), "--feeds-wait", "15"
+    )
     assert done.returncode == 0, done.stderr
     assert "4 brokers" in done.stdout
     for path in (saved, harness.pipeline.workdir / "snapshot.json"):

@@ -28,7 +28,7 @@ def first(events: list[str], test: Callable[[str], bool], what: str) -> int:
 
 
 def test_the_short_soak_loses_nothing_and_pages_nobody(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "composition.cli", "soak", *SHORT, "--workdir", str(tmp_path)]
+    cmd = [sys.executable, "-m", "composition.cli", "soak", *SHORT, "--dir", str(tmp_path)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     print(done.stdout[-4000:])
     report_path = tmp_path / "report.json"

@@ -66,7 +66,7 @@ def test_the_snapshot_carries_kafkas_eligible_leader_replicas(
     )
     out = tmp_path / "snap.json"
     done = kmedic_process(
-        "snapshot", "--config", str(config), "--out", str(out), "--wait", "2", timeout=120
+        "snapshot", "--config", str(config), "--out", str(out), "--feeds-wait", "2", timeout=120
     )
     assert done.returncode == 0, done.stderr
     [mine] = [t for t in json.loads(out.read_text())["topics"] if t["name"] == topic]

@@ -44,7 +44,7 @@ def test_a_snapshot_with_no_manager_running_leaves_the_epoch_alone(
         )
     )
     out = tmp_path / "snap.json"
-    args = ["snapshot", "--config", str(config), "--out", str(out), "--wait", "2"]
+    args = ["snapshot", "--config", str(config), "--out", str(out), "--feeds-wait", "2"]
     done = subprocess.run(
         [sys.executable, "-m", "composition.cli", *args],
         capture_output=True,
@@ -73,7 +73,7 @@ def test_readiness_reads_the_live_cluster_as_a_snapshot_does(
             }
         )
     )
-    args = ["readiness", "--config", str(config), "--wait", "2", "--json"]
+    args = ["readiness", "--config", str(config), "--feeds-wait", "2", "--json"]
     done = subprocess.run(
         [sys.executable, "-m", "composition.cli", *args],
         capture_output=True,

@@ -47,3 +47,59 @@ def test_every_command_says_what_it_does_in_the_operators_words(
     assert parser.description in text.replace("\n", " ") or parser.description[:30] in text
     assert not SOURCE_PATH.search(text), SOURCE_PATH.findall(text)
     assert not REST.search(text), text
+
+
+LEAVES = [
+    (path, parser)
+    for path, parser in commands(build_parser())
+    if not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
+]
+# One meaning per flag name: where a name appears, it takes the same kind of value.
+ONE_MEANING = {
+    "--wait": ("SECONDS", float),  # a request's wait (the feeds' catch-up is --feeds-wait)
+    "--feeds-wait": ("SECONDS", float),
+    "--dir": (None, None),  # a work directory, whatever the command (not --workdir)
+}
+RETIRED = {"--workdir"}
+
+
+def test_one_name_has_one_meaning_on_every_command() -> None:
+    seen: dict[str, set[tuple[str, ...]]] = {}
+    for path, parser in LEAVES:
+        for action in parser._actions:
+            for flag in action.option_strings:
+                seen.setdefault(flag, set()).add(path)
+                assert flag not in RETIRED, (path, flag)
+                metavar, kind = ONE_MEANING.get(flag, (None, None))
+                if metavar is not None:
+                    assert (action.metavar, action.type) == (metavar, kind), (path, flag)
+    assert ("drain",) in seen["--wait"] and ("topics", "set-rf") in seen["--wait"]
+    assert {("snapshot",), ("readiness",)} <= seen["--feeds-wait"]
+    assert ("soak",) in seen["--dir"] and ("cluster", "status") in seen["--dir"]
+
+
+@pytest.mark.parametrize(("path", "parser"), LEAVES, ids=[" ".join(p) for p, _ in LEAVES])
+def test_global_flags_are_taken_after_the_command_too(
+    path: tuple[str, ...], parser: argparse.ArgumentParser
+) -> None:
+    """`kmedic plan --snapshot F --log-level DEBUG` (it was a usage error: global flags only
+    before the command)."""
+    required: list[str] = []
+    for action in parser._actions:
+        if action.required and action.dest not in ("command", "verb"):
+            value = {"brokers": "1", "broker": "1", "rf": "3"}.get(action.dest, "x")
+            required += [value] if not action.option_strings else [action.option_strings[0], value]
+    if path == ("cluster", "exec"):  # everything after it is the command to run
+        return
+    args = build_parser().parse_args([*path, *required, "--log-level", "debug", "--log-json"])
+    assert (args.log_level, args.log_json) == ("DEBUG", True)
+    before = build_parser().parse_args(["--log-level", "warning", *path, *required])
+    assert (before.log_level, before.log_json) == ("WARNING", None)
+
+
+def test_a_groups_flag_is_taken_after_its_action_too() -> None:
+    """`kmedic cluster status --dir X` as well as `kmedic cluster --dir X status`."""
+    parser = build_parser()
+    assert str(parser.parse_args(["cluster", "status", "--dir", "/x"]).dir) == "/x"
+    assert str(parser.parse_args(["cluster", "--dir", "/x", "status"]).dir) == "/x"
+    assert parser.parse_args(["cluster", "status"]).dir is None
