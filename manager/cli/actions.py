@@ -47,7 +47,10 @@ def register(subparsers: Any) -> None:
     tail.add_argument("--topic", help=f"default: the config's, or {DEFAULT_TOPIC}")
     tail.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
     tail.add_argument("--since", help="only records from then on: 15m, 2h, 1d or an ISO time")
-    tail.add_argument("--cluster", help="only records about this Kafka cluster")
+    tail.add_argument(
+        "--cluster",
+        help="only records about this Kafka cluster (kmedic's name for it, as everywhere)",
+    )
     tail.add_argument("--json", action="store_true", help="one JSON record per line (all)")
     tail.add_argument(
         "--all",
