@@ -3,8 +3,9 @@
 Which role, and where it listens, come from the role's own command line (PID 1 in a container;
 ``--pid`` for another process) and the config file it names, read with the same environment
 overrides the role got: the agent and the stream serve ``/metrics`` on ``metrics_port``, the
-manager ``/healthz`` on ``http.port``. A 200 is healthy; the manager's 503 is not (its body
-says why); a 401 means the endpoint wants a password (a web-config file): the role answers,
+manager ``/healthz`` on ``http.port``. A 200 is healthy (an agent's only while Kafka
+acknowledges its records: within three sampling intervals, once it has run that long); the
+manager's 503 is not (its body says why); a 401 means the endpoint wants a password (a web-config file): the role answers,
 which is as much as a check without the password can know. Exit 0 when healthy, 3 when it
 answers unhealthy, 5 when it does not answer (kmedic.exits), with one line each way.
 """
@@ -12,7 +13,10 @@ answers unhealthy, 5 when it does not answer (kmedic.exits), with one line each 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import ssl
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -29,6 +33,13 @@ ROLES = ("agent", "stream", "manager")
 class Target:
     role: str
     url: str
+    # An agent is healthy while Kafka acknowledges its records: not after this long without
+    # one (three sampling intervals), once it has run that long. None: the answer says it all.
+    deliver_within_s: float | None = None
+
+
+# The agent's metric that says when Kafka last acknowledged one of its records.
+LAST_DELIVERY = "kmedic_agent_last_delivery_timestamp_seconds"
 
 
 def role_of(argv: list[str], cwd: Path | None = None) -> tuple[str, Path | None]:
@@ -61,7 +72,8 @@ def target_of(role: str, config: Path | None) -> Target:
         from agent.config import load_agent_config
 
         agent = load_agent_config(config)
-        return Target(role, _url("http", agent.metrics_host, agent.metrics_port, "/metrics"))
+        url = _url("http", agent.metrics_host, agent.metrics_port, "/metrics")
+        return Target(role, url, deliver_within_s=3 * agent.interval_s)
     from streaming.config import load_stream_config
 
     stream = load_stream_config(config)
@@ -75,13 +87,20 @@ def _url(scheme: str, host: str, port: int | None, path: str, key: str = "metric
     return f"{scheme}://{host}:{port}{path}"
 
 
-def probe(target: Target, timeout_s: float) -> tuple[Exit, str]:
+def probe(
+    target: Target, timeout_s: float, *, running_s: float = 0.0, now: float | None = None
+) -> tuple[Exit, str]:
     """(OK when healthy, NOT_DONE when it answers unhealthy, UNREACHABLE when it does not
-    answer; one line)."""
+    answer; one line). ``running_s``: how long the role has run (an agent's first records
+    are not due before ``deliver_within_s``)."""
     # The role's own certificate is for its clients' names, not for a check from inside.
     context = ssl._create_unverified_context() if target.url.startswith("https") else None
     try:
         with urllib.request.urlopen(target.url, timeout=timeout_s, context=context) as reply:
+            body = reply.read().decode(errors="replace")
+            late = undelivered(target, body, running_s, time.time() if now is None else now)
+            if late is not None:
+                return Exit.NOT_DONE, f"{target.role} unhealthy: {late}"
             return Exit.OK, f"{target.role} healthy ({target.url} answered {reply.status})"
     except urllib.error.HTTPError as err:
         if err.code == 401:
@@ -106,6 +125,40 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def undelivered(target: Target, metrics: str, running_s: float, now: float) -> str | None:
+    """Why an agent that answers is not doing its job (None: it is): no record acknowledged
+    by Kafka for longer than ``deliver_within_s``, or none at all since it started that long
+    ago. It used to be called healthy with 0 samples and Kafka down, for answering at all."""
+    bound = target.deliver_within_s
+    if bound is None:
+        return None
+    last = max(
+        (float(v) for v in re.findall(rf"^{LAST_DELIVERY}{{[^}}]*}} (\S+)$", metrics, re.M)),
+        default=0.0,
+    )
+    if last > 0 and now - last <= bound:
+        return None
+    if last <= 0:
+        if running_s <= bound:
+            return None  # its first records are not due yet
+        return f"no record acknowledged by Kafka in the {running_s:.0f} s it has run"
+    return f"no record acknowledged by Kafka for {now - last:.0f} s (bound {bound:.0f} s)"
+
+
+def running_for(pid: int) -> float:
+    """How long process ``pid`` has run, from /proc (0 when it cannot be read)."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+    except (OSError, IndexError, ValueError, StopIteration):
+        return 0.0
+    return max(0.0, time.time() - (boot + ticks / os.sysconf("SC_CLK_TCK")))
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         raw = Path(f"/proc/{args.pid}/cmdline").read_bytes()
@@ -116,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
         cwd: Path | None = Path(f"/proc/{args.pid}/cwd").resolve(strict=True)
     except OSError:
         cwd = None  # another user's process: its paths are taken as given
-    code, line = probe(target_of(*role_of(argv, cwd)), args.timeout)
+    target = target_of(*role_of(argv, cwd))
+    code, line = probe(target, args.timeout, running_s=running_for(args.pid))
     print(line)
     return code

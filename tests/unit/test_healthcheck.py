@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from composition.healthcheck import Target, probe, role_of, target_of
+from agent.metrics import AgentMetrics
+from composition.healthcheck import Target, probe, role_of, target_of, undelivered
 from kmedic.errors import KmedicError
 from kmedic.exits import Exit
 from manager.web.metrics import ManagerMetrics
+from kmedic.metrics_http import serve_metrics
 from manager.web.server import MetricsServer
 
 CONFIGS = Path(__file__).parents[2] / "configs"
@@ -33,7 +35,7 @@ def test_each_role_is_asked_where_its_config_says_it_listens(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert target_of("agent", CONFIGS / "agent.example.yaml") == Target(
-        "agent", "http://127.0.0.1:9464/metrics"
+        "agent", "http://127.0.0.1:9464/metrics", deliver_within_s=3 * 60.0
     )
     assert target_of("stream", CONFIGS / "stream.example.yaml") == Target(
         "stream", "http://127.0.0.1:9465/metrics"
@@ -113,3 +115,30 @@ def test_the_command_reads_the_role_process_and_asks_its_endpoint(
         server.stop()
     assert main(["healthcheck", "--pid", str(role.pid)]) == 1
     assert "cannot read the command line of process" in capsys.readouterr().err
+
+
+def test_an_agent_that_answers_but_delivers_nothing_is_unhealthy() -> None:
+    """Found by hand: an agent with 0 samples and Kafka down was called healthy, for serving
+    /metrics at all. It is healthy while Kafka acknowledges its records (within three sampling
+    intervals), and in its first three intervals, before any is due."""
+    metrics = AgentMetrics(broker_id=1)
+    server = serve_metrics(metrics.registry, "127.0.0.1", 0)
+    target = Target("agent", f"http://127.0.0.1:{server.port}/metrics", deliver_within_s=30.0)
+    try:
+        assert probe(target, 5, running_s=10)[0] == Exit.OK  # nothing due yet
+        code, line = probe(target, 5, running_s=100)
+        assert (code, line) == (
+            Exit.NOT_DONE,
+            "agent unhealthy: no record acknowledged by Kafka in the 100 s it has run",
+        )
+        metrics.last_delivery.set(1000.0)
+        assert probe(target, 5, running_s=100, now=1020.0)[0] == Exit.OK
+        code, line = probe(target, 5, running_s=100, now=1100.0)
+        assert code == Exit.NOT_DONE and "for 100 s (bound 30 s)" in line
+    finally:
+        server.stop()
+
+
+def test_only_an_agent_is_held_to_its_deliveries() -> None:
+    stream = Target("stream", "u")
+    assert undelivered(stream, "", running_s=10**6, now=10**9) is None
