@@ -6,8 +6,9 @@ overrides the role got: the agent and the stream serve ``/metrics`` on ``metrics
 manager ``/healthz`` on ``http.port``. A 200 is healthy (an agent's only while Kafka
 acknowledges its records: within three sampling intervals, once it has run that long); the
 manager's 503 is not (its body says why); a 401 means the endpoint wants a password (a
-web-config file): the role answers, which is as much as a check without the password can know. Exit 0 when healthy, 3 when it
-answers unhealthy, 5 when it does not answer (kmedic.exits), with one line each way.
+web-config file): the role answers, which is as much as a check without the password can
+know. Exit 0 when healthy, 3 when it answers unhealthy, 5 when it does not answer
+(kmedic.exits), with one line each way.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from agent.metrics import AgentMetrics
 from composition.healthcheck import Target, probe, role_of, target_of, undelivered
 from kmedic.errors import KmedicError
 from kmedic.exits import Exit
-from manager.web.metrics import ManagerMetrics
 from kmedic.metrics_http import serve_metrics
+from manager.web.metrics import ManagerMetrics
 from manager.web.server import MetricsServer
 
 CONFIGS = Path(__file__).parents[2] / "configs"
