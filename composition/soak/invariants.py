@@ -4,6 +4,8 @@ problems it found, every one a sentence with its numbers; none found is a held i
 - no acknowledged message lost (acked - consumed, per topic: composition.soak.verifiable);
 - never two managers acting: each fencing epoch belongs to one instance, and the action
   records of an epoch all come before those of the next;
+- a manager cut off ZooKeeper starts nothing: no act and no move record of the cut instance
+  from a moment after the cut until its link is back (composition.soak.cuts);
 - no duplicate move: a move (partition and target) is started once until it completes or
   fails - a leader that takes over adopts a running move, it does not start it again;
 - each move's end audited once: one ``action_completed`` (or ``action_failed``) per start,
@@ -29,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from composition.soak.cuts import IN_FLIGHT_MS, Cut
 from manager.audit.log import AuditRecord
 
 ACTION_KINDS = ("action_started", "action_progress", "action_completed", "action_failed")
@@ -67,6 +70,23 @@ def one_actor(records: Iterable[AuditRecord]) -> Check:
                 f"acting at {windows[newer][0]} ({windows[older][1] - windows[newer][0]} ms)"
             )
     return Check("never two managers acting", tuple(problems))
+
+
+def quiet_when_cut(records: Iterable[AuditRecord], cuts: Iterable[Cut]) -> Check:
+    """No act and no move from a manager while it is cut off ZooKeeper: it cannot prove its
+    lease, so whatever it did then would be a second actor (a cycle begun before the cut may
+    land its records within ``IN_FLIGHT_MS``)."""
+    cuts = list(cuts)
+    problems = [
+        f"{r.instance} wrote {r.kind} ({r.summary}) {r.time_ms - cut.start_ms} ms into its "
+        f"cut off ZooKeeper"
+        for cut in cuts
+        for r in records
+        if r.instance == cut.instance
+        and cut.start_ms + IN_FLIGHT_MS < r.time_ms <= cut.end_ms
+        and (r.kind.startswith("action_") or (r.kind == "decision" and r.summary.startswith("act")))
+    ]
+    return Check(f"a manager cut off ZooKeeper starts nothing ({len(cuts)} cuts)", tuple(problems))
 
 
 def no_duplicate_move(records: Iterable[AuditRecord]) -> Check:

@@ -97,6 +97,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
             {t.topic: len(t.lost) for t in tallies}, {t.topic: len(t.acked) for t in tallies}
         ),
         invariants.one_actor(records),
+        invariants.quiet_when_cut(records, rig.cuts),
         invariants.no_duplicate_move(records),
         invariants.one_end_per_move(records),
         invariants.alerts(records),
@@ -203,6 +204,8 @@ def stop(rig: Rig) -> list[str]:
     if rig.prometheus is not None:
         rig.prometheus.stop()
     rig.pipeline.stop()
+    for proxy in rig.proxies.values():
+        proxy.stop()
     rig.cluster.stop()
     rig.launcher.shutdown(wait=True)
     left = [t.name for t in rig.tools if t.running()]

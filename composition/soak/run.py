@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from composition.pipeline import Pipeline
 from composition.prometheus import PrometheusServer
 from composition.soak import probes
+from composition.soak.cuts import Cut, cut_leader
 from composition.soak.schedule import Episode, Overlap, Schedule
 from composition.soak.verifiable import (
     ToolProcess,
@@ -32,6 +33,7 @@ from composition.soak.verifiable import (
     start_consumer,
     start_producer,
 )
+from composition.tcp_proxy import TcpProxy
 from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from kmedic.logging import get_logger
@@ -108,6 +110,10 @@ class Rig:
         default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="soak-launcher")
     )
 
+    # Each manager's own relay to ZooKeeper (a leader_cut blocks one), and the cuts made.
+    proxies: dict[str, TcpProxy] = field(default_factory=dict)
+    cuts: list[Cut] = field(default_factory=list)
+
     # Set once the episode's fault is over (a heal done): a fault timed "mid-heal" that is
     # still waiting for moves gives up instead of waiting for moves that will never run.
     episode_over: threading.Event = field(default_factory=threading.Event)
@@ -124,7 +130,10 @@ class Rig:
         return {
             "instance_id": name,
             "interval_s": 3,
-            "zookeeper": {"session_timeout_s": MANAGER_SESSION_S},
+            "zookeeper": {
+                "zk_connect": self.proxies[name].address,
+                "session_timeout_s": MANAGER_SESSION_S,
+            },
             "policy": {
                 "dead_grace_ms": int(GRACE_S * 1000),
                 "max_dead_brokers": 1,
@@ -180,6 +189,7 @@ def start(settings: SoakSettings) -> Rig:
     )
     rig = Rig(settings, cluster, pipeline, chosen, ["soak.rf3", ISOLATED_TOPIC])
     try:
+        rig.proxies = {m: TcpProxy(cluster.zk_connect).start() for m in MANAGERS}
         _start_roles(rig)
     except BaseException:
         for tool in rig.tools:
@@ -187,6 +197,8 @@ def start(settings: SoakSettings) -> Rig:
         if rig.prometheus is not None:
             rig.prometheus.stop()
         pipeline.stop()
+        for proxy in rig.proxies.values():
+            proxy.stop()
         cluster.stop()
         raise
     return rig
@@ -462,6 +474,25 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
             say(f"{rig.leader()} leads after the session loss")
     elif overlap.kind in ("voter_kill", "quorum_leader_kill"):
         _controller_down(rig, overlap)
+    elif overlap.kind == "leader_cut":
+
+        def ready() -> bool:  # one leads and the other runs (a kill's victim started again)
+            running = all(m in rig.pipeline.roles and rig.pipeline.roles[m].running()
+                          for m in MANAGERS)  # fmt: skip
+            return running and rig.leader() is not None
+
+        try:
+            probes.wait(ready, 90, "a leading manager beside a running standby", interval_s=0.5)
+        except KmedicError:
+            say("leader_cut: no manager led beside a running standby within 90 s; nothing cut")
+            return
+        leading = rig.leader()
+        if leading is None:
+            say("leader_cut: no manager leads at that moment; nothing cut")
+            return
+        rig.cuts.append(cut_leader(leading, rig.proxies, overlap.hold_s, rig.leader, say))
+        probes.wait(lambda: rig.leader() is not None, 90, "a manager to lead after the cut")
+        say(f"{rig.leader()} leads after the cut")
     elif overlap.kind == "stream_kill":
         if "stream" not in rig.pipeline.roles:
             say("stream_kill: no Spark job runs in this variant; nothing killed")

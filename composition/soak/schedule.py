@@ -35,7 +35,10 @@ a few seconds), ``stream_kill`` (the Spark job stopped; started again at the epi
 A session loss overlaps some episodes too, drawn from a stream of its own: ``session_loss``
 (ZooKeeper SIGSTOPped for two to three times the managers' session timeout: every manager's
 session expires, the leader must stop writing once it cannot prove its lease, and a leader
-of a new epoch adopts the plan in flight).
+of a new epoch adopts the plan in flight). A leader cut overlaps some others, from a fourth
+stream: ``leader_cut`` (the leading manager's own link to ZooKeeper cut for two to three
+sessions while it still reaches Kafka - the split-brain case fencing exists for: the other
+manager must take over and the cut one start nothing once cut, then come back a standby).
 
 On a three-voter controller quorum, a second stream of the same seed adds controller faults
 to about a third of the episodes (the episodes themselves stay the seed's): ``voter_kill``
@@ -59,6 +62,7 @@ OverlapKind = Literal[
     "voter_kill",
     "quorum_leader_kill",
     "session_loss",
+    "leader_cut",
 ]
 
 EPISODE_KINDS: tuple[EpisodeKind, ...] = (
@@ -74,6 +78,7 @@ OVERLAP_KINDS: tuple[OverlapKind, ...] = ("manager_kill", "zookeeper_pause", "st
 QUORUM_KINDS: tuple[OverlapKind, ...] = ("voter_kill", "quorum_leader_kill")
 QUORUM_FAULT_SHARE = 0.35  # of the episodes that get a controller fault, on three voters
 SESSION_LOSS_SHARE = 0.15  # of the episodes whose managers lose their ZooKeeper sessions
+LEADER_CUT_SHARE = 0.15  # of the episodes whose leading manager is cut off ZooKeeper alone
 # Length of each episode as measured on this machine (seed 4242, 15 minutes asked): a heal
 # 60 s (grace, copy at 1 MB/s, restart), a bounce 9 s, a pause 7-12 s, a hang 11-13 s, a disk
 # about 35 s, a drain 17-47 s; the schedule fits about ``length_s`` of them.
@@ -94,7 +99,7 @@ class Overlap:
     # Seconds after the episode's fault (for a heal: after its moves have started running,
     # so that a killed manager dies mid-heal).
     offset_s: float
-    hold_s: float  # how long ZooKeeper stays paused, or a controller down; 0 for the others
+    hold_s: float  # how long ZooKeeper stays paused, a controller down or a leader cut off
 
     def sentence(self) -> str:
         held = f" for {self.hold_s:.0f} s" if self.hold_s else ""
@@ -200,6 +205,7 @@ def draw(
         episodes = _quorum_faults(seed, episodes)
     if manager_session_s is not None:
         episodes = _session_losses(seed, episodes, manager_session_s)
+        episodes = _leader_cuts(seed, episodes, manager_session_s)
     return Schedule(seed, tuple(episodes))
 
 
@@ -218,6 +224,26 @@ def _session_losses(seed: int, episodes: list[Episode], session_s: float) -> lis
             )
             # One pause of ZooKeeper at a time: not beside a shorter one.
             if all(o.kind != "zookeeper_pause" for o in episode.overlaps):
+                episode = replace(episode, overlaps=(*episode.overlaps, fault))
+        out.append(episode)
+    return out
+
+
+def _leader_cuts(seed: int, episodes: list[Episode], session_s: float) -> list[Episode]:
+    """The leading manager cut off ZooKeeper alone for two to three sessions on about
+    ``LEADER_CUT_SHARE`` of ``episodes`` (not the first, whose manager kill every run must
+    see; not beside a ZooKeeper pause, which would cut everybody), from a stream of its own."""
+    rng = random.Random(f"{seed}:cut")
+    out = episodes[:1]
+    for episode in episodes[1:]:
+        if rng.random() < LEADER_CUT_SHARE:
+            fault = Overlap(
+                "leader_cut",
+                round(rng.uniform(0.0, 6.0), 1),
+                round(rng.uniform(2.0, 3.0) * session_s, 1),
+            )
+            paused = {"zookeeper_pause", "session_loss"}
+            if all(o.kind not in paused for o in episode.overlaps):
                 episode = replace(episode, overlaps=(*episode.overlaps, fault))
         out.append(episode)
     return out

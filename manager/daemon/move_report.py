@@ -3,8 +3,9 @@ status page's list, each move's audit record (with where the whole plan stands) 
 own progress records (manager.daemon.plan_report decides when).
 
 A move's end (``action_completed``, ``action_failed``) is audited once the stored plan no
-longer lists the move: the fenced write that removes it proves this instance still leads, and
-after it no successor adopts the move. Until then the record is held: a write that failed is
+longer lists the move, right after the fenced write that removes it (nothing else happens in
+between): that write proves this instance still leads, and after it no successor adopts the
+move. Until then the record is held: a write that failed is
 tried again at the next sync, and one that was fenced leaves the move, and its record, to the
 leader that adopts the plan. So each move's end is audited once across leaders (a crash
 between that write and the audit loses the record rather than doubling it)."""
@@ -56,6 +57,7 @@ class MoveReport:
         self._rate_at = float("-inf")
         self._last_failure: dict[str, str] = {}  # "topic:partition" -> why its move failed
         self._ended: list[tuple[str, MoveState, dict[str, Any]]] = []  # held until unlisted
+        keeper.after_write.append(self._audit_ends)  # the write that unlists them tells them
 
     @property
     def progress(self) -> PlanProgress | None:

@@ -561,6 +561,23 @@ def test_a_moves_end_is_audited_once_the_stored_plan_no_longer_lists_it(rig: Rig
     assert sorted(ends()) == ["t:1", "t:2"]  # once
 
 
+def test_a_moves_end_is_audited_with_the_write_that_unlists_it_before_anything_else(
+    rig: Rig,
+) -> None:
+    """Found by the soak (seed 7): a leader SIGKILLed 0.4 s after the plan write that dropped
+    two completed moves, while it set the next batch's throttles and started it, never told
+    their ends (held for the next observe); its successor did not either (no longer listed)."""
+
+    def ends() -> list[str]:
+        return [p for r in rig.sink.records if r.kind == "action_completed" for p in r.partitions]
+
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    rig.executor.complete_all()
+    rig.manager.keeper.step()  # the moves end, and the sync writes the plan without them
+    assert sorted(ends()) == ["t:1", "t:2"]  # told with that write, no observe in between
+
+
 def test_a_fenced_leader_leaves_its_moves_ends_to_its_successor(rig: Rig) -> None:
     rig.sources.dead = {4}
     rig.manager.cycle()

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from composition.prometheus import FiredAlert
+from composition.soak.cuts import Cut
 from composition.soak.invariants import (
     alerts,
     end_state,
@@ -16,6 +17,7 @@ from composition.soak.invariants import (
     one_actor,
     one_end_per_move,
     pages,
+    quiet_when_cut,
     roles_running,
     tail_readable,
 )
@@ -242,3 +244,43 @@ def test_a_session_loss_pauses_zookeeper_past_the_managers_session_alone(seed: i
         for loss in losses:
             assert 12.0 <= loss.hold_s <= 18.0  # two to three sessions
             assert all(o.kind != "zookeeper_pause" for o in episode.overlaps)
+
+
+@given(st.integers(min_value=0, max_value=2**32))
+def test_a_leader_cut_cuts_one_manager_off_zookeeper_past_its_session_alone(seed: int) -> None:
+    kwargs = {"length_s": 1800, "brokers": BROKERS, "grace_s": 15.0, "session_timeout_s": 9.0}
+    drawn = draw(seed, manager_session_s=6.0, **kwargs)  # type: ignore[arg-type]
+    assert not any(o.kind == "leader_cut" for o in drawn.episodes[0].overlaps)
+    for episode in drawn.episodes:
+        cuts = [o for o in episode.overlaps if o.kind == "leader_cut"]
+        assert len(cuts) <= 1
+        for cut in cuts:
+            assert 12.0 <= cut.hold_s <= 18.0  # two to three of the managers' sessions
+            paused = {"zookeeper_pause", "session_loss"}
+            assert all(o.kind not in paused for o in episode.overlaps)  # one is cut, not all
+
+
+def test_a_long_run_cuts_a_leader_off_zookeeper() -> None:
+    drawn = draw(
+        4242, length_s=3600, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0,
+        manager_session_s=6.0,
+    )  # fmt: skip
+    assert any(o.kind == "leader_cut" for e in drawn.episodes for o in e.overlaps)
+    assert any("leader_cut for " in line for line in drawn.lines())
+
+
+def test_a_manager_cut_off_zookeeper_starts_nothing() -> None:
+    cut = Cut("m1", start_ms=10_000, end_ms=25_000)
+    fine = [
+        record("action_started", 10_500, 3, "m1"),  # a cycle begun before the cut
+        record("action_started", 14_000, 4, "m2"),  # the one that took over
+        record("action_started", 26_000, 5, "m1"),  # back, and leading again
+        record("decision", 20_000, 3, "m1"),  # a refusal: it says what it cannot do
+    ]
+    assert quiet_when_cut(fine, [cut]).held
+    late = record("action_started", 12_000, 3, "m1", part="t:4")
+    (problem,) = quiet_when_cut([*fine, late], [cut]).problems
+    assert (
+        problem == "m1 wrote action_started (action_started t:4) 2000 ms into its cut off ZooKeeper"
+    )
+    assert quiet_when_cut([late], []).held  # no cut, nothing to judge

@@ -1,0 +1,56 @@
+"""A leading manager cut off ZooKeeper alone, while it still reaches Kafka: the split-brain case
+fencing exists for (PIP-57). Each manager reaches ZooKeeper through a relay of its own
+(composition.tcp_proxy); the cut blocks the leader's relay for ``hold_s`` (two to three of its
+sessions), waits for the other manager to lead, and heals the relay. What the cut instance
+writes meanwhile is judged at the end (``invariants.quiet_when_cut``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from composition.tcp_proxy import TcpProxy
+
+# A cycle begun just before the cut may still write what it had decided: its records reach
+# Kafka within this long of the cut, and nothing of it may start a move.
+IN_FLIGHT_MS = 1000
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Manager ``instance`` could not reach ZooKeeper from ``start_ms`` to ``end_ms``."""
+
+    instance: str
+    start_ms: int
+    end_ms: int
+
+
+def cut_leader(
+    leader: str,
+    proxies: dict[str, TcpProxy],
+    hold_s: float,
+    leads: Callable[[], str | None],
+    say: Callable[[str], None],
+) -> Cut:
+    """Cut ``leader`` off ZooKeeper for ``hold_s``; the cut, with its times."""
+    start_ms = int(time.time() * 1000)
+    proxies[leader].block()
+    say(f"leading manager {leader} cut off ZooKeeper (it still reaches Kafka)")
+    deadline = time.monotonic() + hold_s
+    taken_by = None
+    try:
+        while time.monotonic() < deadline:
+            now = leads()
+            if now is not None and now != leader and taken_by is None:
+                taken_by = now
+                say(f"{now} leads while {leader} is cut off")
+            time.sleep(0.5)
+    finally:
+        proxies[leader].unblock()
+        end_ms = int(time.time() * 1000)
+    say(
+        f"{leader}'s link to ZooKeeper back after {hold_s:.0f} s"
+        + ("" if taken_by else "; no other manager took over meanwhile")
+    )
+    return Cut(leader, start_ms, end_ms)
