@@ -1,5 +1,4 @@
-"""The executor: partition moves through the Kafka Admin API, in bounded batches, throttled,
-tracked until done.
+"""The executor: partition moves through the Kafka Admin API, in bounded batches, throttled.
 
 Each ``step()`` reads the cluster once (metadata and ongoing reassignments), then:
 1. tracks the moves in flight: completed (replicas equal the target) → preferred leader
@@ -42,7 +41,7 @@ from manager.executor.move_state import (
     RateCallback,
     Status,
 )
-from manager.executor.pending import judge
+from manager.executor.pending import judge, may_start, note_settling
 from manager.executor.replica_sizes import ReplicaSizes
 from manager.executor.throttle_rates import TrafficFeed
 from manager.executor.throttling import Throttling
@@ -254,9 +253,10 @@ class Executor:
 
     def _start_next(self, view: ClusterView) -> None:
         pending = [self.states[tp] for tp in self._order if self.states[tp].status == "pending"]
-        excluded = self.watchdog.excluded()
+        excluded, now = self.watchdog.excluded(), self._clock()
         for state in pending:
             said = judge(state.move, state.unanswered is not None, view, excluded)
+            note_settling(state, said, now)
             if state.move.tp not in view.ongoing and state.move.tp in view.replicas:
                 state.original = view.replicas[state.move.tp]  # what the audit shows as "before"
             if said.cancel:
@@ -270,7 +270,7 @@ class Executor:
                     self._confirm_unanswered(state, "its replicas are in place")
                 self._complete(state, view)
         replicas_now = {**view.replicas, **{s.move.tp: s.original for s in self.in_flight()}}
-        waiting = [s.move for s in pending if s.status == "pending"]
+        waiting = [s.move for s in pending if may_start(s, now, METADATA_SETTLE_S)]
         running = [s.move for s in self.in_flight()]
         waiting, budget = self.throttling.admission(waiting, running, replicas_now, view.isr)
         batch = select_batch(

@@ -139,6 +139,9 @@ class MoveState:
     # A reassignment request of this move that went unanswered (why): Kafka may have taken it
     # or not, so the move is pending again until a read tells (``Executor._start_next``).
     unanswered: str | None = None
+    # Since when its reads show the target's replicas and more with no reassignment listed
+    # (``executor.pending``: a reassignment just ended, the metadata not settled yet).
+    settling_since: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
     # The preferred leader election asked once the replicas are in place, and when: the move
     # is done once the next read shows who leads.

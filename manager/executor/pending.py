@@ -12,6 +12,11 @@ order:
   rather than interfere;
 - its replicas are already the target, in order: **in place** (it still gets the preferred
   leader election a completed move gets);
+- its replicas are the target's and more, with no reassignment listed: **settling** - the
+  read shows a reassignment that just ended, by a broker whose metadata still lists the
+  replicas it removed (kmedic never plans a move that drops a replica without one), so it is
+  not asked again while that lasts (found by the soak: a leader adopting the plan at a broker
+  restart asked again for a reassignment Kafka had just finished, and audited a second start);
 - else it **waits** for a batch (``executor.batches`` decides when it starts).
 """
 
@@ -21,10 +26,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from manager.executor.move_state import ClusterView
+from manager.executor.move_state import ClusterView, MoveState
 from manager.model.moves import Move
 
-Fate = Literal["fail", "adopt", "in_place", "wait"]
+Fate = Literal["fail", "adopt", "in_place", "settling", "wait"]
 
 
 @dataclass(frozen=True)
@@ -61,4 +66,21 @@ def judge(move: Move, unanswered: bool, view: ClusterView, excluded: Collection[
         return Verdict("adopt")
     if current == move.target:
         return Verdict("in_place")
+    if set(move.target) < set(current):
+        return Verdict("settling")
     return Verdict("wait")
+
+
+def note_settling(state: MoveState, said: Verdict, now: float) -> None:
+    """Since when ``state`` has read as settling; forgotten once it does not."""
+    if said.fate != "settling":
+        state.settling_since = None
+    elif state.settling_since is None:
+        state.settling_since = now
+
+
+def may_start(state: MoveState, now: float, bound_s: float) -> bool:
+    """A pending move may be asked for: not while its reads show a reassignment ending, for up
+    to ``bound_s`` (asked after that, should the read never settle)."""
+    since = state.settling_since
+    return state.status == "pending" and (since is None or now - since > bound_s)

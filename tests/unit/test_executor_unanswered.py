@@ -157,3 +157,24 @@ def test_a_request_kafka_took_to_a_broker_that_died_since_is_cancelled(
     assert r.kafka.ongoing == {}
     assert r.status() == "failed"
     assert r.state.error == "destination broker 4 is not alive"
+
+
+def test_a_move_whose_reassignment_just_ended_is_not_asked_for_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the soak (seed 7): a leader adopting the stored plan as a broker restarted read
+    the partition with the target's replicas and the one being removed, and no reassignment
+    listed - Kafka had just finished it, and the broker that answered still showed the old
+    set. It asked for the reassignment again and audited a second start of the move."""
+    kafka = FakeKafka({0: (1, 4)}, {0: 1})
+    kafka.shown = {0: (1, 4, 2)}  # the controller finished; this broker's metadata lags
+    kafka.lag_reads = 2
+    r = Rig(kafka, monkeypatch)
+    r.ex.submit([Move(TOPIC, 0, (1, 4), 4 << 20)])
+    r.step_after(1)
+    assert (r.kafka.requests, r.status(), r.kinds()) == ([], "pending", [])
+    r.step_after(1)
+    r.step_after(1)  # the read settles: the replicas are the target's
+    assert r.kafka.requests == []
+    assert r.status() == "completed", r.state.error
+    assert r.kinds() == ["action_completed"]
