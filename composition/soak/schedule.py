@@ -211,39 +211,44 @@ def draw(
 
 def _session_losses(seed: int, episodes: list[Episode], session_s: float) -> list[Episode]:
     """ZooKeeper paused past the managers' session on about ``SESSION_LOSS_SHARE`` of
-    ``episodes`` (not the first: its manager kill is the failover every run must see), from a
-    stream of its own."""
-    rng = random.Random(f"{seed}:session")
-    out = episodes[:1]
-    for episode in episodes[1:]:
-        if rng.random() < SESSION_LOSS_SHARE:
-            fault = Overlap(
-                "session_loss",
-                round(rng.uniform(0.0, 6.0), 1),
-                round(rng.uniform(2.0, 3.0) * session_s, 1),
-            )
-            # One pause of ZooKeeper at a time: not beside a shorter one.
-            if all(o.kind != "zookeeper_pause" for o in episode.overlaps):
-                episode = replace(episode, overlaps=(*episode.overlaps, fault))
-        out.append(episode)
-    return out
+    ``episodes``, from a stream of its own; one pause of ZooKeeper at a time: not beside a
+    shorter one."""
+    return _past_sessions(
+        random.Random(f"{seed}:session"), episodes, "session_loss", SESSION_LOSS_SHARE,
+        session_s, beside_none_of={"zookeeper_pause"},
+    )  # fmt: skip
 
 
 def _leader_cuts(seed: int, episodes: list[Episode], session_s: float) -> list[Episode]:
-    """The leading manager cut off ZooKeeper alone for two to three sessions on about
-    ``LEADER_CUT_SHARE`` of ``episodes`` (not the first, whose manager kill every run must
-    see; not beside a ZooKeeper pause, which would cut everybody), from a stream of its own."""
-    rng = random.Random(f"{seed}:cut")
+    """The leading manager cut off ZooKeeper alone on about ``LEADER_CUT_SHARE`` of
+    ``episodes``, from a stream of its own; not beside a pause of ZooKeeper, which would cut
+    everybody."""
+    return _past_sessions(
+        random.Random(f"{seed}:cut"), episodes, "leader_cut", LEADER_CUT_SHARE, session_s,
+        beside_none_of={"zookeeper_pause", "session_loss"},
+    )  # fmt: skip
+
+
+def _past_sessions(
+    rng: random.Random,
+    episodes: list[Episode],
+    kind: OverlapKind,
+    share: float,
+    session_s: float,
+    beside_none_of: set[str],
+) -> list[Episode]:
+    """``kind`` held for two to three of the managers' sessions on about ``share`` of
+    ``episodes``: not the first (its manager kill is the failover every run must see), and
+    not beside a fault in ``beside_none_of``."""
     out = episodes[:1]
     for episode in episodes[1:]:
-        if rng.random() < LEADER_CUT_SHARE:
+        if rng.random() < share:
             fault = Overlap(
-                "leader_cut",
+                kind,
                 round(rng.uniform(0.0, 6.0), 1),
                 round(rng.uniform(2.0, 3.0) * session_s, 1),
             )
-            paused = {"zookeeper_pause", "session_loss"}
-            if all(o.kind not in paused for o in episode.overlaps):
+            if all(o.kind not in beside_none_of for o in episode.overlaps):
                 episode = replace(episode, overlaps=(*episode.overlaps, fault))
         out.append(episode)
     return out
