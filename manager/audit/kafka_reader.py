@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from kmedic.errors import KmedicError, Unreachable
-from kmedic.kafka_client import Cluster, client_settings, confluent_conf
+from kmedic.kafka_client import Cluster, client_settings, confluent_conf, error_text
 from kmedic.logging import get_logger
 from manager.audit.kafka_sink import DEFAULT_TOPIC
 from manager.audit.log import AuditRecord
@@ -84,10 +84,8 @@ def asked_until(call: Callable[[], T], what: str, timeout_s: float) -> T:
         return retrying(call)
     except KafkaException as exc:
         error = exc.args[0] if exc.args else exc
-        if not isinstance(error, KafkaError):
-            raise KmedicError(f"{what} failed: {error}") from None
-        text = f"{error.str()} ({error.name()})"
-        if error.code() in NO_ANSWER:
+        text = error_text(exc)
+        if isinstance(error, KafkaError) and error.code() in NO_ANSWER:
             why = f"no broker answered in {timeout_s:.0f} s: {text}"
             raise Unreachable(f"{what} failed: {why}") from None
         raise KmedicError(f"{what} failed: {text}") from None
