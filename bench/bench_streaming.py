@@ -162,7 +162,7 @@ def bench_config(bootstrap: str, workdir: Path, batch_records: int, master: str)
     production = load_stream_config(ROOT / "configs" / "stream.production.yaml")
     return production.model_copy(
         update={
-            "bootstrap_servers": bootstrap,
+            "bootstrap": bootstrap,
             "topics": TopicsConfig(brokerstats=SOURCE, replication_factor=1, partitions=4),
             "window": "48s",
             "slide": "1s",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "manager.cli.requests",
     "manager.cli.status",
     "manager.cli.mode",
+    "manager.cli.switches",
     "manager.cli.zk_acls",
     "manager.cli.actions",
     "manager.cli.topics",
@@ -113,18 +115,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except KmedicError as exc:
-        print(f"kmedic: error: {secrets.redact(str(exc))}", file=sys.stderr)
-        return Exit.UNREACHABLE if isinstance(exc, Unreachable) else Exit.ERROR
+        code = Exit.UNREACHABLE if isinstance(exc, Unreachable) else Exit.ERROR
+        return failed(args, secrets.redact(str(exc)), code)
     except KeyboardInterrupt:
-        print("kmedic: interrupted", file=sys.stderr)
-        return Exit.INTERRUPTED
+        return failed(args, "interrupted", Exit.INTERRUPTED)
     except Exception as exc:
         # A failure nobody anticipated still gets one line; the traceback goes to the log
         # at DEBUG (run with --log-level DEBUG to see it).
         logging.getLogger(__name__).debug("unexpected failure", exc_info=True)
         text = secrets.redact(str(exc))
-        print(f"kmedic: error: unexpected {type(exc).__name__}: {text}", file=sys.stderr)
-        return Exit.ERROR
+        return failed(args, f"unexpected {type(exc).__name__}: {text}", Exit.ERROR)
+    return code
+
+
+def failed(args: argparse.Namespace, message: str, code: Exit) -> Exit:
+    """A command that ends in an error says why on stderr, in one line; asked for ``--json``,
+    it also prints the error as JSON on stdout, where a script reads its answer."""
+    print(f"kmedic: {'error: ' if code != Exit.INTERRUPTED else ''}{message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        doc = {"error": message, "exit_code": int(code), "exit": code.name.lower()}
+        print(json.dumps(doc, sort_keys=True), flush=True)
     return code
 
 

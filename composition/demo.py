@@ -127,12 +127,13 @@ def keep_running(story: Story, cluster: LocalCluster, pipeline: Pipeline) -> Non
 
 
 def addresses(cluster: LocalCluster, pipeline: Pipeline) -> list[str]:
-    """Where a newcomer looks while the demo runs: the manager's page and metrics, kmedic's
+    """Where a newcomer looks while the demo runs: the manager's page, API and metrics, kmedic's
     own commands against this cluster, Kafka's address."""
     port = pipeline.manager_port
     zk = f"--zk {cluster.zk_connect} --cluster {pipeline.cluster_name}"
     return [
         f"status page: http://127.0.0.1:{port}/status  (metrics: http://127.0.0.1:{port}/metrics)",
+        f"HTTP API: http://127.0.0.1:{port}/api/v1/status  (its document: /api/v1/openapi.json)",
         f"from ZooKeeper: kmedic status {zk}",
         f"the audit log: kmedic actions tail --bootstrap {cluster.bootstrap_servers}",
     ]

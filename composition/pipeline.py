@@ -70,7 +70,7 @@ class Pipeline:
         shaped = {} if self.cluster.nic_mbps is None else {"nic_mbps": self.cluster.nic_mbps}
         return {
             "broker_id": broker_id,
-            **self._kafka("bootstrap", "agent"),
+            **self._kafka("agent"),
             "exporter_url": self.cluster.exporter_url(broker_id),
             "broker_address": f"{broker.host}:{broker.port}",
             "log_dirs": [str(self.cluster.data_dir(broker_id))],
@@ -91,7 +91,7 @@ class Pipeline:
     def stream_config(self, **overrides: Any) -> dict[str, Any]:
         return {
             "cluster": self.cluster_name,
-            **self._kafka("bootstrap_servers", "stream"),
+            **self._kafka("stream"),
             "window": "30s",
             "slide": "10s",
             "watermark": "20s",
@@ -112,7 +112,7 @@ class Pipeline:
     def manager_config(self, **overrides: Any) -> dict[str, Any]:
         cfg: dict[str, Any] = {
             "cluster": self.cluster_name,
-            **self._kafka("bootstrap", "manager"),
+            **self._kafka("manager"),
             "zookeeper": {"zk_connect": self.cluster.zk_connect, "session_timeout_s": 6},
             "mode": "act",  # the demo and the tests show kmedic acting (an install observes)
             "interval_s": 3,
@@ -130,11 +130,11 @@ class Pipeline:
     def start_manager(self, name: str = "manager", **overrides: Any) -> None:
         self.start_role(name, "manager", self.manager_config(**overrides))
 
-    def _kafka(self, shorthand: str, role: Role) -> dict[str, Any]:
-        """How a role's config reaches the cluster: the plaintext shorthand key, or on a
-        secured cluster the ``kafka:`` section of the role's own user."""
+    def _kafka(self, role: Role) -> dict[str, Any]:
+        """How a role's config reaches the cluster: the plaintext shorthand ``bootstrap``, or
+        on a secured cluster the ``kafka:`` section of the role's own user."""
         if self.cluster.security is None:
-            return {shorthand: self.cluster.bootstrap_servers}
+            return {"bootstrap": self.cluster.bootstrap_servers}
         return {"kafka": self.cluster.kafka_section(role_user(role))}
 
     # ---- lifecycle ----------------------------------------------------------------------

@@ -8,6 +8,10 @@ from ``client_ca_file``; with ``basic_auth_users`` every request needs a user an
 whose bcrypt hash matches, else 401. A file that cannot be read or parsed, or that holds a key
 kmedic does not know (a typo, or an exporter-toolkit setting it does not implement), stops the
 role at start with the file and the field named; nothing is served unprotected by accident.
+
+One key is kmedic's own: ``api_writers``, the users of ``basic_auth_users`` who may write
+through the manager's HTTP API (docs/api.md). Every other user may only read; without
+``basic_auth_users`` nobody may write.
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ from typing import Literal
 
 import bcrypt
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from kmedic import yaml_strict
 from kmedic.config import describe_validation_error
@@ -50,6 +61,16 @@ class WebConfig(BaseModel):
 
     tls_server_config: TlsServerConfig | None = None
     basic_auth_users: dict[str, str] = Field(default_factory=dict)
+    api_writers: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _writers_are_users(self) -> WebConfig:
+        strangers = sorted(set(self.api_writers) - set(self.basic_auth_users))
+        if strangers:
+            raise ValueError(
+                f"api_writers names users without a basic_auth_users entry: {', '.join(strangers)}"
+            )
+        return self
 
     @field_validator("basic_auth_users")
     @classmethod
@@ -120,24 +141,27 @@ class BasicAuth:
         return bool(self._users)
 
     def allows(self, header: str | None) -> bool:
-        if not self._users:
-            return True
+        return not self._users or self.user(header) is not None
+
+    def user(self, header: str | None) -> str | None:
+        """The user an ``Authorization`` header proves, or None (no header, a wrong password,
+        a user not in the table)."""
         if not header or not header.startswith("Basic "):
-            return False
+            return None
         try:
             decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
-            return False
+            return None
         user, sep, password = decoded.partition(":")
         hashed = self._users.get(user)
         if not sep or hashed is None:
-            return False
+            return None
         key = hashlib.sha256(f"{user}\0{password}\0{hashed}".encode()).digest()
         with self._lock:
             if key in self._verified:
-                return True
+                return user
         if not bcrypt.checkpw(password.encode(), hashed.encode()):
-            return False
+            return None
         with self._lock:
             self._verified.add(key)
-        return True
+        return user

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -138,8 +138,9 @@ class StreamConfig(BaseModel):
 
     # The cluster's name in the job's metric labels (the agents' and the manager's name).
     cluster: str = Field(default="default", min_length=1)
-    # Shorthand for kafka.bootstrap (plaintext); give one or the other.
-    bootstrap_servers: str = "127.0.0.1:9092"
+    # Shorthand for kafka.bootstrap (plaintext); give one or the other. The key every role's
+    # config uses; ``bootstrap_servers``, its former name here, is still read.
+    bootstrap: str = "127.0.0.1:9092"
     # How to reach the cluster, security included (docs/security.md).
     kafka: KafkaClientSettings | None = None
     # Tuning on top, passed to Spark's Kafka source and sink as kafka.<key>: Java client
@@ -188,12 +189,23 @@ class StreamConfig(BaseModel):
 
     @property
     def cluster_client(self) -> Cluster:
-        return self.kafka if self.kafka is not None else self.bootstrap_servers
+        return self.kafka if self.kafka is not None else self.bootstrap
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "bootstrap_servers" in data:
+            if "bootstrap" in data:
+                raise ValueError(
+                    "give bootstrap only (bootstrap_servers is its former name), not both"
+                )
+            data = {("bootstrap" if k == "bootstrap_servers" else k): v for k, v in data.items()}
+        return data
 
     @model_validator(mode="after")
     def _one_way_to_the_cluster(self) -> StreamConfig:
-        if self.kafka is not None and "bootstrap_servers" in self.model_fields_set:
-            raise ValueError("give exactly one of bootstrap_servers and kafka")
+        if self.kafka is not None and "bootstrap" in self.model_fields_set:
+            raise ValueError("give exactly one of bootstrap and kafka")
         return self
 
     @model_validator(mode="after")

@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from functools import partial
 from typing import Any, TypeVar
 
@@ -107,7 +107,7 @@ def read_records(
     should_stop: Callable[[], bool] = lambda: False,
     timeout_s: float = 15.0,
     notice: Callable[[str], None] = lambda _: None,
-) -> Iterator[AuditRecord]:
+) -> Generator[AuditRecord, None, None]:
     """Records in topic order with repeats (same id) dropped. Without ``follow`` it stops at
     the end of the topic as it was when reading started, and an error ends it. With
     ``follow`` a transient error (brokers restarting, a connection lost) is told to

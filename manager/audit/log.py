@@ -11,6 +11,7 @@ and cursor update); readers drop repeats by ``id``, so nothing is lost and nothi
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -35,6 +36,7 @@ AuditKind = Literal[
     "readiness",  # the failure-readiness sweep's summary, when it changes (docs/readiness.md)
     "slowness",  # a broker (or the cluster) found slow, or no longer (docs/manager.md)
     "catch_up",  # a returning broker's copies throttled, or no longer (docs/planner.md, "Rejoin")
+    "operator",  # an operator's write through the HTTP API: who, from where, what (docs/api.md)
 ]
 SinkName = Literal["primary", "secondary", "spool"]
 
@@ -99,6 +101,9 @@ class AuditLog:
         self.replay_batch = replay_batch
         self._next_retry = 0.0
         self.counts: dict[str, int] = {"primary": 0, "secondary": 0, "spool": 0, "replayed": 0}
+        # The cycle and the HTTP API's writes both write: one at a time, so the order of the
+        # topic and of the spool is the order of the writes.
+        self._lock = threading.RLock()
 
     @property
     def on_failover(self) -> bool:
@@ -107,6 +112,10 @@ class AuditLog:
 
     def write(self, record: AuditRecord) -> AuditRecord:
         """Write one record; returns it as stored (its ``sink`` says where it went)."""
+        with self._lock:
+            return self._write(record)
+
+    def _write(self, record: AuditRecord) -> AuditRecord:
         if self.on_failover:
             self.replay()
         if not self.on_failover:
@@ -123,6 +132,10 @@ class AuditLog:
         Tries at most once per ``retry_interval_s`` unless forced, so that a dead primary does
         not slow every write down by the full timeout.
         """
+        with self._lock:
+            return self._replay(force)
+
+    def _replay(self, force: bool) -> int:
         if not self.on_failover or (not force and time.monotonic() < self._next_retry):
             return 0
         replayed = 0

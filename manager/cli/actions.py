@@ -3,38 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
-from datetime import UTC, datetime
 from typing import Any
 
-from kmedic.errors import KmedicError
 from kmedic.kafka_preflight import check_credentials
 from manager.audit.kafka_reader import read_records
 from manager.audit.kafka_sink import DEFAULT_TOPIC
+from manager.audit.since import parse_since
 from manager.cli.kafka_args import add_kafka_args, kafka_from
 from manager.cli.tail_fold import KEEP, MoveFold
-
-_DURATION = re.compile(r"^(\d+)([smhd])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_since(text: str, now_ms: int) -> int:
-    """``15m``/``2h``/``1d`` ago, or an ISO 8601 time (UTC unless it says otherwise)."""
-    match = _DURATION.match(text.strip())
-    if match:
-        return now_ms - int(match.group(1)) * _UNIT_S[match.group(2)] * 1000
-    try:
-        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise KmedicError(
-            f"--since {text!r}: use a duration like 15m, 2h, 1d or an ISO time like "
-            "2026-01-31T12:00:00Z"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1000)
 
 
 def register(subparsers: Any) -> None:

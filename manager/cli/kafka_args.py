@@ -1,6 +1,7 @@
 """How the tools that read Kafka directly (``actions tail``, ``topics check``) find it: a
 manager config (its ``kafka:`` section, security included), else ``--bootstrap``, else
-$KMEDIC_BOOTSTRAP_SERVERS."""
+$KMEDIC_BOOTSTRAP (named as the flag and the configs' ``bootstrap:``; the former
+$KMEDIC_BOOTSTRAP_SERVERS is still read)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from manager.config import ManagerConfig
 def add_kafka_args(parser: argparse.ArgumentParser, config_help: str) -> None:
     parser.add_argument(
         "--bootstrap",
-        default=os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
-        help="Kafka bootstrap servers (default: $KMEDIC_BOOTSTRAP_SERVERS)",
+        default=os.environ.get("KMEDIC_BOOTSTRAP") or os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
+        help="Kafka bootstrap servers, host:port[,host:port...] (default: $KMEDIC_BOOTSTRAP)",
     )
     parser.add_argument("--config", help=config_help)
 
@@ -31,6 +32,5 @@ def kafka_from(args: argparse.Namespace) -> tuple[Cluster, ManagerConfig | None]
     if args.bootstrap:
         return args.bootstrap, None
     raise KmedicError(
-        "no Kafka given: pass --config MANAGER.yaml, --bootstrap HOST:PORT or set "
-        "KMEDIC_BOOTSTRAP_SERVERS"
+        "no Kafka given: pass --config MANAGER.yaml, --bootstrap HOST:PORT or set KMEDIC_BOOTSTRAP"
     )

@@ -15,11 +15,12 @@ from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.exits import Exit
-from manager.cli.status import plan_json, plan_line
+from manager.cli.status import plan_line
 from manager.cli.zk_args import common_parser, zk_target
 from manager.coordination.request_store import StoredRequest, cancel, read_requests, submit
 from manager.coordination.session import zk_session
 from manager.coordination.state import read_state
+from manager.coordination.state_view import plan_json
 from manager.coordination.znodes import manager_path
 from manager.model.snapshot import RequestKind
 

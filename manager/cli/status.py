@@ -1,8 +1,9 @@
 """`kmedic status`: what kmedic is doing to a cluster, read from ZooKeeper in one go - who
-leads (and with which fencing epoch), the mode the managers run in, the in-flight plan, the
-open operator requests and the failure domains in maintenance. It reads on a plain session
-(manager.coordination.session): it never joins the election. What a manager decided last and
-which alerts it holds are on its status page (`/status`), which needs its HTTP port."""
+leads (and with which fencing epoch), the mode the managers run in, the goal switches set at
+run time, the in-flight plan, the open operator requests and the failure domains in
+maintenance. It reads on a plain session: it never joins the election. What a manager decided
+last and which alerts it holds are on its status page (`/status`) and its HTTP API
+(`/api/v1/decision`), which need its HTTP port."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from manager.cli.zk_args import common_parser, zk_target
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.session import zk_session
 from manager.coordination.state import CoordinationState, read_state
+from manager.coordination.state_view import state_document
 
 CONFIG_MODE = "not set in ZooKeeper; each manager runs in its config's mode (default observe)"
 
@@ -34,40 +36,10 @@ def _status(args: argparse.Namespace) -> int:
     with zk_session(target.zk_connect, auth=target.auth) as client:
         state = read_state(client, target.cluster, target.root)
     if args.json:
-        print(json.dumps(status_document(target.cluster, state), sort_keys=True))
+        print(json.dumps(state_document(target.cluster, state), sort_keys=True))
     else:
         print("\n".join(status_lines(target.cluster, state, time.time())))
     return 0
-
-
-def status_document(cluster: str, state: CoordinationState) -> dict[str, Any]:
-    plan = state.plan
-    return {
-        "cluster": cluster,
-        "leader": state.leader.model_dump() if state.leader else None,
-        "epoch": state.current_epoch,
-        "mode": state.mode.model_dump() if state.mode else None,
-        "plan": plan_json(plan),
-        "requests": [r.document() for r in state.requests if r.open],
-        "maintenance": sorted(state.placement.maintenance),
-    }
-
-
-def plan_json(plan: StoredPlan | None) -> dict[str, Any] | None:
-    if plan is None or not plan.plan.moves:
-        return None
-    progress = plan.plan.progress
-    return {
-        "decision": plan.plan.decision,
-        "kind": plan.plan.kind,
-        "moves": len(plan.plan.moves),
-        "epoch": plan.epoch,
-        "instance": plan.instance,
-        "written_at": plan.written_at,
-        "progress": None
-        if progress is None
-        else {**progress.to_field(), "at": plan.plan.progress_at},
-    }
 
 
 def plan_line(plan: StoredPlan | None, now_s: float) -> str:
@@ -94,6 +66,10 @@ def status_lines(cluster: str, state: CoordinationState, now_s: float) -> list[s
     else:
         led = f"{leader.instance}, epoch {state.current_epoch}"
     mode = state.mode.sentence() if state.mode else CONFIG_MODE
+    switches = state.switches
+    switched = (
+        switches.sentence() if switches and switches.goals else "none set; goals as configured"
+    )
     planned = plan_line(state.plan, now_s)
     open_requests = [r for r in state.requests if r.open]
     requests = "; ".join(r.sentence() for r in open_requests) if open_requests else "none open"
@@ -110,4 +86,5 @@ def status_lines(cluster: str, state: CoordinationState, now_s: float) -> list[s
         f"in-flight plan: {planned}",
         f"requests: {requests}",
         f"maintenance: {domains}",
+        f"switches: {switched}",
     ]

@@ -15,14 +15,9 @@ import time
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from manager.coordination.znodes import (
-    CoordinationError,
-    decode_json,
-    field_problems,
-    read_znode,
-)
+from manager.coordination.znodes import CoordinationError, parse_document, read_znode
 from manager.model.mode import Mode as Mode
 
 
@@ -45,10 +40,7 @@ def mode_path(base: str) -> str:
 
 def parse_mode(data: bytes, path: str) -> ModeRecord:
     """The mode znode's record; anything else there is a CoordinationError naming it."""
-    try:
-        return ModeRecord.model_validate(decode_json(data, path))
-    except ValidationError as exc:
-        raise CoordinationError(f"{path} holds no valid mode: {field_problems(exc)}") from exc
+    return parse_document(ModeRecord, data, path, "mode")
 
 
 def read_mode(client: KazooClient, base: str) -> ModeRecord | None:

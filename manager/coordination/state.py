@@ -1,5 +1,5 @@
 """What a cycle reads from ZooKeeper, in one go: the placement config, the in-flight plan, the
-current fencing epoch and the operator requests.
+current fencing epoch, the operator requests, the mode and the goal switches.
 
 The leader reads it on its coordinator's own session once per cycle and uses that one read
 for the whole cycle (the plan's version for its compare-and-set writes included). Tools that
@@ -19,6 +19,7 @@ from manager.coordination.mode_store import ModeRecord, mode_path, parse_mode
 from manager.coordination.placement_store import ZkConfigStore
 from manager.coordination.plan_store import StoredPlan, parse_stored_plan
 from manager.coordination.request_store import StoredRequest, read_requests
+from manager.coordination.switch_store import SwitchRecord, parse_switches, switches_path
 from manager.coordination.znodes import (
     CoordinationError,
     LeaderRecord,
@@ -38,6 +39,7 @@ class CoordinationState:
     leader: LeaderRecord | None  # None: nobody leads
     requests: tuple[StoredRequest, ...] = ()  # operator requests, oldest first
     mode: ModeRecord | None = None  # switched at run time (kmedic mode); None: the config's
+    switches: SwitchRecord | None = None  # goal switches set at run time; None: the config's
 
 
 def read_state(client: KazooClient, cluster: str, root: str) -> CoordinationState:
@@ -50,10 +52,11 @@ def read_state(client: KazooClient, cluster: str, root: str) -> CoordinationStat
         plan_req = client.get_async(plan_path)
         leader_req = client.get_async(leader_path)
         mode_req = client.get_async(mode_path(base))
+        switches_req = client.get_async(switches_path(base))
         placement = ZkConfigStore(client, cluster, root).load()
         requests = read_requests(client, base)
         epoch, plan, leader = _value(epoch_req), _value(plan_req), _value(leader_req)
-        mode = _value(mode_req)
+        mode, switches = _value(mode_req), _value(switches_req)
     except (KazooException, KazooTimeoutError) as exc:
         raise CoordinationError(f"cannot read {base} from ZooKeeper: {exc!r}") from exc
     return CoordinationState(
@@ -65,6 +68,7 @@ def read_state(client: KazooClient, cluster: str, root: str) -> CoordinationStat
         leader=None if leader is None else parse_leader(leader[0], leader_path),
         requests=requests,
         mode=None if mode is None else parse_mode(mode[0], mode_path(base)),
+        switches=None if switches is None else parse_switches(switches[0], switches_path(base)),
     )
 
 

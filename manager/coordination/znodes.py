@@ -5,7 +5,7 @@ coordination modules). Layout under ``<root>/<cluster>``: ``manager/leader``,
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
@@ -48,6 +48,18 @@ def decode_json(data: bytes, path: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise CoordinationError(f"{path} holds {type(doc).__name__}, not a JSON object")
     return doc
+
+
+Doc = TypeVar("Doc", bound=BaseModel)
+
+
+def parse_document(model: type[Doc], data: bytes, path: str, what: str) -> Doc:
+    """A znode's JSON document as ``model``; anything else there is a CoordinationError
+    naming the znode and each field at fault."""
+    try:
+        return model.model_validate(decode_json(data, path))
+    except ValidationError as exc:
+        raise CoordinationError(f"{path} holds no valid {what}: {field_problems(exc)}") from exc
 
 
 def parse_epoch(data: bytes | None, path: str) -> int:

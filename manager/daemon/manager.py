@@ -17,12 +17,13 @@ import threading
 from typing import Any
 
 from kmedic.logging import get_logger
-from kmedic.web_config import load_web_config
 from manager.analyzer.health import alerts_for, heal_needed
 from manager.analyzer.rejoin import catch_ups
+from manager.api.server import ApiServer
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
+from manager.daemon.api_view import serve_api
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.blind import blind
 from manager.daemon.deciding import decide_cycle
@@ -46,6 +47,7 @@ from manager.daemon.settling import MonotonicView, with_moves_in_flight, with_st
 from manager.daemon.slow_tracker import SlowTracker
 from manager.daemon.startup import start_coordination
 from manager.daemon.stepping import Stepper
+from manager.daemon.switches import SwitchTracker
 from manager.daemon.warm_up import WarmUp
 from manager.daemon.zk_outage import ZkOutage
 from manager.model.decision import Decision
@@ -53,7 +55,6 @@ from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
 from manager.web.load_history import LoadHistory
 from manager.web.metrics import ManagerMetrics, observe_snapshot
-from manager.web.server import MetricsServer
 from manager.web.status_page import status_document
 
 log = get_logger(__name__)
@@ -87,7 +88,7 @@ class Manager:
         self.metrics = ManagerMetrics(cfg.cluster)
         # Leading means may act: an instance cut off from ZooKeeper cannot prove it leads.
         self.metrics.follow_leadership(coordinator)
-        self.server: MetricsServer | None = None
+        self.server: ApiServer | None = None
         self._stop = threading.Event()
         self._warm_up = WarmUp(self.clock.monotonic)
         self._last_cycle_ok = self.clock.monotonic()
@@ -97,6 +98,7 @@ class Manager:
         self._zk_outage = ZkOutage()
         self.slow = SlowTracker()
         self.mode = ModeTracker(cfg.mode)
+        self.switches = SwitchTracker()
         self.trail = AuditTrail(
             audit,
             self.metrics,
@@ -141,11 +143,7 @@ class Manager:
     # ---- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> Manager:
-        http = self.cfg.http
-        web = load_web_config(http.web_config_file) if http.web_config_file else None
-        self.server = MetricsServer(
-            self.metrics.registry, self.health, http.host, http.port, status=self.status, web=web
-        ).start()
+        self.server = serve_api(self)
         self.metrics.observe_observable(False)  # until a cycle has read the cluster
         self.sources.start()
         if not start_coordination(self.coordinator, self._stop):
@@ -261,6 +259,7 @@ class Manager:
         self._zk_outage.audit_if_over(self.trail, self.clock.time(), facts.dead_brokers)
         self.readiness.report(snap)
         mode = self.mode.follow(state.mode, self.trail)
+        self.switches.follow(state.switches, self.trail)
         self.metrics.observe_mode(mode)
         if self._writing():  # observe mode writes nothing: no adopted move, no throttle removed
             self.keeper.lead(state.plan, catch_ups(snap))

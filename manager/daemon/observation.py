@@ -12,6 +12,7 @@ from manager.config import ManagerConfig
 from manager.coordination.move_budget import Entry, moves_in_window
 from manager.coordination.plan_document import own_partitions
 from manager.coordination.state import CoordinationState
+from manager.coordination.switch_store import switched
 from manager.daemon.ports import Coordinator, Sources
 from manager.model.moves import TopicPartition
 from manager.model.snapshot import Leadership, Snapshot
@@ -66,7 +67,7 @@ def observe_cluster(
             )
         except AdminUnavailable as exc:
             raise ClusterUnobservable(str(exc)) from exc
-        return build_snapshot(obs, cfg.policy, cfg.capacity)
+        return build_snapshot(obs, switched(cfg.policy, state.switches), cfg.capacity)
 
 
 def standby_sentence(state: CoordinationState, dead_brokers: int) -> str:

@@ -37,7 +37,7 @@ def stream_config(bootstrap: str, source: str, checkpoint: Path, **overrides: An
     """A short-window config whose output topics are unique to one test."""
     tag = source.rsplit(".", 1)[-1]
     settings: dict[str, Any] = {
-        "bootstrap_servers": bootstrap,
+        "bootstrap": bootstrap,
         "topics": TopicsConfig(
             brokerstats=source,
             replica_loads=f"it.replica-loads.{tag}",

@@ -10,6 +10,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 import yaml
+from api_support import serve
 from helpers import wait_for
 from prometheus_client import CollectorRegistry, Gauge
 from prometheus_support import PrometheusServer
@@ -19,7 +20,6 @@ from kmedic.localcluster.tls import LocalCa
 from kmedic.metrics_http import serve_metrics
 from kmedic.web_config import load_web_config
 from manager.web.metrics import ManagerMetrics
-from manager.web.server import MetricsServer
 
 pytestmark = pytest.mark.integration
 
@@ -43,13 +43,7 @@ def secured(tmp_path: Path) -> Iterator[tuple[list[str], Path, Path]]:
         )
     )
     config = load_web_config(web)
-    manager = MetricsServer(
-        ManagerMetrics("secured").registry,
-        lambda: (True, {}),
-        "127.0.0.1",
-        0,
-        web=config,
-    ).start()
+    manager = serve(ManagerMetrics("secured").registry, lambda: (True, {}), web=config)
     registry = CollectorRegistry()
     Gauge("kmedic_agent_up", "an agent's gauge", registry=registry).set(1)
     agent: HttpServer = serve_metrics(registry, "127.0.0.1", 0, config)

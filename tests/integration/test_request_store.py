@@ -147,8 +147,10 @@ def test_status_says_who_leads_the_mode_and_what_is_open(
         "in-flight plan: none",
         "requests: none open",
         "maintenance: none",
+        "switches: none set; goals as configured",
     ]
     kmedic_in_process(capsys, "mode", "observe", "--why", "day one", *where)
+    kmedic_in_process(capsys, "switches", "balance=off", *where)
     kmedic_in_process(capsys, "demote", "2", *where)
     coordinator = Coordinator(
         CoordinationConfig(zk_connect=zk_hosts, session_timeout_s=6.0), cluster, "m1"
@@ -162,10 +164,43 @@ def test_status_says_who_leads_the_mode_and_what_is_open(
         assert lines[1] == f"leader: m1, epoch {coordinator.epoch}", lines
         assert lines[2].startswith("mode: observe, set by ") and lines[2].endswith(": day one")
         assert lines[4].startswith("requests: request req-") and "(demote brokers 2)" in lines[4]
+        assert lines[6].startswith("switches: balance off, set by "), lines
         code, out, _ = kmedic_in_process(capsys, "status", "--json", *where)
         doc = json.loads(out)
         assert doc["leader"]["instance"] == "m1" and doc["epoch"] == coordinator.epoch
         assert doc["mode"]["mode"] == "observe"
+        assert doc["switches"]["goals"] == {"balance": False}
         assert [r["kind"] for r in doc["requests"]] == ["demote"]
     finally:
         coordinator.stop()
+
+
+def test_switches_are_set_merged_handed_back_and_read_by_the_cycle(
+    zk_hosts: str, client: KazooClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kmedic switches`: unset, two switches set by two commands (both kept), one handed
+    back to the config, read by the cycle's one read; a name that is not a goal is a usage
+    error and writes nothing; a corrupt znode is named."""
+    cluster = f"sw-{uuid.uuid4().hex[:8]}"
+    where = ["--zk", zk_hosts, "--cluster", cluster]
+    base = manager_path("/kmedic", cluster)
+    code, out, _ = kmedic_in_process(capsys, "switches", *where)
+    assert code == 0 and "none set at run time" in out, out
+    assert kmedic_in_process(capsys, "switches", "balance=off", *where)[0] == 0
+    code, out, _ = kmedic_in_process(capsys, "switches", "even_spread=off", "--why", "x", *where)
+    assert code == 0 and "balance off, even_spread off" in out, out
+    assert read_state(client, cluster, "/kmedic").switches.goals == {  # type: ignore[union-attr]
+        "balance": False,
+        "even_spread": False,
+    }
+    assert kmedic_in_process(capsys, "switches", "balance=config", *where)[0] == 0
+    code, out, _ = kmedic_in_process(capsys, "switches", "--json", *where)
+    assert json.loads(out)["goals"] == {"even_spread": False}
+    with pytest.raises(SystemExit) as usage:
+        kmedic_in_process(capsys, "switches", "heal=off", *where)
+    assert usage.value.code == 2 and "'heal' is not a goal" in capsys.readouterr().err
+    code, out, _ = kmedic_in_process(capsys, "switches", "--json", *where)
+    assert json.loads(out)["goals"] == {"even_spread": False}  # nothing written
+    client.set(f"{base}/switches", b'{"goals": {"heal": false}}')
+    with pytest.raises(CoordinationError, match=f"{base}/switches holds no valid switches"):
+        read_state(client, cluster, "/kmedic")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from api_support import serve
 from playwright.sync_api import Page, sync_playwright
 from required_tools import needs
 
@@ -28,7 +29,6 @@ from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import parse_snapshot
 from manager.web.load_history import LoadHistory
 from manager.web.metrics import ManagerMetrics
-from manager.web.server import MetricsServer
 from manager.web.status_page import status_document
 
 CHROMIUM = shutil.which("chromium")
@@ -156,12 +156,7 @@ def cluster_document() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def page_url() -> Iterator[str]:
     doc = cluster_document()
-    server = MetricsServer(
-        ManagerMetrics("browser-test").registry,
-        lambda: (True, {}),
-        host="127.0.0.1",
-        status=lambda: doc,
-    ).start()
+    server = serve(ManagerMetrics("browser-test").registry, lambda: (True, {}), status=lambda: doc)
     try:
         yield f"http://127.0.0.1:{server.port}/status"
     finally:

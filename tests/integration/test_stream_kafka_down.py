@@ -25,7 +25,7 @@ def test_a_stream_job_started_with_kafka_down_waits_for_it(tmp_path: Path) -> No
     port = process.free_ports(1)[0]  # nothing listens there
     config = tmp_path / "stream.yaml"
     config.write_text(
-        f"cluster: down\nbootstrap_servers: 127.0.0.1:{port}\n"
+        f"cluster: down\nbootstrap: 127.0.0.1:{port}\n"
         f"checkpoint_location: {tmp_path / 'checkpoint'}\nmetrics_port: null\n"
     )
     proc = subprocess.Popen(

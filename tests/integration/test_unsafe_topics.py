@@ -103,6 +103,7 @@ def test_the_monitor_reads_each_topics_min_insync_replicas(
 def test_no_kafka_given_is_a_clear_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("KMEDIC_BOOTSTRAP", raising=False)
     monkeypatch.delenv("KMEDIC_BOOTSTRAP_SERVERS", raising=False)
     code, _, err = kmedic_in_process(capsys, "topics", "check")
     assert code == 1 and "no Kafka given" in err

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from kmedic.errors import KmedicError
 from manager.audit.log import AuditLog, AuditRecord, render_line
+from manager.audit.since import parse_since
 from manager.audit.spool import Spool
-from manager.cli.actions import parse_since
 
 
 def rec(n: int, **extra: object) -> AuditRecord:

@@ -87,8 +87,9 @@ def test_the_demo_says_where_to_look_and_keep_is_an_option() -> None:
     assert lines[0] == (
         "status page: http://127.0.0.1:40123/status  (metrics: http://127.0.0.1:40123/metrics)"
     )
-    assert "kmedic status --zk 127.0.0.1:2181 --cluster demo" in lines[1]
-    assert lines[2].endswith("kmedic actions tail --bootstrap 127.0.0.1:9092")
+    assert lines[1].startswith("HTTP API: http://127.0.0.1:40123/api/v1/status")
+    assert "kmedic status --zk 127.0.0.1:2181 --cluster demo" in lines[2]
+    assert lines[3].endswith("kmedic actions tail --bootstrap 127.0.0.1:9092")
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers())
     assert parser.parse_args(["demo", "--keep"]).keep

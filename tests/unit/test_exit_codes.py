@@ -130,9 +130,16 @@ def test_every_command_that_needs_a_service_says_it_did_not_answer(
             continue
         if path[0] == "zk-acls":  # it acts as kmedic's own ZooKeeper identity
             service += identity
-        code = main([*path, *required_args(parser), *service])
-        err = capsys.readouterr().err
+        json_flag = ["--json"] if "--json" in flags else []
+        code = main([*path, *required_args(parser), *service, *json_flag])
+        out, err = capsys.readouterr()
         assert (code, address in err) == (Exit.UNREACHABLE, True), (path, err)
+        if json_flag:  # the error as JSON too, where a script reads the answer
+            said = json.loads(out)
+            assert (said["exit_code"], said["exit"]) == (5, "unreachable"), (path, out)
+            assert address in said["error"]
+        else:
+            assert out == "", (path, out)
         checked.append(path)
     assert len(checked) >= 30, checked  # the placement admin, requests, status, tail, ...
 
@@ -145,3 +152,17 @@ def test_an_interrupt_is_130(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(plan_cli, "run", interrupted)
     assert main(["plan", "--snapshot", str(EXAMPLES / "healthy.json")]) == Exit.INTERRUPTED
+
+
+def test_the_kafka_address_comes_from_kmedic_bootstrap_as_the_flag_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from manager.cli.kafka_args import add_kafka_args, kafka_from
+
+    for env in ("KMEDIC_BOOTSTRAP", "KMEDIC_BOOTSTRAP_SERVERS"):  # the former name still read
+        monkeypatch.delenv("KMEDIC_BOOTSTRAP", raising=False)
+        monkeypatch.delenv("KMEDIC_BOOTSTRAP_SERVERS", raising=False)
+        monkeypatch.setenv(env, "10.0.0.9:9092")
+        parser = argparse.ArgumentParser()
+        add_kafka_args(parser, "a manager config")
+        assert kafka_from(parser.parse_args([])) == ("10.0.0.9:9092", None)

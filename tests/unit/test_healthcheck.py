@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from api_support import serve as serve_pages
 
 from agent.metrics import AgentMetrics
 from composition.healthcheck import Target, probe, role_of, target_of, undelivered
@@ -14,7 +15,6 @@ from kmedic.errors import KmedicError
 from kmedic.exits import Exit
 from kmedic.metrics_http import serve_metrics
 from manager.web.metrics import ManagerMetrics
-from manager.web.server import MetricsServer
 
 CONFIGS = Path(__file__).parents[2] / "configs"
 
@@ -50,11 +50,9 @@ def test_each_role_is_asked_where_its_config_says_it_listens(
 
 
 def serve(healthy: bool) -> Any:
-    return MetricsServer(
-        ManagerMetrics("c1").registry,
-        lambda: (healthy, {"zookeeper_connected": healthy}),
-        host="127.0.0.1",
-    ).start()
+    return serve_pages(
+        ManagerMetrics("c1").registry, lambda: (healthy, {"zookeeper_connected": healthy})
+    )
 
 
 def test_a_healthy_manager_passes_and_an_unhealthy_one_fails_saying_why() -> None:

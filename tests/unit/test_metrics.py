@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from api_support import serve
 from helpers import http_get
 from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.errors import KmedicError
 from manager.web.metrics import ManagerMetrics
-from manager.web.server import MetricsServer
 
 
 @dataclass
@@ -93,7 +93,7 @@ class Health:
 @pytest.fixture
 def served() -> Iterator[tuple[ManagerMetrics, Health, str]]:
     metrics, health = ManagerMetrics("c1"), Health()
-    server = MetricsServer(metrics.registry, health, host="127.0.0.1", port=0).start()
+    server = serve(metrics.registry, health)
     yield metrics, health, f"http://127.0.0.1:{server.port}"
     server.stop()
 
@@ -122,11 +122,9 @@ def test_healthz_reports_200_then_503(served: tuple[ManagerMetrics, Health, str]
 
 
 def test_a_taken_port_is_named() -> None:
-    first = MetricsServer(ManagerMetrics("c1").registry, Health(), host="127.0.0.1").start()
+    first = serve(ManagerMetrics("c1").registry, Health())
     try:
-        with pytest.raises(KmedicError, match=f"cannot serve metrics on 127.0.0.1:{first.port}"):
-            MetricsServer(
-                ManagerMetrics("c1").registry, Health(), host="127.0.0.1", port=first.port
-            )
+        with pytest.raises(KmedicError, match=f"cannot serve HTTP on 127.0.0.1:{first.port}"):
+            serve(ManagerMetrics("c1").registry, Health(), port=first.port)
     finally:
         first.stop()

@@ -3,10 +3,12 @@ ZooKeeper read is in tests/integration/test_request_store.py."""
 
 from __future__ import annotations
 
-from manager.cli.status import plan_json, plan_line, status_document, status_lines
+from manager.cli.status import plan_line, status_lines
 from manager.coordination.plan_document import PlanDocument, PlannedMove
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.state import CoordinationState
+from manager.coordination.state_view import plan_json
+from manager.coordination.state_view import state_document as status_document
 from manager.coordination.znodes import LeaderRecord
 from manager.model.placement_config import Maintenance, PlacementConfig
 from manager.model.plan_progress import PlanProgress

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from api_support import serve
 from helpers import http_get
 from planner_fixtures import GB, MB, NOW, broker, make, part
 
@@ -16,7 +17,6 @@ from manager.model.moves import Move
 from manager.model.plan_progress import PlanProgress
 from manager.web.charts import CHART_W, PAD_L
 from manager.web.metrics import ManagerMetrics
-from manager.web.server import MetricsServer
 from manager.web.status_page import render_html, status_document
 
 SNAP = make(
@@ -136,12 +136,7 @@ def test_the_server_serves_status_and_a_broken_status_is_a_500() -> None:
             raise ValueError("no snapshot lock")
         return document()
 
-    server = MetricsServer(
-        ManagerMetrics("c1").registry,
-        lambda: (True, {}),
-        host="127.0.0.1",
-        status=status,
-    ).start()
+    server = serve(ManagerMetrics("c1").registry, lambda: (True, {}), status=status)
     base = f"http://127.0.0.1:{server.port}"
     try:
         code, ctype, body = http_get(base + "/status.json")

@@ -137,7 +137,7 @@ def test_kmedic_stream_with_a_bad_config_is_one_line_and_exit_1(
 def test_java_client_settings_do_not_reach_the_librdkafka_admin() -> None:
     # default.api.timeout.ms is a Java client setting: librdkafka refuses the name.
     cfg = StreamConfig(
-        bootstrap_servers="127.0.0.1:1",
+        bootstrap="127.0.0.1:1",
         kafka_options={"default.api.timeout.ms": "5000"},
         admin_options={"socket.timeout.ms": "5000"},
     )
@@ -145,6 +145,17 @@ def test_java_client_settings_do_not_reach_the_librdkafka_admin() -> None:
 
 
 def test_a_bad_admin_option_is_named() -> None:
-    cfg = StreamConfig(bootstrap_servers="127.0.0.1:1", admin_options={"no.such.key": "1"})
+    cfg = StreamConfig(bootstrap="127.0.0.1:1", admin_options={"no.such.key": "1"})
     with pytest.raises(KmedicError, match=r'admin_options: .*"no\.such\.key"'):
         topics.admin_client(cfg)
+
+
+def test_the_kafka_address_is_bootstrap_as_in_every_roles_config() -> None:
+    """One name for the Kafka address (issue 43): ``bootstrap``, as the agent's and the
+    manager's; the former ``bootstrap_servers`` is still read, and both at once is refused."""
+    assert StreamConfig(bootstrap="10.0.0.1:9092").cluster_client == "10.0.0.1:9092"
+    assert StreamConfig.model_validate({"bootstrap_servers": "10.0.0.2:9092"}).bootstrap == (
+        "10.0.0.2:9092"
+    )
+    with pytest.raises(ValueError, match="give bootstrap only"):
+        StreamConfig.model_validate({"bootstrap": "a:1", "bootstrap_servers": "b:1"})

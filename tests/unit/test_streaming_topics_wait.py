@@ -44,7 +44,7 @@ def _failing(times: int, then: Any = ("made",)) -> Any:
 
 @pytest.fixture
 def cfg() -> StreamConfig:
-    return StreamConfig(bootstrap_servers="127.0.0.1:1")
+    return StreamConfig(bootstrap="127.0.0.1:1")
 
 
 def test_it_waits_doubling_up_to_the_cap_until_kafka_answers(

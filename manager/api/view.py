@@ -1,0 +1,36 @@
+"""What the API reads from and does through the manager it runs in: one port, so the routes
+stay testable without a daemon (a test passes its own)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import KazooClient
+from prometheus_client import CollectorRegistry
+
+from kmedic.kafka_client import Cluster
+from manager.model.decision import Decision
+from manager.model.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class ManagerView:
+    cluster: str
+    instance: str
+    zk_root: str
+    leads: Callable[[], bool]
+    registry: CollectorRegistry
+    health: Callable[[], tuple[bool, dict[str, Any]]]
+    status_page: Callable[[], dict[str, Any]]
+    decision: Callable[[], Decision | None]
+    snapshot: Callable[[], Snapshot | None]
+    readiness: Callable[[], Mapping[str, Any] | None]
+    # An operator's write, audited by this instance: (summary, details).
+    audit: Callable[[str, dict[str, Any]], None]
+    # A plain ZooKeeper session (no election, no epoch), as the CLI opens one.
+    zookeeper: Callable[[], AbstractContextManager[KazooClient]]
+    kafka: Cluster
+    audit_topic: str

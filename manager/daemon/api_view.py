@@ -1,0 +1,70 @@
+"""The running manager's HTTP server, and the manager as its API sees it (manager.api.view):
+what it reads, the audit record of an operator's write, and a plain ZooKeeper session per
+call, as the CLI opens one (the coordinator's session stays the election's own)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Protocol
+
+from kmedic.web_config import load_web_config
+from manager.api.server import ApiServer
+from manager.api.view import ManagerView
+from manager.config import ManagerConfig
+from manager.coordination.session import zk_session
+from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.ports import Coordinator
+from manager.daemon.readiness_sweep import ReadinessSweep
+from manager.model.decision import Decision
+from manager.model.snapshot import Snapshot
+from manager.web.metrics import ManagerMetrics
+
+
+class RunningManager(Protocol):
+    """What the view takes from manager.daemon.manager.Manager (which imports this module)."""
+
+    cfg: ManagerConfig
+    instance: str
+    coordinator: Coordinator
+    metrics: ManagerMetrics
+    trail: AuditTrail
+    readiness: ReadinessSweep
+    last_decision: Decision | None
+    last_snapshot: Snapshot | None
+
+    def health(self) -> tuple[bool, dict[str, Any]]: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+
+def api_view(manager: RunningManager) -> ManagerView:
+    cfg = manager.cfg
+    zk = cfg.zookeeper
+
+    def audit(summary: str, details: dict[str, Any]) -> None:
+        manager.trail.record("operator", summary, details=details)
+
+    return ManagerView(
+        cluster=cfg.cluster,
+        instance=manager.instance,
+        zk_root=zk.root,
+        leads=lambda: manager.coordinator.is_leader,
+        registry=manager.metrics.registry,
+        health=manager.health,
+        status_page=manager.status,
+        decision=lambda: manager.last_decision,
+        snapshot=lambda: manager.last_snapshot,
+        readiness=manager.readiness.shown,
+        audit=audit,
+        zookeeper=partial(zk_session, zk.zk_connect, auth=zk.auth),
+        kafka=cfg.cluster_client,
+        audit_topic=cfg.topics.actions,
+    )
+
+
+def serve_api(manager: RunningManager) -> ApiServer:
+    """The manager's HTTP server, started on its config's address, protected as its web
+    config says."""
+    http = manager.cfg.http
+    web = load_web_config(http.web_config_file) if http.web_config_file else None
+    return ApiServer(api_view(manager), http.host, http.port, web).start()

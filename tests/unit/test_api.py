@@ -1,0 +1,171 @@
+"""The manager's HTTP API without a daemon: who may read and write (401, 403), every error a
+problem document, the OpenAPI document valid and complete, the audit paging's cursor, the
+cluster in a placement path. (The API on a real cluster, over TLS: tests/integration/
+test_api_cluster.py.)"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import bcrypt
+import pytest
+from api_support import view_of
+from fastapi.testclient import TestClient
+from openapi_spec_validator import validate
+
+from kmedic.web_config import WebConfig
+from manager.api.app import OPENAPI_PATH, build_app
+from manager.api.problems import PROBLEM_JSON
+from manager.web.metrics import ManagerMetrics
+
+HASHED = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()
+SECURED = WebConfig(basic_auth_users={"ops": HASHED, "viewer": HASHED}, api_writers=("ops",))
+
+
+@contextmanager
+def no_zookeeper() -> Iterator[Any]:
+    raise AssertionError("this route should have answered before ZooKeeper")
+    yield  # pragma: no cover
+
+
+def client(web: WebConfig = SECURED, **view: Any) -> TestClient:
+    built = view_of(
+        ManagerMetrics("c1").registry,
+        lambda: (True, {"leader": True}),
+        **{"status": lambda: {"cluster": "c1"}, "cluster": "c1", "zookeeper": no_zookeeper, **view},
+    )
+    return TestClient(build_app(built, web, threading.Event()))
+
+
+def is_problem(response: Any, status: int, *words: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == PROBLEM_JSON
+    body = response.json()
+    assert body["status"] == status and body["title"] and body["instance"]
+    for word in words:
+        assert word in body["detail"], body
+
+
+def test_without_a_user_every_route_is_401_with_a_challenge() -> None:
+    api = client()
+    for path in ("/metrics", "/healthz", "/status.json", "/api/v1/status", OPENAPI_PATH):
+        answer = api.get(path)
+        is_problem(answer, 401, "basic_auth_users")
+        assert answer.headers["www-authenticate"].startswith("Basic")
+    is_problem(api.get("/metrics", auth=("ops", "wrong")), 401)
+    is_problem(api.get("/metrics", auth=("nobody", "pw")), 401)
+
+
+def test_a_reader_reads_and_is_refused_every_write_before_anything_is_written() -> None:
+    api = client()
+    assert api.get("/healthz", auth=("viewer", "pw")).json()["healthy"] is True
+    assert api.get("/metrics", auth=("viewer", "pw")).status_code == 200
+    writes = [
+        ("post", "/api/v1/requests", {"kind": "demote", "brokers": [1]}),
+        ("delete", "/api/v1/requests/req-0000000001", None),
+        ("put", "/api/v1/mode", {"mode": "observe"}),
+        ("put", "/api/v1/switches", {"goals": {"balance": False}}),
+        ("post", "/api/v1/clusters/c1/failureDomains/d1", {"brokers": [1]}),
+        ("delete", "/api/v1/clusters/c1/failureDomains/d1", None),
+        ("put", "/api/v1/clusters/c1/failureDomains/d1/maintenance", {"reason": "r"}),
+        ("delete", "/api/v1/clusters/c1/failureDomains/d1/maintenance", None),
+    ]
+    for method, path, body in writes:
+        answer = api.request(method, path, json=body, auth=("viewer", "pw"))
+        is_problem(answer, 403, "'viewer' may only read", "api_writers")
+
+
+def test_without_basic_auth_reads_are_open_and_no_write_is_taken() -> None:
+    api = client(WebConfig())
+    assert api.get("/healthz").status_code == 200
+    is_problem(api.put("/api/v1/mode", json={"mode": "act"}), 403, "anonymous caller")
+
+
+def test_a_bad_body_names_its_field_and_an_unknown_route_lists_the_routes() -> None:
+    api = client()
+    answer = api.post(
+        "/api/v1/requests", json={"kind": "evict", "brokers": [1]}, auth=("ops", "pw")
+    )
+    is_problem(answer, 422, "body.kind")
+    answer = api.post(
+        "/api/v1/requests", json={"kind": "drain", "brokers": [-1]}, auth=("ops", "pw")
+    )
+    is_problem(answer, 422, "body.brokers.0")
+    answer = api.put("/api/v1/mode", json={"mode": "act", "who": "me"}, auth=("ops", "pw"))
+    is_problem(answer, 422, "body.who")
+    is_problem(api.get("/nope", auth=("ops", "pw")), 404, "/status", "/api/v1/openapi.json")
+
+
+def test_a_placement_path_of_another_cluster_is_404_naming_both() -> None:
+    @contextmanager
+    def zookeeper() -> Iterator[Any]:
+        yield object()  # never used: the cluster is checked first
+
+    api = client(zookeeper=zookeeper)
+    answer = api.get("/api/v1/clusters/other/failureDomains", auth=("viewer", "pw"))
+    is_problem(answer, 404, "'c1'", "'other'")
+
+
+def test_a_broken_status_page_is_a_500_problem() -> None:
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("no snapshot")
+
+    api = client(status=broken)
+    is_problem(api.get("/status.json", auth=("viewer", "pw")), 500, "no snapshot")
+
+
+def test_the_audit_page_refuses_a_cursor_it_did_not_give_and_a_bad_since() -> None:
+    api = client()
+    answer = api.get("/api/v1/audit", params={"cursor": "yesterday"}, auth=("viewer", "pw"))
+    is_problem(answer, 422, "next_cursor")
+    answer = api.get("/api/v1/audit", params={"since": "last week"}, auth=("viewer", "pw"))
+    is_problem(answer, 422, "since 'last week'", "15m")
+    answer = api.get("/api/v1/audit", params={"kind": "gossip"}, auth=("viewer", "pw"))
+    is_problem(answer, 422, "query.kind")
+
+
+def test_the_openapi_document_is_valid_and_names_every_route_and_the_auth() -> None:
+    doc = client().get(OPENAPI_PATH, auth=("viewer", "pw")).json()
+    validate(doc)
+    paths = doc["paths"]
+    for path, methods in {
+        "/api/v1/status": {"get"},
+        "/api/v1/decision": {"get"},
+        "/api/v1/readiness": {"get"},
+        "/api/v1/audit": {"get"},
+        "/api/v1/audit/follow": {"get"},
+        "/api/v1/requests": {"get", "post"},
+        "/api/v1/requests/{request_id}": {"delete"},
+        "/api/v1/topics/unsafe": {"get"},
+        "/api/v1/placement": {"get"},
+        "/api/v1/mode": {"get", "put"},
+        "/api/v1/switches": {"get", "put"},
+        "/api/v1/clusters/{cluster}/failureDomains": {"get"},
+        "/api/v1/clusters/{cluster}/failureDomains/{name}": {"get", "post", "delete"},
+        "/api/v1/clusters/{cluster}/brokerGroups/{name}": {"get", "post", "delete"},
+        "/api/v1/clusters/{cluster}/isolationGroups/{name}": {"get", "post", "delete"},
+        "/api/v1/clusters/{cluster}/antiAffinityGroups/{name}": {"get", "post", "delete"},
+        "/api/v1/clusters/{cluster}/failureDomains/{domain}/maintenance": {"put", "delete"},
+        "/api/v1/clusters/{cluster}/maintenance": {"get"},
+        "/metrics": {"get"},
+        "/healthz": {"get"},
+        "/status": {"get"},
+    }.items():
+        assert methods <= set(paths[path]), (path, sorted(paths[path]))
+    assert doc["components"]["securitySchemes"]["HTTPBasic"]["scheme"] == "basic"
+    isolation = doc["paths"]["/api/v1/clusters/{cluster}/isolationGroups/{name}"]["post"]
+    body = isolation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    assert body.endswith("/IsolationGroupBody")
+    # Errors are documented as what they are: problem documents.
+    for status in ("401", "403", "422"):
+        assert set(isolation["responses"][status]["content"]) == {PROBLEM_JSON}
+
+
+@pytest.mark.parametrize("writers", [("ops",), ()])
+def test_api_writers_must_be_users(writers: tuple[str, ...]) -> None:
+    WebConfig(basic_auth_users={"ops": HASHED}, api_writers=writers)
+    with pytest.raises(ValueError, match=r"api_writers names users without .*: stranger"):
+        WebConfig(basic_auth_users={"ops": HASHED}, api_writers=(*writers, "stranger"))
