@@ -81,8 +81,9 @@ def test_the_stream_takes_the_section_and_keeps_tuning_apart() -> None:
     assert options["kafka.security.protocol"] == "SASL_PLAINTEXT"
     assert 'password="section-secret"' in options["kafka.sasl.jaas.config"]
     assert options["kafka.request.timeout.ms"] == "4000"
-    with pytest.raises(ValidationError, match="give exactly one of bootstrap_servers and kafka"):
-        StreamConfig.model_validate({"kafka": SECURE, "bootstrap_servers": "b:9092"})
+    for shorthand in ("bootstrap", "bootstrap_servers"):  # the key, and its former name
+        with pytest.raises(ValidationError, match="give exactly one of bootstrap and kafka"):
+            StreamConfig.model_validate({"kafka": SECURE, shorthand: "b:9092"})
     bad = StreamConfig.model_validate(
         {"kafka": SECURE, "kafka_options": {"security.protocol": "PLAINTEXT"}}
     )
@@ -91,7 +92,7 @@ def test_the_stream_takes_the_section_and_keeps_tuning_apart() -> None:
 
 
 def test_the_stream_shorthand_is_plaintext() -> None:
-    options = kafka_options(StreamConfig(bootstrap_servers="b:9092"))
+    options = kafka_options(StreamConfig(bootstrap="b:9092"))
     assert options == {
         "kafka.bootstrap.servers": "b:9092",
         "kafka.security.protocol": "PLAINTEXT",
