@@ -50,6 +50,7 @@ class LocalCluster:
         owned: bool,
         security: ClusterSecurity | None = None,
         nic_mbps: int | None = None,
+        kafka_jars: str = configs.KAFKA_NEWEST,
     ) -> None:
         self.workdir = workdir
         self.cluster_id = cluster_id
@@ -60,6 +61,7 @@ class LocalCluster:
         # Set on a shaped cluster: each broker's link speed, and the namespace it runs in.
         self.nic_mbps = nic_mbps
         self.namespace = netns.Namespace(netns.name_for(workdir)) if nic_mbps is not None else None
+        self.kafka_jars = kafka_jars  # the Kafka release its nodes run
 
     # ---- construction -------------------------------------------------------------------
 
@@ -92,6 +94,7 @@ class LocalCluster:
             stop_at_exit,
             security,
             spec.nic_mbps,
+            spec.kafka_jars,
         )
         cluster._format()
         cluster._save()
@@ -149,6 +152,7 @@ class LocalCluster:
                 owned=False,
                 security=ClusterSecurity.from_state(security) if security else None,
                 nic_mbps=state.get("nic_mbps"),
+                kafka_jars=state.get("kafka_jars", configs.KAFKA_NEWEST),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise KmedicError(f"{path} is not a valid cluster state file: {exc}") from exc
@@ -350,6 +354,7 @@ class LocalCluster:
             "cluster_id": self.cluster_id,
             "nodes": [asdict(n) for n in self._nodes],
             "nic_mbps": self.nic_mbps,
+            "kafka_jars": self.kafka_jars,
         }
         if self.security is not None:
             state["security"] = self.security.to_state()
@@ -358,7 +363,7 @@ class LocalCluster:
         tmp.replace(self.workdir / STATE_FILE)
 
     def _format(self, only: Node | None = None) -> None:
-        classpath = jvm_jars("kafka")
+        classpath = jvm_jars(self.kafka_jars)
         # SCRAM credentials go into the metadata log's bootstrap records, before any broker
         # exists: there is no unauthenticated moment in which to create them later.
         scram = self.security.scram_arguments() if self.security is not None else []

@@ -17,6 +17,10 @@ from kmedic.errors import ConfigError
 
 CONTROLLER_ID = 100
 HOST = "127.0.0.1"
+# The Kafka releases a local cluster runs: the jar groups of configs/jvm-artifacts.toml.
+KAFKA_NEWEST = "kafka"  # 4.4, the default
+KAFKA_4_1 = "kafka-4.1"  # the 4.1 line, still tested
+KAFKA_LINES = (KAFKA_NEWEST, KAFKA_4_1)
 
 
 class Endpoint(NamedTuple):
@@ -58,8 +62,12 @@ class ClusterSpec:
     # A network-bound cluster: every node on its own address in a network namespace of the
     # cluster's own, each broker's link shaped to this many Mbit/s each way (netns.py).
     nic_mbps: int | None = None
+    # Which Kafka release the nodes run (KAFKA_LINES).
+    kafka_jars: str = KAFKA_NEWEST
 
     def __post_init__(self) -> None:
+        if self.kafka_jars not in KAFKA_LINES:
+            raise ConfigError(f"kafka_jars must be one of {KAFKA_LINES}, got {self.kafka_jars!r}")
         if self.brokers < 1:
             raise ConfigError(f"brokers must be at least 1, got {self.brokers}")
         if not 1 <= self.controllers <= 5:

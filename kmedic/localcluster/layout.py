@@ -106,7 +106,7 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
     """Lay out directories and config files and build each node's command line."""
     at = Addresses.of(spec)
     voters = at.voters
-    kafka_cp = jvm_jars("kafka")
+    kafka_cp = jvm_jars(spec.kafka_jars)
     nodes: list[Node] = []
 
     zk_dir = workdir / "zookeeper"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tomllib
 import urllib.request
 import uuid
 from pathlib import Path
@@ -16,6 +17,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from helpers import kafka_conf, kmedic_process, wait_for, wait_until_usable
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
+
+from kmedic.paths import CONFIGS
 
 pytestmark = pytest.mark.integration
 
@@ -188,3 +191,14 @@ def test_cli_cluster_lifecycle_leaves_no_process(tmp_path: Path) -> None:
     assert processes_mentioning(str(workdir)) == []
     status = kmedic("cluster", "--dir", str(workdir), "status", cwd=tmp_path)
     assert status.stdout.count("stopped") == 3
+
+
+def test_the_session_cluster_runs_the_newest_kafka_release(local_cluster: Any) -> None:
+    """The default release is the [kafka] group of configs/jvm-artifacts.toml (4.4); the 4.1
+    line runs in tests/integration/test_kafka_41.py."""
+    groups = tomllib.loads((CONFIGS / "jvm-artifacts.toml").read_text())
+    broker_jar = next(a for a in groups["kafka"]["artifacts"] if ":kafka_2.13:" in a)
+    version = broker_jar.rsplit(":", 1)[1]
+    assert version.startswith("4.4"), version
+    log = (Path(local_cluster.brokers[0].directory) / "server.log").read_text()
+    assert f"Kafka version: {version}" in log
