@@ -24,6 +24,7 @@ import yaml
 from kmedic.errors import KmedicError
 from kmedic.kafka_acls import ROLES
 from kmedic.localcluster import ClusterSpec, LocalCluster
+from kmedic.localcluster.configs import KAFKA_RELEASES
 from kmedic.localcluster.security import role_user
 
 
@@ -79,6 +80,12 @@ def register(sub: Any) -> None:
         metavar="N",
         help="a network-bound cluster: inside a network namespace of its own, every node on "
         "its own loopback address, each broker's link shaped to N Mbit/s each way (needs root)",
+    )
+    up.add_argument(
+        "--kafka",
+        choices=tuple(KAFKA_RELEASES),
+        default="4.4",
+        help="the Kafka release the nodes run: 4.4, the newest (default), or 4.1",
     )
     up.set_defaults(func=cmd_up)
 
@@ -141,6 +148,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         racks=args.racks,
         secure=args.secure,
         nic_mbps=args.nic_mbps,
+        kafka_jars=KAFKA_RELEASES[args.kafka],
     )
     cluster = LocalCluster.start(
         spec,
@@ -151,6 +159,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"  bootstrap servers: {cluster.bootstrap_servers}")
     print(f"  zookeeper:         {cluster.zk_connect}")
     print(f"  controllers:       {', '.join(map(str, cluster.controller_ids))}")
+    print(f"  kafka:             {args.kafka}")
     if cluster.namespace is not None:
         print(
             f"  shaped:            {cluster.nic_mbps} Mbit/s per broker link, in network "

@@ -21,6 +21,7 @@ HOST = "127.0.0.1"
 KAFKA_NEWEST = "kafka"  # 4.4, the default
 KAFKA_4_1 = "kafka-4.1"  # the 4.1 line, still tested
 KAFKA_LINES = (KAFKA_NEWEST, KAFKA_4_1)
+KAFKA_RELEASES = {"4.4": KAFKA_NEWEST, "4.1": KAFKA_4_1}  # as `cluster up --kafka` names them
 
 
 class Endpoint(NamedTuple):
