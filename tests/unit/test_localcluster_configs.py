@@ -22,11 +22,17 @@ def test_racks_round_robin_and_explicit_map() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"brokers": 0}, {"racks": ()}, {"brokers": 2, "rack_map": {3: "/x"}}],
+    [{"brokers": 0}, {"racks": ()}, {"brokers": 2, "rack_map": {3: "/x"}}, {"kafka_jars": "4.4"}],
 )
 def test_bad_spec_is_rejected(kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         ClusterSpec(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_newest_kafka_is_the_default_and_cluster_up_names_each_release() -> None:
+    assert ClusterSpec().kafka_jars == configs.KAFKA_NEWEST == "kafka"
+    assert configs.KAFKA_RELEASES == {"4.4": "kafka", "4.1": "kafka-4.1"}
+    assert set(configs.KAFKA_RELEASES.values()) == set(configs.KAFKA_LINES)
 
 
 def test_broker_properties_carry_rack_listener_and_capped_replication() -> None:
