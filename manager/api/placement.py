@@ -66,7 +66,7 @@ class _Placement:
         return ZkConfigStore(client, self.view.cluster, self.view.zk_root)
 
     def audited(self, who: Caller, summary: str, **details: Any) -> None:
-        self.view.audit(f"{who.by}: {summary}", {"by": who.by, "user": who.user, **details})
+        self.view.audit_write(who.by, who.user, summary, **details)
 
 
 def router(view: ManagerView) -> APIRouter:

@@ -34,3 +34,7 @@ class ManagerView:
     zookeeper: Callable[[], AbstractContextManager[KazooClient]]
     kafka: Cluster
     audit_topic: str
+
+    def audit_write(self, by: str, user: str | None, summary: str, **details: Any) -> None:
+        """An operator's write, as one record: who (``by``, ``user``) and what."""
+        self.audit(f"{by}: {summary}", {"by": by, "user": user, **details})

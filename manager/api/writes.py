@@ -67,7 +67,7 @@ def router(view: ManagerView) -> APIRouter:
     base = manager_path(view.zk_root, view.cluster)
 
     def audited(who: Caller, summary: str, **details: Any) -> None:
-        view.audit(f"{who.by}: {summary}", {"by": who.by, "user": who.user, **details})
+        view.audit_write(who.by, who.user, summary, **details)
 
     @api.post("/requests", status_code=201, summary="store an operator request")
     def create_request(body: NewRequest, who: Writer) -> dict[str, Any]:
