@@ -83,11 +83,12 @@ def _container_cluster(spec: ClusterSpec, workdir: Path, engine_dir: Path) -> It
 
 @pytest.fixture
 def healthy_cluster(local_cluster: Any) -> Iterator[Any]:
-    """The session cluster with every broker running and no replication throttle rate, before
-    and after the test: a test that kills brokers leaves the next one a whole cluster. A test
-    that ends with a throttle rate still set fails, naming it (kmedic must remove the rates it
-    sets; a test that stops a manager mid-heal removes them itself): the rates are removed
-    for the next test, and never silently."""
+    """The session cluster with every broker running and no replication throttle rate or
+    cordon, before and after the test: a test that kills brokers leaves the next one a whole
+    cluster. A test that ends with a throttle rate or a cordon still set fails, naming it
+    (kmedic must remove the rates it sets, and uncordon a broker its drain no longer holds; a
+    test that stops a manager mid-heal removes them itself): they are removed for the next
+    test, and never silently."""
     _revive(local_cluster)
     _remove_throttle_rates(local_cluster)
     yield local_cluster
@@ -95,14 +96,14 @@ def healthy_cluster(local_cluster: Any) -> Iterator[Any]:
     leaked = _throttle_rates(local_cluster)
     _remove_throttle_rates(local_cluster)
     if leaked:
-        pytest.fail(f"the test left replication throttle rates set: {leaked}")
+        pytest.fail(f"the test left replication throttle rates or cordons set: {leaked}")
 
 
 def _throttle_rates(cluster: Any) -> dict[int, dict[str, str]]:
-    """The replication throttle rates set on each broker (its dynamic configs). A broker just
-    back (restarted or resumed) may not answer for a moment, or be missing from the metadata a
-    fresh client bootstraps from: then a new client asks again, for up to 60 s, and the error
-    names the broker that never answered."""
+    """The replication throttle rates and cordon set on each broker (its dynamic configs). A
+    broker just back (restarted or resumed) may not answer for a moment, or be missing from the
+    metadata a fresh client bootstraps from: then a new client asks again, for up to 60 s, and
+    the error names the broker that never answered."""
     from confluent_kafka import KafkaException
 
     deadline = time.monotonic() + 60
@@ -119,9 +120,11 @@ def _throttle_rates_once(cluster: Any) -> dict[int, dict[str, str]]:
     from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
     from helpers import kafka_conf
 
+    from manager.executor.cordons import CORDONED_LOG_DIRS
     from manager.model.throttles import RATE_KEYS
 
     admin = AdminClient(kafka_conf(cluster.bootstrap_servers))
+    keys = (*RATE_KEYS, CORDONED_LOG_DIRS)
     found: dict[int, dict[str, str]] = {}
     asked = {  # one broker per request, as Kafka wants it; all asked at once
         broker: next(
@@ -140,7 +143,7 @@ def _throttle_rates_once(cluster: Any) -> dict[int, dict[str, str]]:
             raise TimeoutError(f"broker {broker} did not answer within 15 s") from exc
         rates = {
             key: str(entries[key].value)
-            for key in RATE_KEYS
+            for key in keys
             if key in entries
             and entries[key].value is not None
             and entries[key].source
@@ -158,10 +161,10 @@ def _revive(cluster: Any) -> None:
 
 
 def _remove_throttle_rates(cluster: Any) -> None:
-    """Delete both replication throttle rates on every broker (one broker per request: a
-    broker's dynamic config is changed on that broker). A broker just back (restarted or
-    resumed) may be missing for a moment from the metadata a fresh client bootstraps from:
-    then a new client asks again, for up to 30 s."""
+    """Delete both replication throttle rates and the cordon on every broker (one broker per
+    request: a broker's dynamic config is changed on that broker). A broker just back
+    (restarted or resumed) may be missing for a moment from the metadata a fresh client
+    bootstraps from: then a new client asks again, for up to 30 s."""
     from kafka.errors import UnknownBrokerIdError
 
     deadline = time.monotonic() + 30
@@ -178,12 +181,14 @@ def _remove_throttle_rates(cluster: Any) -> None:
 def _remove_throttle_rates_once(cluster: Any) -> None:
     from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
+    from manager.executor.cordons import CORDONED_LOG_DIRS
     from manager.model.throttles import RATE_KEYS
 
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
     try:
         for broker_id in cluster.broker_ids:
-            delete = {key: (AlterConfigOp.DELETE, None) for key in RATE_KEYS}
+            keys = (*RATE_KEYS, CORDONED_LOG_DIRS)
+            delete = {key: (AlterConfigOp.DELETE, None) for key in keys}
             results = admin.alter_configs(
                 [ConfigResource(ConfigResourceType.BROKER, str(broker_id), configs=delete)],
                 incremental=True,

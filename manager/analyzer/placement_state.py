@@ -78,8 +78,15 @@ class ClusterState:
         self.foreign_brokers: frozenset[int] = frozenset(
             b for r in foreign for b in (*r.adding_replicas, *r.removing_replicas)
         )
+        # Brokers a drain holds cordoned (a done drain's too): they stay empty.
+        self.cordoned: frozenset[int] = frozenset(b.id for b in snap.brokers if b.cordoned)
         self._kept_out = (
-            self.frozen | self.leaving | self.stalled | self.slow | self.foreign_brokers
+            self.frozen
+            | self.leaving
+            | self.stalled
+            | self.slow
+            | self.foreign_brokers
+            | self.cordoned
         )
 
         self.topic: list[str] = []

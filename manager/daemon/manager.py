@@ -262,6 +262,7 @@ class Manager:
         self.switches.follow(state.switches, self.trail)
         self.metrics.observe_mode(mode)
         if self._writing():  # observe mode writes nothing: no adopted move, no throttle removed
+            self.requests.cordon(state.requests, snap)
             self.keeper.lead(state.plan, catch_ups(snap))
             self.moves.observe()  # before any wait below: a plan that just ended says so
         elif mode == "observe" and self.executor.active():
@@ -339,9 +340,7 @@ class Manager:
         snap = with_moves_in_flight(snap, [m.move for m in self.executor.in_flight()])
         snap = self.slow.judge(with_stalled(snap, self.executor.stalled_destinations()))
         if state.requests:
-            known = (b.id for b in snap.brokers)
-            opened = self.requests.for_planner(state.requests, known, snap.topics.table.names)
-            snap = snap.model_copy(update={"requests": opened})
+            snap = self.requests.served(snap, state.requests)
         self.last_snapshot = snap
         if self.cfg.snapshot_path is not None:
             save_snapshot(self.cfg.snapshot_path, snap)

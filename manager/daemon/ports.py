@@ -11,6 +11,7 @@ from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
+from manager.executor.cordons import Cordon
 from manager.executor.move_state import (
     ChangeGuard,
     EventCallback,
@@ -114,11 +115,22 @@ class Coordinator(Protocol):
     def read_state(self) -> CoordinationState: ...
 
 
+class Cordons(Protocol):
+    """Brokers' cordons as Kafka holds them (manager.executor.cordons)."""
+
+    def read(self, broker: int) -> Cordon: ...
+
+    def write(self, broker: int, cordoned: bool) -> None: ...
+
+
 class Executor(Protocol):
     config: ExecutorConfig
     on_event: EventCallback | None
     on_rates: RateCallback | None
     before_change: ChangeGuard | None
+
+    @property
+    def cordons(self) -> Cordons: ...
 
     @property
     def sizes(self) -> Callable[[Mapping[int, Iterable[TopicPartition]]], Sample]:

@@ -17,21 +17,30 @@ each moves to as the planner serves it (fenced writes, each audited once).
 
 A request an operator cancelled is no longer open: the planner stops planning for it, and the
 moves already in flight finish.
+
+The brokers a drain or decommission holds cordoned (manager.model.cordons) go to the planner
+as such (they receive nothing), and Kafka's cordon of each is kept as the rule says
+(manager.daemon.cordoning). A drain that is done is served again while a broker it holds
+cordoned holds replicas again (a partition created there where Kafka cannot cordon, or
+assigned there by hand): they move off as its first plan moved the others, and the request
+stays done.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.cordoning import CordonKeeper
 from manager.daemon.ports import Coordinator, Executor
+from manager.model.cordons import CordonIntent, cordon_intents
 from manager.model.decision import Decision
-from manager.model.snapshot import OperatorRequest
+from manager.model.snapshot import OperatorRequest, Snapshot
 from manager.web.metrics import ManagerMetrics
 
 log = get_logger(__name__)
@@ -65,9 +74,33 @@ class RequestFollower:
         self.trail = trail
         self.metrics = metrics
         self.latest: tuple[StoredRequest, ...] = ()  # as last read, for the status page
+        self.cordons = CordonKeeper(executor.cordons, trail)
         # Per request: the partitions of its last started plan, how many plans in a row
         # started exactly those and since when, and whether any plan before made progress.
         self._plans: dict[str, tuple[frozenset[str], int, float, bool]] = {}
+
+    def served(self, snap: Snapshot, requests: Sequence[StoredRequest]) -> Snapshot:
+        """``snap`` with the requests the planner may serve (a done drain upheld first, then
+        the open ones, oldest first) and the brokers a drain holds cordoned."""
+        intents = cordon_intents(requests)
+        held = frozenset(b for b, intent in intents.items() if intent.held)
+        upheld = [
+            OperatorRequest(
+                id=r.id, kind="drain", brokers=again, created_ms=r.created_ms, upheld=True
+            )
+            for r in requests
+            if r.kind == "drain" and r.state == "done"
+            for again in [_holding_again(snap, r, intents)]
+            if again
+        ]
+        opened = self.for_planner(requests, (b.id for b in snap.brokers), snap.topics.table.names)
+        brokers = [b.model_copy(update={"cordoned": b.id in held}) for b in snap.brokers]
+        return snap.model_copy(update={"requests": (*upheld, *opened), "brokers": brokers})
+
+    def cordon(self, requests: Iterable[StoredRequest], snap: Snapshot) -> None:
+        """Kafka's cordons as the requests hold them (the leader, while writing)."""
+        alive = (b.id for b in snap.brokers if b.alive)
+        self.cordons.follow(requests, alive, self.coordinator.epoch)
 
     def for_planner(
         self,
@@ -192,6 +225,19 @@ class RequestFollower:
             updated.sentence(),
             details={"request": updated.document()},
         )
+
+
+def _holding_again(
+    snap: Snapshot, drain: StoredRequest, intents: Mapping[int, CordonIntent]
+) -> tuple[int, ...]:
+    """The brokers of a done ``drain`` it still holds cordoned (no later request decides
+    them) that hold replicas again."""
+    replicas = snap.topics.table.replicas
+    return tuple(
+        b
+        for b in drain.brokers
+        if intents[b].held and intents[b].request == drain.id and replicas.rows_with([b]).size
+    )
 
 
 def _note(request: StoredRequest, summary: str) -> str:

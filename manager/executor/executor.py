@@ -31,6 +31,7 @@ from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from manager.executor.admin_calls import AdminCalls, read_view
 from manager.executor.batches import select_batch
+from manager.executor.cordons import BrokerCordons
 from manager.executor.elections import settle_leadership
 from manager.executor.move_state import (
     ChangeGuard,
@@ -78,6 +79,7 @@ class Executor:
         self._order: list[TopicPartition] = []
         self.throttling = Throttling(self.config, self._retrying)
         self.throttling.rates.feed = traffic
+        self.cordons = BrokerCordons(self._retrying)
         self._live: frozenset[int] = frozenset()
         self._replicas: dict[TopicPartition, tuple[int, ...]] = {}  # as the last step read them
         self._leaders: dict[TopicPartition, int] = {}
@@ -123,10 +125,9 @@ class Executor:
 
     def poll(self) -> bool:
         """A cheap look between steps: one reassignment listing. Steps (and returns True) only
-        when a move in flight has left Kafka's list - it completed or was cancelled - so the
-        next move can start at once instead of at the next step. The watchdog samples on the
-        way, and the adaptive throttle's rates are recomputed when due; True too when the
-        watchdog reported or cancelled a move."""
+        when a move in flight has left Kafka's list (completed or cancelled), so the next move
+        can start at once, not at the next step. The watchdog samples on the way, the adaptive
+        throttle's rates are recomputed when due; True too when the watchdog told of a move."""
         flying = {s.move.tp for s in self.in_flight()}
         if not flying:
             return False
@@ -143,8 +144,7 @@ class Executor:
         return True
 
     def read_cluster(self, topics: Iterable[str] = ()) -> ClusterView:
-        """The cluster as the moves this executor runs see it (their topics, the catch-ups',
-        and ``topics``)."""
+        """The cluster as its moves see it (their topics, the catch-ups', and ``topics``)."""
         ours = {s.move.topic for s in self.active()} | self.throttling.catch_up_topics()
         return read_view(self._retrying, ours.union(topics))
 

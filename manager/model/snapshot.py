@@ -88,6 +88,11 @@ class Broker(_Frozen):
     slowness: Slowness | None = Field(
         default=None, description="the slow-broker score; None: not judged"
     )
+    cordoned: bool = Field(
+        default=False,
+        description="a drain or decommission holds it cordoned (manager.model.cordons): it "
+        "receives no new replicas while this is set",
+    )
 
     @property
     def is_slow(self) -> bool:
@@ -185,6 +190,11 @@ class OperatorRequest(_Frozen):
         default=None, ge=1, description="set_rf: the replication factor wanted"
     )
     created_ms: int = Field(ge=0)
+    upheld: bool = Field(
+        default=False,
+        description="a drain that is done, served again: brokers it holds cordoned hold "
+        "replicas again (manager.daemon.requests)",
+    )
 
     @model_validator(mode="after")
     def _what_its_kind_needs(self) -> OperatorRequest:

@@ -29,6 +29,8 @@ from test_write_unavailable_heal import (  # noqa: F401
 from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster
 from kmedic.localcluster.configs import KAFKA_4_1
+from manager.executor.admin_calls import AdminCalls
+from manager.executor.cordons import BrokerCordons, Cordon
 
 pytestmark = pytest.mark.integration
 
@@ -50,3 +52,13 @@ def test_the_cluster_here_runs_kafka_4_1(local_cluster: LocalCluster) -> None:
     """What the tests above ran on: the 4.1.1 jars, not the newest release's."""
     log = (Path(local_cluster.brokers[0].directory) / "server.log").read_text()
     assert "Kafka version: 4.1.1" in log
+
+
+def test_kafka_4_1_knows_no_cordon(local_cluster: LocalCluster) -> None:
+    """A broker before 4.3 does not know ``cordoned.log.dirs``: kmedic reads that, and so never
+    writes it there (4.1 would store it as an unknown config and ignore it)."""
+    calls = AdminCalls(local_cluster.bootstrap_servers, 10.0, 10.0)
+    try:
+        assert BrokerCordons(calls).read(1) == Cordon(supported=False)
+    finally:
+        calls.close()

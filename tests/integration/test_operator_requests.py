@@ -24,11 +24,14 @@ from helpers import (
     wait_for,
 )
 from kafka import TopicPartition as KpTopicPartition
-from kafka.admin import KafkaAdminClient
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.errors import InvalidReplicationAssignmentError
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
 from manager.audit.log import render_line
+from manager.executor.admin_calls import AdminCalls
+from manager.executor.cordons import BrokerCordons
 
 pytestmark = pytest.mark.integration
 
@@ -50,6 +53,25 @@ def running_plan(where: list[str]) -> dict[str, Any] | None:
     docs = [json.loads(line) for line in listed.stdout.splitlines()]
     plans = [d["plan"] for d in docs if d["state"] == "running" and "plan" in d]
     return plans[0]["progress"] if plans and plans[0]["progress"] else None
+
+
+def cordon_of(bootstrap: str, broker: int) -> str:
+    """The broker's ``cordoned.log.dirs`` ("" when unset)."""
+    calls = AdminCalls(bootstrap, 10.0, 10.0)
+    try:
+        return BrokerCordons(calls).read(broker).value
+    finally:
+        calls.close()
+
+
+def placed_on_target(bootstrap: str, topic: str) -> bool:
+    """``topic`` created with its one partition on TARGET; False while Kafka refuses it (the
+    controller has not heard yet that TARGET is no longer cordoned)."""
+    try:
+        create_placed_topic(bootstrap, topic, [[TARGET, 1 if TARGET != 1 else 2]])
+    except InvalidReplicationAssignmentError:
+        return False
+    return True
 
 
 def on_target(admin: AdminClient) -> tuple[int, int]:
@@ -165,10 +187,31 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         )
         wait_for(lambda: states(where)[-1] == "done", timeout=240, what="m2 to finish the drain")
         assert on_target(admin)[0] == 0
+        # Cordoned by the drain (KIP-1066), and still once it is done: the broker stays empty.
+        assert cordon_of(bootstrap, TARGET) == "*"
+        # A partition placed on it anyway (the cordon removed by hand, then a topic assigned
+        # there) is moved off by the done drain, served again; the request stays done.
+        alter = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            cleared = {"cordoned.log.dirs": (AlterConfigOp.DELETE, None)}
+            resource = ConfigResource(ConfigResourceType.BROKER, str(TARGET), configs=cleared)
+            alter.alter_configs([resource], incremental=True, raise_on_unknown=False)
+        finally:
+            alter.close()
+        wait_for(lambda: cordon_of(bootstrap, TARGET) == "", timeout=30, what="the cordon cleared")
+        landed = f"{name}.landed"
+        wait_for(
+            lambda: placed_on_target(bootstrap, landed),
+            timeout=30,
+            what=f"{landed} created on broker {TARGET}",
+        )
+        wait_for(lambda: on_target(admin)[0] == 0, timeout=120, what=f"{landed} moved off {TARGET}")
+        assert states(where)[-1] == "done"
 
         done = kmedic_process("fill", str(TARGET), "--wait", "240", *where)
         assert done.returncode == 0, done.stdout + done.stderr
         assert on_target(admin)[0] > 0
+        assert cordon_of(bootstrap, TARGET) == ""
 
         # A topic at RF 1 raised to 3 by the planner: each partition keeps its replica first
         # (the preferred leader stays) and gains two, on both racks.
@@ -202,6 +245,7 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         assert started.returncode == 0, started.stdout + started.stderr
         wait_for(lambda: on_target(admin) == (0, 0), timeout=180, what=f"broker {TARGET} drained")
         assert states(where)[-1] == "running"  # waiting for the operator to stop it
+        assert cordon_of(bootstrap, TARGET) == "*"
         cluster.stop_broker(TARGET)
         wait_for(lambda: states(where)[-1] == "done", timeout=90, what="the decommission done")
         registered = KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -218,6 +262,12 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
             what=f"broker {TARGET} forgotten, not dead",
         )
         cluster.restart(TARGET)  # the session's other tests use it (it registers anew)
+        # A new broker with that id: the leader removes the decommission's cordon.
+        wait_for(
+            lambda: cordon_of(bootstrap, TARGET) == "",
+            timeout=60,
+            what=f"broker {TARGET}, registered anew, uncordoned",
+        )
 
         assert states(where) == ["done", "done", "done", "done", "failed", "done"]
         told = [r.summary for r in read_audit(bootstrap, topics["actions"])]
@@ -227,6 +277,13 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         assert any(f"(set_rf topic {single} to 3) is done" in s for s in told), told
         assert any(s.startswith(f"unregistered broker {TARGET} from the cluster") for s in told)
         assert any(f"(decommission brokers {TARGET}) is done" in s for s in told), told
+        cordoned = [s for s in told if s.startswith(f"cordoned broker {TARGET}: ")]
+        uncordoned = [s for s in told if s.startswith(f"uncordoned broker {TARGET}: ")]
+        # The drain's (by m1: m2 found it set) and the decommission's; the cordon cleared by
+        # hand left the fill nothing to remove, the broker registered anew had one.
+        assert len(cordoned) == 2 and len(uncordoned) == 1, told
+        assert "(decommission) is " in cordoned[1], cordoned
+        assert "a broker that registers again is new" in uncordoned[0], uncordoned
         # Each plan's end is told with its figures: everything copied.
         ended = [
             r

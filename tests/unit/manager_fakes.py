@@ -21,6 +21,7 @@ from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
 from manager.coordination.znodes import LeaderRecord
 from manager.daemon.manager import Manager
+from manager.executor.cordons import Cordon
 from manager.executor.move_state import (
     ChangeGuard,
     EventCallback,
@@ -257,8 +258,34 @@ class FakeCoordinator:
         callback(reason)
 
 
+class FakeCordons:
+    """Kafka's cordons (``cordoned.log.dirs`` by broker); ``supported`` False: a Kafka before
+    4.3, which does not know the config."""
+
+    def __init__(self) -> None:
+        self.values: dict[int, str] = {}
+        self.supported = True
+        self.refusal: str | None = None  # every write fails with this
+        self.reads: list[int] = []
+        self.writes: list[tuple[int, bool]] = []
+
+    def read(self, broker: int) -> Cordon:
+        self.reads.append(broker)
+        return Cordon(self.supported, self.values.get(broker, "") if self.supported else "")
+
+    def write(self, broker: int, cordoned: bool) -> None:
+        if self.refusal is not None:
+            raise KmedicError(self.refusal)
+        self.writes.append((broker, cordoned))
+        if cordoned:
+            self.values[broker] = "*"
+        else:
+            self.values.pop(broker, None)
+
+
 class FakeExecutor:
     def __init__(self) -> None:
+        self.cordons = FakeCordons()
         self.config = ExecutorConfig(poll_interval_s=0.01)
         self.on_step: Callable[[], None] | None = None
         self.on_event: EventCallback | None = None

@@ -96,7 +96,7 @@ def test_cancelled_and_finished_requests_are_not_planned(tmp_path: Path) -> None
     rig = Rig(tmp_path)
     rig.coordinator.open_requests = (
         _request("demote", 1, state="cancelled", rid="req-1"),
-        _request("drain", 2, state="done", rid="req-2"),
+        _request("demote", 2, state="done", rid="req-2"),
     )
     outcome = rig.manager.cycle()
     assert outcome.kind == "noop", outcome.sentence

@@ -64,7 +64,8 @@ class OperatorRequests:
 
 
 def _what(request: OperatorRequest) -> str:
-    return f"request {request.id} ({request.subject})"
+    again = ", done, upheld: its brokers hold replicas again" if request.upheld else ""
+    return f"request {request.id} ({request.subject}{again})"
 
 
 def _done(request: OperatorRequest, why: str) -> Settled:

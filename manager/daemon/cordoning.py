@@ -1,0 +1,99 @@
+"""The leader's side of the drains' cordons (the rule: manager.model.cordons): Kafka's cordon
+of each broker a drain or decommission named, set and removed as the rule says, each change
+audited once.
+
+- Only a leader that writes (act mode, a quorum with a leader) changes a cordon, before it
+  plans: a broker a fill takes back is uncordoned before the fill's moves reach it (Kafka
+  refuses a reassignment onto a cordoned broker).
+- A broker is read (DescribeConfigs) when its intent, or whether it is alive, changed since
+  this leader last settled it, and once after each takeover; a stopped broker is left until
+  it is back (its config is written through it).
+- kmedic writes ``*`` (every log directory) and removes only ``*``: a cordon of some log
+  directories set by hand is left as it is, and said once.
+- A broker that does not know the config (Kafka before 4.3) is never written; the leader
+  says once that it cannot cordon it. kmedic's plans send it nothing all the same, and a
+  partition created on it after its drain is done is moved off by the drain, served again
+  (manager.daemon.requests).
+- A failed read or write is audited once per cause and tried again the next cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kmedic.errors import KmedicError
+from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.ports import Cordons
+from manager.executor.cordons import CORDONED_LOG_DIRS, Cordon
+from manager.model.cordons import CordonIntent, Request, cordon_intents
+
+
+class CordonKeeper:
+    def __init__(self, cordons: Cordons, trail: AuditTrail) -> None:
+        self._cordons = cordons
+        self._trail = trail
+        self._epoch: int | None = None
+        self._settled: dict[int, tuple[bool, bool]] = {}  # broker: (held, alive) settled
+        self._told: set[tuple[int, str]] = set()  # (broker, what) said once
+
+    def follow(self, requests: Iterable[Request], alive: Iterable[int], epoch: int) -> None:
+        if epoch != self._epoch:  # a takeover: read every broker again
+            self._epoch, self._settled = epoch, {}
+        live = frozenset(alive)
+        for broker, intent in cordon_intents(requests).items():
+            key = (intent.held, broker in live)
+            if broker not in live or self._settled.get(broker) == key:
+                continue
+            try:
+                self._settle(intent, self._cordons.read(broker))
+            except KmedicError as exc:
+                self._once(
+                    broker,
+                    "action_failed",
+                    f"cannot set the cordon of broker {broker} ({intent.said}): {exc}; the next "
+                    "cycle tries again",
+                    intent,
+                )
+                continue
+            self._settled[broker] = key
+
+    def _settle(self, intent: CordonIntent, now: Cordon) -> None:
+        broker = intent.broker
+        if not now.supported:
+            if intent.held:
+                self._once(
+                    broker,
+                    "decision",
+                    f"broker {broker} cannot be cordoned: it does not know {CORDONED_LOG_DIRS} "
+                    "(KIP-1066, Kafka 4.3 or newer); kmedic's plans send it nothing, and a "
+                    f"partition created on it is moved off ({intent.said})",
+                    intent,
+                )
+            return
+        if intent.held and not now.value:
+            self._cordons.write(broker, True)
+            self._record(
+                "action_completed",
+                f"cordoned broker {broker}: Kafka places no new partition on it ({intent.said})",
+                intent,
+            )
+        elif not intent.held and now.whole:
+            self._cordons.write(broker, False)
+            self._record("action_completed", f"uncordoned broker {broker}: {intent.said}", intent)
+        elif intent.held and not now.whole:
+            self._once(
+                broker,
+                "decision",
+                f"broker {broker} has {CORDONED_LOG_DIRS}={now.value} set by hand: kmedic "
+                f"leaves it as it is, and its plans send the broker nothing ({intent.said})",
+                intent,
+            )
+
+    def _once(self, broker: int, kind: str, said: str, intent: CordonIntent) -> None:
+        if (broker, said) not in self._told:
+            self._told.add((broker, said))
+            self._record(kind, said, intent)
+
+    def _record(self, kind: str, said: str, intent: CordonIntent) -> None:
+        details = {"broker": intent.broker, "cordoned": intent.held, "request": intent.request}
+        self._trail.record(kind, said, details=details)
