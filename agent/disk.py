@@ -38,15 +38,19 @@ def from_admin(info: LogDirInfo) -> bs.LogDir:
             free_bytes=info.usable_bytes,
             replica_bytes=info.replica_bytes,
             error=f"broker reports error code {info.error_code} for this log directory",
+            cordoned=info.cordoned,
         )
     if info.total_bytes is None or info.usable_bytes is None:
-        return statvfs_dir(info.path, info.replica_bytes)
+        return statvfs_dir(info.path, info.replica_bytes).model_copy(
+            update={"cordoned": info.cordoned}
+        )
     return bs.LogDir(
         path=info.path,
         total_bytes=info.total_bytes,
         free_bytes=info.usable_bytes,
         replica_bytes=info.replica_bytes,
         error=None,
+        cordoned=info.cordoned,
     )
 
 

@@ -121,6 +121,12 @@ class LogDir(_Record):
         description="Sum of replica log sizes in this directory (bytes); null when unknown.",
     )
     error: str | None = Field(description="Error reported for this directory; null when healthy.")
+    cordoned: bool | None = Field(
+        default=None,
+        description="Whether Kafka places no new partition in it (KIP-1066: cordoned.log.dirs, "
+        "Kafka 4.3+); false from older brokers; null when unknown (statvfs only, or an agent "
+        "older than this field).",
+    )
 
 
 class Nic(_Record):

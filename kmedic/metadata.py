@@ -37,6 +37,7 @@ class LogDirInfo:
     usable_bytes: int | None
     replica_bytes: int
     error_code: int
+    cordoned: bool = False  # KIP-1066 (DescribeLogDirs v5+); False from older brokers
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ def log_dir_of(result: Any) -> LogDirInfo:
         usable_bytes=int(usable) if usable is not None and usable >= 0 else None,
         replica_bytes=replica_bytes,
         error_code=int(result.error_code),
+        cordoned=bool(getattr(result, "is_cordoned", False)),
     )
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 NULLABLE_TOP_LEVEL = frozenset(
     {"rack", "rate_window_s", "kafka_version", "failure", "nic", "latency"}
 )
-NULLABLE_LOG_DIR = frozenset({"total_bytes", "free_bytes", "replica_bytes", "error"})
+NULLABLE_LOG_DIR = frozenset({"total_bytes", "free_bytes", "replica_bytes", "error", "cordoned"})
 
 # Array fields of the record; each is bounded by ValidationConfig.max_array_entries.
 ARRAY_FIELDS = ("leaders", "followers", "reassigning", "log_dirs")
@@ -73,6 +73,7 @@ def brokerstats_schema() -> StructType:
         ("free_bytes", LongType()),
         ("replica_bytes", LongType()),
         ("error", StringType()),
+        ("cordoned", BooleanType()),
     )
     nic = struct(
         ("interface", StringType()),

@@ -81,7 +81,9 @@ class RequestFollower:
 
     def served(self, snap: Snapshot, requests: Sequence[StoredRequest]) -> Snapshot:
         """``snap`` with the requests the planner may serve (a done drain upheld first, then
-        the open ones, oldest first) and the brokers a drain holds cordoned."""
+        the open ones, oldest first), and cordoned where a drain holds a broker: a broker some
+        drain or decommission named is cordoned as the requests say, others as their agents
+        read them."""
         intents = cordon_intents(requests)
         held = frozenset(b for b, intent in intents.items() if intent.held)
         upheld = [
@@ -94,7 +96,11 @@ class RequestFollower:
             if again
         ]
         opened = self.for_planner(requests, (b.id for b in snap.brokers), snap.topics.table.names)
-        brokers = [b.model_copy(update={"cordoned": b.id in held}) for b in snap.brokers]
+        # kmedic's own word for the brokers a request decides (the agents' lags a sample).
+        brokers = [
+            b.model_copy(update={"cordoned": b.id in held}) if b.id in intents else b
+            for b in snap.brokers
+        ]
         return snap.model_copy(update={"requests": (*upheld, *opened), "brokers": brokers})
 
     def cordon(self, requests: Iterable[StoredRequest], snap: Snapshot) -> None:

@@ -90,8 +90,8 @@ class Broker(_Frozen):
     )
     cordoned: bool = Field(
         default=False,
-        description="a drain or decommission holds it cordoned (manager.model.cordons): it "
-        "receives no new replicas while this is set",
+        description="it takes no new replica: its agent read every log directory cordoned "
+        "(KIP-1066), or a drain or decommission holds it (manager.model.cordons)",
     )
 
     @property

@@ -118,7 +118,15 @@ def _broker(b: int, obs: Observation, capacity: CapacitySettings, default: Capac
         capacity_source=source,
         disk_used_bytes=_disk_used(agent.healthy if agent else None),
         latency=_latency(agent.healthy if agent else None),
+        cordoned=_cordoned(agent.healthy if agent else None),
     )
+
+
+def _cordoned(stats: BrokerStats | None) -> bool:
+    """Every log directory cordoned (KIP-1066), as its agent last read them: Kafka places no
+    new partition on the broker and refuses a reassignment onto it."""
+    dirs = stats.log_dirs if stats is not None else []
+    return bool(dirs) and all(d.cordoned for d in dirs)
 
 
 def _latency(stats: BrokerStats | None) -> BrokerLatency | None:

@@ -96,6 +96,11 @@ def stats(broker: int, *, ts: int, failed: bool = False, **extra: Any) -> Broker
     return BrokerStats.model_validate(body)
 
 
+def _log_dirs(cordoned: bool) -> list[dict[str, Any]]:
+    one = {"total_bytes": 10**12, "free_bytes": 9 * 10**11, "replica_bytes": 0, "error": None}
+    return [one | {"path": "/data/a", "cordoned": cordoned}]
+
+
 class FakeSources:
     """Brokers 1-4 on racks /r1, /r2; a dead broker has been absent since an hour before NOW."""
 
@@ -112,6 +117,7 @@ class FakeSources:
         # Reassignments the cluster lists (someone else's, unless kmedic's own_moves name them).
         self.reassignments: dict[TopicPartition, Reassignment] = {}
         self.quorum: Quorum | None = None  # the controller quorum as read (None: not read)
+        self.cordoned: set[int] = set()  # brokers whose agent reads every log dir cordoned
 
     def start(self) -> FakeSources:
         return self
@@ -156,7 +162,7 @@ class FakeSources:
         agents = {
             b: AgentView(latest=s, last_healthy_ms=reported, healthy=s)
             for b in live
-            for s in [stats(b, ts=reported)]
+            for s in [stats(b, ts=reported, log_dirs=_log_dirs(b in self.cordoned))]
         }
         return Observation(
             taken_at_ms=now_ms,

@@ -51,7 +51,7 @@ def test_no_broker_answer_uses_configured_paths(tmp_path: Path) -> None:
 def test_a_describe_log_dirs_answer_read_at_every_version(version: int) -> None:
     """A DescribeLogDirs answer as the broker encodes it, decoded by kafka-python at that
     version: a future replica (moving between directories) is not counted, -1 or an absent
-    capacity (before version 4) is unknown."""
+    capacity (before version 4) is unknown, a cordon (KIP-1066) is read from version 5 on."""
     result_cls = DescribeLogDirsResponse.DescribeLogDirsResult
     topic_cls = result_cls.DescribeLogDirsTopic
     part_cls = topic_cls.DescribeLogDirsPartition
@@ -73,7 +73,7 @@ def test_a_describe_log_dirs_answer_read_at_every_version(version: int) -> None:
                 ],
                 total_bytes=270553174016,
                 usable_bytes=-1,
-                is_cordoned=False,
+                is_cordoned=True,
             ),
             result_cls(
                 error_code=56, log_dir="/data/broken", topics=[], total_bytes=-1, usable_bytes=-1
@@ -85,4 +85,6 @@ def test_a_describe_log_dirs_answer_read_at_every_version(version: int) -> None:
     assert d.path == "/data/broker-1" and d.replica_bytes == 100 and d.error_code == 0
     assert d.total_bytes == (270553174016 if version >= 4 else None)
     assert d.usable_bytes is None
+    assert d.cordoned == (version >= 5) and not broken.cordoned
+    assert log_dirs([d], configured=[])[0].cordoned == (version >= 5)  # carried to the record
     assert (broken.path, broken.replica_bytes, broken.error_code) == ("/data/broken", 0, 56)

@@ -265,3 +265,35 @@ def test_a_done_drain_is_not_served_again_for_a_broker_a_later_request_decides(
     assert outcome.kind == "act", outcome.sentence
     assert f"request {leaving.id} (decommission brokers 4)" in outcome.sentence
     assert rig.coordinator.requests.marked == [(leaving.id, "running")]
+
+
+# -- brokers cordoned by hand, as their agents read them ----------------------------------------
+
+
+def test_a_broker_cordoned_by_hand_receives_nothing(tmp_path: Path) -> None:
+    """Every log directory cordoned, as its agent read it (Kafka would refuse a reassignment
+    onto it): a heal places elsewhere or refuses, and kmedic changes no cordon it did not set."""
+    rig = Rig(tmp_path)
+    rig.sources.dead = {1}
+    rig.sources.replicas = {("t", 1): (2, 3, 1), ("t", 2): (3, 1, 2)}
+    rig.sources.cordoned = {4}
+    rig.manager.cycle()
+    snap = rig.manager.last_snapshot
+    assert snap is not None and [b.id for b in snap.brokers if b.cordoned] == [4]
+    assert all(4 not in m.target for m in rig.executor.submitted)
+    assert rig.executor.cordons.writes == []
+
+
+def test_kmedics_word_wins_for_a_broker_a_request_decides(tmp_path: Path) -> None:
+    """A fill after a drain: the agent still reads the broker cordoned (it lags a sample), but
+    the leader uncordons it before it plans, so the fill's plan may send it replicas."""
+    rig = Rig(tmp_path)
+    rig.sources.cordoned = {4}
+    rig.executor.cordons.values[4] = "*"
+    rig.sources.replicas = {("t", 1): (2, 3, 1), ("t", 2): (3, 1, 2)}
+    drained = _request("drain", 4, state="done", at=1)
+    rig.coordinator.open_requests = (drained, _request("fill", 4, at=2))
+    rig.manager.cycle()
+    snap = rig.manager.last_snapshot
+    assert snap is not None and not any(b.cordoned for b in snap.brokers)
+    assert rig.executor.cordons.writes == [(4, False)]
