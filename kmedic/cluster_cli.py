@@ -54,7 +54,9 @@ def register(sub: Any) -> None:
     up = actions.add_parser(
         "up", parents=[at_dir], help="start ZooKeeper, KRaft controllers and N brokers"
     )
-    up.add_argument("--brokers", type=int, default=4, help="number of brokers (default 4)")
+    up.add_argument(
+        "--broker-count", type=int, default=4, metavar="N", help="number of brokers (default 4)"
+    )
     up.add_argument(
         "--controllers",
         type=int,
@@ -136,14 +138,14 @@ def _check_node(cluster: LocalCluster, node_id: int) -> str:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    if args.brokers < 1:
-        raise KmedicError(f"--brokers must be at least 1, got {args.brokers}")
+    if args.broker_count < 1:
+        raise KmedicError(f"--broker-count must be at least 1, got {args.broker_count}")
     if not 1 <= args.controllers <= 5:
         raise KmedicError(f"--controllers must be 1 to 5, got {args.controllers}")
     if args.nic_mbps is not None and args.nic_mbps < 1:
         raise KmedicError(f"--nic-mbps must be at least 1, got {args.nic_mbps}")
     spec = ClusterSpec(
-        brokers=args.brokers,
+        brokers=args.broker_count,
         controllers=args.controllers,
         racks=args.racks,
         secure=args.secure,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster
@@ -19,7 +20,7 @@ def add_kafka_args(parser: argparse.ArgumentParser, config_help: str) -> None:
         default=os.environ.get("KMEDIC_BOOTSTRAP") or os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
         help="Kafka bootstrap servers, host:port[,host:port...] (default: $KMEDIC_BOOTSTRAP)",
     )
-    parser.add_argument("--config", help=config_help)
+    parser.add_argument("--config", type=Path, help=config_help)
 
 
 def kafka_from(args: argparse.Namespace) -> tuple[Cluster, ManagerConfig | None]:

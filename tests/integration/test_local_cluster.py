@@ -172,7 +172,7 @@ def processes_mentioning(text: str) -> list[int]:
 def test_cli_cluster_lifecycle_leaves_no_process(tmp_path: Path) -> None:
     workdir = tmp_path / "cli-cluster"
     up = kmedic(
-        "cluster", "--dir", str(workdir), "up", "--brokers", "1", "--racks", "/a", cwd=tmp_path
+        "cluster", "--dir", str(workdir), "up", "--broker-count", "1", "--racks", "/a", cwd=tmp_path
     )
     try:
         assert up.returncode == 0, up.stderr

@@ -149,7 +149,7 @@ def test_the_cli_starts_a_shaped_cluster_reached_only_through_exec(tmp_path: Pat
     at = ("cluster", "--dir", str(workdir))
     bad = kmedic(*at, "up", "--nic-mbps", "0", cwd=tmp_path)
     assert bad.returncode == 1 and "--nic-mbps must be at least 1, got 0" in bad.stderr
-    up = kmedic(*at, "up", "--brokers", "1", "--racks", "/a", "--nic-mbps", "40", cwd=tmp_path)
+    up = kmedic(*at, "up", "--broker-count", "1", "--racks", "/a", "--nic-mbps", "40", cwd=tmp_path)
     name = netns.name_for(workdir)
     try:
         assert up.returncode == 0, up.stderr

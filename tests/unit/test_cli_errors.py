@@ -53,8 +53,8 @@ def test_corrupt_state_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_bad_broker_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["cluster", "--dir", str(tmp_path), "up", "--brokers", "0"]) == 1
-    assert "--brokers must be at least 1" in capsys.readouterr().err
+    assert main(["cluster", "--dir", str(tmp_path), "up", "--broker-count", "0"]) == 1
+    assert "--broker-count must be at least 1" in capsys.readouterr().err
 
 
 def test_an_unexpected_failure_is_one_line_not_a_traceback(

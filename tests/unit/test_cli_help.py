@@ -65,6 +65,7 @@ RETIRED = {"--workdir"}
 
 def test_one_name_has_one_meaning_on_every_command() -> None:
     seen: dict[str, set[tuple[str, ...]]] = {}
+    kinds: dict[str, dict[tuple[object, object], list[str]]] = {}
     for path, parser in LEAVES:
         for action in parser._actions:
             for flag in action.option_strings:
@@ -73,6 +74,13 @@ def test_one_name_has_one_meaning_on_every_command() -> None:
                 metavar, kind = ONE_MEANING.get(flag, (None, None))
                 if metavar is not None:
                     assert (action.metavar, action.type) == (metavar, kind), (path, flag)
+                shape = (action.type, action.metavar)
+                kinds.setdefault(flag, {}).setdefault(shape, []).append(" ".join(path))
+    # Every flag, named or not above, takes one kind of value wherever it appears (it was
+    # `--brokers`: a count on `cluster up`, a list on `domains create`; `--config` a Path on
+    # most commands, a string on two).
+    mixed = {flag: shapes for flag, shapes in kinds.items() if len(shapes) > 1}
+    assert not mixed, mixed
     assert ("drain",) in seen["--wait"] and ("topics", "set-rf") in seen["--wait"]
     assert {("snapshot",), ("readiness",)} <= seen["--feeds-wait"]
     assert ("soak",) in seen["--dir"] and ("cluster", "status") in seen["--dir"]
