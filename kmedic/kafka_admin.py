@@ -57,14 +57,21 @@ def _client_class() -> Any:
     return ClosedOnFailure
 
 
+# How long a command waits for a first answer from an unreachable cluster before it says so
+# (its requests, once connected, have their own timeout).
+REACH_MS = 5_000
+
+
 def connect_admin(
     cluster: Cluster,
     *,
     client_id: str,
     timeout_ms: int,
     error: type[KmedicError] = Unreachable,
+    reach_ms: int | None = None,
 ) -> Any:
-    """A connected KafkaAdminClient, or ``error`` naming the cluster that could not be reached."""
+    """A connected KafkaAdminClient, or ``error`` naming the cluster that could not be reached
+    within ``reach_ms`` (default: ``timeout_ms``, the requests' timeout)."""
     settings = client_settings(cluster)
     bootstrap = settings.bootstrap
     try:
@@ -73,7 +80,7 @@ def connect_admin(
             **settings.kafka_python(),
             client_id=client_id,
             request_timeout_ms=timeout_ms,
-            bootstrap_timeout_ms=timeout_ms,
+            bootstrap_timeout_ms=timeout_ms if reach_ms is None else reach_ms,
         )
     except Exception as exc:  # kafka-python raises several unrelated types
         raise error(f"cannot reach the cluster at {bootstrap}: {exc}") from exc

@@ -14,7 +14,12 @@ from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.exits import Exit
-from kmedic.kafka_admin import connect_admin, describe_min_insync, describe_partitions
+from kmedic.kafka_admin import (
+    REACH_MS,
+    connect_admin,
+    describe_min_insync,
+    describe_partitions,
+)
 from kmedic.kafka_client import Cluster
 from manager.analyzer.topic_safety import TopicFacts, find_unsafe
 from manager.cli.kafka_args import add_kafka_args, kafka_from
@@ -92,7 +97,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def read_facts(cluster: Cluster) -> list[TopicFacts]:
-    client = connect_admin(cluster, client_id="kmedic-topics-check", timeout_ms=15_000)
+    client = connect_admin(
+        cluster, client_id="kmedic-topics-check", timeout_ms=15_000, reach_ms=REACH_MS
+    )
     try:
         partitions = describe_partitions(client)
         rf: dict[str, int] = {}

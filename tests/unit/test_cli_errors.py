@@ -165,3 +165,24 @@ def test_snapshot_names_an_unwritable_out_before_reading_the_cluster(
     assert code == 1
     assert f"cannot write {tmp_path / out}: {says}" in capsys.readouterr().err
     assert read == [], "the cluster was read before --out was looked at"
+
+
+def test_topics_check_gives_up_on_an_unreachable_cluster_as_actions_tail_does(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its first answer is awaited for REACH_MS (5 s), not its requests' 15 s: with nothing
+    listening it took 15 s to say so, three times `actions tail`."""
+    import manager.cli.topics as topics
+    from kmedic.errors import Unreachable
+    from kmedic.kafka_admin import REACH_MS
+
+    asked: dict[str, object] = {}
+
+    def connect(cluster: object, **kwargs: object) -> None:
+        asked.update(kwargs)
+        raise Unreachable(f"cannot reach the cluster at {cluster}")
+
+    monkeypatch.setattr(topics, "connect_admin", connect)
+    assert main(["topics", "check", "--bootstrap", "127.0.0.1:1"]) == 5
+    assert asked["reach_ms"] == REACH_MS == 5_000
+    assert "127.0.0.1:1" in capsys.readouterr().err
