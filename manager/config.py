@@ -113,6 +113,14 @@ class ManagerConfig(_Settings):
         "without a leader is held to the same bound: an election after the active controller's "
         "death is refused each cycle, and pages only if it lasts",
     )
+    lag_alert_after_s: float = Field(
+        default=300.0,
+        ge=0,
+        description="under-replication nothing explains (a live follower out of the ISR: a "
+        "network link, a slow disk) is refused each cycle, audited; its alert record is raised "
+        "only once it has lasted this long (a link that drops for a minute and comes back is no "
+        "page), as KmedicUnexplainedUnderReplication waits 5m",
+    )
     snapshot_path: Path | None = Field(
         default=None, description="write each cycle's snapshot here (for `kmedic plan` replay)"
     )

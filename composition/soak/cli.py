@@ -54,6 +54,16 @@ def register(sub: Any) -> None:
         "quorum's leader, in some episodes)",
     )
     p.add_argument(
+        "--nic-mbps",
+        type=_link_speed,
+        default=None,
+        metavar="N",
+        help="run on a shaped cluster: every node on its own address in a network namespace of "
+        "the cluster's own, each broker's link held to N Mbit/s each way; the schedule then "
+        "draws the network's faults too (a broker cut off from the controllers, two brokers "
+        "cut off from each other, a slow link). Needs root, ip, tc and iptables",
+    )
+    p.add_argument(
         "--audit-outage",
         action="store_true",
         help="end with every broker of the audit topic killed at once, whatever the seed drew",
@@ -68,6 +78,18 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"a number of minutes; {text!r} is not") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive; {value:g} is not")
+    return value
+
+
+def _link_speed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number of Mbit/s; {text!r} is not") from None
+    if value < 10:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 10 (a slow link runs at a tenth of it); {value} is not"
+        )
     return value
 
 
@@ -94,6 +116,7 @@ def _soak(args: argparse.Namespace) -> int:
         ballast_mb=args.ballast_mb,
         audit_outage=args.audit_outage,
         controllers=args.controllers,
+        nic_mbps=args.nic_mbps,
     )
     code, lines = run_soak(settings)
     print("\n".join(lines))
@@ -111,6 +134,7 @@ def run_soak(settings: SoakSettings) -> tuple[int, list[str]]:
         stream=settings.stream,
         controllers=settings.controllers,
         manager_session_s=MANAGER_SESSION_S,
+        network=settings.nic_mbps is not None,
     )
     if settings.audit_outage:
         schedule = schedule.with_audit_outage(GRACE_S)

@@ -101,6 +101,15 @@ def replicas_on(bootstrap: str, broker: int) -> list[str]:
     return ask(bootstrap, read)
 
 
+def registered(bootstrap: str) -> set[int]:
+    """The brokers the controllers count as registered and unfenced (DescribeCluster)."""
+
+    def read(admin: AdminClient) -> set[int]:
+        return {node.id for node in admin.describe_cluster(request_timeout=10).result(15).nodes}
+
+    return ask(bootstrap, read)
+
+
 def replicas_of(bootstrap: str, topic: str) -> list[int]:
     """Every broker holding a replica of ``topic``."""
 

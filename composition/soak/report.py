@@ -208,6 +208,7 @@ def stop(rig: Rig) -> list[str]:
         proxy.stop()
     rig.cluster.stop()
     rig.launcher.shutdown(wait=True)
+    rig.network.close()
     left = [t.name for t in rig.tools if t.running()]
     left += ["prometheus"] if rig.prometheus is not None and rig.prometheus.running() else []
     left += [name for name, role in rig.pipeline.roles.items() if role.running()]

@@ -7,6 +7,7 @@ into a report (composition.soak.report). Every process started here is stopped h
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from composition.pipeline import Pipeline
 from composition.prometheus import PrometheusServer
-from composition.soak import probes
+from composition.soak import network, probes
 from composition.soak.cuts import Cut, cut_leader
 from composition.soak.schedule import Episode, Overlap, Schedule
 from composition.soak.verifiable import (
@@ -71,6 +72,9 @@ class SoakSettings:
     audit_outage: bool = False  # end with every broker of the audit topic killed at once
     stream: bool = True  # run the Spark job (the short variant in `make test` leaves it out)
     controllers: int = 3  # KRaft voters: three, so that one may die (and the leader)
+    # Each broker's link in Mbit/s: the cluster runs in a network namespace of its own, and
+    # the schedule draws the network's faults too (None: unshaped loopback, no network fault).
+    nic_mbps: int | None = None
 
 
 @dataclass
@@ -118,13 +122,34 @@ class Rig:
     # still waiting for moves gives up instead of waiting for moves that will never run.
     episode_over: threading.Event = field(default_factory=threading.Event)
 
+    # A shaped cluster's namespace, entered by this (the main) thread until ``stop``; and the
+    # brokers cut off from the controllers now (fenced, they answer with stale metadata: the
+    # run's own questions go to the others).
+    network: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    cut_off: set[int] = field(default_factory=set)
+
     def launch(self, start: Callable[[], None]) -> None:
         """Run ``start`` (which starts a process) on the launcher thread; wait for it."""
         self.launcher.submit(start).result(timeout=120)
 
     @property
     def bootstrap(self) -> str:
-        return self.cluster.bootstrap_servers
+        """The brokers to ask: every one but those cut off from the controllers."""
+        if not self.cut_off:
+            return self.cluster.bootstrap_servers
+        return ",".join(
+            f"{self.cluster.broker(b).host}:{self.cluster.broker(b).port}"
+            for b in self.cluster.broker_ids
+            if b not in self.cut_off
+        )
+
+    def start_overlaps(
+        self, overlaps: tuple[Overlap, ...], anchor: float | None
+    ) -> list[threading.Thread]:
+        return _overlaps(self, overlaps, anchor)
+
+    def join(self, threads: list[threading.Thread]) -> None:
+        _join(threads)
 
     def manager_settings(self, name: str) -> dict[str, Any]:
         return {
@@ -175,6 +200,7 @@ def start(settings: SoakSettings) -> Rig:
             broker_heap_mb=320,
             controllers=settings.controllers,
             log_dirs=2,  # JBOD: a disk episode fails one directory, the broker stays up
+            nic_mbps=settings.nic_mbps,
         ),
         settings.workdir / "cluster",
     )
@@ -189,6 +215,9 @@ def start(settings: SoakSettings) -> Rig:
     )
     rig = Rig(settings, cluster, pipeline, chosen, ["soak.rf3", ISOLATED_TOPIC])
     try:
+        # Everything from here on (roles, clients, Prometheus, the run's own questions) runs
+        # in a shaped cluster's namespace; an unshaped cluster's is this machine's.
+        rig.network.enter_context(cluster.network())
         rig.proxies = {m: TcpProxy(cluster.zk_connect).start() for m in MANAGERS}
         _start_roles(rig)
     except BaseException:
@@ -200,6 +229,7 @@ def start(settings: SoakSettings) -> Rig:
         for proxy in rig.proxies.values():
             proxy.stop()
         cluster.stop()
+        rig.network.close()
         raise
     return rig
 
@@ -357,6 +387,12 @@ def run_episode(rig: Rig, number: int, episode: Episode) -> None:
         threads = _overlaps(rig, episode.overlaps, time.monotonic())
         _drain(rig, broker)
         _join(threads)
+    elif episode.kind == "isolate":
+        network.isolate(rig, episode)
+    elif episode.kind == "peer_cut":
+        network.peer_cut(rig, episode)
+    elif episode.kind == "slow_link":
+        network.slow_link(rig, episode)
 
 
 def _down_for(rig: Rig, brokers: list[int], episode: Episode, killed: str, back: str) -> None:

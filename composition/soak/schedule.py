@@ -28,6 +28,18 @@ Episode kinds:
   is more than kmedic heals (``too_many_dead_brokers``), but while they are inside their
   grace it is a wait: nothing moves, nothing pages.
 
+On a shaped cluster (``kmedic soak --nic-mbps N``: every node on its own address in a network
+namespace of the cluster's own, kmedic.localcluster.links) the network's faults are drawn too:
+- ``isolate``: a broker cut off from the controllers (every packet between them dropped)
+  while its clients still reach it: fenced once its session times out, healed after the
+  grace, then its link mended (it joins again with nothing to hold, a spare);
+- ``peer_cut``: two brokers on different racks cut off from each other for ``hold_s``: each
+  drops out of the ISRs the other leads, kmedic refuses on unexplained under-replication
+  (moving data would not mend a link) and pages only if it lasts (``lag_alert_after_s``, 5
+  minutes): nothing moves, nothing pages;
+- ``slow_link``: one broker's link slowed to a tenth for ``hold_s``, then back: nothing moves
+  and nothing pages (the slow-broker score demotes it only where its probes show it slow).
+
 Overlapping faults (``Overlap``), at an offset into their episode: ``manager_kill`` (the
 leading manager SIGKILLed, then started again as a standby), ``zookeeper_pause`` (SIGSTOP for
 a few seconds), ``stream_kill`` (the Spark job stopped; started again at the episode's end).
@@ -54,7 +66,18 @@ import random
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-EpisodeKind = Literal["heal", "bounce", "pause", "hang", "disk", "drain", "audit_outage"]
+EpisodeKind = Literal[
+    "heal",
+    "bounce",
+    "pause",
+    "hang",
+    "disk",
+    "drain",
+    "audit_outage",
+    "isolate",
+    "peer_cut",
+    "slow_link",
+]
 OverlapKind = Literal[
     "manager_kill",
     "zookeeper_pause",
@@ -74,6 +97,9 @@ EPISODE_KINDS: tuple[EpisodeKind, ...] = (
     "drain",
     "audit_outage",
 )
+# On a shaped cluster (its own network namespace) the network faults are drawn too.
+NETWORK_KINDS: tuple[EpisodeKind, ...] = ("isolate", "peer_cut", "slow_link")
+SLOW_LINK_FACTOR = 0.1  # a slow link runs at this share of the cluster's link speed
 OVERLAP_KINDS: tuple[OverlapKind, ...] = ("manager_kill", "zookeeper_pause", "stream_kill")
 QUORUM_KINDS: tuple[OverlapKind, ...] = ("voter_kill", "quorum_leader_kill")
 QUORUM_FAULT_SHARE = 0.35  # of the episodes that get a controller fault, on three voters
@@ -90,6 +116,9 @@ EPISODE_S: dict[EpisodeKind, float] = {
     "disk": 40.0,
     "drain": 35.0,
     "audit_outage": 40.0,
+    "isolate": 70.0,
+    "peer_cut": 45.0,
+    "slow_link": 40.0,
 }
 
 
@@ -122,6 +151,11 @@ class Episode:
             "disk": f"broker {self.broker} lost a log directory (a failed disk)",
             "audit_outage": f"every broker of the audit topic killed for {self.hold_s:.0f} s",
             "drain": f"broker {self.broker} drained by an operator",
+            "isolate": f"broker {self.broker} cut off from the controllers past its grace "
+            "(fenced, still serving its clients: a heal)",
+            "peer_cut": f"brokers {self.broker} and {peer_of(self.broker)} cut off from each "
+            f"other for {self.hold_s:.0f} s",
+            "slow_link": f"broker {self.broker}'s link slowed to a tenth for {self.hold_s:.0f} s",
         }[self.kind]
         extra = "; ".join(o.sentence() for o in self.overlaps)
         return what + (f", with {extra}" if extra else "")
@@ -160,13 +194,17 @@ def draw(
     stream: bool = True,
     controllers: int = 1,
     manager_session_s: float | None = None,
+    network: bool = False,
 ) -> Schedule:
     """Episodes that fit in about ``length_s``. The first is always a heal whose leading
     manager is killed in the middle of it, overlapped by a second fault: the faults a run of
     any length must see. Without the Spark job (``stream`` False) none kills it. With three
     controllers or more, controller faults overlap some episodes (``_quorum_faults``); with
-    the managers' session timeout given, session losses overlap some (``_session_losses``)."""
+    the managers' session timeout given, session losses overlap some (``_session_losses``).
+    With ``network`` (a shaped cluster) the network's episodes are drawn among the others;
+    without it every seed draws what it drew before they existed."""
     rng = random.Random(seed)
+    episode_kinds = EPISODE_KINDS + NETWORK_KINDS if network else EPISODE_KINDS
     kinds = OVERLAP_KINDS if stream else tuple(k for k in OVERLAP_KINDS if k != "stream_kill")
     second = [k for k in kinds if k != "manager_kill"]
     first = Episode(
@@ -178,7 +216,7 @@ def draw(
     episodes = [first]
     spent = EPISODE_S["heal"]
     while True:
-        kind = rng.choice(EPISODE_KINDS)
+        kind = rng.choice(episode_kinds)
         if spent + EPISODE_S[kind] > length_s:
             break
         spent += EPISODE_S[kind]
@@ -197,6 +235,12 @@ def draw(
             hold = round(
                 session_timeout_s + rng.uniform(0.2, 0.4) * (grace_s - session_timeout_s), 1
             )
+        elif kind == "peer_cut":
+            # Mostly past replica.lag.time.max.ms (10 s on the local cluster): the ISRs shrink,
+            # kmedic refuses on unexplained lag, and the link is back long before it pages.
+            hold = round(rng.uniform(8.0, 40.0), 1)
+        elif kind == "slow_link":
+            hold = round(rng.uniform(20.0, 40.0), 1)
         overlaps: tuple[Overlap, ...] = ()
         if rng.random() < 0.5:
             overlaps = (_overlap(rng, rng.choice(kinds)),)
@@ -207,6 +251,12 @@ def draw(
         episodes = _session_losses(seed, episodes, manager_session_s)
         episodes = _leader_cuts(seed, episodes, manager_session_s)
     return Schedule(seed, tuple(episodes))
+
+
+def peer_of(broker: int, brokers: int = 6) -> int:
+    """The other end of a ``peer_cut``: the next broker, on the next rack (brokers go round
+    the racks in order: 1 /r1, 2 /r2, 3 /r3, 4 /r1...)."""
+    return broker % brokers + 1
 
 
 def _session_losses(seed: int, episodes: list[Episode], session_s: float) -> list[Episode]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster, KafkaClientSettings, confluent_conf
-from kmedic.localcluster import configs, netns, process
+from kmedic.localcluster import configs, links, netns, process
 from kmedic.localcluster.configs import ClusterSpec
 from kmedic.localcluster.layout import Node, log4j_path, plan_nodes
 from kmedic.localcluster.security import ADMIN, ClusterSecurity, grant_role_acls
@@ -218,6 +218,49 @@ class LocalCluster:
         if self.namespace is None:
             return contextlib.nullcontext()
         return self.namespace.entered()
+
+    # ---- network faults (a shaped cluster only: links.py) ----------------------------------
+
+    def cut_from_controllers(self, broker_id: int) -> str:
+        """Drop every packet between ``broker_id`` and the controllers, both ways: the broker
+        keeps serving its clients and is fenced once its session times out. The cut's name."""
+        wire = self._links()
+        node = self.broker(broker_id)
+        controllers = [n.host for n in self._nodes if n.kind == "controller"]
+        cut = links.from_controllers(broker_id, wire.mark(node.host), controllers)
+        wire.cut(cut)
+        log.info("broker_cut_from_controllers", broker=broker_id, cut=cut.name)
+        return cut.name
+
+    def cut_between(self, a: int, b: int) -> str:
+        """Drop every packet between brokers ``a`` and ``b``; each still reaches the rest."""
+        wire = self._links()
+        ends = [(x, wire.mark(self.broker(x).host), self.broker(x).host) for x in (a, b)]
+        cut = links.between(ends[0], ends[1])
+        wire.cut(cut)
+        log.info("brokers_cut_apart", brokers=[a, b], cut=cut.name)
+        return cut.name
+
+    def mend(self, name: str | None = None) -> list[str]:
+        """Remove the cut ``name`` (or every cut); the names removed."""
+        mended = self._links().mend(name)
+        if mended:
+            log.info("cuts_mended", cuts=mended)
+        return mended
+
+    def set_link_rate(self, broker_id: int, mbps: float | None = None) -> None:
+        """Hold ``broker_id``'s link to ``mbps`` Mbit/s each way (None: the cluster's rate)."""
+        wire = self._links()
+        wire.set_rate(self.broker(broker_id).host, wire.mbps if mbps is None else mbps)
+        log.info("link_rate_set", broker=broker_id, mbps=mbps or wire.mbps)
+
+    def _links(self) -> links.Links:
+        if self.namespace is None or self.nic_mbps is None:
+            raise KmedicError(
+                "network faults need a shaped cluster (started with a link speed, "
+                "`kmedic cluster up --nic-mbps N`): its nodes run in a namespace of their own"
+            )
+        return links.Links(self.namespace, [b.host for b in self.brokers], self.nic_mbps)
 
     def data_dir(self, broker_id: int) -> Path:
         return Path(self.broker(broker_id).directory) / "data"

@@ -63,7 +63,7 @@ _CLONE_NEWNET = 0x40000000
 IFB = "kmedic-ifb"  # the device each broker's ingress is shaped on
 # A class's burst: at least one loopback packet (64 kB with segmentation offload), and
 # small enough that a link of a few Mbit/s is held to its rate within a second.
-_BURST = "256k"
+BURST = "256k"
 _UNSHAPED = "100gbit"
 DEFAULT_SOURCE = "127.0.0.1"
 EGRESS, INGRESS = 1, 2  # the HTB handles (majors) on lo and on the IFB device
@@ -113,15 +113,15 @@ class Namespace:
         namespace = cls(name)
         namespace.remove()
         addresses, shaped = list(addresses), list(shaped)
-        _run(["ip", "netns", "add", name], f"creating network namespace {name}")
+        run(["ip", "netns", "add", name], f"creating network namespace {name}")
         try:
             for command in shaping_commands(addresses, shaped, mbps):
-                _run(["ip", "-n", name, *command] if command[0] in ("link", "address", "route")
+                run(["ip", "-n", name, *command] if command[0] in ("link", "address", "route")
                      else ["tc", "-n", name, *command], f"shaping namespace {name}")  # fmt: skip
             for address in shaped:
                 (namespace.cgroups / address).mkdir(parents=True, exist_ok=True)
             for command in opened_commands(name, shaped):
-                _run(["ip", "netns", "exec", name, *command], f"addressing namespace {name}")
+                run(["ip", "netns", "exec", name, *command], f"addressing namespace {name}")
         except BaseException:
             namespace.remove()
             raise
@@ -131,7 +131,7 @@ class Namespace:
         """Delete the namespace (with its interfaces, queueing disciplines and rules) and its
         cgroups; what is already gone is fine. A cgroup a process is still in is named."""
         if self.exists():
-            _run(["ip", "netns", "delete", self.name], f"removing network namespace {self.name}")
+            run(["ip", "netns", "delete", self.name], f"removing network namespace {self.name}")
         root = _cgroup2_mount()
         group = None if root is None else root / self.name
         if group is None or not group.is_dir():
@@ -222,7 +222,7 @@ def shaping_commands(addresses: list[str], shaped: list[str], mbps: int) -> list
             classid = f"{major}:{index:x}"
             commands += [
                 ["class", "add", "dev", device, "parent", root, "classid", classid, "htb",
-                 "rate", rate, "ceil", rate, "burst", _BURST, "cburst", _BURST],
+                 "rate", rate, "ceil", rate, "burst", BURST, "cburst", BURST],
                 ["filter", "add", "dev", device, "parent", root, "protocol", "ip", "prio", "1",
                  "u32", "match", "ip", direction, f"{address}/32", "flowid", classid],
             ]  # fmt: skip
@@ -276,7 +276,7 @@ def _cgroup2_mount() -> Path | None:
 
 def _class_bytes(name: str, device: str) -> dict[str, int]:
     """classid -> bytes sent, of ``device``'s HTB classes in namespace ``name``."""
-    shown = _run(["tc", "-n", name, "-s", "class", "show", "dev", device], "reading link bytes")
+    shown = run(["tc", "-n", name, "-s", "class", "show", "dev", device], "reading link bytes")
     out: dict[str, int] = {}
     for block in shown.split("class htb ")[1:]:
         fields = block.split()
@@ -310,12 +310,22 @@ def _setns(libc: ctypes.CDLL, path: Path, name: str) -> None:
         os.close(fd)
 
 
-def _run(command: list[str], what: str) -> str:
+class CommandFailed(KmedicError):
+    """A command of the namespace's set-up exited with an error (its message names it)."""
+
+
+def class_index(shaped: list[str], address: str) -> int:
+    """The class minor (and connection mark) of a shaped address: the first is
+    ``FIRST_CLASS``, in the order the addresses were shaped."""
+    return FIRST_CLASS + shaped.index(address)
+
+
+def run(command: list[str], what: str) -> str:
     """``command``'s output; a failure names the command and what it was for."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
     except FileNotFoundError as exc:
         raise KmedicError(f"{what}: {command[0]} is not installed (iproute2)") from exc
     if done.returncode != 0:
-        raise KmedicError(f"{what}: `{' '.join(command)}` failed: {done.stderr.strip()[-400:]}")
+        raise CommandFailed(f"{what}: `{' '.join(command)}` failed: {done.stderr.strip()[-400:]}")
     return done.stdout

@@ -123,14 +123,20 @@ def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:
     """Every under-replicated or offline partition must be explained: by a dead broker, a
     reassignment adding the replica, a broker catching up after it came back, or a broker
     scored slow (the rule: manager.analyzer.under_replication)."""
-    unexplained = under_replication(snap).unexplained
+    urp = under_replication(snap)
+    unexplained = urp.unexplained
     if not unexplained:
         return []
+    behind = [
+        f"broker {follower} behind leader {leader} on {count}"
+        for follower, leader, count in urp.behind
+    ]
     return [
         Reason(
             "unexplained_under_replication",
             f"{len(unexplained)} partitions are under-replicated or offline with their brokers "
-            f"alive (slow follower, disk or network?): {_examples(unexplained)}",
+            f"alive (slow follower, disk or network?): {_examples(unexplained)}"
+            + (f"; out of the ISR: {_examples(behind)}" if behind else ""),
         )
     ]
 

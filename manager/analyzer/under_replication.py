@@ -45,6 +45,11 @@ class UnderReplication:
 
     degraded: int
     unexplained: tuple[str, ...]  # "topic:partition", in the table's order
+    # The unexplained lag by link: (follower, leader, partitions) for every live follower out
+    # of the ISR of partitions its leader leads, most partitions first. A follower behind one
+    # leader only, on every partition that leader leads, is a link between the two, not a
+    # slow broker.
+    behind: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def explained(self) -> int:
@@ -86,4 +91,10 @@ def under_replication(snap: Snapshot) -> UnderReplication:
         f"{table.names[int(table.topic[i])]}:{int(table.partition[i])}"
         for i in degraded[unexplained].tolist()
     ]
-    return UnderReplication(n, tuple(names))
+    leaders = table.leader[degraded][row[lagging]]
+    pairs: dict[tuple[int, int], int] = {}
+    for follower, leader in zip(broker[lagging].tolist(), leaders.tolist(), strict=True):
+        if leader >= 0:
+            pairs[(follower, leader)] = pairs.get((follower, leader), 0) + 1
+    behind = sorted(((f, lead, c) for (f, lead), c in pairs.items()), key=lambda t: (-t[2], t))
+    return UnderReplication(n, tuple(names), tuple(behind))

@@ -18,11 +18,12 @@ from manager.executor.move_state import MoveState
 from manager.model.adaptive_throttle import RateFigures, rate_sentence
 from manager.model.decision import Decision
 from manager.model.plan_progress import PlanProgress
-from manager.model.snapshot import Quorum, Snapshot
+from manager.model.snapshot import Snapshot
 from manager.web.metrics import ManagerMetrics
 
 RECENT_RECORDS = 50
 QUORUM_ALERT = refusal_alert("quorum_without_leader")  # held while the quorum elects
+LAG_ALERT = refusal_alert("unexplained_under_replication")  # held while a link may come back
 
 _MOVE_VERBS = {
     "action_started": "started",
@@ -49,12 +50,15 @@ class AuditTrail:
         epoch: Callable[[], int],
         failover_alert_after_s: float = 60.0,
         blind_alert_after_s: float = 60.0,
+        lag_alert_after_s: float = 300.0,
     ) -> None:
         self.log = log_
         self._failover_bound_s = failover_alert_after_s
         self._blind_bound_s = blind_alert_after_s
         self._blind_since: float | None = None
-        self._leaderless_since: float | None = None  # monotonic: the quorum's spell without one
+        # The refusals whose alert is held until their spell has lasted its bound.
+        self._held_for = {QUORUM_ALERT: blind_alert_after_s, LAG_ALERT: lag_alert_after_s}
+        self._held_since: dict[str, float] = {}  # monotonic: when each spell began
         self._failover_since: float | None = None  # monotonic: when the audit log went over
         self._metrics = metrics
         self._cluster = cluster
@@ -97,21 +101,24 @@ class AuditTrail:
             self._blind_since = now
         return now - self._blind_since >= self._blind_bound_s
 
-    def past_election(
-        self, active: dict[str, str], quorum: Quorum | None, now: float
-    ) -> dict[str, str]:
-        """``active`` without the quorum refusal's alert while the controller quorum has been
-        leaderless for less than the blind bound. A shorter spell (the quorum electing a new
-        leader after its active controller died: seconds) is audited as a refusal each cycle,
-        since Kafka commits nothing meanwhile, and the Prometheus rule has its own ``for``."""
-        if quorum is None or quorum.state != "leaderless":
-            self._leaderless_since = None
-            return active
-        if self._leaderless_since is None:
-            self._leaderless_since = now
-        if now - self._leaderless_since >= self._blind_bound_s:
-            return active
-        return {k: v for k, v in active.items() if k != QUORUM_ALERT}
+    def past_holds(self, active: dict[str, str], now: float) -> dict[str, str]:
+        """``active`` without the refusal alerts whose spell is shorter than its bound. Each
+        such cycle is still a refusal, audited, and the Prometheus rule has its own ``for``:
+        - the controller quorum without a leader (``blind_alert_after_s``): an election after
+          the active controller died takes seconds, during which Kafka commits nothing;
+        - under-replication nothing explains (``lag_alert_after_s``): a follower cut off its
+          leader by the network drops out of the ISR, and is back once the link is; kmedic
+          cannot mend a link by moving data, and a link down for minutes pages.
+        A spell ends with the first cycle without the refusal; the next counts anew."""
+        kept = dict(active)
+        for name, bound in self._held_for.items():
+            if name not in active:
+                self._held_since.pop(name, None)
+                continue
+            since = self._held_since.setdefault(name, now)
+            if now - since < bound:
+                del kept[name]
+        return kept
 
     def seen_clearly(self) -> None:
         """A cycle read the cluster and ZooKeeper: the blind spell, if any, is over."""

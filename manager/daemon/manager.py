@@ -107,6 +107,7 @@ class Manager:
             epoch=lambda: coordinator.epoch,
             failover_alert_after_s=cfg.audit.failover_alert_after_s,
             blind_alert_after_s=cfg.blind_alert_after_s,
+            lag_alert_after_s=cfg.lag_alert_after_s,
         )
         self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
         self.view = MonotonicView(self.trail)
@@ -287,7 +288,7 @@ class Manager:
         stuck = self.foreign.look(snap.reassignments, int(self.clock.time() * 1000))
         self.metrics.observe_foreign_stuck(len(stuck))
         active = alerts_for(decision, audit_on_failover=long_failover)
-        self.trail.alerts({**self.trail.past_election(active, snap.quorum, now), **stuck})
+        self.trail.alerts({**self.trail.past_holds(active, now), **stuck})
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
             outcome = self.keeper.execute(decision)

@@ -150,15 +150,25 @@ class Throttles:
         )
         owned_rates = dict(change.owned.rates)
         wanted_rates = dict(change.wanted_rates)
+        earlier: dict[BrokerKey, str] = {}
         for broker, values in sorted(change.brokers.items()):
             try:
                 self._alter([_resource(ConfigResourceType.BROKER, str(broker), values)])
             except KmedicError as exc:
                 log.warning("broker_throttle_change_failed", broker=broker, error=str(exc))
                 for key in RATE_KEYS:
+                    # The change may still take effect (a broker cut off from the controllers
+                    # forwards it once its link is back): a rate it set stays kmedic's, with
+                    # the value before as another that may be in effect; the change is sent
+                    # again on a later call.
+                    tried, before = values.get(key), self._owned.rates.get((broker, key))
                     _restore(owned_rates, self._owned.rates, (broker, key))
+                    if tried is not None:
+                        owned_rates[(broker, key)] = tried
+                        if before is not None and before != tried:
+                            earlier[(broker, key)] = before
                     _restore(wanted_rates, self._wanted_rates, (broker, key))
-        new = ThrottleRecord(change.owned.replicas, owned_rates)
+        new = ThrottleRecord(change.owned.replicas, owned_rates, earlier)
         if change:
             log.info(
                 "throttles_changed",

@@ -118,6 +118,7 @@ class FakeSources:
         self.reassignments: dict[TopicPartition, Reassignment] = {}
         self.quorum: Quorum | None = None  # the controller quorum as read (None: not read)
         self.cordoned: set[int] = set()  # brokers whose agent reads every log dir cordoned
+        self.out_of_sync: set[int] = set()  # live brokers out of every ISR (a link cut)
 
     def start(self) -> FakeSources:
         return self
@@ -150,7 +151,7 @@ class FakeSources:
         }
 
         def isr(replicas: tuple[int, ...]) -> tuple[int, ...]:
-            return tuple(b for b in replicas if b in live)
+            return tuple(b for b in replicas if b in live and b not in self.out_of_sync)
 
         replicas = {0: (1, 2, 3), 1: (2, 3, 4), 2: (3, 4, 1)}
         replicas.update({p: r for (_, p), r in self.replicas.items()})

@@ -614,3 +614,27 @@ def test_a_quorum_election_is_refused_each_cycle_and_pages_only_past_the_bound(
     rig.manager.cycle()
     [alert] = rig.summaries("alert_raised")
     assert alert.startswith("alert refused:quorum_without_leader: the KRaft controller quorum")
+
+
+def test_unexplained_lag_is_refused_each_cycle_and_pages_only_once_it_lasts(rig: Rig) -> None:
+    # Broker 3 cut off its leaders by the network: live, out of every ISR. Moving data would
+    # not mend the link; each cycle refuses, and the page waits for lag_alert_after_s (300 s,
+    # as KmedicUnexplainedUnderReplication waits 5m): a link back within it pages nobody.
+    rig.sources.out_of_sync = {3}
+    outcome = rig.manager.cycle()
+    assert outcome.kind == "refuse" and "unexplained_under_replication" in outcome.reasons
+    rig.clock.advance(200)
+    rig.manager.cycle()
+    assert rig.summaries("alert_raised") == []
+    rig.sources.out_of_sync = set()  # the link is back: the next spell counts anew
+    assert rig.manager.cycle().kind != "refuse"
+    rig.sources.out_of_sync = {3}
+    rig.manager.cycle()
+    rig.clock.advance(250)
+    rig.manager.cycle()
+    assert rig.summaries("alert_raised") == []
+    rig.clock.advance(60)
+    rig.manager.cycle()
+    [alert] = rig.summaries("alert_raised")
+    assert alert.startswith("alert refused:unexplained_under_replication: ")
+    assert "broker 3 behind leader" in alert

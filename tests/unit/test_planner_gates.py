@@ -148,6 +148,29 @@ def test_unexplained_under_replication() -> None:
     assert "t:0" in decision.reasons[0].message
 
 
+def test_unexplained_lag_is_told_by_link_follower_and_leader() -> None:
+    # Broker 3 cannot fetch from broker 1 (a cut link): out of the ISR of what 1 leads only.
+    topics = {
+        "t": [
+            part(0, [1, 2, 3], isr=[1, 2]),
+            part(1, [1, 3, 4], isr=[1, 4]),
+            part(2, [2, 3, 4], isr=[2, 3, 4]),
+            part(3, [4, 5, 2], isr=[4, 2]),
+        ]
+    }
+    snap = _snap(dead=False, topics=topics)
+    urp = under_replication(snap)
+    assert urp.unexplained == ("t:0", "t:1", "t:3")
+    assert urp.behind == ((3, 1, 2), (5, 4, 1))
+    [reason] = decide(snap).reasons
+    assert reason.message.endswith(
+        "out of the ISR: broker 3 behind leader 1 on 2, broker 5 behind leader 4 on 1"
+    )
+    # A leaderless partition has no link to blame.
+    leaderless = {"t": [part(0, [1, 2], isr=[], leader=None)]}
+    assert under_replication(_snap(dead=False, topics=leaderless)).behind == ()
+
+
 def test_under_replication_explained_by_dead_broker_or_own_catch_up() -> None:
     topics = {"t": [part(0, [1, 2, 6], isr=[1, 2], alive=ALIVE)]}
     assert "unexplained_under_replication" not in _codes(_snap(topics=topics))

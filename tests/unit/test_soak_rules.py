@@ -21,7 +21,7 @@ from composition.soak.invariants import (
     roles_running,
     tail_readable,
 )
-from composition.soak.schedule import draw
+from composition.soak.schedule import NETWORK_KINDS, draw, peer_of
 from manager.audit.log import AuditRecord
 
 BROKERS = [1, 2, 3, 4, 5, 6]
@@ -284,3 +284,29 @@ def test_a_manager_cut_off_zookeeper_starts_nothing() -> None:
         problem == "m1 wrote action_started (action_started t:4) 2000 ms into its cut off ZooKeeper"
     )
     assert quiet_when_cut([late], []).held  # no cut, nothing to judge
+
+
+@given(st.integers(min_value=0, max_value=2**32))
+def test_network_faults_are_drawn_on_a_shaped_cluster_only(seed: int) -> None:
+    kwargs = {"length_s": 3600, "brokers": BROKERS, "grace_s": 15.0, "session_timeout_s": 9.0}
+    plain = draw(seed, **kwargs)  # type: ignore[arg-type]
+    shaped = draw(seed, network=True, **kwargs)  # type: ignore[arg-type]
+    assert not any(e.kind in NETWORK_KINDS for e in plain.episodes)
+    assert shaped.episodes[0] == plain.episodes[0]  # every run's first failover, as before
+    for episode in shaped.episodes:
+        if episode.kind == "peer_cut":
+            assert 8.0 <= episode.hold_s <= 40.0
+            peer = peer_of(episode.broker)
+            assert peer != episode.broker and (peer - 1) % 3 != (episode.broker - 1) % 3
+        elif episode.kind == "slow_link":
+            assert 20.0 <= episode.hold_s <= 40.0
+
+
+def test_an_hour_on_a_shaped_cluster_draws_every_network_fault() -> None:
+    drawn = draw(
+        4242, length_s=3600, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0, network=True
+    )
+    assert {"isolate", "peer_cut", "slow_link"} <= {e.kind for e in drawn.episodes}
+    lines = "\n".join(drawn.lines())
+    assert "cut off from the controllers past its grace" in lines
+    assert "cut off from each other for " in lines and "slowed to a tenth for " in lines

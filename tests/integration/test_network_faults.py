@@ -1,0 +1,213 @@
+"""Network faults on the shaped cluster (kmedic/localcluster/links.py), with the agents and the
+manager as processes inside its namespace: what kmedic does when the network, not a process,
+fails."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from helpers import kafka_conf, read_audit, scrape, wait_for, wait_until_usable
+from test_shaped_cluster import needs_root_and_iproute2
+
+from composition.pipeline import Pipeline
+from kmedic.localcluster import ClusterSpec, LocalCluster, netns, process
+from manager.audit.log import AuditRecord
+
+pytestmark = pytest.mark.integration
+
+MBPS = 80
+PARTITIONS = 4
+GRACE_MS = 5000
+CYCLE_S = 2
+LAG_ALERT_S = 8  # the page for an unexplained lag waits this long (5 minutes as shipped)
+
+
+@pytest.fixture(scope="module")
+def shaped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    needs_root_and_iproute2()
+    cluster = LocalCluster.start(
+        ClusterSpec(brokers=4, racks=("/a", "/b"), nic_mbps=MBPS),
+        tmp_path_factory.mktemp("faults") / "cluster",
+    )
+    try:
+        with cluster.network():
+            yield cluster
+    finally:
+        cluster.stop()
+        assert cluster.namespace is not None and cluster.namespace.name not in netns.leftovers()
+
+
+def _replicas(bootstrap: str, topic: str) -> dict[int, tuple[list[int], list[int]]]:
+    meta = AdminClient(kafka_conf(bootstrap)).list_topics(topic, timeout=10).topics[topic]
+    return {p.id: (list(p.replicas), list(p.isrs)) for p in meta.partitions.values()}
+
+
+def _registered(bootstrap: str) -> set[int]:
+    admin = AdminClient(kafka_conf(bootstrap))  # held until the answer (a dropped one aborts)
+    return {b.id for b in admin.describe_cluster().result(10).nodes}
+
+
+def test_a_broker_cut_off_from_the_controllers_is_healed_after_its_grace_and_pages_nobody(
+    shaped: LocalCluster, tmp_path: Path
+) -> None:
+    cluster = shaped
+    bootstrap = cluster.bootstrap_servers
+    name = f"cut-{uuid.uuid4().hex[:6]}"
+    topic = f"{name}.rf2"
+    actions = f"kmedic.actions.{name}"
+    admin = AdminClient(kafka_conf(bootstrap))
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 2)]).values():
+        future.result(timeout=30)
+    wait_until_usable(bootstrap, [topic])
+    victim = sorted({replicas[0] for replicas, _ in _replicas(bootstrap, topic).values()})[0]
+    port = process.free_ports(1)[0]
+    pipeline = Pipeline(cluster, tmp_path, cluster_name=name)
+    try:
+        pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
+        pipeline.start_manager(
+            interval_s=CYCLE_S,
+            topics={"actions": actions, "brokerstats": f"kmedic.brokerstats.{name}"},
+            policy={"dead_grace_ms": GRACE_MS, "max_dead_brokers": 1, "even_spread": False},
+            http={"port": port},
+        )
+        wait_for(
+            lambda: pipeline.check_running() or scrape(port, "kmedic_is_leader") == 1,
+            timeout=60,
+            what="the manager to lead",
+        )
+        # A fenced broker still answers with the metadata it had when it was cut (it cannot
+        # learn it is fenced): the test reads through the others.
+        others = ",".join(
+            f"{cluster.broker(b).host}:{cluster.broker(b).port}"
+            for b in cluster.broker_ids
+            if b != victim
+        )
+        cut = cluster.cut_from_controllers(victim)
+        cut_at = time.monotonic()
+        # Fenced once its session times out, while it still runs and answers its clients.
+        wait_for(lambda: victim not in _registered(others), timeout=30, what="the broker fenced")
+        assert cluster.is_alive(victim)
+
+        def healed() -> bool:
+            pipeline.check_running()
+            return all(
+                victim not in replicas and len(replicas) == 2 and sorted(isr) == sorted(replicas)
+                for replicas, isr in _replicas(others, topic).values()
+            )
+
+        wait_for(healed, timeout=120, interval=1, what=f"{topic} healed off broker {victim}")
+        healed_s = time.monotonic() - cut_at
+        records = read_audit(others, actions)
+        acts = [r for r in records if r.kind == "decision" and r.summary.startswith("act: heal")]
+        assert acts, [r.summary for r in records]
+        assert healed_s >= GRACE_MS / 1000, healed_s
+
+        # The link back: the broker registers again and holds nothing of the topic.
+        assert cluster.mend(cut) == [cut]
+        wait_for(lambda: victim in _registered(others), timeout=60, what="the broker back")
+        wait_for(
+            lambda: (
+                scrape(port, "kmedic_moves_in_flight") == 0
+                and scrape(port, "kmedic_last_decision", outcome="noop") == 1
+            ),
+            timeout=60,
+            what="a quiet cycle after the heal",
+        )
+        records = read_audit(others, actions)
+        assert not [r.summary for r in records if r.kind == "alert_raised"]
+        assert scrape(port, "kmedic_refusing_to_heal") == 0
+        assert (scrape(port, "kmedic_decisions_total", outcome="refuse") or 0.0) == 0
+    finally:
+        pipeline.stop()
+        cluster.mend()
+
+
+def test_a_broker_cut_off_from_one_peer_pages_naming_the_link_and_nothing_moves(
+    shaped: LocalCluster, tmp_path: Path
+) -> None:
+    cluster = shaped
+    bootstrap = cluster.bootstrap_servers
+    name = f"peer-{uuid.uuid4().hex[:6]}"
+    topic = f"{name}.rf2"
+    actions = f"kmedic.actions.{name}"
+    admin = AdminClient(kafka_conf(bootstrap))
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 2)]).values():
+        future.result(timeout=30)
+    wait_until_usable(bootstrap, [topic])
+    leader, follower = next(iter(_replicas(bootstrap, topic).values()))[0]
+    port = process.free_ports(1)[0]
+    pipeline = Pipeline(cluster, tmp_path, cluster_name=name)
+    try:
+        pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
+        pipeline.start_manager(
+            interval_s=CYCLE_S,
+            topics={"actions": actions, "brokerstats": f"kmedic.brokerstats.{name}"},
+            policy={"dead_grace_ms": GRACE_MS, "max_dead_brokers": 1, "even_spread": False},
+            http={"port": port},
+            lag_alert_after_s=LAG_ALERT_S,
+        )
+        wait_for(
+            lambda: pipeline.check_running() or scrape(port, "kmedic_is_leader") == 1,
+            timeout=60,
+            what="the manager to lead",
+        )
+        cut = cluster.cut_between(leader, follower)
+        link = (
+            f"broker {follower} behind leader {leader}",
+            f"broker {leader} behind leader {follower}",
+        )
+
+        def paged() -> list[AuditRecord]:
+            return [
+                r
+                for r in read_audit(bootstrap, actions)
+                if r.kind == "alert_raised" and "unexplained_under_replication" in r.summary
+            ]
+
+        # Kafka drops the follower from the ISR once it lags past replica.lag.time.max.ms;
+        # kmedic cannot mend a link by moving data: it refuses each cycle, naming the link,
+        # and pages once the lag has lasted its bound.
+        try:
+            [raised] = wait_for(paged, timeout=60, interval=1, what="the lag paged")
+        except BaseException:
+            for r in read_audit(bootstrap, actions):
+                print(r.kind, r.time_ms, r.summary, r.reasons)
+            raise
+        assert any(side in raised.summary for side in link), raised.summary
+        refusals = [
+            r.time_ms
+            for r in read_audit(bootstrap, actions)
+            if r.kind == "decision" and any(side in " ".join(r.reasons) for side in link)
+        ]
+        assert refusals and raised.time_ms - min(refusals) >= LAG_ALERT_S * 1000 - 100, (
+            raised.time_ms,
+            refusals,
+        )
+        assert cluster.mend(cut) == [cut]
+
+        def whole() -> bool:
+            return all(
+                sorted(isr) == sorted(replicas)
+                for replicas, isr in _replicas(bootstrap, topic).values()
+            )
+
+        wait_for(whole, timeout=60, interval=1, what="the follower back in every ISR")
+        wait_for(
+            lambda: any(
+                r.kind == "alert_cleared" and "unexplained_under_replication" in r.summary
+                for r in read_audit(bootstrap, actions)
+            ),
+            timeout=60,
+            interval=1,
+            what="the page cleared",
+        )
+        records = read_audit(bootstrap, actions)
+        assert not [r.summary for r in records if r.kind == "action_started"]
+    finally:
+        pipeline.stop()
+        cluster.mend()
