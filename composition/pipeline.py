@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,8 +128,11 @@ class Pipeline:
                 cfg[key] = value
         return cfg
 
-    def start_manager(self, name: str = "manager", **overrides: Any) -> None:
-        self.start_role(name, "manager", self.manager_config(**overrides))
+    def start_manager(
+        self, name: str = "manager", *, enter: Callable[[], None] | None = None, **overrides: Any
+    ) -> None:
+        """``enter``: run in the child before it execs (a cgroup to join, on a shaped cluster)."""
+        self.start_role(name, "manager", self.manager_config(**overrides), enter=enter)
 
     def _kafka(self, role: Role) -> dict[str, Any]:
         """How a role's config reaches the cluster: the plaintext shorthand ``bootstrap``, or
@@ -139,7 +143,13 @@ class Pipeline:
 
     # ---- lifecycle ----------------------------------------------------------------------
 
-    def start_role(self, name: str, role: str, config: dict[str, Any]) -> None:
+    def start_role(
+        self,
+        name: str,
+        role: str,
+        config: dict[str, Any],
+        enter: Callable[[], None] | None = None,
+    ) -> None:
         """Start ``kmedic <role>`` under ``name`` with exactly this config."""
         existing = self.roles.get(name)
         if existing is not None and existing.running():
@@ -156,7 +166,7 @@ class Pipeline:
             "--config",
             str(cfg_path),
         ]
-        proc.pid = process.spawn(cmd, log_path=proc.log_file, tie_to_parent=True)
+        proc.pid = process.spawn(cmd, log_path=proc.log_file, tie_to_parent=True, enter=enter)
         self.roles[name] = proc
         log.info("role_started", role=name, pid=proc.pid, log=str(proc.log_file))
 

@@ -5,7 +5,9 @@ problems it found, every one a sentence with its numbers; none found is a held i
 - never two managers acting: each fencing epoch belongs to one instance, and the action
   records of an epoch all come before those of the next;
 - a manager cut off ZooKeeper starts nothing: no act and no move record of the cut instance
-  from a moment after the cut until its link is back (composition.soak.cuts);
+  from a moment after the cut until its link is back (composition.soak.cuts), by the times
+  it wrote in them, and by the times Kafka appended them (composition.soak.appended: the
+  brokers' side of the same question);
 - no duplicate move: a move (partition and target) is started once until it completes or
   fails - a leader that takes over adopts a running move, it does not start it again;
 - each move's end audited once: one ``action_completed`` (or ``action_failed``) per start,
@@ -31,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from composition.soak.appended import Appended
 from composition.soak.cuts import IN_FLIGHT_MS, Cut
 from manager.audit.log import AuditRecord
 
@@ -84,9 +87,39 @@ def quiet_when_cut(records: Iterable[AuditRecord], cuts: Iterable[Cut]) -> Check
         for r in records
         if r.instance == cut.instance
         and cut.start_ms + IN_FLIGHT_MS < r.time_ms <= cut.end_ms
-        and (r.kind.startswith("action_") or (r.kind == "decision" and r.summary.startswith("act")))
+        and _acts(r)
     ]
     return Check(f"a manager cut off ZooKeeper starts nothing ({len(cuts)} cuts)", tuple(problems))
+
+
+def quiet_as_kafka_saw(
+    appended: Iterable[Appended], cuts: Iterable[Cut], unread: str = ""
+) -> Check:
+    """The same, from the brokers' side: no act and no move record of a cut instance appended
+    by Kafka (the audit topic's own append time) from ``IN_FLIGHT_MS`` after its cut until its
+    link is back. A record it made before the cut and replayed from its spool meanwhile is
+    its past, not a write under a lost lease. ``unread``: why the topic could not be read."""
+    cuts = list(cuts)
+    problems = [unread] if unread else []
+    problems += [
+        f"{a.record.instance} wrote {a.record.kind} ({a.record.summary}), appended by Kafka "
+        f"{a.appended_ms - cut.start_ms} ms into its cut off ZooKeeper"
+        for cut in cuts
+        for a in appended
+        if a.record.instance == cut.instance
+        and cut.start_ms + IN_FLIGHT_MS < a.appended_ms <= cut.end_ms
+        and a.record.time_ms > cut.start_ms
+        and _acts(a.record)
+    ]
+    return Check(
+        f"a manager cut off ZooKeeper: nothing it writes reaches Kafka ({len(cuts)} cuts, "
+        "judged by the brokers' append times)",
+        tuple(problems),
+    )
+
+
+def _acts(r: AuditRecord) -> bool:
+    return r.kind.startswith("action_") or (r.kind == "decision" and r.summary.startswith("act"))
 
 
 def no_duplicate_move(records: Iterable[AuditRecord]) -> Check:

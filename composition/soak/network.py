@@ -25,6 +25,8 @@ class Rig(Protocol):
     cut_off: set[int]
     episode_over: threading.Event
 
+    def leader(self) -> str | None: ...
+
     @property
     def timeline(self) -> Timeline: ...
 
@@ -101,3 +103,24 @@ def slow_link(rig: Rig, episode: Episode) -> None:
         cluster.set_link_rate(broker)
     say(f"broker {broker}'s link back to {cluster.nic_mbps} Mbit/s after {episode.hold_s:.0f} s")
     rig.join(threads)
+
+
+def audit_cut(rig: Rig, overlap: Overlap, audit_topic: str) -> None:
+    """Cut the leading manager off the broker that leads its audit topic (and only that one)
+    for ``hold_s``: its records go to its spool, and are replayed in order once it is back."""
+    say = rig.timeline.say
+    leading = rig.leader()
+    if leading is None:
+        say("audit_cut: no manager leads at that moment; nothing cut")
+        return
+    broker = probes.leader_of(rig.bootstrap, audit_topic)
+    if broker < 0:
+        say(f"audit_cut: {audit_topic} has no leader at that moment; nothing cut")
+        return
+    cut = rig.cluster.cut_client(f"manager-{leading}", [broker])
+    say(f"leading manager {leading} cut off broker {broker}, its audit topic's leader, alone")
+    try:
+        time.sleep(overlap.hold_s)
+    finally:
+        rig.cluster.mend(cut)
+    say(f"{leading}'s link to broker {broker} back after {overlap.hold_s:.0f} s")

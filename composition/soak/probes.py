@@ -101,6 +101,15 @@ def replicas_on(bootstrap: str, broker: int) -> list[str]:
     return ask(bootstrap, read)
 
 
+def leader_of(bootstrap: str, topic: str, partition: int = 0) -> int:
+    """The broker leading ``topic``'s ``partition`` (-1: none)."""
+
+    def read(admin: AdminClient) -> int:
+        return int(admin.list_topics(topic, timeout=10).topics[topic].partitions[partition].leader)
+
+    return ask(bootstrap, read)
+
+
 def registered(bootstrap: str) -> set[int]:
     """The brokers the controllers count as registered and unfenced (DescribeCluster)."""
 

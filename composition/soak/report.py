@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from composition.soak import invariants, probes
-from composition.soak.run import ISOLATED_BROKERS, ISOLATED_TOPIC, MANAGERS, Rig
+from composition.soak.appended import read_appended
+from composition.soak.run import AUDIT_TOPIC, ISOLATED_BROKERS, ISOLATED_TOPIC, MANAGERS, Rig
 from composition.soak.schedule import Schedule
 from composition.soak.verifiable import consumed_count, tally
 from kmedic.errors import KmedicError
@@ -91,6 +92,11 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         tally(t, tools / f"{t}.producer.jsonl", tools / f"{t}.consumer.jsonl") for t in rig.topics
     ]
     records = list(read_records(rig.bootstrap, timeout_s=30))
+    try:
+        appended = read_appended(rig.bootstrap, AUDIT_TOPIC)
+        unread = ""
+    except KmedicError as exc:
+        appended, unread = [], f"the audit topic as Kafka appended it could not be read: {exc}"
     fired = _fired(rig)
     checks = [
         invariants.messages(
@@ -98,6 +104,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         ),
         invariants.one_actor(records),
         invariants.quiet_when_cut(records, rig.cuts),
+        invariants.quiet_as_kafka_saw(appended, rig.cuts, unread),
         invariants.no_duplicate_move(records),
         invariants.one_end_per_move(records),
         invariants.alerts(records),

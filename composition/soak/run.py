@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from composition.pipeline import Pipeline
 from composition.prometheus import PrometheusServer
 from composition.soak import network, probes
+from composition.soak.appended import create_audit_topic
 from composition.soak.cuts import Cut, cut_leader
 from composition.soak.schedule import Episode, Overlap, Schedule
 from composition.soak.verifiable import (
@@ -176,7 +177,10 @@ class Rig:
         return self.pipeline.workdir / f"{name}-spool"
 
     def start_manager(self, name: str) -> None:
-        self.pipeline.start_manager(name, **self.manager_settings(name))
+        # On a shaped cluster each manager's connections can be cut (an audit_cut).
+        shaped = self.cluster.namespace is not None
+        enter = self.cluster.client_group(f"manager-{name}") if shaped else None
+        self.pipeline.start_manager(name, enter=enter, **self.manager_settings(name))
 
     def leader(self) -> str | None:
         for name in MANAGERS:
@@ -290,6 +294,9 @@ def _create_topics(rig: Rig) -> None:
     futures = admin.create_topics([NewTopic(t, PARTITIONS, 3, config=config) for t in topics])
     for future in futures.values():
         future.result(timeout=30)
+    # Before any manager creates it: the brokers stamp each audit record (composition.soak.
+    # appended), so the lease-loss invariant is judged by Kafka's clock too.
+    create_audit_topic(rig.bootstrap, AUDIT_TOPIC)
     _fill_ballast(rig.bootstrap, rig.settings.ballast_mb)
     # The isolated topic may only live on its broker group: its heals stay inside it.
     with ZkConfigStore.connect(rig.cluster.zk_connect, rig.pipeline.cluster_name) as store:
@@ -498,6 +505,7 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
     elif overlap.kind in ("zookeeper_pause", "session_loss"):
         past = ", past the managers' session" if overlap.kind == "session_loss" else ""
         before = rig.leader()
+        paused_ms = int(time.time() * 1000)
         rig.cluster.pause_zookeeper()
         say(f"ZooKeeper paused (SIGSTOP){past}; {before or 'no manager'} leads")
         try:
@@ -505,6 +513,10 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
         finally:
             rig.cluster.resume_zookeeper()
         say(f"ZooKeeper resumed after {overlap.hold_s:.0f} s")
+        if overlap.kind == "session_loss" and before is not None:
+            # Past its session the leader cannot prove its lease: judged like a cut leader.
+            lost_ms = paused_ms + int(MANAGER_SESSION_S * 1000)
+            rig.cuts.append(Cut(before, lost_ms, int(time.time() * 1000)))
         if overlap.kind == "session_loss":
             probes.wait(lambda: rig.leader() is not None, 90, "a manager to lead again")
             say(f"{rig.leader()} leads after the session loss")
@@ -529,6 +541,8 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
         rig.cuts.append(cut_leader(leading, rig.proxies, overlap.hold_s, rig.leader, say))
         probes.wait(lambda: rig.leader() is not None, 90, "a manager to lead after the cut")
         say(f"{rig.leader()} leads after the cut")
+    elif overlap.kind == "audit_cut":
+        network.audit_cut(rig, overlap, AUDIT_TOPIC)
     elif overlap.kind == "stream_kill":
         if "stream" not in rig.pipeline.roles:
             say("stream_kill: no Spark job runs in this variant; nothing killed")

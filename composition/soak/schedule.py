@@ -39,6 +39,9 @@ namespace of the cluster's own, kmedic.localcluster.links) the network's faults 
   minutes): nothing moves, nothing pages;
 - ``slow_link``: one broker's link slowed to a tenth for ``hold_s``, then back: nothing moves
   and nothing pages (the slow-broker score demotes it only where its probes show it slow).
+And, overlapping about one episode in seven from a stream of its own, ``audit_cut``: the
+leading manager cut off the broker that leads its audit topic, alone, for 10-40 s: its records
+go to its spool and reach the topic in order once the link is back; nothing pages.
 
 Overlapping faults (``Overlap``), at an offset into their episode: ``manager_kill`` (the
 leading manager SIGKILLed, then started again as a standby), ``zookeeper_pause`` (SIGSTOP for
@@ -86,6 +89,7 @@ OverlapKind = Literal[
     "quorum_leader_kill",
     "session_loss",
     "leader_cut",
+    "audit_cut",
 ]
 
 EPISODE_KINDS: tuple[EpisodeKind, ...] = (
@@ -105,6 +109,7 @@ QUORUM_KINDS: tuple[OverlapKind, ...] = ("voter_kill", "quorum_leader_kill")
 QUORUM_FAULT_SHARE = 0.35  # of the episodes that get a controller fault, on three voters
 SESSION_LOSS_SHARE = 0.15  # of the episodes whose managers lose their ZooKeeper sessions
 LEADER_CUT_SHARE = 0.15  # of the episodes whose leading manager is cut off ZooKeeper alone
+AUDIT_CUT_SHARE = 0.15  # of the episodes whose leading manager is cut off its audit topic's leader
 # Length of each episode as measured on this machine (seed 4242, 15 minutes asked): a heal
 # 60 s (grace, copy at 1 MB/s, restart), a bounce 9 s, a pause 7-12 s, a hang 11-13 s, a disk
 # about 35 s, a drain 17-47 s; the schedule fits about ``length_s`` of them.
@@ -250,7 +255,28 @@ def draw(
     if manager_session_s is not None:
         episodes = _session_losses(seed, episodes, manager_session_s)
         episodes = _leader_cuts(seed, episodes, manager_session_s)
+    if network:
+        episodes = _audit_cuts(seed, episodes)
     return Schedule(seed, tuple(episodes))
+
+
+def _audit_cuts(seed: int, episodes: list[Episode]) -> list[Episode]:
+    """The leading manager cut off the broker that leads its audit topic (and only that one)
+    for 10-40 s, on about ``AUDIT_CUT_SHARE`` of ``episodes``, from a stream of its own: not
+    the first, not where the audit topic's brokers are killed, not beside a leader cut."""
+    rng = random.Random(f"{seed}:audit")
+    out = episodes[:1]
+    for episode in episodes[1:]:
+        if rng.random() < AUDIT_CUT_SHARE:
+            fault = Overlap(
+                "audit_cut", round(rng.uniform(0.0, 6.0), 1), round(rng.uniform(10.0, 40.0), 1)
+            )
+            if episode.kind != "audit_outage" and all(
+                o.kind != "leader_cut" for o in episode.overlaps
+            ):
+                episode = replace(episode, overlaps=(*episode.overlaps, fault))
+        out.append(episode)
+    return out
 
 
 def peer_of(broker: int, brokers: int = 6) -> int:

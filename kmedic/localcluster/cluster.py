@@ -241,6 +241,21 @@ class LocalCluster:
         log.info("brokers_cut_apart", brokers=[a, b], cut=cut.name)
         return cut.name
 
+    def client_group(self, group: str) -> Callable[[], None]:
+        """A ``preexec_fn`` for a client process (a manager) whose connections a cut may find
+        later (``cut_client``): it joins cgroup ``group`` of the namespace."""
+        return self._links().client(group)
+
+    def cut_client(self, group: str, broker_ids: list[int]) -> str:
+        """Drop every packet between the client in cgroup ``group`` and ``broker_ids``; it
+        still reaches every other broker, and they it. The cut's name."""
+        hosts = [self.broker(b).host for b in broker_ids]
+        name = f"{group}-brokers-{'-'.join(map(str, sorted(broker_ids)))}"
+        cut = links.client_from(group, name, hosts)
+        self._links().cut(cut)
+        log.info("client_cut", client=group, brokers=broker_ids, cut=name)
+        return name
+
     def mend(self, name: str | None = None) -> list[str]:
         """Remove the cut ``name`` (or every cut); the names removed."""
         mended = self._links().mend(name)

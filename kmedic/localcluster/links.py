@@ -26,7 +26,8 @@ The rule builders are pure, so the rules are tested without root.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kmedic.localcluster import netns
@@ -74,6 +75,28 @@ def between(a: tuple[int, int, str], b: tuple[int, int, str]) -> Cut:
     from the other; both still reach everybody else."""
     (id_a, mark_a, host_a), (id_b, mark_b, host_b) = sorted([a, b])
     return Cut(f"brokers-{id_a}-{id_b}", (Opener(mark_a, (host_b,)), Opener(mark_b, (host_a,))))
+
+
+def client_mark(group: str) -> int:
+    """The connection mark of a client's cgroup (a manager, a tool): above every broker's,
+    from its name, so a later process finds the same one."""
+    return 0x10000 | (zlib.crc32(group.encode()) & 0xFFFF)
+
+
+def client_commands(namespace: str, group: str) -> list[list[str]]:
+    """The ``iptables`` command (run inside the namespace) that marks the connections the
+    processes of cgroup ``group`` open, so that a cut can find them; no link class (clients
+    are unshaped)."""
+    return [
+        ["iptables", "-t", "mangle", "-A", "OUTPUT", "-m", "conntrack", "--ctstate", "NEW",
+         "-m", "cgroup", "--path", f"{namespace}/{group}", "-m", "comment", "--comment", group,
+         "-j", "CONNMARK", "--set-mark", str(client_mark(group))]
+    ]  # fmt: skip
+
+
+def client_from(group: str, name: str, addresses: Iterable[str]) -> Cut:
+    """The client in cgroup ``group`` cut off from ``addresses`` (both ways), under ``name``."""
+    return Cut(name, (Opener(client_mark(group), tuple(addresses)),))
 
 
 def setup_commands() -> list[list[str]]:
@@ -144,6 +167,16 @@ class Links:
 
     def cuts(self) -> list[str]:
         return sorted(self._listed() or {})
+
+    def client(self, group: str) -> Callable[[], None]:
+        """The ``preexec_fn`` that puts a client process into cgroup ``group``, whose
+        connections are marked from now on (a cut finds them: ``client_from``)."""
+        enter = self.namespace.group_setup(group)
+        listed = self._iptables(["iptables", "-t", "mangle", "-S", "OUTPUT"], "listing marks")
+        if f"--comment {group} " not in listed and f'--comment "{group}"' not in listed:
+            for command in client_commands(self.namespace.name, group):
+                self._iptables(command, f"marking {group}'s connections")
+        return enter
 
     def set_rate(self, address: str, mbps: float) -> None:
         """The shaped ``address``'s link held to ``mbps`` Mbit/s each way from now on."""

@@ -176,6 +176,18 @@ class Namespace:
             for i, address in enumerate(shaped, start=FIRST_CLASS)
         }
 
+    def group_setup(self, group: str) -> Callable[[], None]:
+        """A ``preexec_fn`` that moves the child into the cgroup ``group`` of the namespace's
+        (created here): the connections it opens can be marked and cut (links.py). The child
+        is in the namespace already (started from a thread inside it)."""
+        procs = self.cgroups / group / "cgroup.procs"
+        procs.parent.mkdir(parents=True, exist_ok=True)
+
+        def enter() -> None:
+            procs.write_text("0")
+
+        return enter
+
     def child_setup(self, source: str | None = None) -> Callable[[], None]:
         """A ``preexec_fn`` that moves the child into the namespace before it execs, and
         with ``source`` (a shaped address) into that address's cgroup: the connections it

@@ -59,6 +59,9 @@ from prometheus_support import PrometheusServer
 from zk_support import TcpProxy
 
 from composition.pipeline import Pipeline
+from composition.soak.appended import create_audit_topic, read_appended
+from composition.soak.cuts import Cut
+from composition.soak.invariants import quiet_as_kafka_saw
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from kmedic.traffic import PartitionRate, TrafficGenerator
 from manager.audit.log import AuditRecord
@@ -76,6 +79,7 @@ PARTITIONS = 6
 MB_PER_PARTITION = 6
 SLOW_THROTTLE_BYTES_PER_S = 250_000
 FAST_THROTTLE_BYTES_PER_S = 20_000_000
+AUDIT_TOPIC = "kmedic.actions"  # the managers' default
 MANAGERS = ("manager-a", "manager-b")
 
 Sample = tuple[float, dict[tuple[str, int], tuple[int, ...]]]
@@ -292,6 +296,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         admin = AdminClient(kafka_conf(bootstrap))
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 2)])[TOPIC].result(timeout=30)
         wait_until_usable(bootstrap, [TOPIC])
+        # Before any manager creates it: each audit record stamped by the broker that appended
+        # it, so a cut leader's writes are judged by Kafka's clock (composition.soak.appended).
+        create_audit_topic(bootstrap, AUDIT_TOPIC)
         fill(bootstrap)
         workdir: Path = tmp_path_factory.mktemp("ha")
         pipeline = Pipeline(cluster, workdir, cluster_name=f"ha-{uuid.uuid4().hex[:6]}")
@@ -533,6 +540,10 @@ def test_a_leader_cut_off_past_its_session_hands_over_and_comes_back_a_standby(
         if r.kind.startswith("action_") or (r.kind == "decision" and r.summary.startswith("act"))
     ]
     assert acted == [], [(r.kind, r.summary) for r in after_cut]
+    # From the brokers' side: nothing of it that acts was appended by Kafka after the cut.
+    cut = Cut(leader, int(cut_at * 1000), int(time.time() * 1000))
+    kafka_saw = quiet_as_kafka_saw(read_appended(fleet.bootstrap, AUDIT_TOPIC), [cut])
+    assert kafka_saw.held, kafka_saw.problems
     assert fleet.sampler.issued_twice(cut_at) == {}
     fleet.restore()
 

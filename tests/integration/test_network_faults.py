@@ -211,3 +211,65 @@ def test_a_broker_cut_off_from_one_peer_pages_naming_the_link_and_nothing_moves(
     finally:
         pipeline.stop()
         cluster.mend()
+
+
+def test_the_audit_topics_leader_cut_off_from_the_manager_alone_spools_and_replays_in_order(
+    shaped: LocalCluster, tmp_path: Path
+) -> None:
+    """The manager cannot reach the broker that leads its audit topic; everybody else can:
+    its records go to its spool meanwhile, reach the topic in the order it wrote them once
+    the link is back, and nothing pages (the cut is shorter than the failover's bound)."""
+    cluster = shaped
+    bootstrap = cluster.bootstrap_servers
+    name = f"audit-{uuid.uuid4().hex[:6]}"
+    actions = f"kmedic.actions.{name}"
+    group = f"manager-{name}"
+    port = process.free_ports(1)[0]
+    pipeline = Pipeline(cluster, tmp_path, cluster_name=name)
+    try:
+        pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
+        pipeline.start_manager(
+            enter=cluster.client_group(group),
+            interval_s=CYCLE_S,
+            topics={"actions": actions, "brokerstats": f"kmedic.brokerstats.{name}"},
+            # A broker killed below is back inside its grace: the manager waits, and says so.
+            policy={"dead_grace_ms": 120_000, "max_dead_brokers": 1, "even_spread": False},
+            http={"port": port},
+        )
+        wait_for(
+            lambda: pipeline.check_running() or scrape(port, "kmedic_is_leader") == 1,
+            timeout=60,
+            what="the manager to lead",
+        )
+        wait_for(lambda: read_audit(bootstrap, actions), timeout=60, what="its first record")
+        meta = AdminClient(kafka_conf(bootstrap)).list_topics(actions, timeout=10)
+        audit_leader = meta.topics[actions].partitions[0].leader
+        victim = next(b for b in cluster.broker_ids if b != audit_leader)
+        cut = cluster.cut_client(group, [audit_leader])
+        cut_ms = int(time.time() * 1000)
+        try:
+            cluster.kill(victim)  # something to say while it cannot reach its audit topic
+            wait_for(
+                lambda: (scrape(port, "kmedic_audit_spool_pending") or 0) > 0,
+                timeout=60,
+                interval=1,
+                what="the manager's records spooled",
+            )
+            cluster.restart(victim)
+        finally:
+            cluster.mend(cut)
+        wait_for(
+            lambda: scrape(port, "kmedic_audit_spool_pending") == 0,
+            timeout=90,
+            interval=1,
+            what="the spool replayed",
+        )
+        records = [r for r in read_audit(bootstrap, actions) if r.time_ms >= cut_ms]
+        said = [r.summary for r in records]
+        assert any(s.startswith("wait") and f"broker {victim} " in s for s in said), said
+        assert [r.time_ms for r in records] == sorted(r.time_ms for r in records), said
+        assert "spool" in {r.sink for r in records}, [(r.sink, r.summary) for r in records]
+        assert not [s for r, s in zip(records, said, strict=True) if r.kind == "alert_raised"]
+    finally:
+        pipeline.stop()
+        cluster.mend()

@@ -18,6 +18,8 @@ from planner_fixtures import broker, part, snapshot_dict
 
 from composition.cli import build_parser, main
 from kmedic.exits import Exit
+from manager.audit import kafka_reader
+from manager.cli import topics as topics_cli
 from manager.coordination import session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +116,9 @@ def test_every_command_that_needs_a_service_says_it_did_not_answer(
 ) -> None:
     """Each command with --zk or --bootstrap, pointed at a port nothing listens on, exits 5 and
     names the address (it exited 1, as for a bad config)."""
-    monkeypatch.setattr(session, "CONNECT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(session, "CONNECT_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(topics_cli, "REACH_MS", 500)  # the bounds are their own tests'
+    monkeypatch.setattr(kafka_reader, "REACH_S", 0.5)
     address = f"127.0.0.1:{closed_port()}"
     password = tmp_path / "password"
     password.write_text("secret\n")

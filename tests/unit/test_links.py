@@ -75,3 +75,21 @@ def test_a_slow_link_sets_both_of_its_brokers_classes() -> None:
     assert all(c[c.index("rate") + 1] == "4mbit" == c[c.index("ceil") + 1] for c in commands)
     half = links.rate_commands(2, 0.5)[0]
     assert half[half.index("rate") + 1] == "0.5mbit"
+
+
+def test_a_clients_connections_are_marked_by_its_cgroup_above_every_brokers_mark() -> None:
+    mark = links.client_mark("manager-m1")
+    assert mark == links.client_mark("manager-m1") and mark > 0xFFFF
+    assert mark != links.client_mark("manager-m2")
+    [command] = links.client_commands("kmedic-ab12", "manager-m1")
+    assert command[:5] == ["iptables", "-t", "mangle", "-A", "OUTPUT"]
+    assert " ".join(command).endswith(
+        "-m cgroup --path kmedic-ab12/manager-m1 -m comment --comment manager-m1 "
+        f"-j CONNMARK --set-mark {mark}"
+    )
+    cut = links.client_from("manager-m1", "manager-m1-brokers-2", ["127.0.1.2"])
+    assert _rules(cut) == {
+        f"-m connmark --mark {mark} {way} 127.0.1.2/32 -m comment --comment "
+        "manager-m1-brokers-2 -j DROP"
+        for way in ("-d", "-s")
+    }

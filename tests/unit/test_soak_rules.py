@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from composition.prometheus import FiredAlert
+from composition.soak.appended import Appended
 from composition.soak.cuts import Cut
 from composition.soak.invariants import (
     alerts,
@@ -17,6 +18,7 @@ from composition.soak.invariants import (
     one_actor,
     one_end_per_move,
     pages,
+    quiet_as_kafka_saw,
     quiet_when_cut,
     roles_running,
     tail_readable,
@@ -292,7 +294,13 @@ def test_network_faults_are_drawn_on_a_shaped_cluster_only(seed: int) -> None:
     plain = draw(seed, **kwargs)  # type: ignore[arg-type]
     shaped = draw(seed, network=True, **kwargs)  # type: ignore[arg-type]
     assert not any(e.kind in NETWORK_KINDS for e in plain.episodes)
+    assert not any(o.kind == "audit_cut" for e in plain.episodes for o in e.overlaps)
     assert shaped.episodes[0] == plain.episodes[0]  # every run's first failover, as before
+    for episode in shaped.episodes:
+        for cut in [o for o in episode.overlaps if o.kind == "audit_cut"]:
+            assert 10.0 <= cut.hold_s <= 40.0
+            assert episode.kind != "audit_outage"  # its leader is dead there, not cut off
+            assert all(o.kind != "leader_cut" for o in episode.overlaps)
     for episode in shaped.episodes:
         if episode.kind == "peer_cut":
             assert 8.0 <= episode.hold_s <= 40.0
@@ -307,6 +315,30 @@ def test_an_hour_on_a_shaped_cluster_draws_every_network_fault() -> None:
         4242, length_s=3600, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0, network=True
     )
     assert {"isolate", "peer_cut", "slow_link"} <= {e.kind for e in drawn.episodes}
+    assert any(o.kind == "audit_cut" for e in drawn.episodes for o in e.overlaps)
     lines = "\n".join(drawn.lines())
     assert "cut off from the controllers past its grace" in lines
     assert "cut off from each other for " in lines and "slowed to a tenth for " in lines
+
+
+def test_a_cut_manager_is_judged_by_when_kafka_appended_its_records_too() -> None:
+    cut = Cut("m1", start_ms=10_000, end_ms=25_000)
+    fine = [
+        Appended(record("action_started", 9_000, 3, "m1"), 14_000),  # made before: a replay
+        Appended(record("action_started", 14_000, 4, "m2"), 14_050),  # the one that took over
+        Appended(record("action_started", 26_000, 5, "m1"), 26_010),  # back, leading again
+        Appended(record("decision", 20_000, 3, "m1"), 20_010),  # a refusal
+    ]
+    assert quiet_as_kafka_saw(fine, [cut]).held
+    # Made in the cut's first second (a cycle begun before it), appended late: judged by Kafka.
+    slow = Appended(record("action_started", 10_400, 3, "m1", part="t:4"), 15_000)
+    assert not quiet_as_kafka_saw([*fine, slow], [cut]).held
+    assert quiet_when_cut([slow.record], [cut]).held  # which its own times would have let by
+    late = Appended(record("action_started", 12_000, 3, "m1", part="t:4"), 12_020)
+    (problem,) = quiet_as_kafka_saw([*fine, late], [cut]).problems
+    assert problem == (
+        "m1 wrote action_started (action_started t:4), appended by Kafka 2020 ms into its cut "
+        "off ZooKeeper"
+    )
+    unread = quiet_as_kafka_saw([], [cut], "the audit topic could not be read: timed out")
+    assert unread.problems == ("the audit topic could not be read: timed out",)
