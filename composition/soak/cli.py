@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import signal
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,10 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_soak)
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -104,6 +109,9 @@ def _not_negative(text: str) -> int:
 
 
 def _soak(args: argparse.Namespace) -> int:
+    # SIGTERM (a `timeout`, a CI runner giving up) ends the run as Ctrl-C does: through the
+    # stop that ends every process it started and removes a shaped cluster's namespace.
+    signal.signal(signal.SIGTERM, _interrupted)
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="kmedic-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -435,11 +435,19 @@ def _disk(rig: Rig, broker: int, overlaps: tuple[Overlap, ...]) -> None:
 
 
 def _drain(rig: Rig, broker: int) -> None:
+    """An operator's maintenance: drain the broker, then fill it back. A done drain keeps its
+    broker cordoned (manager.model.cordons) until a fill names it: without the fill, every
+    drain of a run would take a broker out for good, until a heal found nowhere to go."""
+    for verb in ("drain", "fill"):
+        said = _request(rig, verb, broker)
+        rig.timeline.say(f"{verb} of broker {broker}: {said}")
+
+
+def _request(rig: Rig, verb: str, broker: int) -> str:
     where = ["--zk", rig.cluster.zk_connect, "--cluster", rig.pipeline.cluster_name]
-    cmd = [sys.executable, "-m", "composition.cli", "drain", str(broker), "--wait", "400"]
+    cmd = [sys.executable, "-m", "composition.cli", verb, str(broker), "--wait", "400"]
     done = subprocess.run([*cmd, *where], capture_output=True, text=True, timeout=460)
-    said = (done.stdout.strip().splitlines() or [done.stderr.strip()])[-1]
-    rig.timeline.say(f"drain of broker {broker}: {said}")
+    return (done.stdout.strip().splitlines() or [done.stderr.strip()])[-1]
 
 
 def _overlaps(

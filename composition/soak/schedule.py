@@ -21,7 +21,8 @@ Episode kinds:
 - ``disk``: one of a broker's two log directories made unusable (a failed disk; the broker
   stays up): kmedic heals the replicas that lived there; the disk is then replaced (an empty
   directory) and the broker restarted;
-- ``drain``: an operator drains a broker (``kmedic drain``); the request ends ``done``;
+- ``drain``: an operator drains a broker (``kmedic drain``), then fills it back (``kmedic
+  fill``: a done drain keeps its broker cordoned until a fill names it); both end ``done``;
 - ``audit_outage``: every broker holding a replica of the audit topic killed at once and
   restarted a few seconds later, inside the grace: the managers' audit records go to their
   spools and are replayed in order once the topic is back. Three of six brokers down at once

@@ -5,8 +5,9 @@ A partition is degraded when it has no leader or fewer in-sync replicas than rep
 degradation is explained when every replica outside the ISR is on a broker that is dead, whose
 copy Kafka reports offline (its log directory failed: like a death), that a reassignment is
 adding, that came back within the recovery window and is catching up, or that is scored slow
-(kmedic knows why it lags, and demoted it); and, without a leader, when no replica is on a live
-broker with its copy online. Anything else - a live broker that lags for no known reason, a
+(kmedic knows why it lags, and demoted it), or that follows a leader scored slow (a broker
+whose link fails holds its followers back until it is demoted); and, without a leader, when
+no replica is on a live broker with its copy online. Anything else - a live broker that lags for no known reason, a
 partition offline with a healthy copy - is unexplained: a slow follower, a disk or the network,
 which moving data would not fix. Pure: no I/O.
 """
@@ -76,11 +77,15 @@ def under_replication(snap: Snapshot) -> UnderReplication:
             catching += [(pos << 32) | b for b in r.adding_replicas]
     dead = [b.id for b in snap.brokers if not b.alive]
     gone = np.isin(broker, dead) | np.isin(replica, offline.keys())
+    slow = [b.id for b in snap.brokers if b.is_slow]
     lagging = ~(
         gone
         | np.isin(replica, isr.keys())
         | np.isin(replica, np.array(catching, dtype=np.int64))
         | np.isin(broker, list(lag_explained(snap)))
+        # Behind a slow leader (a broker whose link is failing holds back its followers):
+        # kmedic knows why, and demoting that leader is the cure.
+        | np.isin(table.leader[degraded][row], slow)
     )
     n = len(degraded)
     live_copy = np.bincount(row[~gone], minlength=n) > 0
@@ -94,7 +99,7 @@ def under_replication(snap: Snapshot) -> UnderReplication:
     leaders = table.leader[degraded][row[lagging]]
     pairs: dict[tuple[int, int], int] = {}
     for follower, leader in zip(broker[lagging].tolist(), leaders.tolist(), strict=True):
-        if leader >= 0:
+        if leader >= 0 and leader != follower:  # a leader outside its own ISR: no link
             pairs[(follower, leader)] = pairs.get((follower, leader), 0) + 1
     behind = sorted(((f, lead, c) for (f, lead), c in pairs.items()), key=lambda t: (-t[2], t))
     return UnderReplication(n, tuple(names), tuple(behind))

@@ -4,14 +4,23 @@ fails."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-from helpers import kafka_conf, read_audit, scrape, wait_for, wait_until_usable
+from helpers import (
+    create_placed_topic,
+    kafka_conf,
+    read_audit,
+    scrape,
+    wait_for,
+    wait_until_usable,
+)
 from test_shaped_cluster import needs_root_and_iproute2
 
 from composition.pipeline import Pipeline
@@ -175,8 +184,9 @@ def test_a_broker_cut_off_from_one_peer_pages_naming_the_link_and_nothing_moves(
         try:
             [raised] = wait_for(paged, timeout=60, interval=1, what="the lag paged")
         except BaseException:
-            for r in read_audit(bootstrap, actions):
-                print(r.kind, r.time_ms, r.summary, r.reasons)
+            print(f"cut {cut}: {_replicas(bootstrap, topic)}")
+            print(f"registered: {_registered(bootstrap)}")
+            print(f"cuts: {cluster._links().cuts()}")
             raise
         assert any(side in raised.summary for side in link), raised.summary
         refusals = [
@@ -268,8 +278,160 @@ def test_the_audit_topics_leader_cut_off_from_the_manager_alone_spools_and_repla
         said = [r.summary for r in records]
         assert any(s.startswith("wait") and f"broker {victim} " in s for s in said), said
         assert [r.time_ms for r in records] == sorted(r.time_ms for r in records), said
-        assert "spool" in {r.sink for r in records}, [(r.sink, r.summary) for r in records]
+        # (Which copy a reader keeps of a record both spooled and delivered late - its write
+        # timed out, and was retried by the client once the link was back - is not asked:
+        # readers drop repeats by id. The spool's gauge above showed it was used.)
         assert not [s for r, s in zip(records, said, strict=True) if r.kind == "alert_raised"]
     finally:
         pipeline.stop()
         cluster.mend()
+
+
+SLOW_MBPS = MBPS // 10  # a tenth of the link: a NIC that negotiated down, a failing cable
+
+
+def test_a_slow_link_is_found_by_its_probes_demoted_and_given_its_leadership_back(
+    shaped: LocalCluster, tmp_path: Path
+) -> None:
+    """One broker's link slowed under a load it cannot carry: its agent's probes (ApiVersions
+    round trips through its link) show it slow, the manager demotes it (leadership off, no
+    data moved), and once its link is back and it has recovered, its leadership returns. Its
+    followers held back meanwhile are explained by it (it is the slow one): no refusal, no
+    page."""
+    cluster = shaped
+    bootstrap = cluster.bootstrap_servers
+    name = f"slowlink-{uuid.uuid4().hex[:6]}"
+    topic = f"{name}.spread"
+    actions = f"kmedic.actions.{name}"
+    ids = list(cluster.broker_ids)
+    victim = ids[-1]
+    # Each broker leads two partitions, each followed on the other rack.
+    spread = [[b, c] for b in ids for c in ids if cluster.rack(b) != cluster.rack(c)]
+    create_placed_topic(bootstrap, topic, spread)
+    led = [n for n, replicas in enumerate(spread) if replicas[0] == victim]
+    port = process.free_ports(1)[0]
+    pipeline = Pipeline(cluster, tmp_path, cluster_name=name)
+    load = _Load(bootstrap, topic, led)
+    try:
+        pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
+        pipeline.start_manager(
+            interval_s=2,
+            topics={"actions": actions, "brokerstats": f"kmedic.brokerstats.{name}"},
+            policy={
+                "min_valid_load_fraction": 0.0,  # no Spark job here
+                "even_spread": False,
+                # A saturated link may delay its heartbeats past the session: fenced for a
+                # moment, it is back long before this.
+                "dead_grace_ms": 60_000,
+                "slow_brokers": {
+                    "floor_ms": 80.0,
+                    "slow_score": 3.0,
+                    "max_score": 3.0,
+                    "min_history": 3,
+                    "recover_ms": 4000,
+                    # Back from such a fencing, it is judged again after 5 s (5 minutes as
+                    # shipped: cold caches and its followers' catch-up are not slowness).
+                    "warm_up_ms": 5000,
+                },
+            },
+            http={"port": port},
+        )
+        wait_for(
+            lambda: (
+                pipeline.check_running()
+                or all(
+                    scrape(port, "kmedic_broker_slowness_score", broker=str(b)) == 0 for b in ids
+                )
+            ),
+            timeout=90,
+            what="the leading manager scoring every broker",
+        )
+        assert _led_by(bootstrap, topic, victim) == len(led)
+        started_ms = int(time.time() * 1000)
+        cluster.set_link_rate(victim, SLOW_MBPS)
+        try:
+            load.start()
+            wait_for(
+                lambda: pipeline.check_running() or _led_by(bootstrap, topic, victim) == 0,
+                timeout=120,
+                interval=1,
+                what=f"broker {victim} demoted while its link is slow",
+            )
+            assert scrape(port, "kmedic_slow_brokers", state="slow") == 1
+            kept = _led_by(bootstrap, None, victim)  # what no in-sync follower could take
+        finally:
+            load.stop()
+            cluster.set_link_rate(victim)
+        # Its share of leadership, from whichever topics it follows in sync.
+        wait_for(
+            lambda: pipeline.check_running() or _led_by(bootstrap, None, victim) > kept,
+            timeout=120,
+            interval=1,
+            what=f"broker {victim}'s leadership back once its link is",
+        )
+        records = [r for r in read_audit(bootstrap, actions) if r.time_ms >= started_ms]
+        said = [r.summary for r in records]
+        assert any(s.startswith(f"broker {victim} is slow (") for s in said), said
+        assert any(f"demote slow brokers [{victim}]" in s for s in said), said
+        assert not [s for r, s in zip(records, said, strict=True) if r.kind == "alert_raised"]
+        assert not [s for s in said if s.startswith("refuse")], said
+        assert not [r for r in records if r.kind == "action_started" and _moves_data(r)]
+    finally:
+        load.stop()
+        pipeline.stop()
+        cluster.set_link_rate(victim)
+
+
+def _led_by(bootstrap: str, topic: str | None, broker: int) -> int:
+    """The partitions ``broker`` leads, of ``topic`` (None: of every topic)."""
+    meta = AdminClient(kafka_conf(bootstrap)).list_topics(topic, timeout=10)
+    return sum(
+        p.leader == broker
+        for name, t in meta.topics.items()
+        if topic is None or name == topic
+        for p in t.partitions.values()
+    )
+
+
+def _moves_data(record: AuditRecord) -> bool:
+    """A move whose replica set changes (a demotion only reorders it)."""
+    before = sorted((record.before or {}).get("replicas", []))
+    after = sorted((record.after or {}).get("replicas", []))
+    return before != after
+
+
+class _Load:
+    """A producer writing about 2 MB/s (acks=1) to ``partitions`` of ``topic`` until stopped:
+    twice what the slowed link carries."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: list[int]) -> None:
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="load", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        producer = Producer(
+            kafka_conf(self.bootstrap, {"acks": "1", "linger.ms": 5, "message.timeout.ms": 30000})
+        )
+        value = b"x" * 1024
+        while not self._stop.is_set():
+            tick = time.monotonic()
+            for n in range(200):  # 200 kB every 0.1 s
+                try:
+                    producer.produce(
+                        self.topic, value, partition=self.partitions[n % len(self.partitions)]
+                    )
+                except BufferError:
+                    producer.poll(0.05)
+            producer.poll(0)
+            self._stop.wait(max(0.0, 0.1 - (time.monotonic() - tick)))
+        producer.flush(5)

@@ -136,6 +136,32 @@ def test_a_slow_broker_s_lag_is_explained_and_it_is_still_demoted() -> None:
     assert {r.code for r in unknown.reasons} == {"unexplained_under_replication"}
 
 
+def _followers_out_of_isr(snap: Snapshot, leader: int, partitions: int = 1) -> Snapshot:
+    """``snap`` with the followers of the first ``partitions`` of ``leader``'s partitions
+    fallen out of their ISR."""
+    data = snap.model_dump()
+    led = [p for p in data["topics"][0]["partitions"] if p["leader"] == leader]
+    for p in led[:partitions]:
+        p["isr"] = [leader]
+    return make(data["brokers"], {"t": data["topics"][0]["partitions"]})
+
+
+def test_followers_held_back_by_a_slow_leader_are_explained_and_it_is_demoted() -> None:
+    # Broker 3's link is failing: the followers of one of its partitions could not fetch fast
+    # enough and left its ISR before kmedic moved its leadership. Refusing on that lag would
+    # keep the cure away from the other partition (the first has no in-sync follower left).
+    lagging = _followers_out_of_isr(_cluster({3: _slow("slow")}), 3)
+    decision = decide(lagging)
+    assert decision.outcome == "act", decision.reasons
+    assert decision.summary.startswith("demote slow brokers [3]: 1 of 2 leaderships move")
+    facts = health_facts(lagging)
+    assert facts.urp_unexplained == 0 and facts.urp_explained == 1
+    # Behind a leader not known to be slow, the same lag stays unexplained.
+    unknown = decide(_followers_out_of_isr(_cluster({}), 3))
+    assert unknown.outcome == "refuse"
+    assert {r.code for r in unknown.reasons} == {"unexplained_under_replication"}
+
+
 def test_a_slow_broker_is_sent_no_replica_by_a_heal() -> None:
     snap = _cluster({3: _slow("slow")})
     data = snap.model_dump()
