@@ -133,6 +133,13 @@ def diagnose(
                 "isolation_group",
                 f"{name}: no usable broker left in the isolation group of {state.topic[p]!r}",
             )
+    kept = {b: why for b in candidates if (why := state.kept_out_because(b))}
+    if kept and len(kept) == len(candidates):
+        said = ", ".join(f"broker {b} {why}" for b, why in sorted(kept.items()))
+        return Blocked(
+            "kept_out", f"{name}: every eligible broker is kept out of new replicas ({said})"
+        )
+    candidates = [b for b in candidates if b not in kept]
     cap = state.policy.max_replicas_per_broker
     if cap is not None:
         candidates = [b for b in candidates if state.count[b] + 1 <= cap]

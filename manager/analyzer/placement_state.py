@@ -229,6 +229,20 @@ class ClusterState:
         someone else's reassignment adds or removes until it ends)."""
         return self.alive[b] and b not in self._kept_out
 
+    def kept_out_because(self, b: int) -> str:
+        """Why a live broker may not gain replicas (empty: it may)."""
+        for kept, why in (
+            (self.frozen, "in maintenance"),
+            (self.leaving, "being drained"),
+            (self.cordoned, "cordoned by a drain"),
+            (self.stalled, "a move stalled on it"),
+            (self.slow, "slow"),
+            (self.foreign_brokers, "in a reassignment kmedic did not start"),
+        ):
+            if b in kept:
+                return why
+        return ""
+
     def allowed_sets(self, p: int) -> tuple[frozenset[int], ...] | None:
         """Broker sets the partition may live on, most preferred first; None: anywhere."""
         return self._isolation.get(self.topic[p])

@@ -7,9 +7,9 @@ copy Kafka reports offline (its log directory failed: like a death), that a reas
 adding, that came back within the recovery window and is catching up, or that is scored slow
 (kmedic knows why it lags, and demoted it), or that follows a leader scored slow (a broker
 whose link fails holds its followers back until it is demoted); and, without a leader, when
-no replica is on a live broker with its copy online. Anything else - a live broker that lags for no known reason, a
-partition offline with a healthy copy - is unexplained: a slow follower, a disk or the network,
-which moving data would not fix. Pure: no I/O.
+no replica is on a live broker with its copy online. Anything else - a live broker that lags
+for no known reason, a partition offline with a healthy copy - is unexplained: a slow
+follower, a disk or the network, which moving data would not fix. Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -319,3 +319,22 @@ def test_placement_check_reports_enforced_min_racks_shortfall() -> None:
     assert check_existing(ClusterState(snap)) == [
         "t:0: replicas [1, 2, 3] span 2 racks, min_racks requires 3"
     ]
+
+
+def test_a_heal_blocked_by_a_cordon_says_so_not_capacity() -> None:
+    # Found by the 60-minute soak: the isolation group's last free broker was cordoned by a
+    # done drain, and the refusal blamed headroom ("constraint: capacity").
+    brokers, alive = _dead_six()
+    brokers[4]["cordoned"] = True  # broker 5
+    groups = [{"name": "gold", "brokers": [1, 5, 6]}]
+    iso = [{"name": "i", "topics": ["t"], "primary": "gold"}]
+    snap = make(
+        brokers, {"t": [part(0, [1, 6], alive=alive)]}, broker_groups=groups, isolation_groups=iso
+    )
+    decision = decide(snap)
+    assert decision.outcome == "refuse"
+    [message] = {r.message for r in decision.reasons if "t:0" in r.message}
+    assert "every eligible broker is kept out of new replicas (broker 5 cordoned by a drain)" in (
+        message
+    ), message
+    assert "capacity" not in message, message
