@@ -30,10 +30,8 @@ CONTAINER_CLUSTER_TESTS := tests/integration/test_container_cluster.py \
   tests/integration/test_agent_cli.py tests/integration/test_agent_reassignment.py \
   tests/integration/test_executor.py
 
-# Two workers: the unit tests beside the integration and e2e tests, which run on one worker in
-# turn as before (tests/conftest.py groups them).
 test: lint typecheck
-	$(PY) -m pytest tests -q --durations=25 -n 2 --dist loadgroup
+	$(PY) -m pytest tests -q --durations=25
 	@$(MAKE) --no-print-directory containers
 
 containers: bootstrap

@@ -31,22 +31,6 @@ settings.register_profile("shake", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("KMEDIC_HYPOTHESIS", "repeatable"))
 
 
-UNIT = Path(__file__).parent / "unit"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test``: two workers, ``--dist loadgroup``) every test that
-    starts processes of its own - integration and e2e: clusters, roles, Spark - runs on one
-    worker, one after the other, sharing the session's cluster as without xdist; the unit
-    tests run on the other worker beside them (two clusters at once would share two cores),
-    with the integration tests marked ``beside_clusters`` (they start no cluster)."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if UNIT not in item.path.parents and not item.get_closest_marker("beside_clusters"):
-            item.add_marker(pytest.mark.xdist_group("processes"))
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Under CI a skip for a missing tool is a failure (tests/required_tools.py)."""

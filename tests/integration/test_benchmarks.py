@@ -28,24 +28,12 @@ SECTIONS = {
 }
 
 
-# The smoke runs that start a cluster of their own; the others (a planner, a fake Admin port,
-# the cycle's fleet model) run beside the cluster tests under `make test`'s second worker.
-STARTS_A_CLUSTER = {"bench_audit.py", "bench_clients.py", "bench_heal.py", "bench_streaming.py"}
-
-
 def test_every_benchmark_has_a_smoke_run() -> None:
     assert sorted(SECTIONS) == SCRIPTS
-    assert set(SCRIPTS) >= STARTS_A_CLUSTER
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(
-    "script",
-    [
-        pytest.param(s, marks=() if s in STARTS_A_CLUSTER else pytest.mark.beside_clusters)
-        for s in SCRIPTS
-    ],
-)
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_the_benchmark_runs_at_its_smoke_size(script: str, tmp_path: Path) -> None:
     section, limit_s = SECTIONS[script]
     docs = ROOT / "docs" / "bench.md"
