@@ -32,6 +32,22 @@ def default_dir() -> Path:
     return Path(os.environ.get("KMEDIC_CLUSTER_DIR", "var/cluster"))
 
 
+SLOWEST_LINK_MBPS = 10
+
+
+def parse_link_mbps(text: str) -> int:
+    """A shaped cluster's link speed (``--nic-mbps``), a whole number of Mbit/s, at least
+    ``SLOWEST_LINK_MBPS``: the soak slows one link to a tenth of it, and below a megabit
+    the cluster's own heartbeats queue behind a client's load."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number of Mbit/s; {text!r} is not") from None
+    if value < SLOWEST_LINK_MBPS:
+        raise argparse.ArgumentTypeError(f"must be at least {SLOWEST_LINK_MBPS}; {value} is not")
+    return value
+
+
 def parse_racks(text: str) -> tuple[str, ...]:
     racks = tuple(r.strip() for r in text.split(",") if r.strip())
     if not racks:
@@ -77,7 +93,7 @@ def register(sub: Any) -> None:
     )
     up.add_argument(
         "--nic-mbps",
-        type=int,
+        type=parse_link_mbps,
         default=None,
         metavar="N",
         help="a network-bound cluster: inside a network namespace of its own, every node on "
@@ -142,8 +158,6 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise KmedicError(f"--broker-count must be at least 1, got {args.broker_count}")
     if not 1 <= args.controllers <= 5:
         raise KmedicError(f"--controllers must be 1 to 5, got {args.controllers}")
-    if args.nic_mbps is not None and args.nic_mbps < 1:
-        raise KmedicError(f"--nic-mbps must be at least 1, got {args.nic_mbps}")
     spec = ClusterSpec(
         brokers=args.broker_count,
         controllers=args.controllers,

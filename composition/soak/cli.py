@@ -22,6 +22,7 @@ from composition.soak.run import (
     start,
 )
 from composition.soak.schedule import draw
+from kmedic.cluster_cli import parse_link_mbps
 from kmedic.exits import Exit
 
 
@@ -56,7 +57,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--nic-mbps",
-        type=_link_speed,
+        type=parse_link_mbps,
         default=None,
         metavar="N",
         help="run on a shaped cluster: every node on its own address in a network namespace of "
@@ -83,18 +84,6 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"a number of minutes; {text!r} is not") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive; {value:g} is not")
-    return value
-
-
-def _link_speed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a whole number of Mbit/s; {text!r} is not") from None
-    if value < 10:
-        raise argparse.ArgumentTypeError(
-            f"must be at least 10 (a slow link runs at a tenth of it); {value} is not"
-        )
     return value
 
 

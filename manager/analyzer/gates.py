@@ -91,7 +91,7 @@ def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
                     wait=True,
                 )
             )
-        if b.id in state.frozen:
+        if b.id in state.kept_out.frozen:
             out.append(
                 Reason(
                     "domain_in_maintenance",

@@ -146,14 +146,14 @@ def _heal_partition(
             "no_live_replica",
             f"{name} has no live leader to copy from; healing it needs an unclean election",
         )
-    if leader in state.frozen:
+    if leader in state.kept_out.frozen:
         return Blocked("maintenance", f"{name} is led by a broker in maintenance")
     if p in state.foreign:  # whoever reassigns it decides where it goes
         return Blocked(
             "foreign_reassignment",
             f"{name} is being reassigned by someone else: it heals once that reassignment ends",
         )
-    if leader in state.stalled:  # every copy comes from the leader: it would stall again
+    if leader in state.kept_out.stalled:  # every copy comes from the leader: it would stall again
         return Blocked(
             "stalled_leader",
             f"{name} is led by broker {leader}, on which a move made no progress: it heals "

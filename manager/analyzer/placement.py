@@ -121,7 +121,7 @@ def diagnose(
     ]
     if not candidates:
         return Blocked("live_brokers", f"{name}: no live broker outside its replica set")
-    candidates = [b for b in candidates if b not in state.frozen]
+    candidates = [b for b in candidates if b not in state.kept_out.frozen]
     if not candidates:
         return Blocked("maintenance", f"{name}: every other live broker is in maintenance")
     sets = state.allowed_sets(p)
@@ -133,7 +133,7 @@ def diagnose(
                 "isolation_group",
                 f"{name}: no usable broker left in the isolation group of {state.topic[p]!r}",
             )
-    kept = {b: why for b in candidates if (why := state.kept_out_because(b))}
+    kept = {b: why for b in candidates if (why := state.kept_out.because(b))}
     if kept and len(kept) == len(candidates):
         said = ", ".join(f"broker {b} {why}" for b, why in sorted(kept.items()))
         return Blocked(

@@ -54,7 +54,7 @@ def check_plan(
             if not state.alive[b]:
                 problems.append(f"{name}: target broker {b} is dead")
         for b in set(added) | {b for b in old if b not in new}:
-            if b in state.frozen:
+            if b in state.kept_out.frozen:
                 problems.append(f"{name}: broker {b} is in a domain under maintenance")
         sets = state.allowed_sets(p)
         if sets is not None and added:

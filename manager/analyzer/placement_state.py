@@ -16,9 +16,10 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from manager.analyzer.kept_out import KeptOut
 from manager.analyzer.partition_lists import partition_lists
 from manager.model.racks import Location, location_of
-from manager.model.snapshot import LEAVING_REQUESTS, Capacity, Snapshot
+from manager.model.snapshot import Capacity, Snapshot
 from manager.model.topics import topics_table
 
 
@@ -40,7 +41,6 @@ class ClusterState:
         self.cap_out: dict[int, float] = {}
         self.cap_disk: dict[int, float] = {}
         explicit = {b: d.name for d in snap.failure_domains for b in d.brokers}
-        maintenance = set(snap.maintenance_domains)
         disk_used: dict[int, int | None] = {}
         for b in snap.brokers:
             cap = b.capacity or snap.default_capacity
@@ -56,38 +56,8 @@ class ClusterState:
         self.lim_in = {b: c * lim.network_in_fraction for b, c in self.cap_in.items()}
         self.lim_out = {b: c * lim.network_out_fraction for b, c in self.cap_out.items()}
         self.lim_disk = {b: c * lim.disk_fraction for b, c in self.cap_disk.items()}
-        # Brokers in a domain under maintenance: nothing moves into or out of them.
-        self.frozen: frozenset[int] = frozenset(
-            b for b, d in self.domain.items() if d in maintenance
-        )
         self.dead: list[int] = [b for b in self.broker_ids if not self.alive[b]]
-        # Brokers an operator asked to drain or decommission: they only give replicas away,
-        # whatever the plan.
-        self.leaving: frozenset[int] = frozenset(
-            b for r in snap.requests if r.kind in LEAVING_REQUESTS for b in r.brokers
-        )
-        # Brokers a move stalled on (the executor cancelled it): no plan sends them replicas.
-        self.stalled: frozenset[int] = frozenset(
-            b.id for b in snap.brokers if b.stalled_at_ms is not None
-        )
-        # Slow brokers (manager.analyzer.slowness): no plan sends them replicas or leadership.
-        self.slow: frozenset[int] = frozenset(b.id for b in snap.brokers if b.is_slow)
-        # Brokers a reassignment kmedic did not start adds or removes: left to whoever started
-        # it, as its partitions are (``foreign``), until it ends.
-        foreign = [r for r in snap.reassignments if not r.started_by_kmedic]
-        self.foreign_brokers: frozenset[int] = frozenset(
-            b for r in foreign for b in (*r.adding_replicas, *r.removing_replicas)
-        )
-        # Brokers a drain holds cordoned (a done drain's too): they stay empty.
-        self.cordoned: frozenset[int] = frozenset(b.id for b in snap.brokers if b.cordoned)
-        self._kept_out = (
-            self.frozen
-            | self.leaving
-            | self.stalled
-            | self.slow
-            | self.foreign_brokers
-            | self.cordoned
-        )
+        self.kept_out = KeptOut.of(snap, self.domain)
 
         self.topic: list[str] = []
         self.number: list[int] = []
@@ -111,7 +81,7 @@ class ClusterState:
         }
         rows = (topics_table(snap.topics).row_of(r.topic, r.partition) for r in snap.reassignments)
         self.reassigning: frozenset[int] = frozenset(p for p in rows if p is not None)
-        others = {(r.topic, r.partition) for r in foreign}
+        others = {(r.topic, r.partition) for r in snap.reassignments if not r.started_by_kmedic}
         self.foreign: frozenset[int] = (
             frozenset(p for p in self.reassigning if (self.topic[p], self.number[p]) in others)
             if others
@@ -227,21 +197,7 @@ class ClusterState:
         """A broker that may gain or lose replicas or leadership (a broker being drained may
         only lose them; one a move stalled on is left alone until it is trusted again, one
         someone else's reassignment adds or removes until it ends)."""
-        return self.alive[b] and b not in self._kept_out
-
-    def kept_out_because(self, b: int) -> str:
-        """Why a live broker may not gain replicas (empty: it may)."""
-        for kept, why in (
-            (self.frozen, "in maintenance"),
-            (self.leaving, "being drained"),
-            (self.cordoned, "cordoned by a drain"),
-            (self.stalled, "a move stalled on it"),
-            (self.slow, "slow"),
-            (self.foreign_brokers, "in a reassignment kmedic did not start"),
-        ):
-            if b in kept:
-                return why
-        return ""
+        return self.alive[b] and b not in self.kept_out
 
     def allowed_sets(self, p: int) -> tuple[frozenset[int], ...] | None:
         """Broker sets the partition may live on, most preferred first; None: anywhere."""

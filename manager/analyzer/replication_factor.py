@@ -63,7 +63,7 @@ def _raise(
             "foreign_reassignment",
             f"{name} is being reassigned by someone else: its factor rises once that ends",
         )
-    if leader in state.stalled:
+    if leader in state.kept_out.stalled:
         return Blocked(
             "stalled_leader", f"{name} is led by broker {leader}, on which a move stalled"
         )

@@ -98,6 +98,16 @@ class AdminCalls:
                     continue
                 self._drop()
 
+    def once(self, call: Callable[[KafkaAdminClient], Any], what: str) -> Any:
+        """An Admin API call only one broker answers (its own configs), tried once:
+        KmedicError naming ``what`` if it fails. Retried, it would wait on that same broker -
+        one cut off from the manager held a whole cycle for half a minute; the caller asks
+        again on its next step."""
+        try:
+            return call(self.client)
+        except (KpKafkaError, KmedicError) as exc:
+            raise KmedicError(f"cannot {what}: {exc!r}") from exc
+
     def _drop(self) -> None:
         if self._client is not None:
             with contextlib.suppress(Exception):

@@ -26,7 +26,9 @@ class WriteBudget:
 
     def uses(self, move: Move, replicas: Sequence[int], dead: frozenset[int]) -> list[BrokerKey]:
         """The rate keys a copy takes part in: every live replica may lead (sends), every
-        replica it adds receives."""
+        replica it adds receives. A reorder copies nothing: none."""
+        if move.reorders(replicas):
+            return []
         senders = [(b, LEADER_RATE) for b in replicas if b not in dead]
         return senders + [(b, FOLLOWER_RATE) for b in move.target if b not in replicas]
 
@@ -45,19 +47,31 @@ class WriteBudget:
 @dataclass
 class _Taken:
     """What the moves in flight and the ones chosen so far take: moves per broker, writes
-    copied per rate key, partitions."""
+    copied per rate key, partitions, and how many of them change replicas or only reorder
+    them."""
 
     load: Counter[int] = field(default_factory=Counter)
     written: dict[BrokerKey, float] = field(default_factory=dict)
     partitions: set[TopicPartition] = field(default_factory=set)
+    replica_moves: int = 0
+    reorders: int = 0
 
     def add(
-        self, move: Move, involved: Iterable[int], keys: Iterable[BrokerKey], rate: float
+        self,
+        move: Move,
+        reorder: bool,
+        involved: Iterable[int],
+        keys: Iterable[BrokerKey],
+        rate: float,
     ) -> None:
         self.load.update(involved)
         for key in keys:
             self.written[key] = self.written.get(key, 0.0) + rate
         self.partitions.add(move.tp)
+        if reorder:
+            self.reorders += 1
+        else:
+            self.replica_moves += 1
 
 
 def select_batch(
@@ -67,13 +81,18 @@ def select_batch(
     *,
     max_per_broker: int,
     max_per_cluster: int,
+    max_reorders: int = 1000,
     dead: frozenset[int] = frozenset(),
     budget: WriteBudget | None = None,
 ) -> list[Move]:
     """The pending moves to start now, in order, so that no broker takes part in more than
     ``max_per_broker`` moves and no more than ``max_per_cluster`` run at once. A move that does
     not fit is skipped, not blocking the ones after it (a busy broker must not stall others).
-    At most one move per partition runs at a time. Brokers in ``dead`` send and receive
+    At most one move per partition runs at a time. A move that only reorders a partition's
+    replicas (a leadership move: nothing copied) takes no part in those limits but in its
+    own, ``max_reorders`` at once: a slow broker's demotion is done in one batch, before the
+    followers of its busiest partitions fall out of its ISR and no election can take their
+    leadership off it. Brokers in ``dead`` send and receive
     nothing, so they do not count: healing a dead broker is limited by its partitions' live
     replicas and destinations, not by the dead broker itself. With a ``budget``, a move also
     waits while it would take a broker already copying over its budget (``WriteBudget.holds``:
@@ -82,27 +101,31 @@ def select_batch(
         raise KmedicError("executor limits must be at least 1 move per broker and per cluster")
     taken = _Taken()
 
-    def involved(move: Move) -> tuple[frozenset[int], list[BrokerKey], float]:
+    def involved(move: Move) -> tuple[bool, frozenset[int], list[BrokerKey], float]:
         replicas = current.get(move.tp, ())
         brokers = frozenset(move.brokers_involved(replicas)) - dead
+        reorder = move.reorders(replicas)
         if budget is None:
-            return brokers, [], 0.0
-        return brokers, budget.uses(move, replicas, dead), budget.writes.get(move.tp, 0.0)
+            return reorder, brokers, [], 0.0
+        return reorder, brokers, budget.uses(move, replicas, dead), budget.writes.get(move.tp, 0.0)
 
     for move in in_flight:
         taken.add(move, *involved(move))
     chosen: list[Move] = []
     for move in pending:
-        if len(taken.partitions) >= max_per_cluster:
-            break
         if move.tp in taken.partitions:
             continue
-        brokers, keys, rate = involved(move)
-        if any(taken.load[b] >= max_per_broker for b in brokers):
+        reorder, brokers, keys, rate = involved(move)
+        if reorder:
+            if taken.reorders >= max_reorders:
+                continue
+        elif (
+            taken.replica_moves >= max_per_cluster
+            or any(taken.load[b] >= max_per_broker for b in brokers)
+            or (budget is not None and budget.holds(move, keys, taken.written))
+        ):
             continue
-        if budget is not None and budget.holds(move, keys, taken.written):
-            continue
-        taken.add(move, brokers, keys, rate)
+        taken.add(move, reorder, brokers, keys, rate)
         chosen.append(move)
     return chosen
 

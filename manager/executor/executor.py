@@ -77,7 +77,7 @@ class Executor:
         self._retrying = AdminCalls(bootstrap_servers, cfg.request_timeout_s, cfg.admin_retry_s)
         self.states: dict[TopicPartition, MoveState] = {}
         self._order: list[TopicPartition] = []
-        self.throttling = Throttling(self.config, self._retrying)
+        self.throttling = Throttling(self.config, self._retrying, self._retrying.once)
         self.throttling.rates.feed = traffic
         self.cordons = BrokerCordons(self._retrying)
         self._live: frozenset[int] = frozenset()
@@ -203,7 +203,7 @@ class Executor:
                 state.stalled = True
                 self._emit("alert_raised", state, {"reason": stall, "stalled": blamed, **figures})
             if change.verdict == "cancel":
-                self._alter({state.move.tp: None}, f"cancel {state.move.key}")
+                self._retrying.reassign({state.move.tp: None}, f"cancel {state.move.key}")
                 self.watchdog.exclude(blamed)
                 excluded = f"{self.config.stall_exclude_s:.0f} s"
                 state.details["excluded_destinations"] = blamed
@@ -221,7 +221,7 @@ class Executor:
             if tp in view.ongoing:
                 dead = [b for b in move.target if b not in view.live_brokers]
                 if dead:
-                    self._alter({tp: None}, f"cancel {move.key}")
+                    self._retrying.reassign({tp: None}, f"cancel {move.key}")
                     self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
                     continue
                 if now - state.last_progress >= self.config.progress_interval_s:
@@ -260,7 +260,7 @@ class Executor:
             if state.move.tp not in view.ongoing and state.move.tp in view.replicas:
                 state.original = view.replicas[state.move.tp]  # what the audit shows as "before"
             if said.cancel:
-                self._alter({state.move.tp: None}, f"cancel {state.move.key}")
+                self._retrying.reassign({state.move.tp: None}, f"cancel {state.move.key}")
             if said.fate == "fail":
                 self._finish(state, "failed", said.reason)
             elif said.fate == "adopt":
@@ -279,6 +279,7 @@ class Executor:
             running,
             max_per_broker=self.config.max_moves_per_broker,
             max_per_cluster=self.config.max_moves_in_flight,
+            max_reorders=self.config.max_leader_moves_in_flight,
             dead=frozenset(b for reps in replicas_now.values() for b in reps) - view.live_brokers,
             budget=budget,
         )
@@ -293,7 +294,7 @@ class Executor:
             state.status = "in_flight"
             state.started_at = state.last_progress = self._clock()
         try:
-            errors = self._alter(
+            errors = self._retrying.reassign(
                 {m.tp: list(m.target) for m in batch}, f"reassign {len(batch)} partitions"
             )
         except KmedicError as exc:
@@ -375,11 +376,6 @@ class Executor:
         return self.throttling.configs.wanted_rates()
 
     # -- helpers ---------------------------------------------------------------------------
-
-    def _alter(
-        self, targets: dict[TopicPartition, list[int] | None], what: str
-    ) -> dict[TopicPartition, str]:
-        return self._retrying.reassign(targets, what)
 
     def _finish(self, state: MoveState, status: Status, error: str | None) -> None:
         state.status = status

@@ -31,7 +31,13 @@ class ExecutorConfig(BaseModel):
         "partition counts; the throttle, not this count, bounds the bytes per second)",
     )
     max_moves_in_flight: int = Field(
-        default=10, ge=1, description="concurrent moves in the cluster"
+        default=10, ge=1, description="concurrent moves in the cluster that change replicas"
+    )
+    max_leader_moves_in_flight: int = Field(
+        default=1000,
+        ge=1,
+        description="concurrent moves in the cluster that only reorder replicas (leadership "
+        "moves: nothing copied; outside the two limits above)",
     )
     throttle_bytes_per_s: Annotated[int, Field(ge=1024)] | Literal["adaptive"] | None = Field(
         default=50_000_000,

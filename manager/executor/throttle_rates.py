@@ -62,12 +62,15 @@ class ThrottleRates:
         self,
         config: ExecutorConfig,
         admin_call: AdminCall,
+        broker_call: AdminCall | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``broker_call``: for one broker's own configs, tried once (default: ``admin_call``)."""
         self.setting = config.throttle_bytes_per_s
         self.rule = config.adaptive
         self.feed: TrafficFeed | None = None
         self._call = admin_call
+        self._broker_call = broker_call or admin_call
         self._clock = clock
         self._traffic: Mapping[int, Traffic] = {}
         self._read_at: float | None = None
@@ -222,7 +225,7 @@ class ThrottleRates:
                 describe_quota_windows, brokers=[broker]
             )
             try:
-                found = self._call(read, f"read broker {broker}'s replication quota window")
+                found = self._broker_call(read, f"read broker {broker}'s replication quota window")
             except KmedicError as exc:
                 log.warning("quota_window_unreadable", broker=broker, error=str(exc))
                 continue

@@ -52,9 +52,15 @@ class ThrottleChange:
 
 
 class Throttles:
-    def __init__(self, enabled: bool, admin_call: AdminCall) -> None:
+    """``admin_call`` reaches the cluster (retried); ``broker_call`` one broker's own configs,
+    which only that broker answers: tried once (default: ``admin_call``)."""
+
+    def __init__(
+        self, enabled: bool, admin_call: AdminCall, broker_call: AdminCall | None = None
+    ) -> None:
         self.enabled = enabled
         self._call = admin_call
+        self._broker_call = broker_call or admin_call
         self._owned = ThrottleRecord()
         self._wanted_replicas: dict[TopicKey, frozenset[str]] = {}
         self._wanted_rates: dict[BrokerKey, str] = {}
@@ -103,7 +109,17 @@ class Throttles:
             return ThrottleChange(
                 owned=owned, wanted_replicas=replicas, wanted_rates=self._kept(rates, live_brokers)
             )
-        current = self._read({t for t, _ in topic_keys}, {b for b, _ in broker_keys})
+        current = self._read_topics({t for t, _ in topic_keys})
+        unread: set[int] = set()
+        for broker in sorted({b for b, _ in broker_keys}):
+            found = self._read_broker(broker)
+            if found is None:
+                unread.add(broker)
+            else:
+                current[("broker", str(broker))] = found
+        if unread:  # its change waits, as a down broker's does
+            live_brokers = live_brokers - unread
+            broker_keys = [k for k in broker_keys if k[0] not in unread]
         new_replicas = dict(owned.replicas)
         topics: dict[str, dict[str, str | None]] = {}
         for topic, key in topic_keys:
@@ -193,26 +209,33 @@ class Throttles:
         kept.update({k: v for k, v in self._wanted_rates.items() if k[0] not in live})
         return kept
 
-    def _read(self, topics: set[str], brokers: set[int]) -> dict[tuple[str, str], dict[str, str]]:
-        """Current throttle values, by (``topic``|``broker``, name)."""
+    def _read_topics(self, topics: set[str]) -> dict[tuple[str, str], dict[str, str]]:
+        """The topics' current throttle values, by (``topic``, name)."""
+        if not topics:
+            return {}
         resources = [
             ConfigResource(ConfigResourceType.TOPIC, t, configs=None) for t in sorted(topics)
-        ] + [
-            ConfigResource(ConfigResourceType.BROKER, str(b), configs=None) for b in sorted(brokers)
         ]
         found = self._call(
             lambda kp: kp.describe_configs(resources, config_filter="modified"),
             "read throttle configs",
         )
-        out: dict[tuple[str, str], dict[str, str]] = {}
-        for kind, by_name in found.items():
-            for name, entries in by_name.items():
-                out[(str(kind).lower(), str(name))] = {
-                    key: str(item["value"])
-                    for key, item in entries.items()
-                    if key in _KEYS and isinstance(item, dict) and item.get("value")
-                }
-        return out
+        return _throttle_values(found)
+
+    def _read_broker(self, broker: int) -> dict[str, str] | None:
+        """The broker's current throttle values, or None if it did not answer. Kafka answers a
+        broker's configs from that broker alone, so each is asked on its own: a broker cut off
+        from the manager (alive to the others) fails its own read, not the step."""
+        resource = ConfigResource(ConfigResourceType.BROKER, str(broker), configs=None)
+        try:
+            found = self._broker_call(
+                lambda kp: kp.describe_configs([resource], config_filter="modified"),
+                f"read broker {broker}'s throttle configs",
+            )
+        except KmedicError as exc:
+            log.warning("broker_throttle_unreadable", broker=broker, error=str(exc))
+            return None
+        return _throttle_values(found).get(("broker", str(broker)), {})
 
     def _alter(self, resources: list[ConfigResource]) -> None:
         if not resources:
@@ -233,6 +256,19 @@ class Throttles:
 
 
 _KEYS = frozenset((LEADER_REPLICAS, FOLLOWER_REPLICAS, LEADER_RATE, FOLLOWER_RATE))
+
+
+def _throttle_values(found: Mapping[Any, Any]) -> dict[tuple[str, str], dict[str, str]]:
+    """A describe_configs answer's throttle values, by (``topic``|``broker``, name)."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for kind, by_name in found.items():
+        for name, entries in by_name.items():
+            out[(str(kind).lower(), str(name))] = {
+                key: str(item["value"])
+                for key, item in entries.items()
+                if key in _KEYS and isinstance(item, dict) and item.get("value")
+            }
+    return out
 
 
 def _wanted_replicas(targets: ThrottleTargets) -> dict[TopicKey, frozenset[str]]:

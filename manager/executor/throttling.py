@@ -28,12 +28,16 @@ class Prepared:
 
 
 class Throttling:
-    def __init__(self, config: ExecutorConfig, admin_call: AdminCall) -> None:
+    def __init__(
+        self, config: ExecutorConfig, admin_call: AdminCall, broker_call: AdminCall | None = None
+    ) -> None:
+        """``broker_call``: for one broker's own configs, tried once (default: ``admin_call``)."""
         self._enabled = config.throttle_bytes_per_s is not None
         self._order = config.start_order
         self._call = admin_call
-        self.rates = ThrottleRates(config, admin_call)
-        self.configs = Throttles(self._enabled, admin_call)
+        self._broker_call = broker_call or admin_call
+        self.rates = ThrottleRates(config, admin_call, self._broker_call)
+        self.configs = Throttles(self._enabled, admin_call, self._broker_call)
         self.catch_ups: dict[TopicPartition, CatchUp] = {}
 
     def catch_up_topics(self) -> set[str]:
@@ -97,5 +101,5 @@ class Throttling:
 
     def forget(self) -> None:
         """Leadership lost: what this instance set is the successor's to adopt."""
-        self.configs = Throttles(self._enabled, self._call)
+        self.configs = Throttles(self._enabled, self._call, self._broker_call)
         self.catch_ups = {}

@@ -38,6 +38,11 @@ class Move:
     def tp(self) -> TopicPartition:
         return (self.topic, self.partition)
 
+    def reorders(self, current: Sequence[int]) -> bool:
+        """Whether the move only reorders ``current`` (a leadership move: no byte copied, no
+        replica removed)."""
+        return set(self.target) == set(current)
+
     def brokers_involved(self, current: Sequence[int]) -> set[int]:
         """Brokers that send or receive data: new replicas and the replicas they copy from."""
         added = set(self.target) - set(current)

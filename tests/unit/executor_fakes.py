@@ -117,6 +117,7 @@ class FakeCalls:
 
     elect_preferred = AdminCalls.elect_preferred
     reassign = AdminCalls.reassign
+    once = AdminCalls.once
 
     def __call__(self, call: Callable[[FakeKafka], Any], what: str) -> Any:
         return call(self.client)

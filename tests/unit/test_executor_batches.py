@@ -64,19 +64,29 @@ def test_cluster_limit_and_one_move_per_partition() -> None:
     st.lists(moves(), max_size=4),
     st.integers(1, 3),
     st.integers(1, 6),
+    st.integers(1, 4),
 )
 def test_batches_respect_the_limits_and_are_greedy(
     pending_raw: list[tuple[Move, tuple[int, ...]]],
     flight_raw: list[tuple[Move, tuple[int, ...]]],
     per_broker: int,
     per_cluster: int,
+    reorders: int,
 ) -> None:
     current = {m.tp: c for m, c in pending_raw + flight_raw}
+
+    def reorder(m: Move) -> bool:
+        return set(m.target) == set(current[m.tp])
+
     flight: list[Move] = []
     load: Counter[int] = Counter()
     for m, _ in flight_raw:  # a valid in-flight set: within the limits, one per partition
         inv = m.brokers_involved(current[m.tp])
-        if m.tp in {f.tp for f in flight} or len(flight) >= per_cluster:
+        if m.tp in {f.tp for f in flight}:
+            continue
+        if sum(reorder(f) == reorder(m) for f in flight) >= (
+            reorders if reorder(m) else per_cluster
+        ):
             continue
         if any(load[b] >= per_broker for b in inv):
             continue
@@ -84,23 +94,50 @@ def test_batches_respect_the_limits_and_are_greedy(
         flight.append(m)
     pending = [m for m, _ in pending_raw]
     chosen = select_batch(
-        pending, current, flight, max_per_broker=per_broker, max_per_cluster=per_cluster
+        pending,
+        current,
+        flight,
+        max_per_broker=per_broker,
+        max_per_cluster=per_cluster,
+        max_reorders=reorders,
     )
     it = iter(pending)
     assert all(any(c is p for p in it) for c in chosen)  # an ordered subsequence
     for m in chosen:
         load.update(m.brokers_involved(current[m.tp]))
     assert all(n <= per_broker for n in load.values())
-    assert len(flight) + len(chosen) <= per_cluster
-    tps = [m.tp for m in flight + chosen]
+    running = flight + chosen
+    copying = sum(not reorder(m) for m in running)
+    reordering = sum(reorder(m) for m in running)
+    assert copying <= per_cluster and reordering <= reorders
+    tps = [m.tp for m in running]
     assert len(tps) == len(set(tps))
     for m in pending:
         if any(m is c for c in chosen):
             continue
         inv = m.brokers_involved(current[m.tp])
-        assert m.tp in tps or len(tps) >= per_cluster or any(load[b] >= per_broker for b in inv), (
+        full = reordering >= reorders if reorder(m) else copying >= per_cluster
+        assert m.tp in tps or full or any(load[b] >= per_broker for b in inv), (
             f"{m} was left out although it fits"
         )
+
+
+def test_a_demotion_starts_whole_beside_a_full_load_of_copies() -> None:
+    # Found on the shaped cluster: ten moves at a time, a slow broker's demotion reached its
+    # busiest partition 17 s after it began; that partition's follower had fallen out of the
+    # slow leader's ISR by then, the election was refused, and the slow broker kept leading.
+    current = {("d", p): (4, 1 + p % 3) for p in range(25)}
+    current.update({("c", p): (1, 2) for p in range(10)})
+    copies = [Move("c", p, (1, 3)) for p in range(10)]
+    demotion = [Move("d", p, (1 + p % 3, 4)) for p in range(25)]
+    chosen = select_batch([*copies, *demotion], current, [], max_per_broker=99, max_per_cluster=10)
+    assert chosen == [*copies, *demotion]
+    assert (
+        select_batch(
+            demotion, current, copies, max_per_broker=1, max_per_cluster=10, max_reorders=5
+        )
+        == demotion[:5]
+    )
 
 
 def test_throttles_cover_sources_and_new_replicas() -> None:

@@ -84,7 +84,12 @@ def test_every_command_takes_a_bad_flag_as_a_usage_error(
 
 
 def test_a_value_out_of_range_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (["soak", "--minutes", "0"], ["soak", "--ballast-mb", "-1"]):
+    for argv in (
+        ["soak", "--minutes", "0"],
+        ["soak", "--ballast-mb", "-1"],
+        ["soak", "--nic-mbps", "5"],
+        ["cluster", "up", "--nic-mbps", "0"],
+    ):
         with pytest.raises(SystemExit) as ended:
             main(argv)
         assert ended.value.code == Exit.USAGE, argv

@@ -173,7 +173,7 @@ def exhaustive(state: ClusterState) -> Quality | None:
     slots: list[tuple[int, list[int]]] = []
     for p in affected:
         leader = state.leader[p]
-        if leader is None or leader in dead or leader in state.frozen:
+        if leader is None or leader in dead or leader in state.kept_out.frozen:
             return None
         live = [b for b in state.replicas[p] if b not in dead]
         sets = state.allowed_sets(p)
