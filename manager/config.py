@@ -121,6 +121,14 @@ class ManagerConfig(_Settings):
         "only once it has lasted this long (a link that drops for a minute and comes back is no "
         "page), as KmedicUnexplainedUnderReplication waits 5m",
     )
+    refusal_alert_after_s: float = Field(
+        default=120.0,
+        ge=0,
+        description="a refusal is audited each cycle; its alert record is raised only once "
+        "the refusal has lasted this long (brokers restarting at once, the Spark job restarting, "
+        "the audit log on its failover for seconds is no page), as KmedicRefusingToHeal waits "
+        "2m. The quorum and unexplained under-replication have bounds of their own (above)",
+    )
     snapshot_path: Path | None = Field(
         default=None, description="write each cycle's snapshot here (for `kmedic plan` replay)"
     )

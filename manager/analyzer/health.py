@@ -68,9 +68,16 @@ def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]
     return active
 
 
+REFUSAL_PREFIX = "refused:"
+
+
 def refusal_alert(code: ReasonCode) -> str:
     """The alert a refusal for ``code`` raises."""
-    return f"refused:{code}"
+    return f"{REFUSAL_PREFIX}{code}"
+
+
+def is_refusal_alert(name: str) -> bool:
+    return name.startswith(REFUSAL_PREFIX)
 
 
 def switched_off(decision: Decision) -> bool:

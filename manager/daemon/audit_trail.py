@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from manager.analyzer.health import in_grace, refusal_alert
+from manager.analyzer.health import in_grace, is_refusal_alert, refusal_alert
 from manager.analyzer.slowness import Change
 from manager.audit.log import AuditLog, AuditRecord
 from manager.executor.move_state import MoveState
@@ -51,13 +51,16 @@ class AuditTrail:
         failover_alert_after_s: float = 60.0,
         blind_alert_after_s: float = 60.0,
         lag_alert_after_s: float = 300.0,
+        refusal_alert_after_s: float = 120.0,
     ) -> None:
         self.log = log_
         self._failover_bound_s = failover_alert_after_s
         self._blind_bound_s = blind_alert_after_s
         self._blind_since: float | None = None
-        # The refusals whose alert is held until their spell has lasted its bound.
+        # Every refusal's alert is held until its spell has lasted its bound; these two have
+        # bounds of their own.
         self._held_for = {QUORUM_ALERT: blind_alert_after_s, LAG_ALERT: lag_alert_after_s}
+        self._refusal_bound_s = refusal_alert_after_s
         self._held_since: dict[str, float] = {}  # monotonic: when each spell began
         self._failover_since: float | None = None  # monotonic: when the audit log went over
         self._metrics = metrics
@@ -104,16 +107,25 @@ class AuditTrail:
     def past_holds(self, active: dict[str, str], now: float) -> dict[str, str]:
         """``active`` without the refusal alerts whose spell is shorter than its bound. Each
         such cycle is still a refusal, audited, and the Prometheus rule has its own ``for``:
+        - every refusal (``refusal_alert_after_s``, as ``KmedicRefusingToHeal`` waits 2m): an
+          outage of seconds (brokers restarting at once, the Spark job restarting, the audit
+          log on its failover a moment) is refused each cycle and pages nobody;
         - the controller quorum without a leader (``blind_alert_after_s``): an election after
           the active controller died takes seconds, during which Kafka commits nothing;
         - under-replication nothing explains (``lag_alert_after_s``): a follower cut off its
           leader by the network drops out of the ISR, and is back once the link is; kmedic
           cannot mend a link by moving data, and a link down for minutes pages.
-        A spell ends with the first cycle without the refusal; the next counts anew."""
+        Alerts that are not refusals (a goal switched off, the audit log's failover, a
+        foreign reassignment stuck) have bounds of their own before they get here. A spell
+        ends with the first cycle without the refusal; the next counts anew."""
+        for name in set(self._held_since) - set(active):
+            del self._held_since[name]
         kept = dict(active)
-        for name, bound in self._held_for.items():
-            if name not in active:
-                self._held_since.pop(name, None)
+        for name in active:
+            bound = self._held_for.get(name)
+            if bound is None and is_refusal_alert(name):
+                bound = self._refusal_bound_s
+            if bound is None:
                 continue
             since = self._held_since.setdefault(name, now)
             if now - since < bound:

@@ -108,6 +108,7 @@ class Manager:
             failover_alert_after_s=cfg.audit.failover_alert_after_s,
             blind_alert_after_s=cfg.blind_alert_after_s,
             lag_alert_after_s=cfg.lag_alert_after_s,
+            refusal_alert_after_s=cfg.refusal_alert_after_s,
         )
         self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
         self.view = MonotonicView(self.trail)

@@ -168,8 +168,10 @@ class Throttles:
         wanted_rates = dict(change.wanted_rates)
         earlier: dict[BrokerKey, str] = {}
         for broker, values in sorted(change.brokers.items()):
-            try:
-                self._alter([_resource(ConfigResourceType.BROKER, str(broker), values)])
+            try:  # only that broker answers: tried once, sent again on a later call
+                self._alter(
+                    [_resource(ConfigResourceType.BROKER, str(broker), values)], self._broker_call
+                )
             except KmedicError as exc:
                 log.warning("broker_throttle_change_failed", broker=broker, error=str(exc))
                 for key in RATE_KEYS:
@@ -237,11 +239,11 @@ class Throttles:
             return None
         return _throttle_values(found).get(("broker", str(broker)), {})
 
-    def _alter(self, resources: list[ConfigResource]) -> None:
+    def _alter(self, resources: list[ConfigResource], call: AdminCall | None = None) -> None:
         if not resources:
             return
         # raise_on_unknown=False: the throttle rates are not listed among describable configs.
-        results = self._call(
+        results = (call or self._call)(
             lambda kp: kp.alter_configs(resources, incremental=True, raise_on_unknown=False),
             "change throttle configs",
         )

@@ -225,6 +225,8 @@ def alert_states(server: PrometheusServer, name: str, cluster: str) -> set[str]:
 def manager_settings(metrics_port: int) -> dict[str, Any]:
     return {
         "interval_s": CYCLE_S,
+        # A refusal's alert record at once (held 2 minutes as shipped: tests/unit's to prove).
+        "refusal_alert_after_s": 0,
         # Even spread off: a broker back from a heal test is emptier; filling it is not what
         # these tests count.
         "policy": {"dead_grace_ms": GRACE_S * 1000, "max_dead_brokers": 1, "even_spread": False},

@@ -59,6 +59,8 @@ def test_a_switched_off_heal_pages_by_name_and_a_partial_heal_refuses_only_what_
             instance,
             instance_id=instance,
             interval_s=2,
+            # The page's record at once (held 2 minutes as shipped: tests/unit's to prove).
+            refusal_alert_after_s=0,
             topics=topics,
             policy={
                 "dead_grace_ms": 3000,

@@ -324,6 +324,22 @@ def test_a_refusal_names_its_reasons_in_the_sentence(tmp_path: Path) -> None:
     assert outcome.kind == "refuse"
     assert outcome.sentence == "refuse (heal): refusing to act: too_many_dead_brokers"
     assert rig.executor.submitted == []
+    # Its alert record waits for the refusal to last refusal_alert_after_s (120 s, as
+    # KmedicRefusingToHeal waits 2m): found by the soak, raised on a first cycle for an
+    # outage that cleared in seconds.
+    assert rig.summaries("alert_raised") == []
+    rig.clock.advance(100)
+    rig.manager.cycle()
+    assert rig.summaries("alert_raised") == []
+    rig.sources.dead = set()  # back: the next spell counts anew
+    rig.manager.cycle()
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    rig.clock.advance(100)
+    rig.manager.cycle()
+    assert rig.summaries("alert_raised") == []
+    rig.clock.advance(20)
+    rig.manager.cycle()
     assert rig.summaries("alert_raised")[0].startswith("alert refused:too_many_dead_brokers")
 
 

@@ -86,6 +86,8 @@ def test_observe_mode_adopts_no_stored_plan_and_releases_no_throttle(rig: Rig) -
 def test_a_refusal_under_observe_mode_still_alerts(rig: Rig) -> None:
     rig.sources.dead = {3, 4}
     rig.manager.cycle()
+    rig.clock.advance(rig.cfg.refusal_alert_after_s)
+    rig.manager.cycle()
     raised = {r.reasons[0] for r in rig.sink.records if r.kind == "alert_raised"}
     assert "refused:too_many_dead_brokers" in raised
 

@@ -3,6 +3,8 @@ must see), and the invariants over audit records and tallies."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,7 +25,9 @@ from composition.soak.invariants import (
     roles_running,
     tail_readable,
 )
+from composition.soak.run import SoakSettings, cluster_spec
 from composition.soak.schedule import NETWORK_KINDS, draw, peer_of
+from kmedic.localcluster.configs import broker_properties
 from manager.audit.log import AuditRecord
 
 BROKERS = [1, 2, 3, 4, 5, 6]
@@ -342,3 +346,21 @@ def test_a_cut_manager_is_judged_by_when_kafka_appended_its_records_too() -> Non
     )
     unread = quiet_as_kafka_saw([], [cut], "the audit topic could not be read: timed out")
     assert unread.problems == ("the audit topic could not be read: timed out",)
+
+
+def test_the_soaks_brokers_lose_no_acknowledged_write_of_a_topic_without_settings() -> None:
+    # Found by the 60-minute run: the broker default min.insync.replicas was Kafka's 1, so
+    # the internal topics (RF 3) were rightly warned of by KmedicUnsafeTopic.
+    spec = cluster_spec(SoakSettings(seed=1, length_s=60, workdir=Path("unused")))
+    lines = broker_properties(
+        1,
+        port=9092,
+        controller_port=9093,
+        rack="/r1",
+        data_dir="unused",
+        broker_count=spec.brokers,
+        overrides=spec.broker_overrides,
+    ).splitlines()
+    assert "min.insync.replicas=2" in lines
+    assert "transaction.state.log.min.isr=2" in lines
+    assert "transaction.state.log.min.isr=1" not in lines

@@ -263,6 +263,7 @@ def test_a_broker_the_manager_cannot_reach_waits_and_holds_up_nobody_elses_throt
     assert configs.brokers == {"1": {LEADER_RATE: "1000000"}}
     assert throttles.wanted_rates() == {(1, LEADER_RATE): "1000000"}  # 4's change waits
     assert "once read broker 4's throttle configs" in asked
+    assert "once change throttle configs" in asked  # broker 1's: only it answers
     assert not any(a.startswith("retried read broker") for a in asked)
     configs.unreachable = set()
     throttles.commit(throttles.prepare(targets, live, wanted))
