@@ -279,7 +279,7 @@ class PlanKeeper:
         if not stored.plan.moves:
             return  # released by this cycle's step, once adoption is over
         moves = moves_to_adopt(stored.plan, {s.move.tp for s in self.executor.active()})
-        self.executor.submit(moves)
+        self.executor.submit(moves, adopted=True)
         self.executor.resume_progress(stored_progress(stored.plan))  # the watchdog's clocks
         self.trail.record(
             "decision",

@@ -89,12 +89,13 @@ class Executor:
 
     # -- public ----------------------------------------------------------------------------
 
-    def submit(self, moves: Iterable[Move]) -> None:
+    def submit(self, moves: Iterable[Move], *, adopted: bool = False) -> None:
+        """``adopted``: the moves of a predecessor's stored plan (it told their starts)."""
         for move in moves:
             known = self.states.get(move.tp)
             if known is not None and known.status in ("pending", "in_flight"):
                 raise KmedicError(f"{move.key} already has a move {known.status}")
-            self.states[move.tp] = MoveState(move)
+            self.states[move.tp] = MoveState(move, adopted=adopted)
             self._order.append(move.tp)
 
     def active(self) -> list[MoveState]:
@@ -186,14 +187,7 @@ class Executor:
         brokers to blame excluded: the replan goes elsewhere); True if the verdict changed."""
         changes = self.watchdog.watch(self.in_flight(), ongoing, self._leaders)
         for change in changes:
-            state, progress = change.state, change.state.progress
-            assert progress is not None
-            figures = {
-                "idle_s": round(change.idle_s, 1),
-                "copied_bytes": progress.copied_bytes,
-                "size_bytes": state.move.size_bytes,
-                "adding": list(change.adding),
-            }
+            state, figures = change.state, change.figures
             if change.verdict == "moving":
                 state.stalled = False
                 self._emit("action_progress", state, {"resumed": True, **figures})
@@ -242,10 +236,22 @@ class Executor:
                     state, "failed", f"reassignment ended with replicas {list(current or ())}"
                 )
 
-    def _complete(self, state: MoveState, view: ClusterView) -> None:
-        """Replicas in place: done once the preferred leader leads (``executor.elections``)."""
+    def _complete(self, state: MoveState, view: ClusterView, told: bool = True) -> None:
+        """Replicas in place: done once the preferred leader leads (``executor.elections``).
+        A move found in place before it started - a reorder applied by an earlier plan, a
+        plan made on a view older than this read - is its election alone: told started when
+        it is asked (or fails), unless its start was ``told`` already. Its preferred leader
+        leading, nothing is left to do and nothing is told: a completion without a start
+        would tell the end of the move that put the replicas there again (the 60-minute soak
+        found 11 ends told twice so)."""
         ask = self._retrying.elect_preferred if self.config.elect_preferred_leaders else None
         ended = settle_leadership(state, view, self._clock(), ask, METADATA_SETTLE_S)
+        if not told:
+            if ended == ("completed", None) and state.election is None:
+                state.status, state.finished_at = "completed", self._clock()
+                log.info("move_in_place", partition=state.move.key, target=state.move.target)
+                return
+            self._emit("action_started", state, {"in_place": "only its preferred leader election"})
         if ended is not None:
             self._finish(state, *ended)
 
@@ -266,9 +272,11 @@ class Executor:
             elif said.fate == "adopt":
                 self._adopt(state, view.ongoing[state.move.tp])
             elif said.fate == "in_place":
+                told = state.adopted  # its start told by the predecessor
                 if state.unanswered is not None:
                     self._confirm_unanswered(state, "its replicas are in place")
-                self._complete(state, view)
+                    told = True
+                self._complete(state, view, told)
         replicas_now = {**view.replicas, **{s.move.tp: s.original for s in self.in_flight()}}
         waiting = [s.move for s in pending if may_start(s, now, METADATA_SETTLE_S)]
         running = [s.move for s in self.in_flight()]
@@ -366,10 +374,6 @@ class Executor:
     def stalled_destinations(self) -> dict[int, int]:
         """Brokers a move was cancelled on for a stall, within ``stall_exclude_s``, and when."""
         return self.watchdog.excluded()
-
-    def throttled_brokers(self) -> set[int]:
-        """Brokers on which this executor set a throttle rate that is still in place."""
-        return self.throttling.configs.throttled_brokers()
 
     def throttle_rates(self) -> dict[BrokerKey, str]:
         """The rates this executor set, by broker and config (for the gauges)."""

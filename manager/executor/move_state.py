@@ -134,6 +134,9 @@ class Election:
 class MoveState:
     move: Move
     status: Status = "pending"
+    # Submitted from a predecessor's stored plan: the predecessor told its start (its end is
+    # this instance's to tell).
+    adopted: bool = False
     original: tuple[int, ...] = ()
     started_at: float | None = None
     finished_at: float | None = None

@@ -72,9 +72,6 @@ class Throttles:
         """The rates kmedic last set (or, for a broker that is down, wants set)."""
         return dict(self._wanted_rates)
 
-    def throttled_brokers(self) -> set[int]:
-        return {b for b, _ in self._owned.rates}
-
     def adopt(self, record: ThrottleRecord) -> None:
         """Take over what a predecessor recorded as kmedic's (removed once no move needs it)."""
         self._owned = self._owned.union(record)

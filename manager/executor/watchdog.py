@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from manager.executor.move_state import ExecutorConfig, MoveState
 from manager.executor.replica_sizes import Sample
@@ -40,6 +41,18 @@ class Change:
             return self.silent
         assert self.state.progress is not None
         return stalled_brokers(self.state.progress, self.adding)
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        """The sample's figures, for the move's audit record."""
+        progress = self.state.progress
+        assert progress is not None
+        return {
+            "idle_s": round(self.idle_s, 1),
+            "copied_bytes": progress.copied_bytes,
+            "size_bytes": self.state.move.size_bytes,
+            "adding": list(self.adding),
+        }
 
     @property
     def stall(self) -> str:

@@ -320,10 +320,10 @@ class FakeExecutor:
     def catching_up(self) -> bool:
         return bool(self.catch_ups)
 
-    def submit(self, moves: Iterable[Move]) -> None:
+    def submit(self, moves: Iterable[Move], *, adopted: bool = False) -> None:
         for move in moves:
             self.submitted.append(move)
-            self.states[move.tp] = MoveState(move)
+            self.states[move.tp] = MoveState(move, adopted=adopted)
 
     def active(self) -> list[MoveState]:
         return [s for s in self.states.values() if s.status in ("pending", "in_flight")]

@@ -78,6 +78,41 @@ def test_already_in_order_and_led_by_the_first_replica_needs_no_election(
     assert kafka.elections == []
 
 
+def _told(ex: Executor) -> list[tuple[str, str]]:
+    said: list[tuple[str, str]] = []
+    ex.on_event = lambda kind, state, details: said.append((kind, state.move.key))
+    return said
+
+
+def test_a_move_found_in_place_tells_only_what_it_did(
+    build: Callable[[FakeKafka], Executor],
+) -> None:
+    # Found by the 60-minute soak: a plan made on a view older than the executor's read had
+    # moves already at their target; each was told "completed" with no start, the end of the
+    # move that had put the replicas there told a second time.
+    kafka = FakeKafka({0: (2, 1, 4), 1: (2, 1, 4)}, {0: 2, 1: 4})
+    ex = build(kafka)
+    said = _told(ex)
+    ex.submit([Move(TOPIC, 0, (2, 1, 4)), Move(TOPIC, 1, (2, 1, 4))])
+    ex.step()
+    ex.step()
+    assert [s.status for s in ex.states.values()] == ["completed", "completed"]
+    # Partition 0: nothing to do, nothing told. Partition 1: its election was its move.
+    assert said == [("action_started", f"{TOPIC}:1"), ("action_completed", f"{TOPIC}:1")]
+
+
+def test_an_adopted_move_found_in_place_tells_its_end_only(
+    build: Callable[[FakeKafka], Executor],
+) -> None:
+    # Its predecessor told its start and did not live to tell its end: this instance does.
+    kafka = FakeKafka({0: (2, 1, 4)}, {0: 2})
+    ex = build(kafka)
+    said = _told(ex)
+    ex.submit([Move(TOPIC, 0, (2, 1, 4))], adopted=True)
+    ex.step()
+    assert said == [("action_completed", f"{TOPIC}:0")]
+
+
 def test_a_reorder_is_done_when_the_metadata_shows_the_new_order(
     build: Callable[[FakeKafka], Executor],
 ) -> None:

@@ -170,7 +170,7 @@ def test_a_move_whose_reassignment_just_ended_is_not_asked_for_again(
     kafka.shown = {0: (1, 4, 2)}  # the controller finished; this broker's metadata lags
     kafka.lag_reads = 2
     r = Rig(kafka, monkeypatch)
-    r.ex.submit([Move(TOPIC, 0, (1, 4), 4 << 20)])
+    r.ex.submit([Move(TOPIC, 0, (1, 4), 4 << 20)], adopted=True)  # its start told before
     r.step_after(1)
     assert (r.kafka.requests, r.status(), r.kinds()) == ([], "pending", [])
     r.step_after(1)

@@ -212,6 +212,8 @@ def test_a_new_leader_adopts_the_stored_plan_and_its_move_history(rig: Rig) -> N
     outcome = rig.manager.cycle()
     assert sorted(m.tp for m in rig.executor.submitted) == DEAD_BROKERS_PARTITIONS
     assert rig.summaries()[0] == "adopted the in-flight plan of epoch 2 by m0: 2 moves to continue"
+    # Their starts were the predecessor's to tell: only their ends are this leader's.
+    assert all(s.adopted for s in rig.executor.states.values())
     # the adopted moves are kmedic's own and count against the hourly budget
     assert rig.sources.calls[0]["own_moves"] == frozenset(DEAD_BROKERS_PARTITIONS)
     assert rig.sources.calls[0]["moves_last_hour"] == 2
