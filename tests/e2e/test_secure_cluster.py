@@ -35,7 +35,7 @@ from kmedic.traffic import PartitionRate, TrafficGenerator
 from manager.audit.log import AuditRecord
 from manager.monitor.feeds import LatestByKey
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("processes")]
 
 TOPIC = "secure.rf2"
 PARTITIONS = 4

@@ -12,7 +12,11 @@ from typing import Any
 import pytest
 
 # The first test of the run builds the node image (about a minute the first time).
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(1200),
+    pytest.mark.xdist_group("processes"),
+]
 
 
 @pytest.fixture

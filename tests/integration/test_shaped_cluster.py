@@ -25,7 +25,7 @@ from composition.pipeline import Pipeline
 from kmedic.kafka_admin import describe_quota_windows, describe_replica_sizes
 from kmedic.localcluster import ClusterSpec, LocalCluster, netns
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
 
 MBPS = 80  # 10 MB/s each way
 LINK_BYTES_PER_S = MBPS * 1_000_000 / 8
@@ -148,7 +148,7 @@ def test_the_cli_starts_a_shaped_cluster_reached_only_through_exec(tmp_path: Pat
     workdir = tmp_path / "cli-shaped"
     at = ("cluster", "--dir", str(workdir))
     bad = kmedic(*at, "up", "--nic-mbps", "0", cwd=tmp_path)
-    assert bad.returncode == 1 and "--nic-mbps must be at least 1, got 0" in bad.stderr
+    assert bad.returncode == 2 and "--nic-mbps: must be at least 10; 0 is not" in bad.stderr
     up = kmedic(*at, "up", "--broker-count", "1", "--racks", "/a", "--nic-mbps", "40", cwd=tmp_path)
     name = netns.name_for(workdir)
     try:

@@ -31,7 +31,7 @@ from manager.executor.replica_sizes import ReplicaSizes
 from manager.model.moves import Move
 from manager.model.snapshot import Reassignment
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
 
 FENCE_AFTER_MS = "90000"
 

@@ -32,10 +32,13 @@ from manager.web.metrics import ManagerMetrics
 from manager.web.status_page import status_document
 
 CHROMIUM = shutil.which("chromium")
-pytestmark = needs(
-    CHROMIUM is None,
-    "needs Chromium on PATH (Debian package `chromium`, installed by `make bootstrap`)",
-)
+pytestmark = [
+    needs(
+        CHROMIUM is None,
+        "needs Chromium on PATH (Debian package `chromium`, installed by `make bootstrap`)",
+    ),
+    pytest.mark.xdist_group("processes"),
+]
 # Headless, and quiet on this machine's closed network (no background connections).
 CHROMIUM_ARGS = [
     "--headless",

@@ -21,7 +21,7 @@ from composition.pipeline import Pipeline
 from kmedic.localcluster import process
 from manager.audit.log import AuditRecord
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
 
 VICTIM = 3
 SHORT_GRACE_MS = 5_000
