@@ -30,11 +30,8 @@ CONTAINER_CLUSTER_TESTS := tests/integration/test_container_cluster.py \
   tests/integration/test_agent_cli.py tests/integration/test_agent_reassignment.py \
   tests/integration/test_executor.py
 
-# Two workers: the tests that start processes (clusters, roles, Spark) run on one of them, one
-# after the other, as they would alone (each of their modules is marked xdist_group("processes"));
-# the unit tests run on the other beside them.
 test: lint typecheck
-	$(PY) -m pytest tests -q --durations=25 -n 2 --dist loadgroup
+	$(PY) -m pytest tests -q --durations=25
 	@$(MAKE) --no-print-directory containers
 
 containers: bootstrap

@@ -35,7 +35,7 @@ from kmedic.traffic import PartitionRate, TrafficGenerator
 from manager.audit.log import AuditRecord
 from manager.monitor.feeds import LatestByKey
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.e2e
 
 TOPIC = "secure.rf2"
 PARTITIONS = 4

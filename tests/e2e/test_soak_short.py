@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.e2e
 
 # The Makefile's soak-short: the same seed, so a failure here reproduces with `make soak-short`.
 SHORT = ["--minutes", "1", "--no-stream", "--throughput", "100", "--seed", "20261125"]

@@ -15,7 +15,7 @@ from helpers import wait_for
 from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic
 from manager.audit.log import AuditRecord
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 def record(n: int) -> AuditRecord:

@@ -17,7 +17,7 @@ from helpers import create_placed_topic
 from manager.audit.kafka_sink import KafkaAuditSink
 from manager.audit.log import AuditRecord
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 def test_the_tail_reads_through_the_death_of_the_audit_leader(healthy_cluster: Any) -> None:

@@ -22,7 +22,7 @@ from manager.model.adaptive_throttle import Link, RateFigures, Traffic
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 LINK = Link(200_000, 200_000, "a slow link")  # so that a small move takes seconds
 RULE = {"floor_bytes_per_s": 20_000, "urgent_floor_bytes_per_s": 100_000, "interval_s": 0.5}

@@ -21,7 +21,7 @@ from helpers import kafka_conf, wait_for
 
 from kmedic import brokerstats as bs
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 KMEDIC = Path(sys.executable).parent / "kmedic"
 

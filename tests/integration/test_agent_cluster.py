@@ -23,7 +23,7 @@ from agent.loop import Agent
 from agent.sampler import Sampler
 from kmedic import brokerstats as bs
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 INTERVAL_S = 2.0
 

@@ -16,7 +16,7 @@ from kafka.admin import NewTopic
 from agent.config import AgentConfig
 from agent.sampler import Sampler
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 THROTTLE = "10000"  # bytes/s: a few MB take minutes to copy, so the move stays in progress
 

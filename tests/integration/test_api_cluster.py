@@ -27,7 +27,7 @@ from composition.pipeline import Pipeline
 from kmedic.localcluster import LocalCluster, process
 from kmedic.localcluster.tls import LocalCa
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 WRITER, READER = ("ops", "ops-pass"), ("viewer", "viewer-pass")
 

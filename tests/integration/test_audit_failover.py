@@ -17,7 +17,7 @@ from manager.audit.kafka_reader import read_records
 from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic
 from manager.audit.log import AuditLog, AuditRecord
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 def rec(n: int, kind: Any = "action_progress") -> AuditRecord:

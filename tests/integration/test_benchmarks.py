@@ -15,9 +15,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 SCRIPTS = sorted(p.name for p in BENCH.glob("bench_*.py") if p.name != "bench_docs.py")
-# Those that start processes (a cluster, Spark) run with the other tests that do, one at a
-# time (``make test``: pytest-xdist, --dist loadgroup); the others beside them.
-STARTS_PROCESSES = {"bench_audit.py", "bench_clients.py", "bench_heal.py", "bench_streaming.py"}
 # The section each prints, and how long its smoke run may take before it counts as hung.
 SECTIONS = {
     "bench_agent.py": ("## agent", 120),
@@ -36,13 +33,7 @@ def test_every_benchmark_has_a_smoke_run() -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(
-    "script",
-    [
-        pytest.param(s, marks=pytest.mark.xdist_group("processes")) if s in STARTS_PROCESSES else s
-        for s in SCRIPTS
-    ],
-)
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_the_benchmark_runs_at_its_smoke_size(script: str, tmp_path: Path) -> None:
     section, limit_s = SECTIONS[script]
     docs = ROOT / "docs" / "bench.md"

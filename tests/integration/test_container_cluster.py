@@ -12,11 +12,7 @@ from typing import Any
 import pytest
 
 # The first test of the run builds the node image (about a minute the first time).
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.timeout(1200),
-    pytest.mark.xdist_group("processes"),
-]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
 
 @pytest.fixture

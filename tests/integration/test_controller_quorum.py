@@ -20,7 +20,7 @@ from composition.pipeline import Pipeline
 from kmedic.kafka_admin import connect_admin
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 VICTIM = 4
 

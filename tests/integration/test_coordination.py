@@ -19,7 +19,7 @@ from manager.coordination.plan_store import PlanConflictError
 
 EMPTY = PlanDocument()
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 class Recorder:

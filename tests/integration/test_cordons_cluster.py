@@ -19,7 +19,7 @@ from kmedic.metadata import LogDirInfo
 from manager.executor.admin_calls import AdminCalls
 from manager.executor.cordons import BrokerCordons, Cordon
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 BROKER = 2
 

@@ -20,7 +20,7 @@ from kafka import KafkaAdminClient, TopicPartitionReplica
 from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 PARTITIONS = 6
 VICTIM = 1

@@ -19,7 +19,7 @@ from kafka.errors import KafkaError
 
 from kmedic.kafka_admin import describe_eligible_leaders, describe_partitions
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 KILLED = 3
 

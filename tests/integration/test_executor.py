@@ -32,7 +32,7 @@ from manager.model.throttles import (
     LEADER_REPLICAS,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 def run_moves(ex: Executor, timeout_s: float) -> dict[TopicPartition, MoveState]:

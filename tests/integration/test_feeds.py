@@ -13,7 +13,7 @@ from helpers import create_placed_topic, kafka_conf, wait_for
 
 from manager.monitor.feeds import LatestByKey
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 def test_a_feed_is_caught_up_once_it_read_every_partition_to_its_end(

@@ -22,7 +22,7 @@ from composition.pipeline import Pipeline
 from kmedic.localcluster import process
 from manager.audit.log import AuditRecord
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 HOUR_MS = 3_600_000

@@ -21,7 +21,7 @@ from kmedic.metrics_http import serve_metrics
 from kmedic.web_config import load_web_config
 from manager.web.metrics import ManagerMetrics
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 PASSWORD = "scrape-pass"
 

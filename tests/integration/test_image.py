@@ -29,11 +29,7 @@ from composition.pipeline import Pipeline
 from kmedic.localcluster import process
 
 # The first build on a machine (base image, downloads) takes minutes; later ones seconds.
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.timeout(1800),
-    pytest.mark.xdist_group("processes"),
-]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
 STARTUP_S = 180  # a cold JVM and Spark session in a container on 2 busy cores
 

@@ -32,7 +32,7 @@ from kmedic.localcluster.configs import KAFKA_4_1
 from manager.executor.admin_calls import AdminCalls
 from manager.executor.cordons import BrokerCordons, Cordon
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")

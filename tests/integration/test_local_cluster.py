@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.paths import CONFIGS
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, rf: int) -> None:

@@ -21,7 +21,7 @@ from kmedic.localcluster import process
 from manager.audit.kafka_reader import read_records
 from manager.audit.log import AuditRecord
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 CYCLE_S = 2
 

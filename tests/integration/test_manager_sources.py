@@ -15,7 +15,7 @@ from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.sources import AdminUnavailable, ClusterSources
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 LEADERSHIP = Leadership(holder="test", epoch=1, current_epoch=1, is_leader=True)
 

@@ -27,7 +27,7 @@ from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, netns, process
 from manager.audit.log import AuditRecord
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 MBPS = 80
 PARTITIONS = 4

@@ -27,7 +27,7 @@ from kmedic.localcluster import LocalCluster, process
 from kmedic.localcluster.configs import ClusterSpec
 from manager.audit.log import AuditRecord
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 VICTIM = 3
 # The big partition's move takes ~25 s at this rate: room to switch the mode while it runs.

@@ -33,7 +33,7 @@ from manager.audit.log import render_line
 from manager.executor.admin_calls import AdminCalls
 from manager.executor.cordons import BrokerCordons
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 TARGET = 4
 SLOW_MB = 12  # on one partition of TARGET, copied at 1 MB/s: the drain runs for 12 s or more

@@ -25,7 +25,7 @@ from composition.pipeline import Pipeline
 from kmedic.localcluster import process
 from manager.audit.log import AuditRecord
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 VICTIM = 3
 SWITCH = "policy.goals.heal_dead_brokers"

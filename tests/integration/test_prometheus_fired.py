@@ -10,7 +10,7 @@ import pytest
 from helpers import wait_for
 from prometheus_support import PrometheusServer
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 RULES = """
 groups:

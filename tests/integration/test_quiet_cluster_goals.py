@@ -23,7 +23,7 @@ from manager.analyzer.spread import SLACK
 from manager.audit.log import AuditRecord
 from manager.model.policy import Policy
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 EMPTY = 4  # the broker that gets none of the crowded topic
 THRESHOLD = Policy().even_spread_threshold  # the shipped default

@@ -30,7 +30,7 @@ from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from manager.audit.log import AuditRecord
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 GRACE_S = 3
 TOLERANCE = 2.0

@@ -38,7 +38,7 @@ from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from manager.audit.log import AuditRecord
 from manager.model.throttles import LEADER_REPLICAS
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 VICTIM = 2
 BATCH = 2

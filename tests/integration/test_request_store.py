@@ -21,7 +21,7 @@ from manager.coordination.request_store import read_requests
 from manager.coordination.state import read_state
 from manager.coordination.znodes import CoordinationError, manager_path
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from composition.pipeline import Pipeline
 from kmedic.kafka_admin import describe_quota_windows, describe_replica_sizes
 from kmedic.localcluster import ClusterSpec, LocalCluster, netns
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 MBPS = 80  # 10 MB/s each way
 LINK_BYTES_PER_S = MBPS * 1_000_000 / 8

@@ -30,7 +30,7 @@ from helpers import (
 from composition.pipeline import Pipeline
 from kmedic.localcluster import LocalCluster, process
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 VICTIM = 3
 STOPPED_S, PERIOD_S = 0.3, 1.0

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from kazoo.client import KazooClient
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from manager.executor.replica_sizes import ReplicaSizes
 from manager.model.moves import Move
 from manager.model.snapshot import Reassignment
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 FENCE_AFTER_MS = "90000"
 

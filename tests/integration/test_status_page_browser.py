@@ -32,13 +32,10 @@ from manager.web.metrics import ManagerMetrics
 from manager.web.status_page import status_document
 
 CHROMIUM = shutil.which("chromium")
-pytestmark = [
-    needs(
-        CHROMIUM is None,
-        "needs Chromium on PATH (Debian package `chromium`, installed by `make bootstrap`)",
-    ),
-    pytest.mark.xdist_group("processes"),
-]
+pytestmark = needs(
+    CHROMIUM is None,
+    "needs Chromium on PATH (Debian package `chromium`, installed by `make bootstrap`)",
+)
 # Headless, and quiet on this machine's closed network (no background connections).
 CHROMIUM_ARGS = [
     "--headless",

@@ -18,7 +18,7 @@ from helpers import wait_for
 
 from kmedic.localcluster import process
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 def test_a_stream_job_started_with_kafka_down_waits_for_it(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ from streaming import job, synthetic
 from streaming.config import StreamConfig
 from streaming.session import connector_jars, functions_jar
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 __all__ = ["spark"]  # the fixture, imported for pytest
 
 LAYOUT = synthetic.Layout(brokers=4, topics=2, partitions=3, replication_factor=2)

@@ -29,7 +29,7 @@ from agent.loop import Agent
 from kmedic.traffic import PartitionRate, TrafficGenerator
 from streaming import job, topics
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 __all__ = ["spark"]  # the fixture, imported for pytest
 
 AGENT_INTERVAL_S = 3.0

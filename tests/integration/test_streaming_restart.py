@@ -39,7 +39,7 @@ from kmedic.localcluster.process import free_ports
 from streaming import job, synthetic
 from streaming.config import RestartConfig, StreamConfig
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 __all__ = ["spark"]  # the fixture, imported for pytest
 
 LAYOUT = synthetic.Layout(brokers=4, topics=2, partitions=3, replication_factor=2)

@@ -24,7 +24,7 @@ from streaming_support import (
 from kmedic import brokerstats as bs
 from streaming import job, synthetic
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 __all__ = ["spark"]  # the fixture, imported for pytest
 
 LAYOUT = synthetic.Layout(brokers=4, topics=3, partitions=4, replication_factor=2)

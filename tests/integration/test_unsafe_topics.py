@@ -22,7 +22,7 @@ from manager.monitor.observe import CapacitySettings, build_snapshot
 from manager.monitor.sources import ClusterSources
 from manager.monitor.topic_configs import TopicConfigs
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from composition.pipeline import Pipeline
 from kmedic.localcluster import process
 from manager.audit.log import AuditRecord
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 VICTIM = 3
 SHORT_GRACE_MS = 5_000

@@ -26,7 +26,7 @@ from manager.coordination.placement_store import ZkConfigStore
 from manager.coordination.plan_document import PlanDocument
 from manager.model.placement_config import Domain
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 AUTH = ZooKeeperAuth(
     username="kmedic",

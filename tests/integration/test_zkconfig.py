@@ -16,7 +16,7 @@ from kmedic.errors import KmedicError
 from manager.coordination.placement_store import ZkConfigStore
 from manager.model.placement_config import BrokerGroup, Domain, IsolationGroup
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
