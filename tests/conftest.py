@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 from required_tools import missing, must_fail
 
 from kmedic.errors import KmedicError
@@ -25,9 +25,13 @@ CLUSTER_KIND = os.environ.get("KMEDIC_TEST_CLUSTER", "local")
 
 # `make test` runs every property on the same examples each time, so a landing never fails on
 # a case no earlier run drew; `make shake` searches for new ones with many random seeds
-# (docs/testing.md). Loaded here, before any test module builds its own settings from it.
-settings.register_profile("repeatable", derandomize=True, print_blob=True)
-settings.register_profile("shake", derandomize=False, print_blob=True)
+# (docs/testing.md). Loaded here, before any test module builds its own settings from it. No
+# deadline and no check that drawing examples is slow: speed is not a property (bench/ measures
+# it), and the unit tests run beside the cluster tests (scripts/test_lanes.py), where a busy core
+# would fail either.
+_UNTIMED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("repeatable", _UNTIMED, derandomize=True, print_blob=True)
+settings.register_profile("shake", _UNTIMED, derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("KMEDIC_HYPOTHESIS", "repeatable"))
 
 

@@ -33,6 +33,14 @@ def register(sub: Any) -> None:
         "--minutes", type=_positive, default=15.0, help="about how long the faults run (default 15)"
     )
     p.add_argument(
+        "--stop-after",
+        type=_positive,
+        default=None,
+        metavar="MINUTES",
+        help="a time box: start no episode after MINUTES of episodes (one under way finishes); "
+        "the report covers the episodes that ran and says how many were drawn",
+    )
+    p.add_argument(
         "--dir", type=Path, default=None, help="work directory: logs, the schedule and the report"
     )
     p.add_argument(
@@ -114,6 +122,7 @@ def _soak(args: argparse.Namespace) -> int:
         audit_outage=args.audit_outage,
         controllers=args.controllers,
         nic_mbps=args.nic_mbps,
+        stop_after_s=None if args.stop_after is None else args.stop_after * 60,
     )
     code, lines = run_soak(settings)
     print("\n".join(lines))
@@ -141,8 +150,14 @@ def run_soak(settings: SoakSettings) -> tuple[int, list[str]]:
     rig = start(settings)
     left: list[str] = []
     try:
-        run_schedule(rig, schedule, lambda n: print(f"episode {n} done", flush=True))
-        report = finish(rig, schedule)
+        ran = run_schedule(
+            rig,
+            schedule,
+            lambda n: print(f"episode {n} done", flush=True),
+            settings.stop_after_s,
+        )
+        report = finish(rig, schedule.first(ran))
+        report.counts["episodes_drawn"] = len(schedule.episodes)
     finally:
         left = stop(rig)
     lines = report.lines()

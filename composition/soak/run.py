@@ -76,6 +76,9 @@ class SoakSettings:
     # Each broker's link in Mbit/s: the cluster runs in a network namespace of its own, and
     # the schedule draws the network's faults too (None: unshaped loopback, no network fault).
     nic_mbps: int | None = None
+    # A time box: no episode starts once this many seconds of episodes have run (None: every
+    # episode drawn runs, however long they take on this machine).
+    stop_after_s: float | None = None
 
 
 @dataclass
@@ -567,11 +570,27 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
         say("the Spark job started again")
 
 
-def run_schedule(rig: Rig, schedule: Schedule, on_episode: Callable[[int], None]) -> None:
+def run_schedule(
+    rig: Rig,
+    schedule: Schedule,
+    on_episode: Callable[[int], None],
+    stop_after_s: float | None = None,
+) -> int:
+    """Run the episodes in order; how many ran. With ``stop_after_s``, an episode starts only
+    while fewer seconds than that have passed since the first began (one under way finishes)."""
     rig.timeline = Timeline()
+    ran = 0
     for number, episode in enumerate(schedule.episodes, start=1):
+        if stop_after_s is not None and time.monotonic() - rig.timeline.started >= stop_after_s:
+            rig.timeline.say(
+                f"the time box of {stop_after_s / 60:g} minutes is over: "
+                f"{ran} of {len(schedule.episodes)} episodes ran"
+            )
+            break
         run_episode(rig, number, episode)
+        ran = number
         on_episode(number)
+    return ran
 
 
 def _controller_down(rig: Rig, overlap: Overlap) -> None:

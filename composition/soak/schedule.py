@@ -184,6 +184,10 @@ class Schedule:
     def fault_count(self) -> int:
         return sum(1 + len(e.overlaps) for e in self.episodes)
 
+    def first(self, count: int) -> Schedule:
+        """The first ``count`` episodes (those a time-boxed run got to)."""
+        return Schedule(self.seed, self.episodes[:count])
+
     def with_audit_outage(self, grace_s: float) -> Schedule:
         """This schedule and, at its end, every broker of the audit topic killed at once."""
         outage = Episode("audit_outage", 0, round(0.3 * grace_s, 1))

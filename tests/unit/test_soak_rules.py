@@ -4,6 +4,8 @@ must see), and the invariants over audit records and tallies."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -364,3 +366,27 @@ def test_the_soaks_brokers_lose_no_acknowledged_write_of_a_topic_without_setting
     assert "min.insync.replicas=2" in lines
     assert "transaction.state.log.min.isr=2" in lines
     assert "transaction.state.log.min.isr=1" not in lines
+
+
+def test_a_time_box_starts_no_episode_once_its_minutes_are_over(monkeypatch: Any) -> None:
+    from composition.soak import run
+
+    schedule = draw(
+        4242, length_s=3600, brokers=[1, 2, 3, 4, 5, 6], grace_s=15.0, session_timeout_s=6.0
+    )
+    started: list[int] = []
+
+    def episode_of_100_s(rig: Any, number: int, episode: Any) -> None:
+        started.append(number)
+        rig.timeline.started -= 100  # as if the episode took 100 s
+
+    monkeypatch.setattr(run, "run_episode", episode_of_100_s)
+    rig = SimpleNamespace()
+    done: list[int] = []
+    assert run.run_schedule(rig, schedule, done.append, stop_after_s=250) == 3  # type: ignore[arg-type]
+    assert started == done == [1, 2, 3]
+    assert rig.timeline.events[-1][1] == (
+        f"the time box of {250 / 60:g} minutes is over: 3 of {len(schedule.episodes)} episodes ran"
+    )
+    assert schedule.first(3).episodes == schedule.episodes[:3]
+    assert run.run_schedule(rig, schedule, done.append) == len(schedule.episodes)  # type: ignore[arg-type]
