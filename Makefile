@@ -30,9 +30,8 @@ CONTAINER_CLUSTER_TESTS := tests/integration/test_container_cluster.py \
   tests/integration/test_agent_cli.py tests/integration/test_agent_reassignment.py \
   tests/integration/test_executor.py
 
-# pytest in two lanes at once: tests/integration beside tests/unit then tests/e2e (scripts/test_lanes.py).
 test: lint typecheck
-	$(PY) scripts/test_lanes.py
+	$(PY) -m pytest tests -q --durations=40
 	@$(MAKE) --no-print-directory containers
 
 containers: bootstrap

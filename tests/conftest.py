@@ -27,8 +27,7 @@ CLUSTER_KIND = os.environ.get("KMEDIC_TEST_CLUSTER", "local")
 # a case no earlier run drew; `make shake` searches for new ones with many random seeds
 # (docs/testing.md). Loaded here, before any test module builds its own settings from it. No
 # deadline and no check that drawing examples is slow: speed is not a property (bench/ measures
-# it), and the unit tests run beside the cluster tests (scripts/test_lanes.py), where a busy core
-# would fail either.
+# it), and a core busy with something else would fail either.
 _UNTIMED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("repeatable", _UNTIMED, derandomize=True, print_blob=True)
 settings.register_profile("shake", _UNTIMED, derandomize=False, print_blob=True)
