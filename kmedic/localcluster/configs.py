@@ -53,6 +53,12 @@ class ClusterSpec:
     # Extra or changed server properties, e.g. {"broker.session.timeout.ms": "30000"}.
     controller_overrides: dict[str, str] = field(default_factory=dict)
     broker_overrides: dict[str, str] = field(default_factory=dict)
+    # The cluster-wide min.insync.replicas (None: Kafka's 1), written into every node's
+    # config. Not the brokers' alone: with eligible leader replicas (KIP-966; on by default in
+    # a new Kafka 4.1+ cluster) the controllers write the cluster-level default from their own
+    # config, and that default, not a broker's server.properties, is what a topic without a
+    # setting of its own gets (tests/integration/test_unsafe_topics.py shows it).
+    min_insync_replicas: int | None = None
     broker_heap_mb: int = 384
     controller_heap_mb: int = 256
     zookeeper_heap_mb: int = 128
@@ -75,6 +81,10 @@ class ClusterSpec:
             raise ConfigError(f"controllers must be 1 to 5, got {self.controllers}")
         if self.log_dirs < 1:
             raise ConfigError(f"log_dirs must be at least 1, got {self.log_dirs}")
+        if self.min_insync_replicas is not None and self.min_insync_replicas < 1:
+            raise ConfigError(
+                f"min_insync_replicas must be at least 1, got {self.min_insync_replicas}"
+            )
         if not self.racks and not self.rack_map:
             raise ConfigError("racks must name at least one rack")
         if self.nic_mbps is not None and self.nic_mbps < 1:
@@ -97,6 +107,21 @@ class ClusterSpec:
     @property
     def controller_ids(self) -> list[int]:
         return list(range(CONTROLLER_ID, CONTROLLER_ID + self.controllers))
+
+    @property
+    def broker_config(self) -> dict[str, str]:
+        """What each broker's properties take from the spec beyond their own defaults."""
+        return self._cluster_wide | self.broker_overrides
+
+    @property
+    def controller_config(self) -> dict[str, str]:
+        """What each controller's properties take from the spec beyond their own defaults."""
+        return self._cluster_wide | self.controller_overrides
+
+    @property
+    def _cluster_wide(self) -> dict[str, str]:
+        isr = self.min_insync_replicas
+        return {} if isr is None else {"min.insync.replicas": str(isr)}
 
     def rack_of(self, broker_id: int) -> str:
         if broker_id in self.rack_map:

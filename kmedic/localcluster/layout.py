@@ -170,7 +170,7 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
         props = configs.controller_properties(
             listens.port,
             str(workdir / node_directory("controller", node_id) / "data"),
-            spec.controller_overrides,
+            spec.controller_config,
             super_user=ADMIN if security is not None else None,
             node_id=node_id,
             voters=voters,
@@ -189,7 +189,7 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
                 for n in range(1, spec.log_dirs + 1)
             ),
             broker_count=spec.brokers,
-            overrides=spec.broker_overrides,
+            overrides=spec.broker_config,
             secure=security.listener() if security is not None else None,
             voters=voters,
             host=listens.host,

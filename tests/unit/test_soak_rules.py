@@ -29,7 +29,7 @@ from composition.soak.invariants import (
 )
 from composition.soak.run import SoakSettings, cluster_spec
 from composition.soak.schedule import NETWORK_KINDS, draw, peer_of
-from kmedic.localcluster.configs import broker_properties
+from kmedic.localcluster.layout import plan_nodes
 from manager.audit.log import AuditRecord
 
 BROKERS = [1, 2, 3, 4, 5, 6]
@@ -350,22 +350,23 @@ def test_a_cut_manager_is_judged_by_when_kafka_appended_its_records_too() -> Non
     assert unread.problems == ("the audit topic could not be read: timed out",)
 
 
-def test_the_soaks_brokers_lose_no_acknowledged_write_of_a_topic_without_settings() -> None:
+def test_a_topic_without_settings_loses_no_acknowledged_write_on_the_soaks_cluster(
+    tmp_path: Path,
+) -> None:
     # Found by the 60-minute run: the broker default min.insync.replicas was Kafka's 1, so
-    # the internal topics (RF 3) were rightly warned of by KmedicUnsafeTopic.
+    # the internal topics (RF 3) were rightly warned of by KmedicUnsafeTopic. Then found
+    # again with 2 in every broker's file: the controllers write the cluster-wide default
+    # from their own (eligible leader replicas), and theirs was Kafka's 1.
     spec = cluster_spec(SoakSettings(seed=1, length_s=60, workdir=Path("unused")))
-    lines = broker_properties(
-        1,
-        port=9092,
-        controller_port=9093,
-        rack="/r1",
-        data_dir="unused",
-        broker_count=spec.brokers,
-        overrides=spec.broker_overrides,
-    ).splitlines()
-    assert "min.insync.replicas=2" in lines
-    assert "transaction.state.log.min.isr=2" in lines
-    assert "transaction.state.log.min.isr=1" not in lines
+    nodes = plan_nodes(spec, tmp_path, None)
+    kafka = [n for n in nodes if n.kind in ("broker", "controller")]
+    assert {n.kind for n in kafka} == {"broker", "controller"}
+    for node in kafka:
+        lines = Path(node.config).read_text().splitlines()
+        assert "min.insync.replicas=2" in lines, (node.kind, node.node_id)
+    broker = Path(next(n for n in kafka if n.kind == "broker").config).read_text().splitlines()
+    assert "transaction.state.log.min.isr=2" in broker
+    assert "transaction.state.log.min.isr=1" not in broker
 
 
 def test_a_time_box_starts_no_episode_once_its_minutes_are_over(monkeypatch: Any) -> None:
