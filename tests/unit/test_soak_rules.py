@@ -28,7 +28,7 @@ from composition.soak.invariants import (
     tail_readable,
 )
 from composition.soak.run import SoakSettings, cluster_spec
-from composition.soak.schedule import NETWORK_KINDS, draw, peer_of
+from composition.soak.schedule import NETWORK_KINDS, Overlap, draw, peer_of
 from kmedic.localcluster.layout import plan_nodes
 from manager.audit.log import AuditRecord
 
@@ -391,3 +391,39 @@ def test_a_time_box_starts_no_episode_once_its_minutes_are_over(monkeypatch: Any
     )
     assert schedule.first(3).episodes == schedule.episodes[:3]
     assert run.run_schedule(rig, schedule, done.append) == len(schedule.episodes)  # type: ignore[arg-type]
+
+
+def test_a_stream_kill_is_over_once_the_manager_plans_from_valid_loads_again(
+    monkeypatch: Any,
+) -> None:
+    # Found by a shaped run on a busy machine: the Spark job took minutes to write loads
+    # again, the next episode's fill was refused on stale loads past the refusal alert's wait.
+    from composition.soak import run
+
+    monkeypatch.setattr(run.time, "sleep", lambda s: None)  # the job's 20 s down
+    monkeypatch.setattr(run.probes, "wait", _wait_without_pauses)
+    seen = iter([False, False, True])
+    stream = SimpleNamespace(running=lambda: True)
+    calls: list[str] = []
+    rig = SimpleNamespace(
+        timeline=run.Timeline(),
+        launch=lambda start: start(),
+        loads_valid=lambda: calls.append("asked") or next(seen),
+        pipeline=SimpleNamespace(
+            roles={"stream": stream},
+            stop_role=lambda name, sig: calls.append(f"stop {name}"),
+            start_stream=lambda: calls.append("start stream"),
+        ),
+    )
+    run._overlap(rig, Overlap("stream_kill", 1.0, 0.0))  # type: ignore[arg-type]
+    assert calls == ["stop stream", "start stream", "asked", "asked", "asked"]
+    said = [what for _, what in rig.timeline.events]
+    assert said[-1].startswith("the loads valid again ") and said[-1].endswith(
+        " s after the restart"
+    )
+
+
+def _wait_without_pauses(check: Any, timeout_s: float, what: str, interval_s: float = 1) -> Any:
+    while not (found := check()):
+        pass
+    return found
