@@ -103,7 +103,14 @@ class Pipeline:
             "restart": {"initial_backoff": "1s", "max_backoff": "10s"},
             "metrics_port": self.stream_metrics_port,
             "metrics_host": "127.0.0.1",
-            "spark": {"master": "local[2]", "driver_memory": "768m", "shuffle_partitions": 2},
+            "spark": {
+                "master": "local[2]",
+                "driver_memory": "768m",
+                "shuffle_partitions": 2,
+                # Inside the run's directory: a job the tests or the soak SIGKILL leaves its
+                # scratch there, not in /tmp.
+                "local_dir": str(self.workdir / "stream-scratch"),
+            },
             **overrides,
         }
 

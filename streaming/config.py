@@ -127,6 +127,10 @@ class SparkConfig(BaseModel):
     app_name: str = "kmedic-stream"
     driver_memory: str = "2g"
     shuffle_partitions: int = Field(default=4, ge=1)
+    # Where Spark keeps its scratch files (spark.local.dir; with an embedded driver also its
+    # JVM's java.io.tmpdir), created if missing. None: Spark's default, /tmp, where a job
+    # stopped by SIGKILL (or the OOM killer) leaves them for good.
+    local_dir: str | None = None
     # Extra Spark settings passed through unchanged (spark.* keys).
     conf: dict[str, str] = Field(default_factory=dict)
 

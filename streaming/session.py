@@ -73,7 +73,20 @@ def build_session(cfg: SparkConfig, *, with_kafka: bool = True) -> SparkSession:
     """
     from pyspark.sql import SparkSession
 
+    if cfg.local_dir is not None:
+        Path(cfg.local_dir).mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.appName(cfg.app_name)
+    if cfg.master is not None:
+        builder = builder.master(cfg.master)
+    for key, value in session_settings(cfg, with_kafka=with_kafka).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def session_settings(cfg: SparkConfig, *, with_kafka: bool = True) -> dict[str, str]:
+    """The Spark settings ``build_session`` gives the builder (``spark.conf`` last, over all)."""
     settings: dict[str, str] = {
         "spark.sql.shuffle.partitions": str(cfg.shuffle_partitions),
         "spark.ui.enabled": "false",
@@ -96,7 +109,6 @@ def build_session(cfg: SparkConfig, *, with_kafka: bool = True) -> SparkSession:
         "spark.sql.constraintPropagation.enabled": "false",
     }
     if cfg.master is not None:
-        builder = builder.master(cfg.master)
         settings["spark.driver.memory"] = cfg.driver_memory
         jars = [functions_jar(), *(connector_jars() if with_kafka else [])]
         settings["spark.jars"] = ",".join(str(j) for j in jars)
@@ -106,12 +118,11 @@ def build_session(cfg: SparkConfig, *, with_kafka: bool = True) -> SparkSession:
             settings["spark.driver.host"] = "127.0.0.1"
             settings["spark.driver.bindAddress"] = "127.0.0.1"
         # Quiet JVM logging on a terminal; log4j2 reads this property at start.
-        settings["spark.driver.extraJavaOptions"] = (
-            f"-Dlog4j2.configurationFile={REPO_ROOT / 'configs' / 'spark-log4j2.properties'}"
-        )
+        java = [f"-Dlog4j2.configurationFile={REPO_ROOT / 'configs' / 'spark-log4j2.properties'}"]
+        if cfg.local_dir is not None:
+            java.append(f"-Djava.io.tmpdir={cfg.local_dir}")
+        settings["spark.driver.extraJavaOptions"] = " ".join(java)
+    if cfg.local_dir is not None:
+        settings["spark.local.dir"] = cfg.local_dir
     settings.update(cfg.conf)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
+    return settings

@@ -159,3 +159,23 @@ def test_the_kafka_address_is_bootstrap_as_in_every_roles_config() -> None:
     )
     with pytest.raises(ValueError, match="give bootstrap only"):
         StreamConfig.model_validate({"bootstrap": "a:1", "bootstrap_servers": "b:1"})
+
+
+def test_sparks_scratch_goes_where_local_dir_says_and_spark_conf_still_wins() -> None:
+    # Found in /tmp after the tests and the soak: the scratch directories (spark-*,
+    # blockmgr-*) of every Spark job they SIGKILLed.
+    from streaming.config import SparkConfig
+    from streaming.session import session_settings
+
+    settings = session_settings(SparkConfig(master="local[2]", local_dir="/run/x"))
+    assert settings["spark.local.dir"] == "/run/x"
+    assert "-Djava.io.tmpdir=/run/x" in settings["spark.driver.extraJavaOptions"].split()
+    assert "-Dlog4j2.configurationFile=" in settings["spark.driver.extraJavaOptions"]
+    unset = session_settings(SparkConfig(master="local[2]"))
+    assert "spark.local.dir" not in unset
+    assert "java.io.tmpdir" not in unset["spark.driver.extraJavaOptions"]
+    submitted = session_settings(SparkConfig(master=None, local_dir="/run/x"))
+    assert submitted["spark.local.dir"] == "/run/x"  # the JVM is spark-submit's own
+    assert "spark.driver.extraJavaOptions" not in submitted
+    wins = SparkConfig(master="local[2]", local_dir="/run/x", conf={"spark.local.dir": "/y"})
+    assert session_settings(wins)["spark.local.dir"] == "/y"
