@@ -206,6 +206,11 @@ class Rig:
         )
         return share is not None and share >= Policy().min_valid_load_fraction
 
+    def stream_wrote(self) -> bool:
+        """The Spark job running now has completed a micro-batch (its counters start at 0)."""
+        done = probes.metric(self.pipeline.stream_metrics_port, "kmedic_stream_batches_total")
+        return done is not None and done > 0
+
     def whole(self) -> bool:
         return not probes.under_replicated(self.bootstrap) and not probes.reassigning(
             self.bootstrap
@@ -590,9 +595,12 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
         rig.launch(rig.pipeline.start_stream)
         started = time.monotonic()
         say("the Spark job started again")
-        # The episode is over once the loads are (the next one may be a fill).
-        probes.wait(rig.loads_valid, LOADS_TIMEOUT_S, "the loads valid again after the kill")
-        say(f"the loads valid again {time.monotonic() - started:.0f} s after the restart")
+        # The episode is over once the job writes loads again (the next one may be a fill):
+        # its first micro-batch, then the leading manager planning from valid loads (those
+        # written before the kill stay valid a while, so the second alone proves nothing).
+        probes.wait(rig.stream_wrote, LOADS_TIMEOUT_S, "the Spark job's first batch after the kill")
+        probes.wait(rig.loads_valid, LOADS_TIMEOUT_S, "the loads valid after the kill")
+        say(f"the Spark job wrote loads again {time.monotonic() - started:.0f} s after its restart")
 
 
 def run_schedule(

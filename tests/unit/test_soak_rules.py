@@ -402,13 +402,14 @@ def test_a_stream_kill_is_over_once_the_manager_plans_from_valid_loads_again(
 
     monkeypatch.setattr(run.time, "sleep", lambda s: None)  # the job's 20 s down
     monkeypatch.setattr(run.probes, "wait", _wait_without_pauses)
-    seen = iter([False, False, True])
+    wrote, valid = iter([False, False, True]), iter([False, True])
     stream = SimpleNamespace(running=lambda: True)
     calls: list[str] = []
     rig = SimpleNamespace(
         timeline=run.Timeline(),
         launch=lambda start: start(),
-        loads_valid=lambda: calls.append("asked") or next(seen),
+        stream_wrote=lambda: calls.append("batch?") or next(wrote),
+        loads_valid=lambda: calls.append("valid?") or next(valid),
         pipeline=SimpleNamespace(
             roles={"stream": stream},
             stop_role=lambda name, sig: calls.append(f"stop {name}"),
@@ -416,10 +417,14 @@ def test_a_stream_kill_is_over_once_the_manager_plans_from_valid_loads_again(
         ),
     )
     run._overlap(rig, Overlap("stream_kill", 1.0, 0.0))  # type: ignore[arg-type]
-    assert calls == ["stop stream", "start stream", "asked", "asked", "asked"]
+    assert calls == [
+        *("stop stream", "start stream"),
+        *("batch?", "batch?", "batch?"),
+        *("valid?", "valid?"),
+    ]
     said = [what for _, what in rig.timeline.events]
-    assert said[-1].startswith("the loads valid again ") and said[-1].endswith(
-        " s after the restart"
+    assert said[-1].startswith("the Spark job wrote loads again ") and said[-1].endswith(
+        " s after its restart"
     )
 
 
