@@ -144,16 +144,22 @@ def no_duplicate_move(records: Iterable[AuditRecord]) -> Check:
 
 
 def one_end_per_move(records: Iterable[AuditRecord]) -> Check:
-    """A move's end (completed or failed) is audited once after its start, whoever tells it."""
+    """A move's end (completed or failed) is audited once after its start, whoever tells it;
+    a move that failed before it started (``not_started``: a destination died while it
+    waited) is its own start and end (the executor tells it once per plan:
+    tests/unit/test_executor_leadership.py)."""
     ended: dict[str, AuditRecord] = {}
     problems = []
     for r in sorted(records, key=lambda r: r.time_ms):
         if r.kind not in ("action_started", "action_completed", "action_failed"):
             continue
         for partition in r.partitions:
+            first = ended.get(partition)
             if r.kind == "action_started":
                 ended.pop(partition, None)
-            elif (first := ended.get(partition)) is not None:
+            elif r.details.get("not_started"):
+                ended[partition] = r
+            elif first is not None:
                 problems.append(
                     f"{partition}: {r.kind} told again by {r.instance} (epoch {r.epoch}), "
                     f"{r.time_ms - first.time_ms} ms after {first.instance} (epoch "

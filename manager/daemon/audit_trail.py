@@ -214,10 +214,10 @@ class AuditTrail:
     def move_event(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
         move = state.move
         reason = details.get("reason")
-        summary = (
-            f"move of {move.key} {list(state.original)} -> {list(move.target)} "
-            f"{_MOVE_VERBS.get(kind, kind)}"
+        verb = _MOVE_VERBS.get(kind, kind) + (
+            " before it started" if details.get("not_started") else ""
         )
+        summary = f"move of {move.key} {list(state.original)} -> {list(move.target)} {verb}"
         self.record(
             kind,
             summary + (f": {reason}" if reason else ""),

@@ -55,6 +55,7 @@ log = get_logger(__name__)
 
 # How long broker metadata may lag the controller before a move is judged by it.
 METADATA_SETTLE_S = 15.0
+ACTIVE: frozenset[Status] = frozenset({"pending", "in_flight"})  # a move not over yet
 
 
 class Executor:
@@ -90,16 +91,19 @@ class Executor:
     # -- public ----------------------------------------------------------------------------
 
     def submit(self, moves: Iterable[Move], *, adopted: bool = False) -> None:
-        """``adopted``: the moves of a predecessor's stored plan (it told their starts)."""
+        """``adopted``: the moves of a predecessor's stored plan (it told their starts).
+        The start order is the active moves', then these in their order: a partition an
+        earlier plan moved is judged once at each step, as its new move."""
+        self._order = [tp for tp in self._order if self.states[tp].status in ACTIVE]
         for move in moves:
             known = self.states.get(move.tp)
-            if known is not None and known.status in ("pending", "in_flight"):
+            if known is not None and known.status in ACTIVE:
                 raise KmedicError(f"{move.key} already has a move {known.status}")
             self.states[move.tp] = MoveState(move, adopted=adopted)
             self._order.append(move.tp)
 
     def active(self) -> list[MoveState]:
-        return [s for s in self.states.values() if s.status in ("pending", "in_flight")]
+        return [s for s in self.states.values() if s.status in ACTIVE]
 
     def in_flight(self) -> list[MoveState]:
         return [s for s in self.states.values() if s.status == "in_flight"]
@@ -268,7 +272,9 @@ class Executor:
             if said.cancel:
                 self._retrying.reassign({state.move.tp: None}, f"cancel {state.move.key}")
             if said.fate == "fail":
-                self._finish(state, "failed", said.reason)
+                # Nothing of it ran: its record is its own, no end of a move told before.
+                unstarted = {} if state.adopted else {"not_started": True}
+                self._finish(state, "failed", said.reason, unstarted)
             elif said.fate == "adopt":
                 self._adopt(state, view.ongoing[state.move.tp])
             elif said.fate == "in_place":
@@ -381,12 +387,18 @@ class Executor:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _finish(self, state: MoveState, status: Status, error: str | None) -> None:
+    def _finish(
+        self,
+        state: MoveState,
+        status: Status,
+        error: str | None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         state.status = status
         state.error = error
         state.finished_at = self._clock()
         kind = "action_completed" if status == "completed" else "action_failed"
-        self._emit(kind, state, {"reason": error} if error else {})
+        self._emit(kind, state, ({"reason": error} if error else {}) | (details or {}))
 
     def _emit(self, kind: str, state: MoveState, details: dict[str, Any]) -> None:
         log.info(

@@ -14,7 +14,9 @@ from manager.analyzer.situation import degrade, wait_for_plan
 from manager.audit.log import AuditLog, AuditRecord
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.blind import blind
+from manager.executor.move_state import MoveState
 from manager.model.decision import Decision, Reason, Reassign
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 from manager.web.metrics import ManagerMetrics
 
@@ -221,3 +223,19 @@ def test_only_a_hold_for_own_moves_keeps_what_was_left_unhealed() -> None:
     assert keep_unhealed(hold, None).unhealed == ()
     at_rest = Decision("noop", None, "every broker is alive", ())
     assert keep_unhealed(at_rest, partial).unhealed == ()  # a plan was made again
+
+
+def test_a_move_that_failed_before_it_started_says_so_in_its_record(tmp_path: Path) -> None:
+    sink = MemorySink()
+    trail = AuditTrail(
+        AuditLog(sink, tmp_path), ManagerMetrics("c"), cluster="c", instance="i", epoch=lambda: 1
+    )
+    state = MoveState(Move("t", 0, (2, 4)))
+    state.original = (2, 3)
+    why = "destination broker 4 is not alive"
+    trail.move_event("action_failed", state, {"reason": why, "not_started": True})
+    trail.move_event("action_failed", state, {"reason": why})
+    first, second = sink.records
+    assert first.summary == f"move of t:0 [2, 3] -> [2, 4] failed before it started: {why}"
+    assert first.details["not_started"] is True
+    assert second.summary == f"move of t:0 [2, 3] -> [2, 4] failed: {why}"

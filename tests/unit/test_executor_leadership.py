@@ -269,3 +269,43 @@ def test_moves_start_within_the_write_budget_the_throttling_gives(
     # 2: under min.insync.replicas, never held.
     assert [ex.states[m.tp].status for m in moves] == ["in_flight", "pending", "in_flight"]
     assert kafka.requests == [{0: (1, 2, 4), 2: (2, 1, 4)}]
+
+
+def test_a_partition_moved_by_an_earlier_plan_is_judged_once_in_the_next(
+    build: Callable[[FakeKafka], Executor],
+) -> None:
+    # Found by the 60-minute shaped soak: every plan appended its partitions to the start
+    # order and none was ever dropped, so a partition moved by three plans was judged three
+    # times at each step of the fourth: 101 moves to a broker that had just died were told
+    # failed twice (and once more for each earlier plan).
+    kafka = FakeKafka({0: (1, 2, 3)}, {0: 1})
+    ex = build(kafka)
+    for target in ((1, 2, 4), (1, 2, 3), (1, 2, 4), (1, 2, 3)):  # the leader stays
+        ex.submit([Move(TOPIC, 0, target)])
+        ex.step()
+        ex.step()
+        assert ex.states[(TOPIC, 0)].status == "completed", ex.states[(TOPIC, 0)].error
+    said = _told(ex)
+    kafka.live = {1, 2, 3}
+    ex.submit([Move(TOPIC, 0, (1, 2, 4))])
+    ex.step()
+    assert said == [("action_failed", f"{TOPIC}:0")]
+    assert ex.states[(TOPIC, 0)].error == "destination broker 4 is not alive"
+
+
+def test_a_move_that_fails_before_it_starts_says_so(
+    build: Callable[[FakeKafka], Executor],
+) -> None:
+    kafka = FakeKafka({0: (1, 2, 3), 1: (1, 2, 3)}, {0: 1, 1: 1})
+    kafka.live = {1, 2, 3}
+    ex = build(kafka)
+    told: list[tuple[str, dict[str, object]]] = []
+    ex.on_event = lambda kind, state, details: told.append((kind, details))
+    ex.submit([Move(TOPIC, 0, (1, 2, 4))])
+    ex.submit([Move(TOPIC, 1, (1, 2, 4))], adopted=True)  # its start may have been told
+    ex.step()
+    reason = "destination broker 4 is not alive"
+    assert told == [
+        ("action_failed", {"reason": reason, "not_started": True}),
+        ("action_failed", {"reason": reason}),
+    ]

@@ -130,6 +130,14 @@ def test_a_moves_end_told_again_by_the_leader_that_adopted_it_is_found() -> None
     # A new move of the partition, started and ended, is its own.
     later = [*told, record("action_started", 8, 2, "b"), record("action_failed", 9, 2, "b")]
     assert one_end_per_move(later).held
+    # A move of the next plan that failed before it started (its destination died while it
+    # waited) is its own record too (the 60-minute shaped run: after a completed move).
+    unstarted = record("action_failed", 8, 2, "b").model_copy(
+        update={"details": {"not_started": True}}
+    )
+    assert one_end_per_move([*told, unstarted]).held
+    (problem,) = one_end_per_move([*told, unstarted, record("action_failed", 9, 2, "b")]).problems
+    assert problem.startswith("t:0: action_failed told again by b (epoch 2), 1 ms after b")
 
 
 def test_alerts_lost_messages_and_the_end_state_are_told_with_numbers() -> None:
