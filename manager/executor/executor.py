@@ -33,6 +33,8 @@ from manager.executor.admin_calls import AdminCalls, read_view
 from manager.executor.batches import select_batch
 from manager.executor.cordons import BrokerCordons
 from manager.executor.elections import settle_leadership
+from manager.executor.in_flight import track
+from manager.executor.move_book import MoveBook
 from manager.executor.move_state import (
     ChangeGuard,
     ClusterView,
@@ -55,7 +57,6 @@ log = get_logger(__name__)
 
 # How long broker metadata may lag the controller before a move is judged by it.
 METADATA_SETTLE_S = 15.0
-ACTIVE: frozenset[Status] = frozenset({"pending", "in_flight"})  # a move not over yet
 
 
 class Executor:
@@ -76,8 +77,8 @@ class Executor:
         self._clock = clock
         cfg = self.config
         self._retrying = AdminCalls(bootstrap_servers, cfg.request_timeout_s, cfg.admin_retry_s)
-        self.states: dict[TopicPartition, MoveState] = {}
-        self._order: list[TopicPartition] = []
+        self.book = MoveBook()
+        self.states = self.book.states  # by partition, the latest move of each
         self.throttling = Throttling(self.config, self._retrying, self._retrying.once)
         self.throttling.rates.feed = traffic
         self.cordons = BrokerCordons(self._retrying)
@@ -91,22 +92,14 @@ class Executor:
     # -- public ----------------------------------------------------------------------------
 
     def submit(self, moves: Iterable[Move], *, adopted: bool = False) -> None:
-        """``adopted``: the moves of a predecessor's stored plan (it told their starts).
-        The start order is the active moves', then these in their order: a partition an
-        earlier plan moved is judged once at each step, as its new move."""
-        self._order = [tp for tp in self._order if self.states[tp].status in ACTIVE]
-        for move in moves:
-            known = self.states.get(move.tp)
-            if known is not None and known.status in ACTIVE:
-                raise KmedicError(f"{move.key} already has a move {known.status}")
-            self.states[move.tp] = MoveState(move, adopted=adopted)
-            self._order.append(move.tp)
+        """``adopted``: the moves of a predecessor's stored plan (it told their starts)."""
+        self.book.submit(moves, adopted=adopted)
 
     def active(self) -> list[MoveState]:
-        return [s for s in self.states.values() if s.status in ACTIVE]
+        return self.book.active()
 
     def in_flight(self) -> list[MoveState]:
-        return [s for s in self.states.values() if s.status == "in_flight"]
+        return self.book.in_flight()
 
     def done(self) -> bool:
         return not self.active()
@@ -172,8 +165,7 @@ class Executor:
         """Drop every move this instance tracks, and what it knows of the throttles it set
         (leadership was lost: Kafka keeps running the reassignments already issued, and the
         next leader adopts them, with their throttles, from the in-flight plan)."""
-        self.states.clear()
-        self._order.clear()
+        self.book.clear()
         self.throttling.forget()
         self._live = frozenset()
 
@@ -213,32 +205,21 @@ class Executor:
     # -- tracking --------------------------------------------------------------------------
 
     def _track(self, view: ClusterView) -> None:
-        now = self._clock()
+        now, cfg = self._clock(), self.config
         for state in self.in_flight():
-            move, tp = state.move, state.move.tp
-            if tp in view.ongoing:
-                dead = [b for b in move.target if b not in view.live_brokers]
-                if dead:
-                    self._retrying.reassign({tp: None}, f"cancel {move.key}")
-                    self._finish(state, "failed", f"destination broker {dead[0]} is not alive")
-                    continue
-                if now - state.last_progress >= self.config.progress_interval_s:
-                    state.last_progress = now
-                    self._emit("action_progress", state, {"ongoing": view.ongoing[tp]})
-                continue
-            current = view.replicas.get(tp)
-            # Done when the metadata shows the target in its order: a reorder (a leadership
-            # move) shows the same replica set before it is applied.
-            if current == move.target:
+            said = track(state.move, view)
+            if said.fate == "fail":
+                self._retrying.reassign({state.move.tp: None}, f"cancel {state.move.key}")
+                self._finish(state, "failed", said.reason)
+            elif said.fate == "run" and now - state.last_progress >= cfg.progress_interval_s:
+                state.last_progress = now
+                self._emit("action_progress", state, {"ongoing": view.ongoing[state.move.tp]})
+            elif said.fate == "in_place":
                 self._complete(state, view)
-                continue
-            # The controller says the reassignment ended; broker metadata may lag behind it.
-            if state.ended_at is None:
-                state.ended_at = now
-            if now - state.ended_at > METADATA_SETTLE_S:
-                self._finish(
-                    state, "failed", f"reassignment ended with replicas {list(current or ())}"
-                )
+            elif said.fate == "ended":
+                state.ended_at = now if state.ended_at is None else state.ended_at
+                if now - state.ended_at > METADATA_SETTLE_S:
+                    self._finish(state, "failed", said.reason)
 
     def _complete(self, state: MoveState, view: ClusterView, told: bool = True) -> None:
         """Replicas in place: done once the preferred leader leads (``executor.elections``).
@@ -262,7 +243,7 @@ class Executor:
     # -- starting --------------------------------------------------------------------------
 
     def _start_next(self, view: ClusterView) -> None:
-        pending = [self.states[tp] for tp in self._order if self.states[tp].status == "pending"]
+        pending = self.book.pending()
         excluded, now = self.watchdog.excluded(), self._clock()
         for state in pending:
             said = judge(state.move, state.unanswered is not None, view, excluded)

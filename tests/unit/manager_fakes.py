@@ -22,6 +22,7 @@ from manager.coordination.state import CoordinationState
 from manager.coordination.znodes import LeaderRecord
 from manager.daemon.manager import Manager
 from manager.executor.cordons import Cordon
+from manager.executor.move_book import ACTIVE
 from manager.executor.move_state import (
     ChangeGuard,
     EventCallback,
@@ -326,7 +327,7 @@ class FakeExecutor:
             self.states[move.tp] = MoveState(move, adopted=adopted)
 
     def active(self) -> list[MoveState]:
-        return [s for s in self.states.values() if s.status in ("pending", "in_flight")]
+        return [s for s in self.states.values() if s.status in ACTIVE]
 
     def in_flight(self) -> list[MoveState]:
         return [s for s in self.states.values() if s.status == "in_flight"]
