@@ -97,7 +97,9 @@ class Pipeline:
             "slide": "10s",
             "watermark": "20s",
             "statistic": "max",
-            "trigger_interval": "3s",
+            # A micro-batch per slide: each costs the job CPU the brokers and managers
+            # beside it on two cores need (at 3 s the job took a whole core).
+            "trigger_interval": "10s",
             "checkpoint_location": str(self.workdir / "stream-checkpoint"),
             # Demo scale: back within seconds after the brokers the story kills return.
             "restart": {"initial_backoff": "1s", "max_backoff": "10s"},
@@ -110,6 +112,9 @@ class Pipeline:
                 # Inside the run's directory: a job the tests or the soak SIGKILL leaves its
                 # scratch there, not in /tmp.
                 "local_dir": str(self.workdir / "stream-scratch"),
+                # A short-lived job on shared cores: C1 alone and the serial collector halve
+                # its start's CPU and cut a third of its steady use (docs/streaming.md).
+                "driver_java_options": ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"],
             },
             **overrides,
         }

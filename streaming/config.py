@@ -131,6 +131,10 @@ class SparkConfig(BaseModel):
     # JVM's java.io.tmpdir), created if missing. None: Spark's default, /tmp, where a job
     # stopped by SIGKILL (or the OOM killer) leaves them for good.
     local_dir: str | None = None
+    # Extra JVM options for a driver kmedic starts itself (master set), after its own. A job
+    # that lives briefly on a few shared cores (the demo, the tests, the soak) runs lighter on
+    # C1 alone and the serial collector: ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"].
+    driver_java_options: list[str] = Field(default_factory=list)
     # Extra Spark settings passed through unchanged (spark.* keys).
     conf: dict[str, str] = Field(default_factory=dict)
 

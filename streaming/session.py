@@ -121,7 +121,7 @@ def session_settings(cfg: SparkConfig, *, with_kafka: bool = True) -> dict[str, 
         java = [f"-Dlog4j2.configurationFile={REPO_ROOT / 'configs' / 'spark-log4j2.properties'}"]
         if cfg.local_dir is not None:
             java.append(f"-Djava.io.tmpdir={cfg.local_dir}")
-        settings["spark.driver.extraJavaOptions"] = " ".join(java)
+        settings["spark.driver.extraJavaOptions"] = " ".join([*java, *cfg.driver_java_options])
     if cfg.local_dir is not None:
         settings["spark.local.dir"] = cfg.local_dir
     settings.update(cfg.conf)

@@ -1,6 +1,7 @@
 """One small SparkSession per test run, shared by unit and integration tests.
 
-local[2], two shuffle partitions, 1 GB driver; the Kafka connector jars are on the class path
+local[2], two shuffle partitions, 1 GB driver, C1 alone and the serial collector (a short-lived
+driver on two shared cores: docs/streaming.md); the Kafka connector jars are on the class path
 when `make bootstrap` fetched them (integration tests need them, unit tests do not).
 """
 
@@ -27,7 +28,12 @@ def connector_missing() -> str | None:
 def shared_spark() -> Any:
     global _SESSION
     if _SESSION is None:
-        cfg = SparkConfig(master="local[2]", shuffle_partitions=2, driver_memory="1g")
+        cfg = SparkConfig(
+            master="local[2]",
+            shuffle_partitions=2,
+            driver_memory="1g",
+            driver_java_options=["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"],
+        )
         _SESSION = build_session(cfg, with_kafka=connector_missing() is None)
     return _SESSION
 

@@ -179,3 +179,16 @@ def test_sparks_scratch_goes_where_local_dir_says_and_spark_conf_still_wins() ->
     assert "spark.driver.extraJavaOptions" not in submitted
     wins = SparkConfig(master="local[2]", local_dir="/run/x", conf={"spark.local.dir": "/y"})
     assert session_settings(wins)["spark.local.dir"] == "/y"
+
+
+def test_driver_java_options_come_after_kmedics_own_and_only_for_a_driver_it_starts() -> None:
+    from streaming.config import SparkConfig
+    from streaming.session import session_settings
+
+    light = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+    options = session_settings(
+        SparkConfig(master="local[2]", local_dir="/run/x", driver_java_options=light)
+    )["spark.driver.extraJavaOptions"].split()
+    assert options[-2:] == light and options[0].startswith("-Dlog4j2.configurationFile=")
+    submitted = session_settings(SparkConfig(master=None, driver_java_options=light))
+    assert "spark.driver.extraJavaOptions" not in submitted  # spark-submit's JVM, its options
