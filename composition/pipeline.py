@@ -114,7 +114,7 @@ class Pipeline:
                 "local_dir": str(self.workdir / "stream-scratch"),
                 # A short-lived job on shared cores: C1 alone and the serial collector halve
                 # its start's CPU and cut a third of its steady use (docs/streaming.md).
-                "driver_java_options": ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"],
+                "driver_java_options": list(process.LIGHT_JVM_OPTIONS),
             },
             **overrides,
         }

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.localcluster.process import LIGHT_JVM_OPTIONS
 from streaming.config import SparkConfig
 from streaming.session import build_session, connector_jars
 
@@ -32,7 +33,7 @@ def shared_spark() -> Any:
             master="local[2]",
             shuffle_partitions=2,
             driver_memory="1g",
-            driver_java_options=["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"],
+            driver_java_options=list(LIGHT_JVM_OPTIONS),
         )
         _SESSION = build_session(cfg, with_kafka=connector_missing() is None)
     return _SESSION

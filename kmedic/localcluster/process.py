@@ -146,6 +146,11 @@ def wait_until(
     raise KmedicError(f"timed out after {timeout:.0f}s waiting for {what}{hint}")
 
 
+# JVMs that live briefly on two shared cores: C1 alone, where C2's compile time costs more
+# than its faster code saves, and the serial collector (no GC threads beside the work).
+LIGHT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
 def java_command(
     *,
     classpath: Sequence[Path],
@@ -155,16 +160,14 @@ def java_command(
     system_properties: dict[str, str],
     java_agent: str | None = None,
 ) -> list[str]:
-    """A capped-heap JVM command line. C1 only: these JVMs live briefly on two shared cores,
-    where C2's compile time costs more than its faster code saves."""
+    """A capped-heap JVM command line, light (``LIGHT_JVM_OPTIONS``)."""
     cmd = [
         "java",
         f"-Xmx{heap_mb}m",
         "-Xms32m",
         "-XX:MaxMetaspaceSize=160m",
         "-XX:MaxDirectMemorySize=128m",
-        "-XX:+UseSerialGC",
-        "-XX:TieredStopAtLevel=1",
+        *LIGHT_JVM_OPTIONS,
         "-Xss512k",
         "-Djava.awt.headless=true",
     ]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.errors import KmedicError
-from kmedic.localcluster.process import free_ports
+from kmedic.localcluster.process import LIGHT_JVM_OPTIONS, free_ports
 
 EXECUTOR = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
@@ -93,6 +93,7 @@ def standalone_cluster(
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_LOG_DIR": str(home / "logs"),
         "SPARK_DAEMON_MEMORY": "256m",
+        "SPARK_DAEMON_JAVA_OPTS": " ".join(LIGHT_JVM_OPTIONS),
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }

@@ -35,6 +35,7 @@ from streaming_support import (
     unique,
 )
 
+from kmedic.localcluster.process import LIGHT_JVM_OPTIONS
 from kmedic.localcluster.spark_standalone import StandaloneCluster, standalone_cluster
 from streaming import job, synthetic
 from streaming.config import StreamConfig
@@ -66,6 +67,7 @@ def _submit(cluster: StandaloneCluster, cfg_path: Path, log: Path) -> subprocess
     """docs/streaming.md's command, on this machine's loopback."""
     jars = ",".join(str(j) for j in [functions_jar(), *connector_jars()])
     submit = Path(sys.executable).with_name("spark-submit")
+    light = " ".join(LIGHT_JVM_OPTIONS)
     with log.open("ab") as out:
         return subprocess.Popen(
             [
@@ -75,6 +77,9 @@ def _submit(cluster: StandaloneCluster, cfg_path: Path, log: Path) -> subprocess
                 *("--total-executor-cores", "2", "--conf", "spark.executor.cores=1"),
                 *("--conf", "spark.driver.host=127.0.0.1"),
                 *("--conf", "spark.driver.bindAddress=127.0.0.1"),
+                # Short-lived JVMs on two shared cores (kmedic.localcluster.process).
+                *("--driver-java-options", light),
+                *("--conf", f"spark.executor.extraJavaOptions={light}"),
                 *("--jars", jars),
                 str(Path(job.__file__).with_name("submit.py")),
                 *("--config", str(cfg_path)),
