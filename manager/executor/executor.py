@@ -78,7 +78,6 @@ class Executor:
         cfg = self.config
         self._retrying = AdminCalls(bootstrap_servers, cfg.request_timeout_s, cfg.admin_retry_s)
         self.book = MoveBook()
-        self.states = self.book.states  # by partition, the latest move of each
         self.throttling = Throttling(self.config, self._retrying, self._retrying.once)
         self.throttling.rates.feed = traffic
         self.cordons = BrokerCordons(self._retrying)
@@ -94,6 +93,11 @@ class Executor:
     def submit(self, moves: Iterable[Move], *, adopted: bool = False) -> None:
         """``adopted``: the moves of a predecessor's stored plan (it told their starts)."""
         self.book.submit(moves, adopted=adopted)
+
+    @property
+    def states(self) -> dict[TopicPartition, MoveState]:
+        """By partition, the latest move of each (the book's)."""
+        return self.book.states
 
     def active(self) -> list[MoveState]:
         return self.book.active()
