@@ -21,6 +21,8 @@ from required_tools import missing, must_fail
 from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster
 
+pytest_plugins = ["cpu_account"]
+
 CLUSTER_KIND = os.environ.get("KMEDIC_TEST_CLUSTER", "local")
 
 # `make test` runs every property on the same examples each time, so a landing never fails on
