@@ -12,7 +12,11 @@ Steps:
      .cache/jvm/<group>/lib (Maven's own repository under .cache/m2);
   4. the streaming job's JVM stateful function (streaming/jvm, Java) compiled against
      pyspark's own jars into .cache/jvm/kmedic-spark/lib/kmedic-spark.jar (no network);
-  5. programs from Debian's packages (DEBIAN_TOOLS): promtool for the alert-rule tests,
+  5. the class-sharing archive of the local cluster's Kafka nodes (kmedic/localcluster/
+     class_sharing.py: their JVMs' start-up halved), built by starting a small cluster once
+     (about a minute; no network); a failed build is warned about and tried again by the
+     next bootstrap;
+  6. programs from Debian's packages (DEBIAN_TOOLS): promtool for the alert-rule tests,
      chromium for the status page's browser test, podman, runc and debootstrap for the
      container image tests; each installed when not on PATH; a failed attempt is warned
      about and tried again by the next bootstrap (never remembered as failed).
@@ -260,6 +264,45 @@ def ensure_spark_functions() -> None:
     say(f"kmedic-spark: {len(sources)} sources compiled into {SPARK_FUNCTIONS_JAR}")
 
 
+CLASS_SHARING_GROUP = "kafka"  # the newest Kafka line: every local cluster but one test's
+CLASS_SHARING_SOURCE = ROOT / "kmedic" / "localcluster" / "class_sharing_build.py"
+
+
+def ensure_class_sharing(groups: dict[str, object]) -> None:
+    """Build the Kafka nodes' class-sharing archive when its inputs changed: the JDK, the
+    group's jars, or how the archive is recorded."""
+    if CLASS_SHARING_GROUP not in groups:
+        return
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    lib = CACHE / "jvm" / CLASS_SHARING_GROUP / "lib"
+    value = digest(
+        java.encode(),
+        "\n".join(sorted(j.name for j in lib.glob("*.jar"))).encode(),
+        CLASS_SHARING_SOURCE.read_bytes(),
+    )
+    stamp = CACHE / "stamps" / f"class-sharing-{CLASS_SHARING_GROUP}"
+    if stamp_matches(stamp, value):
+        say("class-sharing archive: up to date")
+        return
+    say("class-sharing archive: recording a small cluster's classes (about a minute)")
+    code = "import sys; from kmedic.localcluster.class_sharing_build import main; sys.exit(main())"
+    proc = subprocess.run(
+        [str(VENV / "bin" / "python"), "-c", code, CLASS_SHARING_GROUP],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+        say(
+            "could not build the class-sharing archive; the local cluster starts without it "
+            f"(slower), and the next bootstrap tries again.\n{tail}"
+        )
+        return
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(value + "\n")
+    say(f"class-sharing archive: built in {CACHE / 'jvm' / CLASS_SHARING_GROUP}")
+
+
 # Programs the tests take from Debian's packages: program -> (package, the tests that need it).
 DEBIAN_TOOLS = {
     "promtool": ("prometheus", "alert-rule tests"),
@@ -342,6 +385,7 @@ def main(argv: list[str]) -> int:
         if runtime:
             return 0
         ensure_spark_functions()
+        ensure_class_sharing(groups)
         for tool, (package, needed_by) in DEBIAN_TOOLS.items():
             ensure_debian_tool(tool, package, needed_by)
     except BootstrapError as exc:

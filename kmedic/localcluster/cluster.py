@@ -26,7 +26,7 @@ from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster, KafkaClientSettings, confluent_conf
-from kmedic.localcluster import configs, links, netns, process
+from kmedic.localcluster import class_sharing, configs, links, netns, process
 from kmedic.localcluster.configs import ClusterSpec
 from kmedic.localcluster.layout import Node, log4j_path, plan_nodes
 from kmedic.localcluster.security import ADMIN, ClusterSecurity, grant_role_acls
@@ -442,6 +442,7 @@ class LocalCluster:
                 ],
                 heap_mb=128,
                 system_properties={"log4j2.configurationFile": str(log4j_path(node))},
+                options=class_sharing.jvm_options(self.kafka_jars),
             )
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:

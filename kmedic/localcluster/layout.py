@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kmedic.localcluster import configs, process
+from kmedic.localcluster import class_sharing, configs, process
 from kmedic.localcluster.configs import CONTROLLER_ID, HOST, ClusterSpec, Endpoint
 from kmedic.localcluster.security import ADMIN, ClusterSecurity
 from kmedic.paths import config_file, jvm_jars
@@ -160,6 +160,7 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
             heap_mb=spec.controller_heap_mb if kind == "controller" else spec.broker_heap_mb,
             system_properties={"log4j2.configurationFile": str(node_dir / "log4j2.properties")},
             java_agent=agent,
+            options=class_sharing.jvm_options(spec.kafka_jars),
         )
         return Node(
             kind, node_id, listens.port, str(node_dir), str(cfg), cmd, None, rack, exporter_port,

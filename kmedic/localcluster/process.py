@@ -159,8 +159,10 @@ def java_command(
     heap_mb: int,
     system_properties: dict[str, str],
     java_agent: str | None = None,
+    options: Sequence[str] = (),
 ) -> list[str]:
-    """A capped-heap JVM command line, light (``LIGHT_JVM_OPTIONS``)."""
+    """A capped-heap JVM command line, light (``LIGHT_JVM_OPTIONS``), with ``options`` after
+    them (a class-sharing archive, say)."""
     cmd = [
         "java",
         f"-Xmx{heap_mb}m",
@@ -168,6 +170,7 @@ def java_command(
         "-XX:MaxMetaspaceSize=160m",
         "-XX:MaxDirectMemorySize=128m",
         *LIGHT_JVM_OPTIONS,
+        *options,
         "-Xss512k",
         "-Djava.awt.headless=true",
     ]
