@@ -10,20 +10,14 @@ import random
 import signal
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from composition.soak.report import finish, stop
-from composition.soak.run import (
-    GRACE_S,
-    MANAGER_SESSION_S,
-    SESSION_TIMEOUT_S,
-    SoakSettings,
-    run_schedule,
-    start,
-)
 from composition.soak.schedule import draw
 from kmedic.cluster_cli import parse_link_mbps
 from kmedic.exits import Exit
+
+if TYPE_CHECKING:
+    from composition.soak.run import SoakSettings
 
 
 def register(sub: Any) -> None:
@@ -106,6 +100,8 @@ def _not_negative(text: str) -> int:
 
 
 def _soak(args: argparse.Namespace) -> int:
+    from composition.soak.run import SoakSettings
+
     # SIGTERM (a `timeout`, a CI runner giving up) ends the run as Ctrl-C does: through the
     # stop that ends every process it started and removes a shaped cluster's namespace.
     signal.signal(signal.SIGTERM, _interrupted)
@@ -131,6 +127,17 @@ def _soak(args: argparse.Namespace) -> int:
 
 def run_soak(settings: SoakSettings) -> tuple[int, list[str]]:
     """Run, check, stop; (exit code, the report's lines)."""
+    # Here, not at the top: every kmedic process builds the whole command parser, and the
+    # rig brings kafka-python, Prometheus' parser and the local cluster (about 0.3 s of CPU).
+    from composition.soak.report import finish, stop
+    from composition.soak.run import (
+        GRACE_S,
+        MANAGER_SESSION_S,
+        SESSION_TIMEOUT_S,
+        run_schedule,
+        start,
+    )
+
     schedule = draw(
         settings.seed,
         length_s=settings.length_s,

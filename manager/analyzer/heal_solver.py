@@ -32,11 +32,13 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from manager.analyzer.placement import required_units
 from manager.analyzer.placement_state import ClusterState
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 # Deterministic seconds (CP-SAT's machine-independent work measure) per stage.
 STAGE_TIME_LIMIT = 2.0
@@ -99,8 +101,17 @@ def solve_heal(state: ClusterState, dead: Sequence[DeadReplica]) -> Solution:
     return model.solve()
 
 
+def load_solver() -> None:
+    """Import OR-Tools now. It is imported on the first solve otherwise: it brings pandas,
+    about 0.7 s of start that every kmedic process importing the planner (agents, tools)
+    would pay; a manager pays it at its start (manager.daemon), not in its first heal."""
+    from ortools.sat.python import cp_model  # noqa: F401
+
+
 class _HealModel:
     def __init__(self, state: ClusterState, dead: Sequence[DeadReplica]) -> None:
+        from ortools.sat.python import cp_model
+
         self.state = state
         self.dead = list(dead)
         self.model = cp_model.CpModel()
@@ -210,6 +221,8 @@ class _HealModel:
         return gains
 
     def solve(self) -> Solution:
+        from ortools.sat.python import cp_model
+
         model = self.model
         racks_max = len(self.racks) + 1
         tops_max = len(self.tops) + 1
@@ -288,6 +301,8 @@ class _HealModel:
 
 
 def _solver() -> cp_model.CpSolver:
+    from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_deterministic_time = STAGE_TIME_LIMIT

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
+from manager.analyzer.heal_solver import load_solver
 from manager.audit.kafka_sink import KafkaAuditSink, ensure_audit_topic
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
@@ -28,6 +29,7 @@ def sources_for(cfg: ManagerConfig) -> ClusterSources:
 
 
 def build_manager(cfg: ManagerConfig) -> Manager:
+    load_solver()  # at start, not in the first heal's cycle
     instance = cfg.instance_id or default_instance_id()
     try:
         ensure_audit_topic(cfg.cluster_client, cfg.topics.actions, timeout_s=10.0)
