@@ -27,7 +27,8 @@ from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, netns, process
 from manager.audit.log import AuditRecord
 
-pytestmark = pytest.mark.integration
+# Alone under lanes (tests/lanes.py): a slowed link is told from its probes' timings.
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 MBPS = 80
 PARTITIONS = 4
