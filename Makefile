@@ -30,10 +30,8 @@ CONTAINER_CLUSTER_TESTS := tests/integration/test_container_cluster.py \
   tests/integration/test_agent_cli.py tests/integration/test_agent_reassignment.py \
   tests/integration/test_executor.py
 
-# Two lanes: two pytest processes share the modules, a module at a time (tests/lanes.py).
-LANES ?= 2
 test: lint typecheck
-	$(PY) scripts/test_lanes.py --lanes $(LANES) tests -q --durations=30
+	$(PY) -m pytest tests -q --durations=40
 	@$(MAKE) --no-print-directory containers
 
 containers: bootstrap

@@ -67,9 +67,7 @@ from kmedic.traffic import PartitionRate, TrafficGenerator
 from manager.audit.log import AuditRecord
 from manager.monitor.feeds import LatestByKey
 
-# Alone under lanes (tests/lanes.py): takeovers are timed against the ZooKeeper session and a
-# rolling restart's waits must be seen within 12 s.
-pytestmark = [pytest.mark.e2e, pytest.mark.alone]
+pytestmark = pytest.mark.e2e
 
 GRACE_S = 10
 CYCLE_S = 3

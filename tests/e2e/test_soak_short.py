@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-# Alone under lanes (tests/lanes.py): the soak's episodes and its invariants run on the clock.
-pytestmark = [pytest.mark.e2e, pytest.mark.alone]
+pytestmark = pytest.mark.e2e
 
 # The Makefile's soak-short: the same seed, so a failure here reproduces with `make soak-short`.
 SHORT = ["--minutes", "1", "--no-stream", "--throughput", "100", "--seed", "20261125"]

@@ -27,8 +27,7 @@ from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, netns, process
 from manager.audit.log import AuditRecord
 
-# Alone under lanes (tests/lanes.py): a slowed link is told from its probes' timings.
-pytestmark = [pytest.mark.integration, pytest.mark.alone]
+pytestmark = pytest.mark.integration
 
 MBPS = 80
 PARTITIONS = 4

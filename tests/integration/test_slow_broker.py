@@ -30,8 +30,7 @@ from helpers import (
 from composition.pipeline import Pipeline
 from kmedic.localcluster import LocalCluster, process
 
-# Alone under lanes (tests/lanes.py): the broker's 300 ms pauses must stand out of its probes.
-pytestmark = [pytest.mark.integration, pytest.mark.alone]
+pytestmark = pytest.mark.integration
 
 VICTIM = 3
 STOPPED_S, PERIOD_S = 0.3, 1.0
