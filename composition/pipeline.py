@@ -18,7 +18,7 @@ import yaml
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_acls import Role
-from kmedic.localcluster import LocalCluster, process
+from kmedic.localcluster import LocalCluster, class_sharing, process
 from kmedic.localcluster.security import role_user
 from kmedic.logging import get_logger
 
@@ -113,8 +113,12 @@ class Pipeline:
                 # scratch there, not in /tmp.
                 "local_dir": str(self.workdir / "stream-scratch"),
                 # A short-lived job on shared cores: C1 alone and the serial collector halve
-                # its start's CPU and cut a third of its steady use (docs/streaming.md).
-                "driver_java_options": list(process.LIGHT_JVM_OPTIONS),
+                # its start's CPU and cut a third of its steady use (docs/streaming.md); its
+                # classes mapped from the bootstrap's archive, a third less again.
+                "driver_java_options": [
+                    *process.LIGHT_JVM_OPTIONS,
+                    *class_sharing.spark_driver_options(),
+                ],
             },
             **overrides,
         }

@@ -14,8 +14,9 @@ Steps:
      pyspark's own jars into .cache/jvm/kmedic-spark/lib/kmedic-spark.jar (no network);
   5. the class-sharing archive of the local cluster's Kafka nodes (kmedic/localcluster/
      class_sharing.py: their JVMs' start-up halved), built by starting a small cluster once
-     (about a minute; no network); a failed build is warned about and tried again by the
-     next bootstrap;
+     (about a minute; no network), and the local Spark driver's (the same file; recorded from
+     a small local job by streaming/class_sharing_build.py, about two minutes); a failed
+     build is warned about and tried again by the next bootstrap;
   6. programs from Debian's packages (DEBIAN_TOOLS): promtool for the alert-rule tests,
      chromium for the status page's browser test, podman, runc and debootstrap for the
      container image tests; each installed when not on PATH; a failed attempt is warned
@@ -303,6 +304,40 @@ def ensure_class_sharing(groups: dict[str, object]) -> None:
     say(f"class-sharing archive: built in {CACHE / 'jvm' / CLASS_SHARING_GROUP}")
 
 
+SPARK_CLASS_SHARING_SOURCE = ROOT / "streaming" / "class_sharing_build.py"
+
+
+def ensure_spark_class_sharing() -> None:
+    """Build the local Spark driver's class-sharing archive when its inputs changed: the JDK,
+    pyspark's jars, or how the archive is recorded."""
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    jars = sorted(p.name for p in VENV.glob("lib/python*/site-packages/pyspark/jars/*.jar"))
+    if not jars:
+        return  # no pyspark: the virtualenv step said why
+    value = digest(java.encode(), "\n".join(jars).encode(), SPARK_CLASS_SHARING_SOURCE.read_bytes())
+    stamp = CACHE / "stamps" / "class-sharing-spark-driver"
+    if stamp_matches(stamp, value):
+        say("Spark driver class-sharing archive: up to date")
+        return
+    say("Spark driver class-sharing archive: recording a small local job's classes (~2 minutes)")
+    proc = subprocess.run(
+        [str(VENV / "bin" / "python"), "-m", "streaming.class_sharing_build"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+        say(
+            "could not build the Spark driver's class-sharing archive; local Spark jobs start "
+            f"without it (slower), and the next bootstrap tries again.\n{tail}"
+        )
+        return
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(value + "\n")
+    say(f"Spark driver class-sharing archive: built in {CACHE / 'jvm' / 'spark'}")
+
+
 # Programs the tests take from Debian's packages: program -> (package, the tests that need it).
 DEBIAN_TOOLS = {
     "promtool": ("prometheus", "alert-rule tests"),
@@ -386,6 +421,7 @@ def main(argv: list[str]) -> int:
             return 0
         ensure_spark_functions()
         ensure_class_sharing(groups)
+        ensure_spark_class_sharing()
         for tool, (package, needed_by) in DEBIAN_TOOLS.items():
             ensure_debian_tool(tool, package, needed_by)
     except BootstrapError as exc:

@@ -1,7 +1,8 @@
 """One small SparkSession per test run, shared by unit and integration tests.
 
 local[2], two shuffle partitions, 1 GB driver, C1 alone and the serial collector (a short-lived
-driver on two shared cores: docs/streaming.md); the Kafka connector jars are on the class path
+driver on two shared cores: docs/streaming.md), its classes mapped from the bootstrap's
+archive (kmedic/localcluster/class_sharing.py); the Kafka connector jars are on the class path
 when `make bootstrap` fetched them (integration tests need them, unit tests do not).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kmedic.errors import KmedicError
+from kmedic.localcluster.class_sharing import spark_driver_options
 from kmedic.localcluster.process import LIGHT_JVM_OPTIONS
 from streaming.config import SparkConfig
 from streaming.session import build_session, connector_jars
@@ -33,7 +35,7 @@ def shared_spark() -> Any:
             master="local[2]",
             shuffle_partitions=2,
             driver_memory="1g",
-            driver_java_options=list(LIGHT_JVM_OPTIONS),
+            driver_java_options=[*LIGHT_JVM_OPTIONS, *spark_driver_options()],
         )
         _SESSION = build_session(cfg, with_kafka=connector_missing() is None)
     return _SESSION

@@ -11,6 +11,12 @@ small cluster runs with each Kafka node writing the classes it loads
 controlled shutdown; then ``java -Xshare:dump`` writes the archive from their union, against the
 same class path the nodes run with (the JVM checks it).
 
+The Spark driver of a local job (the pipeline's stream, the tests' shared session) loads
+about 15,000 classes: its archive (``spark_driver_options``), recorded from a small local job by
+``streaming/class_sharing_build.py``, takes a driver's start and first batches from about 22 to
+14 CPU-seconds. It is checked against the driver's class path, which pyspark's launcher
+builds from its own install; only local drivers started by the project use it.
+
 Where it is missing, or made by another JVM, a node starts as before: the JVM maps nothing and
 says nothing, so ``tests/integration/test_class_sharing.py`` checks from /proc that a running
 node maps it. The archive is a build product of this machine's JDK and jars, never shipped: a
@@ -24,6 +30,7 @@ from pathlib import Path
 from kmedic.paths import jvm_dir
 
 ARCHIVE = "kafka-nodes.jsa"
+SPARK_DRIVER_ARCHIVE = "spark-driver.jsa"
 
 
 def archive_path(group: str) -> Path:
@@ -34,4 +41,17 @@ def archive_path(group: str) -> Path:
 def jvm_options(group: str) -> tuple[str, ...]:
     """The options a Kafka node of ``group`` starts with: the archive, where it was built."""
     path = archive_path(group)
+    return (f"-XX:SharedArchiveFile={path}",) if path.is_file() else ()
+
+
+def spark_driver_archive() -> Path:
+    """Where the Spark driver's archive lives (the pyspark install it was recorded from is
+    the virtualenv's: the bootstrap rebuilds it when that or the JDK changes)."""
+    return jvm_dir() / "spark" / "class-sharing" / SPARK_DRIVER_ARCHIVE
+
+
+def spark_driver_options() -> tuple[str, ...]:
+    """The options a local Spark driver starts with besides its own: the archive, where it
+    was built."""
+    path = spark_driver_archive()
     return (f"-XX:SharedArchiveFile={path}",) if path.is_file() else ()
