@@ -31,6 +31,7 @@ sources, so a change of them does not fetch the dependencies again).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -267,75 +268,71 @@ def ensure_spark_functions() -> None:
 
 CLASS_SHARING_GROUP = "kafka"  # the newest Kafka line: every local cluster but one test's
 CLASS_SHARING_SOURCE = ROOT / "kmedic" / "localcluster" / "class_sharing_build.py"
-
-
-def ensure_class_sharing(groups: dict[str, object]) -> None:
-    """Build the Kafka nodes' class-sharing archive when its inputs changed: the JDK, the
-    group's jars, or how the archive is recorded."""
-    if CLASS_SHARING_GROUP not in groups:
-        return
-    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-    lib = CACHE / "jvm" / CLASS_SHARING_GROUP / "lib"
-    value = digest(
-        java.encode(),
-        "\n".join(sorted(j.name for j in lib.glob("*.jar"))).encode(),
-        CLASS_SHARING_SOURCE.read_bytes(),
-    )
-    stamp = CACHE / "stamps" / f"class-sharing-{CLASS_SHARING_GROUP}"
-    if stamp_matches(stamp, value):
-        say("class-sharing archive: up to date")
-        return
-    say("class-sharing archive: recording a small cluster's classes (about a minute)")
-    code = "import sys; from kmedic.localcluster.class_sharing_build import main; sys.exit(main())"
-    proc = subprocess.run(
-        [str(VENV / "bin" / "python"), "-c", code, CLASS_SHARING_GROUP],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
-        say(
-            "could not build the class-sharing archive; the local cluster starts without it "
-            f"(slower), and the next bootstrap tries again.\n{tail}"
-        )
-        return
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(value + "\n")
-    say(f"class-sharing archive: built in {CACHE / 'jvm' / CLASS_SHARING_GROUP}")
-
-
 SPARK_CLASS_SHARING_SOURCE = ROOT / "streaming" / "class_sharing_build.py"
 
 
-def ensure_spark_class_sharing() -> None:
-    """Build the local Spark driver's class-sharing archive when its inputs changed: the JDK,
-    pyspark's jars, or how the archive is recorded."""
-    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-    jars = sorted(p.name for p in VENV.glob("lib/python*/site-packages/pyspark/jars/*.jar"))
-    if not jars:
-        return  # no pyspark: the virtualenv step said why
-    value = digest(java.encode(), "\n".join(jars).encode(), SPARK_CLASS_SHARING_SOURCE.read_bytes())
-    stamp = CACHE / "stamps" / "class-sharing-spark-driver"
+@functools.cache
+def java_version() -> bytes:
+    return subprocess.run(["java", "-version"], capture_output=True).stderr
+
+
+def build_archive(what: str, inputs: list[bytes], stamp_name: str, build: list[str]) -> None:
+    """Run ``build`` (a class-sharing archive's build, about a minute or two) unless the
+    stamp says ``inputs`` are unchanged since the last success; a failure is warned about and
+    left for the next bootstrap."""
+    value = digest(java_version(), *inputs)
+    stamp = CACHE / "stamps" / stamp_name
     if stamp_matches(stamp, value):
-        say("Spark driver class-sharing archive: up to date")
+        say(f"{what}: up to date")
         return
-    say("Spark driver class-sharing archive: recording a small local job's classes (~2 minutes)")
-    proc = subprocess.run(
-        [str(VENV / "bin" / "python"), "-m", "streaming.class_sharing_build"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    say(f"{what}: recording the classes a small run loads (a minute or two)")
+    proc = subprocess.run(build, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
         say(
-            "could not build the Spark driver's class-sharing archive; local Spark jobs start "
-            f"without it (slower), and the next bootstrap tries again.\n{tail}"
+            f"could not build the {what}; its JVMs start without it (slower), and the next "
+            f"bootstrap tries again.\n{tail}"
         )
         return
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(value + "\n")
-    say(f"Spark driver class-sharing archive: built in {CACHE / 'jvm' / 'spark'}")
+    say(f"{what}: built ({proc.stdout.strip()})")
+
+
+def ensure_class_sharing(groups: dict[str, object]) -> None:
+    """The Kafka nodes' class-sharing archive, rebuilt when the JDK, the group's jars or how
+    the archive is recorded changed."""
+    if CLASS_SHARING_GROUP not in groups:
+        return
+    lib = CACHE / "jvm" / CLASS_SHARING_GROUP / "lib"
+    build_archive(
+        "class-sharing archive",
+        [
+            "\n".join(sorted(j.name for j in lib.glob("*.jar"))).encode(),
+            CLASS_SHARING_SOURCE.read_bytes(),
+        ],
+        f"class-sharing-{CLASS_SHARING_GROUP}",
+        [
+            str(VENV / "bin" / "python"),
+            "-m",
+            "kmedic.localcluster.class_sharing_build",
+            CLASS_SHARING_GROUP,
+        ],
+    )
+
+
+def ensure_spark_class_sharing() -> None:
+    """The local Spark driver's class-sharing archive, rebuilt when the JDK, pyspark's jars or
+    how the archive is recorded changed."""
+    jars = sorted(p.name for p in VENV.glob("lib/python*/site-packages/pyspark/jars/*.jar"))
+    if not jars:
+        return  # no pyspark: the virtualenv step said why
+    build_archive(
+        "Spark driver class-sharing archive",
+        ["\n".join(jars).encode(), SPARK_CLASS_SHARING_SOURCE.read_bytes()],
+        "class-sharing-spark-driver",
+        [str(VENV / "bin" / "python"), "-m", "streaming.class_sharing_build"],
+    )
 
 
 # Programs the tests take from Debian's packages: program -> (package, the tests that need it).

@@ -123,3 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"class-sharing archive of {args.group}: {path} ({path.stat().st_size // 2**20} MiB)")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
