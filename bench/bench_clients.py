@@ -35,6 +35,11 @@ alike; medians over ``--runs`` runs per setting.
 broker 6 away for ``--away-s`` under a long grace, then back, catching up what it missed;
 the *catch-up* window runs from its restart to every partition in sync.
 
+``--scenario load`` kills nothing and runs no kmedic (bench/client_load.py): the healed
+broker's incoming link filled step by step (``--levels``) with plain replication, the
+smoothest copy there is, and the clients' latency read at each step: the least a heal that
+keeps that link so full costs them, whatever its throttle.
+
 ``--timeline`` prints, beside each run's figures, its seconds in 5 s buckets: each broker's
 link bytes each way (its tc classes), the reassignments in flight and the producer's latency
 (bench/timeline.py): whether a copy ran at its rate, and when the clients waited.
@@ -63,6 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import client_load
 from bench_docs import write_section
 from bench_heal import GRACE_MS, TOPIC, Race, Run, wait
 from client_rejoin import NO_AUTO_REBALANCE, Rejoin, rejoin
@@ -174,18 +180,21 @@ def drops(race: Race) -> int:
     return total
 
 
-def fetch_sizes(kb: int) -> dict[str, str]:
+def fetch_sizes(kb: int, answer_kb: int | None = None) -> dict[str, str]:
     """The brokers' replica fetch sizes: how many bytes of one partition (and of all) a
     follower's fetch carries. A 1 MB chunk (Kafka's default) holds a 10 Gbit/s NIC for under a
     millisecond, but a 40 Mbit/s link for 200 ms, in front of every acks=all write replicated
     through it; scaled to the shaped link's speed, the chunk is what it is beside a real NIC.
     A 10 Gbit/s NIC's 1 MB scaled down to 40 Mbit/s is 4 kB (0.8 ms on either): the default
     since 2026-11-28 (64 kB before, 13 ms a chunk: docs/bench.md says what it changed).
+    ``answer_kb``: a whole answer's size (all its partitions), ``kb`` by default.
     0: Kafka's own. Static in Kafka (read-only while a broker runs)."""
     if not kb:
         return {}
-    size = str(kb * 1024)
-    return {"replica.fetch.max.bytes": size, "replica.fetch.response.max.bytes": size}
+    return {
+        "replica.fetch.max.bytes": str(kb * 1024),
+        "replica.fetch.response.max.bytes": str((answer_kb or kb) * 1024),
+    }
 
 
 def pct(values: list[float], q: float) -> float:
@@ -456,10 +465,22 @@ def main() -> None:
         "a shaped link, Kafka's own on loopback)",
     )
     parser.add_argument(
+        "--answer-kb",
+        type=int,
+        default=None,
+        help="a replica fetch's whole answer, kB (default: --fetch-kb)",
+    )
+    parser.add_argument(
         "--scenario",
-        choices=("heal", "rejoin"),
+        choices=("heal", "rejoin", "load"),
         default="heal",
-        help="heal: broker 6 killed and healed; rejoin: broker 6 away --away-s, then back",
+        help="heal: broker 6 killed and healed; rejoin: broker 6 away --away-s, then back; "
+        "load: broker 3's link filled by plain replication, step by step (--levels)",
+    )
+    parser.add_argument(
+        "--levels",
+        default="0.5,0.62,0.75,0.85,0.95",
+        help="load: the shares of broker 3's link to fill, in turn, after the clients alone",
     )
     parser.add_argument(
         "--away-s", type=float, default=60.0, help="rejoin: how long broker 6 stays away"
@@ -500,6 +521,14 @@ def main() -> None:
     args = parser.parse_args()
     if args.timeline and not args.nic_mbps:
         parser.error("--timeline reads the shaped links: it needs --nic-mbps")
+    if args.scenario == "load" and not args.nic_mbps:
+        parser.error("--scenario load fills a shaped link: it needs --nic-mbps")
+    try:
+        levels = [float(word) for word in args.levels.split(",")]
+    except ValueError:
+        parser.error(f"--levels: not a list of shares: {args.levels!r}")
+    if not all(0 < level <= 1 for level in levels):
+        parser.error(f"--levels: each share of the link is over 0 and at most 1: {args.levels}")
     try:
         executor = executor_settings(args.executor)
     except ValueError as exc:
@@ -528,6 +557,9 @@ def main() -> None:
         settings, settle_s, partitions, args.rate = ["adaptive"], 3.0, 6, 200_000
         args.away_s, after_s = min(args.away_s, 5.0), 4.0
         args.timeline = bool(args.nic_mbps)
+        levels, args.settle_s, args.hold_s = levels[:1], 2.0, 4.0
+    else:
+        args.settle_s, args.hold_s = client_load.SETTLE_S, client_load.HOLD_S
     rebalance = NO_AUTO_REBALANCE if args.scenario == "rejoin" else {}
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -541,7 +573,9 @@ def main() -> None:
             args.produce_mb,
             args.grace_ms,
             nic_mbps=args.nic_mbps or None,
-            broker_overrides=fetch_sizes(args.fetch_kb) | rebalance | broker_configs,
+            broker_overrides=fetch_sizes(args.fetch_kb, args.answer_kb)
+            | rebalance
+            | broker_configs,
             fill_batch_bytes=args.fetch_kb * 1024 or 1_000_000,
             controller_overrides=rebalance,
             executor=executor,
@@ -550,17 +584,23 @@ def main() -> None:
         timeline: Timeline | None = None
         try:
             t = time.monotonic()
-            race.fill()
+            if args.scenario != "load":  # the load scenario copies nothing
+                race.fill()
             print(f"produced {args.produce_mb} MB in {time.monotonic() - t:.0f} s", flush=True)
             client_topic(race, partitions)
             initial = race.placement()
             on_disk = sum(race.sizes()[k] * len(v) for k, v in initial.items() if k[0] == TOPIC)
             lat = Latencies(race.bootstrap, args.rate).start()
             time.sleep(0 if args.quick else WARM_UP_S)  # the first seconds weigh on no run
-            if args.timeline:
+            if args.timeline or args.scenario == "load":
                 timeline = Timeline(race.cluster).start()
             total = args.runs * len(settings)
-            if args.scenario == "rejoin":
+            if args.scenario == "load":
+                assert timeline is not None
+                steps = client_load.ladder(
+                    race, lat, timeline, levels, link, args.settle_s, args.hold_s
+                )
+            elif args.scenario == "rejoin":
                 rejoins = [
                     measure_rejoin(race, lat, n * len(settings) + i, setting, args.away_s, settle_s)
                     for n in range(args.runs)
@@ -589,11 +629,12 @@ def main() -> None:
             if lat is not None:
                 lat.close()
             race.stop()
-    section, text = (
-        ("clients: rejoin", report_rejoin(args, rejoins))
-        if args.scenario == "rejoin"
-        else ("clients", report(args, on_disk, results))
-    )
+    if args.scenario == "load":
+        section, text = "clients: the link's load", report_load(args, steps, link)
+    elif args.scenario == "rejoin":
+        section, text = "clients: rejoin", report_rejoin(args, rejoins)
+    else:
+        section, text = "clients", report(args, on_disk, results)
     print(text)
     if not args.no_write:
         write_section(section, text)
@@ -665,6 +706,41 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
     )
 
 
+def report_load(args: argparse.Namespace, steps: list[client_load.Step], link: float) -> str:
+    rows = [
+        f"| {'the clients alone' if not s.level else f'{s.level:.0%}'} | "
+        f"{s.filler / 1e6:.2f} MB/s | {s.link_in / 1e6:.2f} MB/s ({s.link_in / link:.0%}) | "
+        f"{s.sources_out / 1e6:.2f} MB/s | {s.p50 * 1e3:.1f} / {s.p99 * 1e3:.1f} / "
+        f"{s.p999 * 1e3:.1f} ms | {s.p99 / steps[0].p99:.2f}× | {s.cpu:.0%} | {s.records} | "
+        f"{s.failed} |"
+        for s in steps
+    ]
+    return "\n".join(
+        [
+            "## clients: the link's load",
+            "",
+            "`bench/bench_clients.py --scenario load`: the clients' produce latency against "
+            f"broker {client_load.DESTINATION}'s incoming link (the dead broker's rack-mate, "
+            "which a heal fills), with no copy and no kmedic: the link filled step by step "
+            "by plain replication (a topic led by the other racks' brokers and followed by "
+            f"broker {client_load.DESTINATION}, written acks=1 on a fixed schedule in "
+            f"{client_load.RECORD // 1024} kB records, a copy's chunk), the "
+            f"smoothest copy there is. Each step {args.hold_s:.0f} s after "
+            f"{args.settle_s:.0f} s to settle; the producer as in the heal "
+            f"({args.rate / 1e6:.2f} MB/s acks=all of 1 kB records, idempotent). Machine: "
+            f"{os.cpu_count()} cores shared by 6 brokers, a controller, ZooKeeper and both "
+            f"producers; {network(args)}.",
+            "",
+            f"| broker {client_load.DESTINATION}'s link asked | filler | broker "
+            f"{client_load.DESTINATION} in (measured) | busiest source out | p50 / p99 / p99.9 "
+            "| p99 ÷ the clients alone | CPU busy | records | failed |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            *rows,
+            "",
+        ]
+    )
+
+
 def network(args: argparse.Namespace) -> str:
     if not args.nic_mbps:
         return (
@@ -676,7 +752,8 @@ def network(args: argparse.Namespace) -> str:
         f"({args.nic_mbps / 8:.1f} MB/s) each way in the cluster's own network namespace "
         "(docs/local-cluster.md), which its agents report as their brokers' NIC speed; "
         + (
-            f"replica fetches of at most {args.fetch_kb} kB (per partition and per answer) and "
+            f"replica fetches of at most {args.fetch_kb} kB a partition and "
+            f"{args.answer_kb or args.fetch_kb} kB an answer, "
             f"the preload in {args.fetch_kb} kB batches, the chunk scaled to the link "
             "(`fetch_sizes`)"
             if args.fetch_kb
