@@ -107,6 +107,8 @@ class LocalCluster:
                     [n.host for n in cluster._nodes],
                     [b.host for b in cluster.brokers],
                     spec.nic_mbps,
+                    # the agent beside a broker scrapes its exporter over its host's loopback
+                    {b.host: b.exporter_port for b in cluster.brokers if b.exporter_port},
                 )
             for node in cluster._nodes:
                 cluster._launch(node)

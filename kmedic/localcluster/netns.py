@@ -13,7 +13,11 @@ address in 127.0.0.0/8, and each broker's address gets a link of ``mbps`` Mbit/s
 
 Each node's address is put on ``lo`` too: with only 127.0.0.1 configured, a resolver asked
 for addresses this host can use (glibc's AI_ADDRCONFIG, as librdkafka asks) answers none.
-Everything else (ZooKeeper, the controllers, clients talking among themselves) is unshaped.
+Everything else (ZooKeeper, the controllers, clients talking among themselves) is unshaped,
+and so is what a broker serves to its own host (``host_local``: its JMX exporter's page,
+scraped by the agent beside it every few seconds): on a real host that crosses loopback, not
+the NIC, and on a modelled link of a few Mbit/s a page of tens of kB held the broker's link
+for tens of milliseconds, in front of the replication acks=all writes wait for.
 
 The classes see a broker's traffic only if every packet carries its broker's address, and
 only its broker's. Left to itself the kernel does neither: a socket connecting to a local
@@ -51,7 +55,7 @@ import hashlib
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +72,7 @@ _UNSHAPED = "100gbit"
 DEFAULT_SOURCE = "127.0.0.1"
 EGRESS, INGRESS = 1, 2  # the HTB handles (majors) on lo and on the IFB device
 FIRST_CLASS = 2  # minor of the first shaped address's class (1 is the unshaped default)
+_HOST_LOCAL_PRIO, _SHAPED_PRIO = "1", "2"  # tc tries a lower prio's filters first
 MOUNTS = Path("/proc/self/mounts")
 
 
@@ -96,12 +101,18 @@ class Namespace:
 
     @classmethod
     def create(
-        cls, name: str, addresses: Iterable[str], shaped: Iterable[str], mbps: int
+        cls,
+        name: str,
+        addresses: Iterable[str],
+        shaped: Iterable[str],
+        mbps: int,
+        host_local: Mapping[str, int] | None = None,
     ) -> Namespace:
         """A new namespace with ``lo`` up holding ``addresses``, each address in ``shaped``
         held to ``mbps`` Mbit/s each way, over the connections it accepts and those its
-        cgroup's processes open (``child_setup``). A namespace of the same name left by a
-        crashed run is removed first (its processes died with that run)."""
+        cgroup's processes open (``child_setup``), but for its ``host_local`` port. A
+        namespace of the same name left by a crashed run is removed first (its processes
+        died with that run)."""
         if mbps < 1:
             raise KmedicError(f"the shaped link speed must be at least 1 Mbit/s, got {mbps}")
         missing = [t for t in ("ip", "tc", "iptables") if shutil.which(t) is None]
@@ -115,7 +126,7 @@ class Namespace:
         addresses, shaped = list(addresses), list(shaped)
         run(["ip", "netns", "add", name], f"creating network namespace {name}")
         try:
-            for command in shaping_commands(addresses, shaped, mbps):
+            for command in shaping_commands(addresses, shaped, mbps, host_local):
                 run(["ip", "-n", name, *command] if command[0] in ("link", "address", "route")
                      else ["tc", "-n", name, *command], f"shaping namespace {name}")  # fmt: skip
             for address in shaped:
@@ -203,10 +214,16 @@ class Namespace:
         return enter
 
 
-def shaping_commands(addresses: list[str], shaped: list[str], mbps: int) -> list[list[str]]:
+def shaping_commands(
+    addresses: list[str],
+    shaped: list[str],
+    mbps: int,
+    host_local: Mapping[str, int] | None = None,
+) -> list[list[str]]:
     """The ``ip`` and ``tc`` commands (without ``-n NAME``) that bring ``lo`` up with
-    ``addresses`` and hold each address of ``shaped`` to ``mbps`` Mbit/s each way; pure, so
-    the layout is tested without root."""
+    ``addresses`` and hold each address of ``shaped`` to ``mbps`` Mbit/s each way, except
+    the port ``host_local`` names for it (what it serves its own host: left unshaped); pure,
+    so the layout is tested without root."""
     rate = f"{mbps}mbit"
     own = [a for a in addresses if a != DEFAULT_SOURCE]
     commands: list[list[str]] = [
@@ -224,6 +241,8 @@ def shaping_commands(addresses: list[str], shaped: list[str], mbps: int) -> list
     ]  # fmt: skip
     for device, direction, major in (("lo", "src", EGRESS), (IFB, "dst", INGRESS)):
         root = f"{major}:"
+        # The broker's side of a host-local port: its source port going out, destination in.
+        port_side = "sport" if direction == "src" else "dport"
         commands += [
             ["qdisc", "add", "dev", device, "root", "handle", root, "htb", "default", "1",
              "r2q", "1000"],
@@ -235,9 +254,17 @@ def shaping_commands(addresses: list[str], shaped: list[str], mbps: int) -> list
             commands += [
                 ["class", "add", "dev", device, "parent", root, "classid", classid, "htb",
                  "rate", rate, "ceil", rate, "burst", BURST, "cburst", BURST],
-                ["filter", "add", "dev", device, "parent", root, "protocol", "ip", "prio", "1",
-                 "u32", "match", "ip", direction, f"{address}/32", "flowid", classid],
+                ["filter", "add", "dev", device, "parent", root, "protocol", "ip", "prio",
+                 _SHAPED_PRIO, "u32", "match", "ip", direction, f"{address}/32", "flowid",
+                 classid],
             ]  # fmt: skip
+            port = (host_local or {}).get(address)
+            if port is not None:  # evaluated first (a lower prio): the unshaped class
+                commands.append(
+                    ["filter", "add", "dev", device, "parent", root, "protocol", "ip", "prio",
+                     _HOST_LOCAL_PRIO, "u32", "match", "ip", direction, f"{address}/32",
+                     "match", "ip", port_side, str(port), "0xffff", "flowid", f"{major}:1"]
+                )  # fmt: skip
     return commands
 
 

@@ -84,6 +84,37 @@ def test_each_broker_address_is_held_to_the_rate_each_way_and_nothing_else() -> 
         )
 
 
+def test_what_a_broker_serves_its_own_host_is_tried_first_and_left_unshaped() -> None:
+    # The agent beside a broker scrapes its exporter every few seconds: on a real host that
+    # crosses loopback, not the NIC. Matched by the broker's address and the exporter's port
+    # (its source port going out, its destination port coming in), before the address alone.
+    commands = netns.shaping_commands(
+        ["127.0.1.1", "127.0.1.2"], ["127.0.1.1", "127.0.1.2"], 40, {"127.0.1.1": 7071}
+    )
+    for device, side, major in (("lo", "src", "1"), ("kmedic-ifb", "dst", "2")):
+        port = "sport" if side == "src" else "dport"
+        filters = [
+            c
+            for c in commands
+            if c[:2] == ["filter", "add"]
+            and device in c
+            and c[c.index("parent") + 1] == major + ":"
+        ]
+        local = [f for f in filters if port in f]
+        assert len(local) == 1
+        (rule,) = local
+        matched = " ".join(rule[rule.index("match") + 1 : rule.index("flowid")])
+        assert matched == f"ip {side} 127.0.1.1/32 match ip {port} 7071 0xffff"
+        assert rule[rule.index("flowid") + 1] == f"{major}:1"  # the unshaped default class
+        by_address = [f for f in filters if port not in f]
+        assert all(
+            int(rule[rule.index("prio") + 1]) < int(f[f.index("prio") + 1]) for f in by_address
+        )
+    # Without a host-local port nothing but the addresses is matched.
+    plain = netns.shaping_commands(["127.0.1.1"], ["127.0.1.1"], 40)
+    assert not [c for c in plain if "sport" in c or "dport" in c]
+
+
 def test_whatever_connects_to_a_node_connects_from_127_0_0_1() -> None:
     # By default a socket connecting to a local address takes that address as its source: a
     # producer writing to broker 1 would send from broker 1's address, into its egress class.
