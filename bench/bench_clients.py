@@ -175,9 +175,15 @@ def drops(race: Race) -> int:
             text=True,
             check=False,
         ).stdout
-        root = re.search(r"qdisc htb 1: root.*?dropped (\d+)", shown, re.DOTALL)
-        total += int(root.group(1)) if root else 0
+        total += root_drops(shown)
     return total
+
+
+def root_drops(shown: str) -> int:
+    """The packets a device's root HTB qdisc dropped, from ``tc -s qdisc show``: ``1:`` on lo
+    (egress), ``2:`` on the IFB device (ingress)."""
+    root = re.search(r"qdisc htb \d+: root.*?dropped (\d+)", shown, re.DOTALL)
+    return int(root.group(1)) if root else 0
 
 
 def fetch_sizes(kb: int, answer_kb: int | None = None) -> dict[str, str]:

@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from bench_clients import fetch_sizes
+from bench_clients import fetch_sizes, root_drops
 from client_load import DESTINATION, LEADERS, filler_rate, link_rates
 from timeline import Sample
 
@@ -72,3 +72,16 @@ def test_bad_load_arguments_are_refused_before_a_cluster_starts(
     )
     assert done.returncode == 2
     assert said in done.stderr
+
+
+def test_drops_are_read_from_either_devices_root_qdisc() -> None:
+    # The ingress side is the IFB device's qdisc 2: (read as 1: only, its drops went unseen).
+    ingress = (
+        "qdisc htb 2: root refcnt 2 r2q 1000 default 0x1 direct_packets_stat 0 direct_qlen 32\n"
+        " Sent 882157056 bytes 311884 pkt (dropped 17, overlimits 30440 requeues 0) \n"
+        " backlog 0b 0p requeues 0\n"
+    )
+    egress = ingress.replace("htb 2:", "htb 1:").replace("dropped 17", "dropped 4")
+    assert root_drops(ingress) == 17
+    assert root_drops(egress) == 4
+    assert root_drops("") == 0
