@@ -70,7 +70,7 @@ from typing import Any
 
 import client_load
 from bench_docs import write_section
-from bench_heal import GRACE_MS, TOPIC, Race, Run, wait
+from bench_heal import GRACE_MS, TOPIC, Race, Run, end_on_sigterm, wait
 from client_rejoin import NO_AUTO_REBALANCE, Rejoin, rejoin
 from confluent_kafka import OFFSET_END, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
@@ -445,6 +445,7 @@ def label(setting: int | str | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    end_on_sigterm()
     parser.add_argument("--runs", type=int, default=3, help="runs per throttle setting")
     parser.add_argument("--produce-mb", type=int, default=512, help="MB produced at RF 3")
     parser.add_argument("--rate", type=int, default=None, help="acks=all bytes/s")

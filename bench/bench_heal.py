@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -429,8 +430,20 @@ class Race:
         self._network.close()
 
 
+def end_on_sigterm() -> None:
+    """SIGTERM (a `timeout`, a runner giving up) ends a bench as Ctrl-C does: through the
+    ``finally`` that stops the cluster and removes a shaped cluster's namespace (killed
+    outright, Python runs none, and the namespace stayed)."""
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupted)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    end_on_sigterm()
     parser.add_argument("--runs", type=int, default=3, help="runs per throttle setting")
     parser.add_argument("--produce-mb", type=int, default=512, help="MB produced at RF 3")
     parser.add_argument("--no-write", action="store_true", help="print only")
