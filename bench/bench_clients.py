@@ -74,7 +74,7 @@ from bench_heal import GRACE_MS, TOPIC, Race, Run, end_on_sigterm, wait
 from client_rejoin import NO_AUTO_REBALANCE, Rejoin, rejoin
 from confluent_kafka import OFFSET_END, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
-from timeline import Timeline
+from timeline import Timeline, pct
 
 from kmedic.localcluster import netns
 
@@ -201,11 +201,6 @@ def fetch_sizes(kb: int, answer_kb: int | None = None) -> dict[str, str]:
         "replica.fetch.max.bytes": str(kb * 1024),
         "replica.fetch.response.max.bytes": str((answer_kb or kb) * 1024),
     }
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 @dataclass

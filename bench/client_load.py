@@ -30,7 +30,7 @@ from typing import Protocol
 from bench_heal import Race, wait
 from confluent_kafka import Producer
 from kafka.admin import NewTopic
-from timeline import MB, Sample, Timeline
+from timeline import MB, Sample, Timeline, pct
 
 LOAD_TOPIC = "bench.link-load"
 DESTINATION = 3  # the dead broker's rack-mate in the heal: the link a heal fills
@@ -163,15 +163,14 @@ def ladder(
             link_in, sources_out = link_rates(timeline.samples, start, end)
             if not level:
                 idle_in = link_in
-            ordered = sorted(got)
             step = Step(
                 level,
                 filler.rate,
                 link_in,
                 sources_out,
-                _pct(ordered, 0.5),
-                _pct(ordered, 0.99),
-                _pct(ordered, 0.999),
+                pct(got, 0.5),
+                pct(got, 0.99),
+                pct(got, 0.999),
                 len(got),
                 failed,
                 cpu,
@@ -187,7 +186,3 @@ def ladder(
     finally:
         filler.close()
     return steps
-
-
-def _pct(ordered: Sequence[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")

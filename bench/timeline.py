@@ -140,7 +140,7 @@ def buckets(
             )
             got = sorted(latencies(t, t + bucket_s))
             shown = (
-                f"{len(got)} rec p50 {_pct(got, 0.5):.0f} p99 {_pct(got, 0.99):.0f} "
+                f"{len(got)} rec p50 {pct(got, 0.5) * 1e3:.0f} p99 {pct(got, 0.99) * 1e3:.0f} "
                 f"max {got[-1] * 1e3:.0f} ms"
                 if got
                 else "no records"
@@ -161,5 +161,7 @@ def _mb(rate: int | None) -> str:
     return "-" if rate is None else f"{rate / MB:.1f}"
 
 
-def _pct(ordered: Sequence[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e3
+def pct(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank); NaN when there are none."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
