@@ -84,23 +84,42 @@ FIXED = 50_000_000  # on loopback; on shaped links, 40 % of a link
 FETCH_KB = 4  # a shaped link's replica fetch size: Kafka's 1 MB on 10 Gbit/s (fetch_sizes)
 BROKERS, RF = 6, 3
 RECORD = 1000
-BASELINE_S = 15.0
+# The steady cluster's window before the kill: a minute, since 15 s held too few records for
+# a p99 to trust (one partition held up for 200 ms is over 1 % of them: 20-62 ms from run to
+# run of the same cluster, 2026-12-01).
+BASELINE_S = 60.0
 STALL_S = 0.5
 AFTER_S = 30.0  # the healed cluster's steady state: the *after* window
 AFTER_SKIP_S = 5.0  # its first seconds (the last move's throttles cleared) left out
-SETTLE_S = 25.0  # the pipeline started, before the baseline window begins: no start-up in it
+SETTLE_S = 70.0  # the pipeline started, before the baseline window begins: no start-up in it
 # The producer's first seconds (the brokers' new segments, their JIT, the client's metadata):
 # measured, the first run's baseline p99 was 4 to 20 times the later runs'.
 WARM_UP_S = 60.0
 
 
+# The clients' producer: acks=all with at most 5 requests in flight per broker, as Kafka's own
+# producer sends by default since 3.0, so while they wait its batches grow. (librdkafka without
+# a cap sends every batch as it is ready, up to a million requests in flight on one connection,
+# while a broker reads a connection's next request only once it has answered the last: the
+# latency then measures that queue of tiny requests, not the replication.) Not idempotent:
+# librdkafka's idempotent producer burns CPU while its requests wait (measured at a full
+# 10 Mbit/s link: 15.6 CPU-seconds in 30 s at 750 records a second, against 1.5 with the same
+# cap and no idempotence), and on two cores shared with the brokers that CPU is the latency it
+# measures: the slower the cluster, the more the client took from it (docs/bench.md). A real
+# client runs on a host of its own; the cap is what shapes its requests, and latency is not
+# what idempotence changes.
+CLIENT_PRODUCER: dict[str, str | int | bool] = {
+    "acks": "all",
+    "linger.ms": 5,
+    "max.in.flight.requests.per.connection": 5,
+    "enable.idempotence": False,
+    "message.timeout.ms": 120_000,
+}
+
+
 class Latencies:
-    """A steady acks=all producer on a fixed schedule; each record's latency (or failure), by
-    the wall time it was produced. Idempotent, as Kafka's own producer is by default since 3.0:
-    at most 5 requests in flight per broker, so while they wait its batches grow. (Without it
-    librdkafka sends every batch as it is ready, up to a million requests in flight on one
-    connection, while a broker reads a connection's next request only once it has answered
-    the last: the latency then measures that queue of tiny requests, not the replication.)"""
+    """A steady acks=all producer on a fixed schedule (``CLIENT_PRODUCER``); each record's
+    latency (or failure), by the wall time it was produced."""
 
     def __init__(self, bootstrap: str, bytes_per_s: int) -> None:
         self.rate = bytes_per_s / RECORD
@@ -109,9 +128,7 @@ class Latencies:
         self.produced: list[float] = []  # produce() called at
         self.stop = threading.Event()
         self._producer = Producer(
-            {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5}
-            | {"enable.idempotence": True}
-            | {"message.timeout.ms": 120_000, "log_level": 0}
+            {"bootstrap.servers": bootstrap, "log_level": 0} | CLIENT_PRODUCER
         )
         self._thread = threading.Thread(target=self._run, name="latencies", daemon=True)
 
@@ -487,6 +504,14 @@ def main() -> None:
     parser.add_argument(
         "--away-s", type=float, default=60.0, help="rejoin: how long broker 6 stays away"
     )
+    parser.add_argument(
+        "--agent-interval",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="the agents' sampling interval, s (while their broker moves data they sample at "
+        "the shipped busy interval, 5 s, where that is shorter)",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
         "--executor",
@@ -581,6 +606,7 @@ def main() -> None:
             fill_batch_bytes=args.fetch_kb * 1024 or 1_000_000,
             controller_overrides=rebalance,
             executor=executor,
+            agent_interval_s=args.agent_interval,
         )
         lat: Latencies | None = None
         timeline: Timeline | None = None
@@ -678,8 +704,9 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
             "`bench/bench_clients.py`: what a heal costs the clients. bench_heal's cluster and "
             f"heal ({args.produce_mb} MB produced, {on_disk / 1e9:.2f} GB on disk, broker 6 "
             f"SIGKILLed, grace {args.grace_ms / 1000:.0f} s) under one steady acks=all producer "
-            f"({args.rate / 1e6:.2f} MB/s of 1 kB records on a fixed schedule, idempotent as "
-            "Kafka's own producer is by default: at most 5 requests in flight; latency is "
+            f"({args.rate / 1e6:.2f} MB/s of 1 kB records on a fixed schedule, at most 5 "
+            "requests in flight as Kafka's own producer sends them, not idempotent: "
+            "librdkafka's idempotent producer burns CPU while its requests wait; latency is "
             "librdkafka's, produce() to acknowledgement). Baseline: records produced in the "
             f"{BASELINE_S:.0f} s before the kill (kmedic running for "
             f"{SETTLE_S - BASELINE_S:.0f} s already); heal: from the first move to fully "
@@ -691,7 +718,7 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
             "own cost, the same for every setting: its failed records and worst latency are "
             f"shown apart. {args.runs} runs per setting, taken in turn; medians. Machine: "
             f"{os.cpu_count()} cores shared by 6 brokers, a controller, ZooKeeper, 6 agents, "
-            f"the manager and the producer; one disk; {network(args)}.",
+            f"the manager and the producer; one disk; {network(args)}{settings_used(args)}.",
             "",
             "| throttle | before p50 / p99 | heal p50 / p99 | heal p95 | heal p99 ÷ before p99 "
             f"| after p50 / p99 | heal records ≥ {STALL_S:g} s | failed during the heal "
@@ -729,7 +756,8 @@ def report_load(args: argparse.Namespace, steps: list[client_load.Step], link: f
             f"{client_load.RECORD // 1024} kB records, a copy's chunk), the "
             f"smoothest copy there is. Each step {args.hold_s:.0f} s after "
             f"{args.settle_s:.0f} s to settle; the producer as in the heal "
-            f"({args.rate / 1e6:.2f} MB/s acks=all of 1 kB records, idempotent). Machine: "
+            f"({args.rate / 1e6:.2f} MB/s acks=all of 1 kB records, 5 requests in flight). "
+            "Machine: "
             f"{os.cpu_count()} cores shared by 6 brokers, a controller, ZooKeeper and both "
             f"producers; {network(args)}.",
             "",
@@ -741,6 +769,13 @@ def report_load(args: argparse.Namespace, steps: list[client_load.Step], link: f
             "",
         ]
     )
+
+
+def settings_used(args: argparse.Namespace) -> str:
+    """The ``--executor`` and ``--broker`` settings of the run, as the report names them."""
+    said = [f"`--executor {pair}`" for pair in args.executor]
+    said += [f"`--broker {pair}`" for pair in args.broker]
+    return f"; every run with {', '.join(said)}" if said else ""
 
 
 def network(args: argparse.Namespace) -> str:

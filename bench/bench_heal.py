@@ -126,11 +126,12 @@ def start_kmedic(
     throttle: int | str | None,
     capacity: dict[str, float] | None = None,
     executor: dict[str, Any] | None = None,
+    agent_interval_s: float = 2.0,
 ) -> None:
-    """Agents (every 2 s) and a manager (a cycle every 3 s, topics of the run's own, the
-    executor polling every 0.5 s, ``executor`` settings besides) of one run, and the manager
-    leading."""
-    pipeline.start_agents(interval_s=2, topic=f"kmedic.brokerstats.{name}")
+    """Agents (every ``agent_interval_s``) and a manager (a cycle every 3 s, topics of the
+    run's own, the executor polling every 0.5 s, ``executor`` settings besides) of one run,
+    and the manager leading."""
+    pipeline.start_agents(interval_s=agent_interval_s, topic=f"kmedic.brokerstats.{name}")
     pipeline.start_manager(
         interval_s=3,
         topics={
@@ -158,13 +159,17 @@ class Race:
         fill_batch_bytes: int = 1_000_000,
         controller_overrides: dict[str, str] | None = None,
         executor: dict[str, Any] | None = None,
+        agent_interval_s: float = 2.0,
     ) -> None:
         """With ``nic_mbps`` the cluster is network-bound (docs/local-cluster.md): this
         thread, its clients and the kmedic processes it starts run in the cluster's
         namespace until ``stop``. ``executor``: the manager's executor settings besides the
-        bench's own (its defaults otherwise), in every run."""
+        bench's own (its defaults otherwise), in every run; ``agent_interval_s``: the agents'
+        sampling interval (their busy interval, while their broker moves data, stays the
+        shipped one where it is shorter)."""
         self.workdir = workdir
         self.executor = executor or {}
+        self.agent_interval_s = agent_interval_s
         self.produce_mb = produce_mb
         self.grace_ms = grace_ms
         self.fill_batch_bytes = fill_batch_bytes
@@ -317,6 +322,7 @@ class Race:
                 throttle=throttle,  # kmedic's limits on moves: its defaults (5 per broker, 10)
                 capacity=capacity or {},
                 executor=self.executor,
+                agent_interval_s=self.agent_interval_s,
             )
             # The manager's snapshot holds every broker's stats and the topic's sizes.
             snapshot = self.workdir / name / "snapshot.json"

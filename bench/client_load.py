@@ -24,13 +24,12 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 from bench_heal import Race, wait
 from confluent_kafka import Producer
 from kafka.admin import NewTopic
-from timeline import MB, Sample, Timeline, pct
+from timeline import MB, Sample, Timeline, busy_ticks, pct
 
 LOAD_TOPIC = "bench.link-load"
 DESTINATION = 3  # the dead broker's rack-mate in the heal: the link a heal fills
@@ -120,13 +119,6 @@ def link_rates(samples: Sequence[Sample], start: float, end: float) -> tuple[flo
     link_in = (b.link[DESTINATION][1] - a.link[DESTINATION][1]) / span
     out = max((b.link[k][0] - a.link[k][0]) / span for k in LEADERS)
     return link_in, out
-
-
-def busy_ticks() -> tuple[int, int]:
-    """The machine's CPU ticks so far: (busy, all), from /proc/stat's first line."""
-    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return sum(fields) - idle, sum(fields)
 
 
 def filler_rate(level: float, link: float, idle_in: float) -> float:

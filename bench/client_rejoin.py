@@ -56,7 +56,15 @@ def rejoin(race: Race, n: int, setting: int | str | None, away_s: float, settle_
     rf = {k: len(v) for k, v in race.placement().items()}
     try:
         policy = {"dead_grace_ms": REJOIN_GRACE_MS, "even_spread": False}
-        start_kmedic(pipeline, name, port, policy, setting, executor=race.executor)
+        start_kmedic(
+            pipeline,
+            name,
+            port,
+            policy,
+            setting,
+            executor=race.executor,
+            agent_interval_s=race.agent_interval_s,
+        )
         time.sleep(settle_s)  # a steady state before the kill: the baseline window
         killed = time.time()
         race.cluster.kill(VICTIM)

@@ -1,14 +1,17 @@
 """What happens second by second while a bench runs on a shaped cluster: each broker's link
-bytes each way (its tc classes, read every second) and the reassignments in flight, printed in
-buckets beside the producer's latency of the records produced in each. The figures behind a
-heal's averages: whether a copy ran at its rate, and when the clients waited."""
+bytes each way (its tc classes, read every second), the reassignments in flight and the
+machine's CPU, printed in buckets beside the producer's latency of the records produced in
+each. The figures behind a heal's averages: whether a copy ran at its rate, when the clients
+waited, and whether the two cores were what they waited for."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
@@ -26,6 +29,15 @@ class Sample:
     moving: int  # reassignments in flight (-1: not read)
     # broker -> its replication throttle rates (leader out, follower in; bytes/s, None: none)
     rates: dict[int, tuple[int | None, int | None]] | None = None  # None: not read
+    cpu: tuple[int, int] | None = None  # the machine's CPU ticks so far (busy, all): busy_ticks
+    own: float | None = None  # this process's CPU seconds so far (the bench's own clients)
+
+
+def busy_ticks() -> tuple[int, int]:
+    """The machine's CPU ticks so far: (busy, all), from /proc/stat's first line."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields) - idle, sum(fields)
 
 
 class Timeline:
@@ -73,7 +85,8 @@ class Timeline:
                     self._admin.close()
                 self._admin = None
             link = {b: counted[self._hosts[b]] for b in order}
-            self.samples.append(Sample(time.time(), link, moving, rates))
+            own = sum(os.times()[:2])
+            self.samples.append(Sample(time.time(), link, moving, rates, busy_ticks(), own))
         if self._admin is not None:
             self._admin.close()
 
@@ -124,7 +137,8 @@ def buckets(
     """One line per ``bucket_s`` of [start, end): each broker's MB/s in and out over it (from
     the last sample before it to its last; with a throttle rate set at its end, the rates
     after them: ``3:2.8/1.2<0.6/1.0``, follower in / leader out, '-' none), the moves in
-    flight at its end, and the latency of the records produced in it."""
+    flight at its end, the machine's CPU busy over it and the bench's own share of it (where
+    both samples read them), and the latency of the records produced in it."""
     lines = []
     t = start
     while t < end:
@@ -145,9 +159,26 @@ def buckets(
                 if got
                 else "no records"
             )
-            lines.append(f"{t - start:6.0f}s moves {b.moving:3d}  in/out MB/s {rates}  {shown}")
+            cpu = f"cpu {cpu_busy(a, b):4.0%}{_own(a, b)}  " if a.cpu and b.cpu else ""
+            lines.append(
+                f"{t - start:6.0f}s moves {b.moving:3d}  in/out MB/s {rates}  {cpu}{shown}"
+            )
         t += bucket_s
     return lines
+
+
+def cpu_busy(a: Sample, b: Sample) -> float:
+    """The share of the machine's CPU busy between two samples that read it."""
+    assert a.cpu is not None and b.cpu is not None
+    return (b.cpu[0] - a.cpu[0]) / max(1, b.cpu[1] - a.cpu[1])
+
+
+def _own(a: Sample, b: Sample) -> str:
+    """The bench's own share of the machine's CPU between two samples, where both read it."""
+    if a.own is None or b.own is None:
+        return ""
+    cores = os.cpu_count() or 1
+    return f" (bench {(b.own - a.own) / max(1e-9, b.at - a.at) / cores:.0%})"
 
 
 def _throttled(sample: Sample, broker: int) -> str:
