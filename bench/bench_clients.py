@@ -21,7 +21,7 @@ single partition held up for a second is under 1 % of the records: the p99 shows
 latency spreads, and the records held up for half a second or more are counted apart. Its
 records are deleted before each run (DeleteRecords), so every heal copies about the same bytes.
 
-Windows, by when a record was produced: *baseline* the 15 s before the kill (kmedic's agents
+Windows, by when a record was produced: *baseline* the minute before the kill (kmedic's agents
 and manager running for 10 s already: their start-up is not in it); *heal* from the first
 move's start (its audit record) to every partition fully replicated; *after* the healed
 cluster, from 5 to 30 s after that (kmedic still running). The seconds between the

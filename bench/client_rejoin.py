@@ -3,7 +3,7 @@
 Broker 6 is SIGKILLed and stays away for ``away_s`` (its grace is an hour: nothing is healed)
 while the acks=all producer writes on, so its replicas fall behind by what they missed; it is
 then started again and fetches it all back. Windows, by when a record was produced: *baseline*
-the 15 s before the kill; *catch-up* from the restart to every partition fully in sync and
+the minute before the kill; *catch-up* from the restart to every partition fully in sync and
 broker 6 leading its preferred partitions again. The restart itself (the broker's start) is in
 the catch-up window: it is the return's own cost, the same for every setting.
 
