@@ -124,6 +124,7 @@ class Latencies:
     def __init__(self, bootstrap: str, bytes_per_s: int) -> None:
         self.rate = bytes_per_s / RECORD
         self.delivered: list[tuple[float, float]] = []  # (produced at, latency s)
+        self.partitions: dict[float, int] = {}  # produced at -> the partition it went to
         self.failed: list[float] = []  # produced at
         self.produced: list[float] = []  # produce() called at
         self.stop = threading.Event()
@@ -163,6 +164,8 @@ class Latencies:
                 self.failed.append(at)
             else:
                 self.delivered.append((at, latency))
+                if (partition := msg.partition()) is not None:
+                    self.partitions[at] = partition
 
         return done
 
@@ -172,10 +175,28 @@ class Latencies:
         told = sum(1 for at, _ in list(self.delivered) if at < until)
         return told + sum(1 for at in list(self.failed) if at < until) >= sent
 
+    def dump(self, path: Path) -> None:
+        """Every record's wall time, partition and latency (ms; empty: failed), as CSV:
+        which partitions waited, and when, beside the brokers' logs (``--keep``)."""
+        path.write_text(latency_csv(list(self.delivered), list(self.failed), self.partitions))
+
     def window(self, start: float, end: float) -> tuple[list[float], int]:
         """Latencies of the records produced in [start, end), and how many failed."""
         got = [lat for at, lat in list(self.delivered) if start <= at < end]
         return got, sum(1 for at in list(self.failed) if start <= at < end)
+
+
+def latency_csv(
+    delivered: list[tuple[float, float]], failed: list[float], partitions: dict[float, int]
+) -> str:
+    """``produced_at,partition,latency_ms`` rows in the order produced; a failed record's
+    partition and latency are empty."""
+    rows = [(at, str(partitions.get(at, "")), f"{lat * 1e3:.1f}") for at, lat in delivered]
+    rows += [(at, "", "") for at in failed]
+    rows.sort()
+    return "produced_at,partition,latency_ms\n" + "".join(
+        f"{at:.3f},{part},{lat}\n" for at, part, lat in rows
+    )
 
 
 def drops(race: Race) -> int:
@@ -309,6 +330,11 @@ def measure(
         f"{run.replicated_s:.1f} s after the kill; {dropped} packets dropped",
         flush=True,
     )
+    print(
+        f"    windows (wall clock, s): kill {kill:.3f}, first move {first:.3f}, fully "
+        f"replicated {replicated:.3f}",
+        flush=True,
+    )
     for summary in run.rate_records[:3]:
         print(f"    {summary}", flush=True)
     if timeline is not None:
@@ -401,7 +427,7 @@ def report_rejoin(args: argparse.Namespace, results: list[RejoinResult]) -> str:
             "partition in sync and broker 6 leading its preferred partitions again (the "
             "broker's own start is in it, the same for every setting). "
             f"{args.runs} runs per setting, taken in turn; medians. "
-            f"Machine: {os.cpu_count()} cores; {network(args)}.",
+            f"Machine: {os.cpu_count()} cores; {network(args)}{settings_used(args)}.",
             "",
             "| throttle | before p50 / p99 | catch-up p50 / p99 | catch-up p95 | catch-up p99 ÷ "
             f"before p99 | records ≥ {STALL_S:g} s | failed | restart to in sync and leading "
@@ -532,7 +558,8 @@ def main() -> None:
         "--keep",
         type=Path,
         metavar="DIR",
-        help="run in DIR and keep it: every role's log (the manager's cycles and moves)",
+        help="run in DIR and keep it: every role's log (the manager's cycles and moves) and "
+        "every record's partition and latency (latencies.csv)",
     )
     parser.add_argument(
         "--timeline",
@@ -656,6 +683,8 @@ def main() -> None:
                 timeline.close()
             if lat is not None:
                 lat.close()
+                if args.keep is not None:
+                    lat.dump(args.keep / "latencies.csv")
             race.stop()
     if args.scenario == "load":
         section, text = "clients: the link's load", report_load(args, steps, link)

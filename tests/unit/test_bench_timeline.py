@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from bench_clients import CLIENT_PRODUCER, broker_settings, executor_settings
+from bench_clients import CLIENT_PRODUCER, broker_settings, executor_settings, latency_csv
 from timeline import Sample, buckets, busy_ticks
 
 MB = 1_000_000
@@ -89,3 +89,13 @@ def test_broker_settings_are_kafka_properties_and_bad_ones_are_named() -> None:
     for bad in ("replication.quota.window.num", "=2", "a="):
         with pytest.raises(ValueError, match="not KEY=VALUE"):
             broker_settings([bad])
+
+
+def test_the_latency_dump_lists_every_record_in_the_order_produced_with_its_partition() -> None:
+    text = latency_csv([(2.0, 0.0125), (1.0, 0.2)], [1.5], {2.0: 7, 1.0: 3})
+    assert text.splitlines() == [
+        "produced_at,partition,latency_ms",
+        "1.000,3,200.0",
+        "1.500,,",
+        "2.000,7,12.5",
+    ]
