@@ -123,8 +123,8 @@ class Latencies:
 
     def __init__(self, bootstrap: str, bytes_per_s: int) -> None:
         self.rate = bytes_per_s / RECORD
-        self.delivered: list[tuple[float, float]] = []  # (produced at, latency s)
-        self.partitions: dict[float, int] = {}  # produced at -> the partition it went to
+        # (produced at, latency s, the partition it went to)
+        self.delivered: list[tuple[float, float, int]] = []
         self.failed: list[float] = []  # produced at
         self.produced: list[float] = []  # produce() called at
         self.stop = threading.Event()
@@ -163,35 +163,31 @@ class Latencies:
             if err is not None or latency is None:
                 self.failed.append(at)
             else:
-                self.delivered.append((at, latency))
-                if (partition := msg.partition()) is not None:
-                    self.partitions[at] = partition
+                self.delivered.append((at, latency, msg.partition() or 0))
 
         return done
 
     def answered(self, until: float) -> bool:
         """Whether every record produced before ``until`` was acknowledged or failed."""
         sent = sum(1 for at in list(self.produced) if at < until)
-        told = sum(1 for at, _ in list(self.delivered) if at < until)
+        told = sum(1 for at, _, _ in list(self.delivered) if at < until)
         return told + sum(1 for at in list(self.failed) if at < until) >= sent
 
     def dump(self, path: Path) -> None:
         """Every record's wall time, partition and latency (ms; empty: failed), as CSV:
         which partitions waited, and when, beside the brokers' logs (``--keep``)."""
-        path.write_text(latency_csv(list(self.delivered), list(self.failed), self.partitions))
+        path.write_text(latency_csv(list(self.delivered), list(self.failed)))
 
     def window(self, start: float, end: float) -> tuple[list[float], int]:
         """Latencies of the records produced in [start, end), and how many failed."""
-        got = [lat for at, lat in list(self.delivered) if start <= at < end]
+        got = [lat for at, lat, _ in list(self.delivered) if start <= at < end]
         return got, sum(1 for at in list(self.failed) if start <= at < end)
 
 
-def latency_csv(
-    delivered: list[tuple[float, float]], failed: list[float], partitions: dict[float, int]
-) -> str:
+def latency_csv(delivered: list[tuple[float, float, int]], failed: list[float]) -> str:
     """``produced_at,partition,latency_ms`` rows in the order produced; a failed record's
     partition and latency are empty."""
-    rows = [(at, str(partitions.get(at, "")), f"{lat * 1e3:.1f}") for at, lat in delivered]
+    rows = [(at, str(part), f"{lat * 1e3:.1f}") for at, lat, part in delivered]
     rows += [(at, "", "") for at in failed]
     rows.sort()
     return "produced_at,partition,latency_ms\n" + "".join(

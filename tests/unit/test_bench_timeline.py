@@ -92,7 +92,7 @@ def test_broker_settings_are_kafka_properties_and_bad_ones_are_named() -> None:
 
 
 def test_the_latency_dump_lists_every_record_in_the_order_produced_with_its_partition() -> None:
-    text = latency_csv([(2.0, 0.0125), (1.0, 0.2)], [1.5], {2.0: 7, 1.0: 3})
+    text = latency_csv([(2.0, 0.0125, 7), (1.0, 0.2, 3)], [1.5])
     assert text.splitlines() == [
         "produced_at,partition,latency_ms",
         "1.000,3,200.0",
