@@ -247,6 +247,20 @@ class Race:
             wait(lambda: not self.kadmin.list_partition_reassignments(), 600, "the put-back")
         rf = {k: len(v) for k, v in initial.items()}
         wait(lambda: self.in_sync(rf, None), 300, "every partition in sync after the put-back")
+        # Each partition led by its preferred replica again, now, and waited for: left to
+        # Kafka's own periodic rebalance the leaders would move at a time of its own, possibly
+        # inside the next run's baseline.
+        self.kadmin.elect_leaders(0, None, timeout_ms=60_000)
+        wait(self.preferred_lead, 120, "every partition led by its preferred replica")
+
+    def preferred_lead(self) -> bool:
+        meta = self.admin.list_topics(timeout=10)
+        return all(
+            p.leader == p.replicas[0]
+            for t in meta.topics.values()
+            for p in t.partitions.values()
+            if p.replicas
+        )
 
     # ---- data ---------------------------------------------------------------------------
 
