@@ -551,6 +551,14 @@ def main() -> None:
         help="a broker config for every broker (repeatable): replication.quota.window.num=2",
     )
     parser.add_argument(
+        "--jvm",
+        choices=("server", "light"),
+        default="server",
+        help="the Kafka nodes' JVMs: server, as Kafka's launcher starts them (G1 with a 20 ms "
+        "pause goal, C2); light, as the tests start them (C1, the serial collector, whose "
+        "pauses stop a broker and every client waiting on it)",
+    )
+    parser.add_argument(
         "--keep",
         type=Path,
         metavar="DIR",
@@ -633,6 +641,7 @@ def main() -> None:
             controller_overrides=rebalance,
             executor=executor,
             agent_interval_s=args.agent_interval,
+            server_jvms=args.jvm == "server",
         )
         lat: Latencies | None = None
         timeline: Timeline | None = None
@@ -800,10 +809,16 @@ def report_load(args: argparse.Namespace, steps: list[client_load.Step], link: f
 
 
 def settings_used(args: argparse.Namespace) -> str:
-    """The ``--executor`` and ``--broker`` settings of the run, as the report names them."""
+    """The Kafka nodes' JVMs and the ``--executor`` and ``--broker`` settings of the run, as the
+    report names them."""
     said = [f"`--executor {pair}`" for pair in args.executor]
     said += [f"`--broker {pair}`" for pair in args.broker]
-    return f"; every run with {', '.join(said)}" if said else ""
+    jvms = (
+        "; the Kafka nodes' JVMs as Kafka's launcher starts them (G1, C2)"
+        if args.jvm == "server"
+        else "; the Kafka nodes' JVMs light (`--jvm light`: C1, the serial collector)"
+    )
+    return jvms + (f"; every run with {', '.join(said)}" if said else "")
 
 
 def network(args: argparse.Namespace) -> str:

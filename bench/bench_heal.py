@@ -160,13 +160,15 @@ class Race:
         controller_overrides: dict[str, str] | None = None,
         executor: dict[str, Any] | None = None,
         agent_interval_s: float = 2.0,
+        server_jvms: bool = False,
     ) -> None:
         """With ``nic_mbps`` the cluster is network-bound (docs/local-cluster.md): this
         thread, its clients and the kmedic processes it starts run in the cluster's
         namespace until ``stop``. ``executor``: the manager's executor settings besides the
         bench's own (its defaults otherwise), in every run; ``agent_interval_s``: the agents'
         sampling interval (their busy interval, while their broker moves data, stays the
-        shipped one where it is shorter)."""
+        shipped one where it is shorter); ``server_jvms``: the Kafka nodes' JVMs as Kafka's
+        launcher starts them (ClusterSpec.server_jvms), where the clients' latency is measured."""
         self.workdir = workdir
         self.executor = executor or {}
         self.agent_interval_s = agent_interval_s
@@ -179,6 +181,7 @@ class Race:
             nic_mbps=nic_mbps,
             broker_overrides=broker_overrides or {},
             controller_overrides=controller_overrides or {},
+            server_jvms=server_jvms,
         )
         self.cluster = LocalCluster.start(spec, workdir / "cluster")
         self._network = contextlib.ExitStack()

@@ -160,7 +160,13 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
             heap_mb=spec.controller_heap_mb if kind == "controller" else spec.broker_heap_mb,
             system_properties={"log4j2.configurationFile": str(node_dir / "log4j2.properties")},
             java_agent=agent,
-            options=class_sharing.jvm_options(spec.kafka_jars),
+            # Every collection's pause, in the node's directory: a stall of the clients is
+            # then told from a stop of the broker.
+            options=(
+                *class_sharing.jvm_options(spec.kafka_jars),
+                f"-Xlog:gc:file={node_dir / 'gc.log'}:time,uptime",
+            ),
+            server=spec.server_jvms,
         )
         return Node(
             kind, node_id, listens.port, str(node_dir), str(cfg), cmd, None, rack, exporter_port,

@@ -149,6 +149,15 @@ def wait_until(
 # JVMs that live briefly on two shared cores: C1 alone, where C2's compile time costs more
 # than its faster code saves, and the serial collector (no GC threads beside the work).
 LIGHT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+# Kafka's own launcher's (kafka-run-class.sh): G1 with a 20 ms pause goal, C2. For a node whose
+# request latency is what is measured: the serial collector stops the whole broker while it
+# collects (docs/local-cluster.md, "Sizing").
+SERVER_JVM_OPTIONS = (
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+)
 
 
 def java_command(
@@ -160,16 +169,18 @@ def java_command(
     system_properties: dict[str, str],
     java_agent: str | None = None,
     options: Sequence[str] = (),
+    server: bool = False,
 ) -> list[str]:
-    """A capped-heap JVM command line, light (``LIGHT_JVM_OPTIONS``), with ``options`` after
-    them (a class-sharing archive, say)."""
+    """A capped-heap JVM command line, light (``LIGHT_JVM_OPTIONS``) or, with ``server``, as
+    Kafka's launcher starts a node (``SERVER_JVM_OPTIONS``), with ``options`` after them (a
+    class-sharing archive, say)."""
     cmd = [
         "java",
         f"-Xmx{heap_mb}m",
         "-Xms32m",
         "-XX:MaxMetaspaceSize=160m",
         "-XX:MaxDirectMemorySize=128m",
-        *LIGHT_JVM_OPTIONS,
+        *(SERVER_JVM_OPTIONS if server else LIGHT_JVM_OPTIONS),
         *options,
         "-Xss512k",
         "-Djava.awt.headless=true",
