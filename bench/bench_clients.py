@@ -552,11 +552,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--jvm",
-        choices=("server", "light"),
-        default="server",
-        help="the Kafka nodes' JVMs: server, as Kafka's launcher starts them (G1 with a 20 ms "
-        "pause goal, C2); light, as the tests start them (C1, the serial collector, whose "
-        "pauses stop a broker and every client waiting on it)",
+        choices=("light", "server"),
+        default="light",
+        help="the Kafka nodes' JVMs: light, as the tests start them (C1, the serial collector); "
+        "server, as Kafka's launcher starts them (G1 with a 20 ms pause goal, C2: on two "
+        "shared cores no shorter pauses, and a first run's baseline disturbed by the "
+        "compiler's warm-up; docs/bench.md)",
     )
     parser.add_argument(
         "--keep",
@@ -814,9 +815,9 @@ def settings_used(args: argparse.Namespace) -> str:
     said = [f"`--executor {pair}`" for pair in args.executor]
     said += [f"`--broker {pair}`" for pair in args.broker]
     jvms = (
-        "; the Kafka nodes' JVMs as Kafka's launcher starts them (G1, C2)"
+        "; the Kafka nodes' JVMs as Kafka's launcher starts them (`--jvm server`: G1, C2)"
         if args.jvm == "server"
-        else "; the Kafka nodes' JVMs light (`--jvm light`: C1, the serial collector)"
+        else "; the Kafka nodes' JVMs light (C1, the serial collector)"
     )
     return jvms + (f"; every run with {', '.join(said)}" if said else "")
 
