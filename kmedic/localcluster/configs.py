@@ -60,8 +60,8 @@ class ClusterSpec:
     # setting of its own gets (tests/integration/test_unsafe_topics.py shows it).
     min_insync_replicas: int | None = None
     # The controllers' and brokers' JVMs as Kafka's launcher starts them (G1, C2), not light
-    # (C1, the serial collector: less CPU on two shared cores), for a benchmark of the clients'
-    # latency (process.SERVER_JVM_OPTIONS).
+    # (C1, the serial collector: less CPU on two shared cores); `bench_clients --jvm server`
+    # (process.SERVER_JVM_OPTIONS).
     server_jvms: bool = False
     broker_heap_mb: int = 384
     controller_heap_mb: int = 256
