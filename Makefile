@@ -30,11 +30,11 @@ CONTAINER_CLUSTER_TESTS := tests/integration/test_container_cluster.py \
   tests/integration/test_agent_cli.py tests/integration/test_agent_reassignment.py \
   tests/integration/test_executor.py
 
-# The unit tests first, in two workers (pure Python on one core each: about half their time),
-# then the integration and end-to-end tests one at a time (their clusters take both cores).
+# Every test in two lanes (pytest-xdist): a whole module to a lane, the longest first and the
+# unit tests last (tests/lanes.py, docs/testing.md); then the container cluster's run.
 test: lint typecheck
-	$(PY) -m pytest tests/unit -q -n 2 --dist loadfile --durations=10
-	$(PY) -m pytest tests/integration tests/e2e -q --durations=40
+	$(PY) -m pytest tests/integration tests/e2e tests/unit -q -n 2 --dist loadfile \
+	  --no-loadscope-reorder --durations=40
 	@$(MAKE) --no-print-directory containers
 
 containers: bootstrap

@@ -21,7 +21,7 @@ from required_tools import missing, must_fail
 from kmedic.errors import KmedicError
 from kmedic.localcluster import ClusterSpec, LocalCluster
 
-pytest_plugins = ["cpu_account"]
+pytest_plugins = ["cpu_account", "lanes"]
 
 CLUSTER_KIND = os.environ.get("KMEDIC_TEST_CLUSTER", "local")
 

@@ -7,6 +7,10 @@ which decides whether running tests side by side would help (docs/testing.md).
 Machine-wide on purpose: a broker's or a Spark driver's CPU belongs to the test that started
 it. Anything else running on the machine is counted too; CI runs alone. Printed after the
 run's summary; nothing is written without /proc/stat (it is silent elsewhere).
+
+In two lanes (pytest-xdist, as `make test` runs the suite: tests/lanes.py) a module's
+machine-wide reading would hold the other lane's too, so only the run's total is printed, by
+the process that hands the modules out; one lane (`make integration`) gives the modules'.
 """
 
 from __future__ import annotations
@@ -48,6 +52,19 @@ def _read() -> Usage | None:
 
 
 _by_module: dict[str, Usage] = {}
+_session_start: Usage | None = None
+
+
+def _in_lanes(config: pytest.Config) -> bool:
+    """Whether this process hands modules out to xdist's workers (and runs none itself)."""
+    return getattr(config.option, "numprocesses", None) not in (None, 0) and not hasattr(
+        config, "workerinput"
+    )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _session_start
+    _session_start = _read()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -68,6 +85,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _in_lanes(terminalreporter.config):
+        _write_total(terminalreporter)
+        return
     if not _by_module:
         return
     total = Usage()
@@ -87,3 +107,19 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"{usage.busy_s:8.0f} CPU-s {usage.wall_s:7.0f} s "
             f"{usage.busy_s / max(usage.wall_s, 1e-9):5.2f} cores  {module}"
         )
+
+
+def _write_total(terminalreporter: pytest.TerminalReporter) -> None:
+    now = _read()
+    if _session_start is None or now is None:
+        return
+    busy = now.busy_s - _session_start.busy_s
+    wall = now.wall_s - _session_start.wall_s
+    steal = now.steal_s - _session_start.steal_s
+    cores = os.cpu_count() or 1
+    terminalreporter.section("CPU of the whole run, in lanes (machine-wide busy CPU-seconds)")
+    terminalreporter.write_line(
+        f"all: {busy:.0f} CPU-s busy in {wall:.0f} s ({busy / max(wall * cores, 1e-9):.0%} of "
+        f"{cores} cores), {steal:.0f} CPU-s stolen by the hypervisor; by module: one lane "
+        "(`make integration`)"
+    )
