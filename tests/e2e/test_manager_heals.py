@@ -337,7 +337,11 @@ def test_snapshots_replay_through_plan(harness: Harness, tmp_path: Path) -> None
         assert plan.returncode in (0, 2), plan.stderr
         decision = json.loads(plan.stdout)
         assert decision["outcome"] in ("noop", "refuse")
-        assert decision["actions"] == []
+        # Kafka places the topics it creates from a random first broker, so the cluster may
+        # start uneven past the spread's band (2026-12-02: broker 4 at 0.71x the average). Even
+        # spread is off here: then the replay names the moves it would make, and makes none.
+        kept = "would act (disabled by policy.goals.even_spread)"
+        assert decision["actions"] == [] or decision["summary"].startswith(kept), decision
         assert {b["broker"] for b in decision["loads"]} == {1, 2, 3, 4}
 
 
