@@ -93,14 +93,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     total = Usage()
     for usage in _by_module.values():
         total.add(usage)
-    cores = os.cpu_count() or 1
     write = terminalreporter.write_line
     terminalreporter.section("CPU by test module (machine-wide busy CPU-seconds)")
-    write(
-        f"all: {total.busy_s:.0f} CPU-s busy in {total.wall_s:.0f} s "
-        f"({total.busy_s / max(total.wall_s * cores, 1e-9):.0%} of {cores} cores), "
-        f"{total.steal_s:.0f} CPU-s stolen by the hypervisor"
-    )
+    write(_all_line(total))
     slowest = sorted(_by_module.items(), key=lambda kv: kv[1].busy_s, reverse=True)[:SHOWN]
     for module, usage in slowest:
         write(
@@ -109,17 +104,23 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
 
 
+def _all_line(total: Usage) -> str:
+    cores = os.cpu_count() or 1
+    return (
+        f"all: {total.busy_s:.0f} CPU-s busy in {total.wall_s:.0f} s "
+        f"({total.busy_s / max(total.wall_s * cores, 1e-9):.0%} of {cores} cores), "
+        f"{total.steal_s:.0f} CPU-s stolen by the hypervisor"
+    )
+
+
 def _write_total(terminalreporter: pytest.TerminalReporter) -> None:
     now = _read()
     if _session_start is None or now is None:
         return
-    busy = now.busy_s - _session_start.busy_s
-    wall = now.wall_s - _session_start.wall_s
-    steal = now.steal_s - _session_start.steal_s
-    cores = os.cpu_count() or 1
-    terminalreporter.section("CPU of the whole run, in lanes (machine-wide busy CPU-seconds)")
-    terminalreporter.write_line(
-        f"all: {busy:.0f} CPU-s busy in {wall:.0f} s ({busy / max(wall * cores, 1e-9):.0%} of "
-        f"{cores} cores), {steal:.0f} CPU-s stolen by the hypervisor; by module: one lane "
-        "(`make integration`)"
+    total = Usage(
+        now.wall_s - _session_start.wall_s,
+        now.busy_s - _session_start.busy_s,
+        now.steal_s - _session_start.steal_s,
     )
+    terminalreporter.section("CPU of the whole run, in lanes (machine-wide busy CPU-seconds)")
+    terminalreporter.write_line(f"{_all_line(total)}; by module: one lane (`make integration`)")
