@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,28 @@ def on_target(admin: AdminClient) -> tuple[int, int]:
     meta = admin.list_topics(timeout=10)
     parts = [p for t in meta.topics.values() for p in t.partitions.values()]
     return sum(TARGET in p.replicas for p in parts), sum(p.leader == TARGET for p in parts)
+
+
+def led_alone(admin: AdminClient) -> list[str]:
+    """The partitions whose only replica is TARGET: a demote keeps them there."""
+    meta = admin.list_topics(timeout=10)
+    return [
+        f"{t.topic}:{p.id}"
+        for t in meta.topics.values()
+        for p in t.partitions.values()
+        if list(p.replicas) == [TARGET]
+    ]
+
+
+def lagging_led(admin: AdminClient) -> list[str]:
+    """The partitions TARGET leads with a replica out of the ISR."""
+    meta = admin.list_topics(timeout=10)
+    return [
+        f"{t.topic}:{p.id} replicas {list(p.replicas)} isr {list(p.isrs)}"
+        for t in meta.topics.values()
+        for p in t.partitions.values()
+        if p.leader == TARGET and set(p.replicas) - set(p.isrs)
+    ]
 
 
 def replicas_of(admin: AdminClient, topic: str) -> list[int]:
@@ -157,11 +180,19 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
                 )
         held, led = on_target(admin)
         assert held and led, f"broker {TARGET} holds {held} replicas and leads {led}"
+        # As before a restart: nothing TARGET leads is under-replicated (the shared cluster
+        # holds earlier tests' topics; a follower out of the ISR cannot take a leadership).
+        deadline = time.monotonic() + 60
+        while (lagging := lagging_led(admin)) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert not lagging, f"broker {TARGET} leads under-replicated partitions: {lagging}"
+        alone = led_alone(admin)
 
         done = kmedic_process("demote", str(TARGET), "--wait", "120", *where)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "is done" in done.stdout.splitlines()[-1], done.stdout
-        assert on_target(admin)[1] == 0
+        # What has no replica elsewhere stays led there (an earlier test's RF-1 topic).
+        assert on_target(admin)[1] == len(alone), alone
         assert leader_and_replicas(admin, reordered) == (2, [2, TARGET])
 
         # The drain starts under m1; the slow partition is still copying when m1 dies.

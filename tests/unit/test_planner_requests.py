@@ -17,6 +17,7 @@ from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import SnapshotError
 
 QUIET = 10 * 1000
+SLOW = {"state": "slow", "score": 5.0, "since_ms": NOW - 60_000, "evidence": "p90 250 ms"}
 RACKS = {1: "/r1", 2: "/r2", 3: "/r3", 4: "/r1", 5: "/r2", 6: "/r3"}
 
 
@@ -113,6 +114,48 @@ def test_a_demoted_broker_leading_nothing_says_done() -> None:
         make(brokers, {"t": data["topics"][0]["partitions"]}, requests=[_request("demote", 1)])
     )
     assert decision.outcome == "noop" and decision.request_done
+
+
+def test_a_demote_keeps_what_has_no_other_replica_and_is_done_with_it_named() -> None:
+    # Broker 1 leads partition 0 with a follower elsewhere and partition 1 alone (RF 1): a
+    # demote moves no data, so 1 keeps that one for good; it used to stay running forever.
+    brokers = [broker(b, RACKS[b]) for b in (1, 2, 3)]
+    request = [_request("demote", 1)]
+    decision = decide(make(brokers, {"t": [part(0, [1, 2]), part(1, [1])]}, requests=request))
+    assert decision.outcome == "act", decision.summary
+    assert decision.summary.startswith("request r-1 (demote brokers 1): 1 leaderships move")
+    assert [
+        (a.partition, a.leader) for a in decision.actions if isinstance(a, ElectPreferredLeader)
+    ] == [(0, 2)]
+    told = " ".join(r.message for r in decision.reasons)
+    assert "1 have no replica outside [1] and stay led there: t:1" in told, told
+
+    after = make(brokers, {"t": [part(0, [2, 1]), part(1, [1])]}, requests=request)
+    done = decide(after)
+    assert done.outcome == "noop" and done.request_done, done.summary
+    assert done.summary == (
+        "request r-1 (demote brokers 1) is done: the brokers lead no partition another broker "
+        "holds; 1 have no replica outside [1] and stay led there: t:1 (a demote moves no data: "
+        "drain the brokers, or raise those topics' replication factor)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("follower", "isr", "why"),
+    [
+        (broker(2, "/r2"), [1], "broker 2 is out of its ISR"),
+        (broker(2, "/r2", slowness=SLOW), [1, 2], "broker 2 is slow"),
+    ],
+)
+def test_a_demote_that_cannot_go_on_names_why_each_follower_cannot_lead(
+    follower: dict[str, Any], isr: list[int], why: str
+) -> None:
+    brokers = [broker(1, "/r1"), follower, broker(3, "/r3")]
+    snap = make(brokers, {"t": [part(0, [1, 2], isr=isr)]}, requests=[_request("demote", 1)])
+    decision = decide(snap)
+    assert decision.outcome == "refuse" and not decision.request_done, decision.summary
+    said = " ".join(r.message for r in decision.reasons)
+    assert f"t:0: no follower outside [1] can lead it: {why}" in said, said
 
 
 def test_fill_moves_onto_the_new_broker_only() -> None:

@@ -109,6 +109,9 @@ def _demote(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
     if leading == 0:
         return _done(request, "the brokers lead no partition")
     plan = plan_demote(state, brokers, ctx.move_budget())
+    kept = _kept(plan.kept, brokers)
+    if not plan.moves and not plan.left:
+        return _done(request, f"the brokers lead no partition another broker holds; {kept}")
     unmet: tuple[Reason, ...] = ()
     if not plan.moves:
         unmet = (Reason("balance_infeasible", "; ".join(plan.left[:MAX_EXAMPLES])),)
@@ -118,6 +121,8 @@ def _demote(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
     if plan.left:
         shown = "; ".join(plan.left[:MAX_EXAMPLES])
         told.append(Reason("limits_unresolved", f"{len(plan.left)} stay for now: {shown}"))
+    if plan.kept:
+        told.append(Reason("operator_request", kept))
     return Proposal(
         kind="balance",
         state=state,
@@ -128,6 +133,18 @@ def _demote(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         unmet=unmet,
         request=request.id,
         refusal_preface=_preface(request),
+    )
+
+
+def _kept(kept: list[str], brokers: frozenset[int]) -> str:
+    """What a demote leaves led by ``brokers`` for good: partitions with no replica elsewhere."""
+    shown = ", ".join(kept[:MAX_EXAMPLES]) + (
+        f" and {len(kept) - MAX_EXAMPLES} more" if len(kept) > MAX_EXAMPLES else ""
+    )
+    return (
+        f"{len(kept)} have no replica outside {sorted(brokers)} and stay led there: {shown} "
+        "(a demote moves no data: drain the brokers, or raise those topics' replication "
+        "factor)"
     )
 
 

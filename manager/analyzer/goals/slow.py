@@ -95,6 +95,11 @@ def _leader_proposal(
     if plan.left:
         shown = "; ".join(plan.left[:MAX_EXAMPLES])
         told.append(Reason("limits_unresolved", f"{len(plan.left)} stay for now: {shown}"))
+    if plan.kept:
+        shown = ", ".join(plan.kept[:MAX_EXAMPLES])
+        told.append(
+            Reason("slow_broker", f"{len(plan.kept)} have no replica elsewhere and stay: {shown}")
+        )
     return Proposal(
         kind="balance",
         state=ctx.state,
