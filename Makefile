@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 VENV_BIN := .venv/bin
 
-.PHONY: bootstrap test lanes lint typecheck unit integration containers shake demo soak soak-short bench image clean
+.PHONY: bootstrap test lint typecheck unit integration containers shake demo soak soak-short bench image clean
 
 bootstrap:
 	@python3 scripts/bootstrap.py
@@ -30,19 +30,12 @@ CONTAINER_CLUSTER_TESTS := tests/integration/test_container_cluster.py \
   tests/integration/test_agent_cli.py tests/integration/test_agent_reassignment.py \
   tests/integration/test_executor.py
 
-# The unit tests first, in two workers (pure Python on one core each: about half their time),
-# then the integration and end-to-end tests one at a time (their clusters take both cores).
-test: lint typecheck
-	$(PY) -m pytest tests/unit -q -n 2 --dist loadfile --durations=10
-	$(PY) -m pytest tests/integration tests/e2e -q --durations=40
-	@$(MAKE) --no-print-directory containers
-
 # Every test in two lanes (pytest-xdist): a whole module to a lane, the longest first and the
-# unit tests last (tests/lanes.py). About 30 minutes instead of 47, but not yet `make test`:
-# two tests fail in it that pass one at a time (docs/testing.md).
-lanes: bootstrap
+# unit tests last (tests/lanes.py); then the container cluster tests.
+test: lint typecheck
 	$(PY) -m pytest tests/integration tests/e2e tests/unit -q -n 2 --dist loadfile \
 	  --no-loadscope-reorder --durations=40
+	@$(MAKE) --no-print-directory containers
 
 containers: bootstrap
 	KMEDIC_TEST_CLUSTER=testcontainers $(PY) -m pytest -q --durations=5 $(CONTAINER_CLUSTER_TESTS)

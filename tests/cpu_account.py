@@ -8,7 +8,7 @@ Machine-wide on purpose: a broker's or a Spark driver's CPU belongs to the test 
 it. Anything else running on the machine is counted too; CI runs alone. Printed after the
 run's summary; nothing is written without /proc/stat (it is silent elsewhere).
 
-In two lanes (pytest-xdist, as `make lanes` runs the suite: tests/lanes.py) a module's
+In two lanes (pytest-xdist, as `make test` runs the suite: tests/lanes.py) a module's
 machine-wide reading would hold the other lane's too, so only the run's total is printed, by
 the process that hands the modules out; one lane (`make integration`) gives the modules'.
 """

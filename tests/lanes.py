@@ -1,4 +1,4 @@
-"""The order the test modules are handed out in when the suite runs in two lanes, as `make lanes`
+"""The order the test modules are handed out in when the suite runs in two lanes, as `make test`
 runs it (``pytest -n 2 --dist loadfile --no-loadscope-reorder``: a whole module to a lane, the
 next module to whichever lane runs short): longest first, so the two lanes end near each other,
 and the unit tests last, where they fill the lane that ends first. Without xdist nothing
