@@ -25,6 +25,7 @@ from kmedic.kafka_protocol import refusal, unregister_broker
 from kmedic.logging import get_logger
 from manager.executor.move_state import ClusterView, Election
 from manager.model.moves import Move, TopicPartition
+from manager.monitor.forwarders import Forwarders
 
 log = get_logger(__name__)
 
@@ -54,6 +55,7 @@ class AdminCalls:
         self._timeout_ms = int(request_timeout_s * 1000)
         self._retry_s = retry_s
         self._client: KafkaAdminClient | None = None
+        self._forwarders = Forwarders()  # brokers a call timed out on lately
         try:  # connected now while the cluster answers (its metadata fresh before any hang)
             self._client = self._connect()
         except KmedicError as exc:
@@ -84,6 +86,8 @@ class AdminCalls:
             try:
                 return call(self.client)
             except (KpKafkaError, KmedicError) as exc:  # KmedicError: could not reconnect
+                if self._client is not None:
+                    self._forwarders.failed(self._client._controller_id, time.monotonic())
                 if time.monotonic() >= deadline:
                     raise KmedicError(f"cannot {what}: {exc!r}") from exc
                 log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
@@ -92,9 +96,14 @@ class AdminCalls:
                     # The same client first: it avoids a broker that just timed out. Controller
                     # requests go to a broker that answers (KRaft brokers forward them):
                     # kafka-python would keep sending them to a hung one, and asked anew
-                    # KRaft names a random broker - the hung one again, one time in N.
+                    # KRaft names a random broker - the hung one again, one time in N - and
+                    # its own pick may be a broker cut off from the controllers
+                    # (manager.monitor.forwarders).
                     client = self._client
-                    client._controller_id = client._manager.least_loaded_node()
+                    known = [b.node_id for b in client._manager.cluster.brokers()]
+                    client._controller_id = self._forwarders.pick(
+                        known, client._manager.least_loaded_node(), time.monotonic()
+                    )
                     continue
                 self._drop()
 

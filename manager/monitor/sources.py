@@ -30,6 +30,7 @@ from kmedic.replica_columns import AgentRecord
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
+from manager.monitor.forwarders import Forwarders
 from manager.monitor.leader_rebalance import LeaderRebalanceSetting
 from manager.monitor.load_columns import LoadFeed
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
@@ -145,6 +146,7 @@ class ClusterSources:
         self.leader_rebalance = LeaderRebalanceSetting()
         self.quorum = QuorumReader(bootstrap)
         self._reassignments: dict[TopicPartition, Reassignment] = {}  # the last listing
+        self._forwarders = Forwarders()  # brokers a controller request timed out on lately
 
     def start(self) -> ClusterSources:
         self.agents.start()
@@ -300,14 +302,8 @@ class ClusterSources:
                     b: n for b, n in parse_nodes(client.describe_cluster()).items() if not n.fenced
                 }
                 partitions = describe_partitions(client)
-                # Controller requests go to a broker that has just answered (KRaft brokers
-                # forward them): kafka-python keeps the controller the metadata once named,
-                # which for seconds after a broker dies may be that dead, unfenced broker.
-                client._controller_id = client._manager.least_loaded_node()
                 if list_reassignments:
-                    self._reassignments = parse_reassignments(
-                        client.list_partition_reassignments(timeout_ms=self._timeout_ms)
-                    )
+                    self._reassignments = self._list_reassignments(client, live)
                 return live, partitions, dict(self._reassignments)
             except Exception as exc:  # kafka-python raises several unrelated types
                 errors.append(str(exc) or type(exc).__name__)
@@ -315,6 +311,23 @@ class ClusterSources:
                 if attempt >= SAME_CLIENT_ATTEMPTS:
                     self._close_admin()
         raise AdminUnavailable(f"Admin API read failed {ADMIN_ATTEMPTS} times: {errors[-1]}")
+
+    def _list_reassignments(
+        self, client: Any, live: dict[int, BrokerNode]
+    ) -> dict[TopicPartition, Reassignment]:
+        """ListPartitionReassignments, sent to a broker that forwards it (manager.monitor.
+        forwarders): kafka-python keeps the controller its metadata once named, which for
+        seconds after a broker dies may be that dead, unfenced broker, and picks anew at random,
+        which may be a broker cut off from the controllers."""
+        node = self._forwarders.pick(live, client._manager.least_loaded_node(), time.monotonic())
+        client._controller_id = node
+        try:
+            return parse_reassignments(
+                client.list_partition_reassignments(timeout_ms=self._timeout_ms)
+            )
+        except Exception:
+            self._forwarders.failed(node, time.monotonic())
+            raise
 
     def _remember(
         self,

@@ -20,11 +20,12 @@ pytestmark = pytest.mark.integration
 LEADERSHIP = Leadership(holder="test", epoch=1, current_epoch=1, is_leader=True)
 
 
-def sources_for(cluster: Any) -> ClusterSources:
-    """The manager's sources on the session cluster; only their Admin API reads are used."""
+def sources_for(cluster: Any, bootstrap: str | None = None) -> ClusterSources:
+    """The manager's sources on the session cluster (bootstrapped from its brokers, or from
+    ``bootstrap``); only their Admin API reads are used."""
     return ClusterSources(
         cluster="test",
-        bootstrap=cluster.bootstrap_servers,
+        bootstrap=bootstrap or cluster.bootstrap_servers,
         stats_topic="kmedic.brokerstats",
         loads_topic="kmedic.replica-loads",
         stats_lookback_s=60,

@@ -13,12 +13,27 @@ from manager.executor import admin_calls as module
 from manager.executor.admin_calls import AdminCalls
 
 
+class FakeBroker:
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+
+
+class FakeMetadata:
+    def brokers(self) -> list[FakeBroker]:
+        return [FakeBroker(b) for b in (1, 2, 3)]
+
+
 class FakeManager:
     """kafka-python's connection manager: the broker with the fewest requests waiting among
-    those connected (broker 3, the hung one, is in its reconnect backoff)."""
+    those connected (broker 3, the hung one, is in its reconnect backoff), unless ``pick``
+    says otherwise (a broker cut off from the controllers, which kafka-python may pick)."""
+
+    def __init__(self, pick: int = 1) -> None:
+        self.pick = pick
+        self.cluster = FakeMetadata()
 
     def least_loaded_node(self) -> int:
-        return 1
+        return self.pick
 
 
 class FakeClient:
@@ -71,16 +86,30 @@ def test_a_failed_call_is_retried_on_the_same_client_then_on_a_fresh_one(
     assert first.calls == 2 and first._controller_id == 1 and first.closed
 
 
+def test_a_retry_does_not_go_back_to_a_broker_a_call_just_timed_out_on(
+    connects: list[Any],
+) -> None:
+    first, second = FakeClient("first", works=False), FakeClient("second", works=True)
+    first._manager.pick = 3  # kafka-python's pick: the broker cut off from the controllers
+    connects += [first, second]
+    calls = AdminCalls("unused:9092", request_timeout_s=1, retry_s=60)
+    assert calls(lambda c: c.ask(), "ask") == "second"
+    # The call timed out with broker 3 as its controller: the retry went to broker 1.
+    assert first.calls == 2 and first._controller_id == 1
+
+
 def test_a_reconnect_that_fails_leaves_no_closed_client_for_the_next_call(
     connects: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = FakeClient("first", works=False)
     later = FakeClient("later", works=True)
     connects += [first, KmedicError("cannot reach the cluster"), later]
-    # The clock: the deadline passes just as the reconnect fails.
-    ticks = iter([0.0, 1.0, 2.0, 11.0, 12.0, 13.0])
-    monkeypatch.setattr(module.time, "monotonic", lambda: next(ticks))
-    calls = AdminCalls("unused:9092", request_timeout_s=1, retry_s=10)
+    # The clock moves with the pauses between retries (1 s, then 2 s): the deadline passes
+    # just as the reconnect fails.
+    clock = [0.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(module.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    calls = AdminCalls("unused:9092", request_timeout_s=1, retry_s=2.5)
     with pytest.raises(KmedicError, match="cannot ask: KmedicError"):
         calls(lambda c: c.ask(), "ask")
     assert first.closed

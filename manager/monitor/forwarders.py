@@ -1,0 +1,48 @@
+"""Which broker a controller request is sent to (the pure rule).
+
+KRaft brokers forward controller requests (ListPartitionReassignments among them) to the active
+controller. A broker cut off from the controllers while its clients still reach it answers what
+it holds itself (its metadata, stale: it cannot learn it was fenced) but holds every forwarded
+request until it times out. kafka-python picks the broker for such a request among those its
+metadata names, at random: with four brokers the manager's four reads of a cycle all went to
+the cut one now and then, and the cycle was blind (a refusal) for a cluster that was healing
+as it should. So a broker a controller request timed out on is avoided for ``AVOID_S``; the
+requests go to another broker registered at the cycle's read, the client's own choice first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+# Longer than a broker's session timeout and a heal's grace, so that a cut broker is avoided
+# until it is fenced and healed; short enough that a broker that answered slowly once (a GC
+# pause) takes its share again within a minute.
+AVOID_S = 60.0
+
+
+@dataclass
+class Forwarders:
+    """The brokers a controller request timed out on lately, and the choice of the next one."""
+
+    avoid_s: float = AVOID_S
+    failed_at: dict[int, float] = field(default_factory=dict)
+
+    def pick(self, registered: Collection[int], preferred: int | None, now: float) -> int | None:
+        """The broker for the next controller request: ``preferred`` (the client's least loaded)
+        unless it failed lately or is not registered; else the lowest registered broker that has
+        not failed lately; else, every registered one having failed, the one that failed first
+        (it has had the longest to recover); ``preferred`` when none is registered."""
+        self.failed_at = {b: t for b, t in self.failed_at.items() if now - t < self.avoid_s}
+        fine = sorted(set(registered) - set(self.failed_at))
+        if preferred is not None and preferred in fine:
+            return preferred
+        if fine:
+            return fine[0]
+        failed = [b for b in registered if b in self.failed_at]
+        return min(failed, key=lambda b: (self.failed_at[b], b)) if failed else preferred
+
+    def failed(self, broker: int | None, now: float) -> None:
+        """A controller request sent to ``broker`` failed at ``now``."""
+        if broker is not None:
+            self.failed_at[broker] = now
