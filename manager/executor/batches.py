@@ -154,6 +154,26 @@ class ThrottleTargets:
     brokers: frozenset[int]
 
 
+def still_copying(
+    moves: Iterable[Move],
+    current: Mapping[TopicPartition, Sequence[int]],
+    isr: Mapping[TopicPartition, Sequence[int]],
+) -> list[Move]:
+    """The moves with a new replica (in the target, not in ``current``) outside the partition's
+    ISR: the ones with data left to copy. A new replica in the ISR holds the leader's log, and
+    throttled it would hold the partition's acks=all writes: Kafka's follower leaves a
+    throttled replica out of its fetch whenever its broker's quota is spent and the replica
+    lags the leader by a record, in the ISR or not, so the writes waited for the quota's window
+    (up to a second) while a move's election settled. A partition whose ISR was not read
+    counts as copying."""
+    found = []
+    for move in moves:
+        replicas, in_sync = current.get(move.tp, ()), isr.get(move.tp, ())
+        if any(b not in replicas and b not in in_sync for b in move.target):
+            found.append(move)
+    return found
+
+
 def throttle_targets(
     in_flight: Iterable[Move], current: Mapping[TopicPartition, Sequence[int]]
 ) -> ThrottleTargets:

@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from manager.executor.batches import WriteBudget, least_written_first, throttle_targets
+from manager.executor.batches import (
+    WriteBudget,
+    least_written_first,
+    still_copying,
+    throttle_targets,
+)
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttle_rates import ThrottleRates
 from manager.executor.throttles import AdminCall, ThrottleChange, Throttles
@@ -58,6 +63,7 @@ class Throttling:
             if tp not in originals and tuple(replicas.get(tp, ())) == catch_up.replicas:
                 move, originals[tp] = catch_up.as_copy()
                 moves.append(move)
+        moves = still_copying(moves, originals, isr)  # a replica in sync is throttled no more
         targets = throttle_targets(moves, originals)
         self.rates.forget_topics(m.topic for m in moves)
         copies = [(m, originals[m.tp]) for m in moves]

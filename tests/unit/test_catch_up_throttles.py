@@ -81,3 +81,21 @@ def test_a_broker_still_down_gets_its_rate_when_it_is_back() -> None:
     throttling.commit(away)
     back = throttling.prepare([], {}, {}, LIVE, replicas)
     assert set(back.change.brokers) == {3}
+
+
+def test_a_replica_in_sync_is_throttled_no_more_while_the_rest_copies() -> None:
+    """A move whose new replica joined the ISR (its election still to settle), and a catch-up
+    caught up before the cycle dropped it: neither throttled. Kafka's follower leaves a
+    throttled replica out of its fetch while its broker's quota is spent, in the ISR or not,
+    and the partition's acks=all writes waited for it."""
+    throttling = _throttling(CatchUp("t", 0, (1, 3, 2), (3,)), CatchUp("t", 1, (2, 3), (3,)))
+    replicas = {("t", 0): (1, 3, 2), ("t", 1): (2, 3), ("u", 0): (1, 4), ("u", 1): (2, 4)}
+    done, copying = Move("u", 0, (1, 4)), Move("u", 1, (2, 4))
+    originals = {("u", 0): (1, 2), ("u", 1): (2, 1)}
+    isr = {("t", 0): (1, 3, 2), ("t", 1): (2,), ("u", 0): (1, 4), ("u", 1): (2, 1)}
+    prepared = throttling.prepare([done, copying], originals, isr, LIVE, replicas)
+    topics = prepared.change.topics
+    assert set(topics) == {"t", "u"}
+    assert topics["t"][FOLLOWER_REPLICAS] == "1:3"  # partition 0's broker 3 is in sync
+    assert topics["u"][FOLLOWER_REPLICAS] == "1:4"  # partition 0's move copied it all
+    assert set(str(topics["u"][LEADER_REPLICAS]).split(",")) == {"1:1", "1:2"}

@@ -14,6 +14,7 @@ from manager.executor.batches import (
     WriteBudget,
     least_written_first,
     select_batch,
+    still_copying,
     throttle_targets,
 )
 from manager.model.moves import Move
@@ -249,3 +250,11 @@ def test_a_broker_copies_over_its_budget_only_as_its_one_copy(
     assert select_batch(
         pending, current, [], max_per_broker=2, max_per_cluster=5, budget=unbounded
     ) == select_batch(pending, current, [], max_per_broker=2, max_per_cluster=5)
+
+
+def test_a_move_whose_new_replicas_are_in_sync_copies_nothing_more() -> None:
+    moves = [Move("t", 0, (1, 4)), Move("t", 1, (2, 5, 6)), Move("t", 2, (3, 7))]
+    current = {("t", 0): (1, 2), ("t", 1): (2, 5), ("t", 2): (3, 8)}
+    # t:0's broker 4 joined the ISR; t:1's broker 6 has not; t:2's ISR was not read.
+    isr = {("t", 0): (1, 4), ("t", 1): (2, 5)}
+    assert still_copying(moves, current, isr) == moves[1:]
