@@ -19,13 +19,13 @@ from kafka.errors import KafkaError as KpKafkaError
 from kafka.errors import NodeNotReadyError
 
 from kmedic.errors import KmedicError
+from kmedic.forwarders import Forwarders
 from kmedic.kafka_admin import connect_admin, describe_partitions
 from kmedic.kafka_client import Cluster
 from kmedic.kafka_protocol import refusal, unregister_broker
 from kmedic.logging import get_logger
 from manager.executor.move_state import ClusterView, Election
 from manager.model.moves import Move, TopicPartition
-from manager.monitor.forwarders import Forwarders
 
 log = get_logger(__name__)
 
@@ -98,7 +98,7 @@ class AdminCalls:
                     # kafka-python would keep sending them to a hung one, and asked anew
                     # KRaft names a random broker - the hung one again, one time in N - and
                     # its own pick may be a broker cut off from the controllers
-                    # (manager.monitor.forwarders).
+                    # (kmedic.forwarders).
                     client = self._client
                     known = [b.node_id for b in client._manager.cluster.brokers()]
                     client._controller_id = self._forwarders.pick(

@@ -16,6 +16,7 @@ import numpy as np
 
 from kmedic.brokerstats import from_json
 from kmedic.errors import Unreachable
+from kmedic.forwarders import Forwarders
 from kmedic.kafka_admin import connect_admin, describe_eligible_leaders, describe_partitions
 from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
@@ -30,7 +31,6 @@ from kmedic.replica_columns import AgentRecord
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.feeds import FeedStatus, LatestByKey
-from manager.monitor.forwarders import Forwarders
 from manager.monitor.leader_rebalance import LeaderRebalanceSetting
 from manager.monitor.load_columns import LoadFeed
 from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
@@ -315,8 +315,8 @@ class ClusterSources:
     def _list_reassignments(
         self, client: Any, live: dict[int, BrokerNode]
     ) -> dict[TopicPartition, Reassignment]:
-        """ListPartitionReassignments, sent to a broker that forwards it (manager.monitor.
-        forwarders): kafka-python keeps the controller its metadata once named, which for
+        """ListPartitionReassignments, sent to a broker that forwards it (kmedic.forwarders):
+        kafka-python keeps the controller its metadata once named, which for
         seconds after a broker dies may be that dead, unfenced broker, and picks anew at random,
         which may be a broker cut off from the controllers."""
         node = self._forwarders.pick(live, client._manager.least_loaded_node(), time.monotonic())

@@ -1,11 +1,11 @@
-"""Which broker a controller request goes to (manager.monitor.forwarders), without a cluster."""
+"""Which broker a controller request goes to (kmedic.forwarders), without a cluster."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from manager.monitor.forwarders import AVOID_S, Forwarders
+from kmedic.forwarders import AVOID_S, Forwarders
 
 
 def test_the_clients_choice_stands_while_it_has_not_failed() -> None:
