@@ -1,4 +1,5 @@
-"""Which broker a controller request is sent to (the pure rule).
+"""Which broker a controller request, or a request that may go to any broker, is sent to (the
+pure rule).
 
 KRaft brokers forward controller requests (ListPartitionReassignments among them) to the active
 controller. A broker cut off from the controllers while its clients still reach it answers what
@@ -6,8 +7,9 @@ it holds itself (its metadata, stale: it cannot learn it was fenced) but holds e
 request until it times out. kafka-python picks the broker for such a request among those its
 metadata names, at random: with four brokers the manager's four reads of a cycle all went to
 the cut one now and then, and the cycle was blind (a refusal) for a cluster that was healing
-as it should. So a broker a controller request timed out on is avoided for ``AVOID_S``; the
-requests go to another broker registered at the cycle's read, the client's own choice first.
+as it should. A hung broker (a long GC pause) swallows any request. So a broker a request
+timed out on is avoided for ``AVOID_S``; the requests go to another broker registered at the
+cycle's read (or known to the client), the client's own choice first.
 """
 
 from __future__ import annotations

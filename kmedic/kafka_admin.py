@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from kmedic.errors import KmedicError, Unreachable
+from kmedic.forwarders import Forwarders
 from kmedic.kafka_client import Cluster, client_settings
 from kmedic.metadata import LogDirInfo, log_dir_of
 from kmedic.metadata_wire import decode_metadata
@@ -55,6 +56,41 @@ def _client_class() -> Any:
                 raise
 
     return ClosedOnFailure
+
+
+def steer_requests(client: Any, avoided: Forwarders, clock: Any = time.monotonic) -> None:
+    """Make ``client`` (a KafkaAdminClient) send a request that names no broker to one
+    ``avoided`` does not avoid (kmedic.forwarders), and tell ``avoided`` of every broker a
+    request timed out on. kafka-python picks such a broker at random for each request: a
+    hung broker (a long GC pause) holds its connections open and swallows requests until
+    they time out, and took its share of every read of a cycle, retries included."""
+    from kafka import errors as kafka_errors
+
+    manager = client._manager
+    timeouts = (kafka_errors.RequestTimedOutError, kafka_errors.KafkaTimeoutError)
+
+    def least_loaded_node() -> Any:
+        preferred = type(manager).least_loaded_node(manager)  # kafka-python's own choice
+        if preferred is None:
+            return None  # every broker is in its reconnect backoff: kafka-python waits
+        known = [b.node_id for b in manager.cluster.brokers() if isinstance(b.node_id, int)]
+        return avoided.pick(known, preferred, clock())
+
+    def send(request: Any, node_id: Any = None, request_timeout_ms: Any = None) -> Any:
+        node = node_id if node_id is not None else least_loaded_node()
+        future = type(manager).send(
+            manager, request, node_id=node, request_timeout_ms=request_timeout_ms
+        )
+
+        def timed_out(exc: BaseException) -> None:
+            if isinstance(exc, timeouts) and isinstance(node, int):
+                avoided.failed(node, clock())
+
+        future.add_errback(timed_out)
+        return future
+
+    manager.least_loaded_node = least_loaded_node
+    manager.send = send
 
 
 # How long a command waits for a first answer from an unreachable cluster before it says so

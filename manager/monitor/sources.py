@@ -17,7 +17,12 @@ import numpy as np
 from kmedic.brokerstats import from_json
 from kmedic.errors import Unreachable
 from kmedic.forwarders import Forwarders
-from kmedic.kafka_admin import connect_admin, describe_eligible_leaders, describe_partitions
+from kmedic.kafka_admin import (
+    connect_admin,
+    describe_eligible_leaders,
+    describe_partitions,
+    steer_requests,
+)
 from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from kmedic.metadata import (
@@ -146,7 +151,7 @@ class ClusterSources:
         self.leader_rebalance = LeaderRebalanceSetting()
         self.quorum = QuorumReader(bootstrap)
         self._reassignments: dict[TopicPartition, Reassignment] = {}  # the last listing
-        self._forwarders = Forwarders()  # brokers a controller request timed out on lately
+        self._forwarders = Forwarders()  # brokers a request timed out on lately
 
     def start(self) -> ClusterSources:
         self.agents.start()
@@ -204,6 +209,8 @@ class ClusterSources:
                 timeout_ms=self._timeout_ms,
                 error=AdminUnavailable,
             )
+            # A broker a request timed out on is avoided by the requests that name none.
+            steer_requests(self._admin, self._forwarders)
         return self._admin
 
     def _close_admin(self) -> None:
@@ -291,9 +298,10 @@ class ClusterSources:
     ) -> tuple[dict[int, BrokerNode], PartitionTable, dict[TopicPartition, Reassignment]]:
         """One consistent Admin API read, asked again when it fails: first on the same client,
         whose reconnect backoff now skips the broker that failed (one that has just died and is
-        not yet fenced), then on a fresh client, which picks its node at random (a hung broker,
+        not yet fenced) and whose requests now avoid a broker one timed out on (a hung broker,
         in a long GC pause, holds its connections open and swallows requests until they time
-        out), so neither a dead nor a hung broker can blind the manager."""
+        out: kmedic.kafka_admin.steer_requests), then on a fresh client, so neither a dead nor
+        a hung broker can blind the manager."""
         errors = []
         for attempt in range(1, ADMIN_ATTEMPTS + 1):
             try:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from helpers import wait_for
+from kafka.net.manager import KafkaConnectionManager
 
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
@@ -156,3 +157,44 @@ def test_a_broker_fenced_and_back_between_two_cycles_is_catching_up(healthy_clus
     finally:
         sources.registrations.stop()
         sources.stop_admin_clients()
+
+
+def test_a_hung_broker_does_not_take_the_reads_that_name_no_broker(
+    healthy_cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kafka-python sends a request that names no broker to one it picks at random: a hung
+    broker (a long GC pause) swallowed its share of a cycle's reads, retries included, until
+    the cycle was blind (CI: the hung-broker e2e test's refusal never came in time). Made to
+    pick the hung broker whenever it may, the reads send it one request, which times out,
+    and then go elsewhere."""
+    cluster = healthy_cluster
+    hung = cluster.broker_ids[-1]
+    sources = sources_for(cluster)
+    least_loaded, send = KafkaConnectionManager.least_loaded_node, KafkaConnectionManager.send
+    sent_to_hung = []
+
+    def hung_broker_first(manager: KafkaConnectionManager) -> Any:
+        known = {b.node_id for b in manager.cluster.brokers()}
+        return hung if hung in known else least_loaded(manager)
+
+    def counted(
+        manager: KafkaConnectionManager, request: Any, node_id: Any = None, **kw: Any
+    ) -> Any:
+        node = node_id if node_id is not None else manager.least_loaded_node()
+        if node == hung:
+            sent_to_hung.append(type(request).__name__)
+        return send(manager, request, node_id=node, **kw)
+
+    try:
+        assert hung in read(sources)  # the client is made before the broker hangs
+        cluster.pause(hung)
+        with monkeypatch.context() as patch:
+            patch.setattr(KafkaConnectionManager, "least_loaded_node", hung_broker_first)
+            patch.setattr(KafkaConnectionManager, "send", counted)
+            for _ in range(2):
+                sources._read_admin()  # AdminUnavailable: the cycle would be blind
+        assert len(sent_to_hung) == 1, sent_to_hung
+    finally:
+        sources.stop_admin_clients()
+        cluster.resume(hung)
+        wait_for(lambda: hung in read_quietly(cluster), timeout=60, what="the hung broker back")
