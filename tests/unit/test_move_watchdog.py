@@ -304,3 +304,41 @@ def test_a_leader_that_does_not_answer_is_blamed_not_the_replica_copying_from_it
             blamed.append((change.verdict, change.blamed))
             move.stalled = True
     assert blamed == [("stalled", (1,)), ("cancel", (1,))]
+
+
+def test_a_move_about_to_join_the_isr_is_said_to_be_joining() -> None:
+    # Broker 4 copies from leader 1 (written too): 1,000 bytes closer a sample (2 s) apart.
+    fake = Fake()
+    dog = watchdog(fake)
+    move = flying("t", (1, 4))
+    ongoing = {("t", 0): {"replicas": [1, 4, 2], "adding_replicas": [4]}}
+    seen = []
+    samples = [(0, 10_000, 4_000), (2, 10_500, 5_500), (4, 11_000, 7_000), (6, 11_500, 8_500),
+               (8, 12_000, 10_000), (10, 12_500, 11_500)]  # fmt: skip
+    for second, leader, copy in samples:
+        fake.now = float(second)
+        fake.sizes[(("t", 0), 1)], fake.sizes[(("t", 0), 4)] = leader, copy
+        dog.watch([move], ongoing, LEADERS)
+        seen.append((second, move.behind.bytes if move.behind else None, move.joining))
+    # Joining once what it lacks takes under 1.5 samples (3 s: 1,500 bytes) to copy.
+    assert seen == [
+        (0, 6_000, False),
+        (2, 5_000, False),
+        (4, 4_000, False),
+        (6, 3_000, False),
+        (8, 2_000, False),
+        (10, 1_000, True),
+    ]
+
+
+def test_a_sample_without_the_leaders_figure_keeps_the_last_distance() -> None:
+    fake = Fake()
+    dog = watchdog(fake)
+    move = flying("t", (1, 4))
+    ongoing = {("t", 0): {"replicas": [1, 4, 2], "adding_replicas": [4]}}
+    fake.sizes[(("t", 0), 1)], fake.sizes[(("t", 0), 4)] = 10_000, 9_000
+    dog.watch([move], ongoing, LEADERS)
+    assert move.behind is not None and move.behind.bytes == 1_000 and not move.joining
+    fake.now, fake.sizes[(("t", 0), 1)] = 2.0, None  # the leader did not answer
+    dog.watch([move], ongoing, LEADERS)
+    assert move.behind.bytes == 1_000 and move.behind.at_s == 0.0 and not move.joining
