@@ -5,7 +5,7 @@ applies the results."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kmedic.errors import KmedicError
@@ -158,11 +158,9 @@ def still_copying(
     moves: Iterable[Move],
     current: Mapping[TopicPartition, Sequence[int]],
     isr: Mapping[TopicPartition, Sequence[int]],
-    joining: Collection[TopicPartition] = frozenset(),
 ) -> list[Move]:
     """The moves with a new replica (in the target, not in ``current``) outside the partition's
-    ISR, and not about to join it (``joining``: manager.model.isr_join): the ones with data left
-    to copy. A new replica in the ISR holds the leader's log, and
+    ISR: the ones with data left to copy. A new replica in the ISR holds the leader's log, and
     throttled it would hold the partition's acks=all writes: Kafka's follower leaves a
     throttled replica out of its fetch whenever its broker's quota is spent and the replica
     lags the leader by a record, in the ISR or not, so the writes waited for the quota's window
@@ -170,8 +168,6 @@ def still_copying(
     counts as copying."""
     found = []
     for move in moves:
-        if move.tp in joining:
-            continue
         replicas, in_sync = current.get(move.tp, ()), isr.get(move.tp, ())
         if any(b not in replicas and b not in in_sync for b in move.target):
             found.append(move)

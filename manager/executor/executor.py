@@ -138,17 +138,12 @@ class Executor:
         )
         listed = {(tp.topic, tp.partition): dict(info) for tp, info in ongoing.items()}
         if flying <= set(listed):
-            joining = self._joining()
             verdict = self._watch(listed)
-            if self.throttling.rates.due() or self._joining() != joining:
-                self._apply_throttles()  # new rates, or a move's throttles off before it joins
+            if self.throttling.rates.due():
+                self._apply_throttles()
             return verdict
         self.step()
         return True
-
-    def _joining(self) -> frozenset[TopicPartition]:
-        """The moves in flight about to join the ISR (the watchdog's last sample)."""
-        return frozenset(s.move.tp for s in self.in_flight() if s.joining)
 
     def read_cluster(self, topics: Iterable[str] = ()) -> ClusterView:
         """The cluster as its moves see it (their topics, the catch-ups', and ``topics``)."""
@@ -350,10 +345,7 @@ class Executor:
         flight = self.in_flight()
         originals = {**{st.move.tp: st.original for st in flight}, **(starts or {})}
         moves = [st.move for st in flight] + list(batch)
-        joining = self._joining()
-        prepared = self.throttling.prepare(
-            moves, originals, self._isr, self._live, self._replicas, joining
-        )
+        prepared = self.throttling.prepare(moves, originals, self._isr, self._live, self._replicas)
         if self.before_change is not None:
             owned = self.throttling.owned()
             record = owned.union(prepared.change.owned)

@@ -11,7 +11,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from manager.model.adaptive_throttle import Headroom, RateFigures
-from manager.model.isr_join import Behind
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import ThrottleRecord
@@ -143,10 +142,6 @@ class MoveState:
     finished_at: float | None = None
     error: str | None = None
     progress: MoveProgress | None = None  # the watchdog's record (None: not sampled yet)
-    # The new replicas' distance to the leader's log at the last sample that had it, and
-    # whether they are about to join the ISR (manager.model.isr_join): throttled no more.
-    behind: Behind | None = None
-    joining: bool = False
     stalled: bool = False  # reported as making no progress
     ended_at: float | None = None
     last_progress: float = 0.0

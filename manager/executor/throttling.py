@@ -9,7 +9,7 @@ cover its copy."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from manager.executor.batches import (
@@ -55,18 +55,15 @@ class Throttling:
         isr: Mapping[TopicPartition, Sequence[int]],
         live: frozenset[int],
         replicas: Mapping[TopicPartition, Sequence[int]],
-        joining: Collection[TopicPartition] = frozenset(),
     ) -> Prepared:
         """The throttles ``moves`` (each from its ``originals`` replicas) and the catch-ups
-        need, by the partitions' ``replicas`` and ``isr`` now; none for the moves ``joining``
-        the ISR (manager.model.isr_join)."""
+        need, by the partitions' ``replicas`` and ``isr`` now."""
         moves, originals = list(moves), dict(originals)
         for tp, catch_up in self.catch_ups.items():
             if tp not in originals and tuple(replicas.get(tp, ())) == catch_up.replicas:
                 move, originals[tp] = catch_up.as_copy()
                 moves.append(move)
-        # A replica in sync, or about to be, is throttled no more.
-        moves = still_copying(moves, originals, isr, joining)
+        moves = still_copying(moves, originals, isr)  # a replica in sync is throttled no more
         targets = throttle_targets(moves, originals)
         self.rates.forget_topics(m.topic for m in moves)
         copies = [(m, originals[m.tp]) for m in moves]

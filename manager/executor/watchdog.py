@@ -5,9 +5,7 @@ ongoing reassignments; it samples the bytes each adding replica holds (manager.e
 replica_sizes), updates each move's record (manager.model.move_progress: the arithmetic and
 the rules) and returns the moves whose verdict changed. The executor acts on them: a stalled
 move is reported, one stalled for twice ``stall_s`` is cancelled, and its destinations are
-remembered here so that no plan sends them replicas for ``stall_exclude_s``. The same sample
-(the leader's bytes beside the new replicas') tells which moves are about to join the ISR
-(manager.model.isr_join): their throttles come off.
+remembered here so that no plan sends them replicas for ``stall_exclude_s``.
 """
 
 from __future__ import annotations
@@ -19,12 +17,8 @@ from typing import Any
 
 from manager.executor.move_state import ExecutorConfig, MoveState
 from manager.executor.replica_sizes import Sample
-from manager.model.isr_join import behind, joins_within
 from manager.model.move_progress import Verdict, observe, stalled_brokers, unseen, verdict
 from manager.model.moves import TopicPartition
-
-# How far ahead a move's join of the ISR is foreseen, in samples: the next one may come late.
-JOIN_HORIZON_SAMPLES = 1.5
 
 Sampler = Callable[[Mapping[int, Iterable[TopicPartition]]], Sample]
 
@@ -129,16 +123,6 @@ class Watchdog:
                 state.progress = unseen(state.progress, now_ms)  # blind: judge nothing
                 continue
             state.progress = observe(state.progress, {b: sample[(tp, b)] for b in brokers}, now_ms)
-            leader = leaders.get(tp)
-            distance = behind(
-                sample.get((tp, leader)) if leader is not None and leader not in brokers else None,
-                {b: sample[(tp, b)] for b in brokers},
-                now,
-            )
-            if distance is not None:
-                horizon_s = JOIN_HORIZON_SAMPLES * self._config.progress_sample_s
-                state.joining = joins_within(state.behind, distance, horizon_s)
-                state.behind = distance
             said = verdict(state.progress, now_ms, stall_ms)
             was = "stalled" if state.stalled else "moving"
             if said != was:

@@ -99,13 +99,3 @@ def test_a_replica_in_sync_is_throttled_no_more_while_the_rest_copies() -> None:
     assert topics["t"][FOLLOWER_REPLICAS] == "1:3"  # partition 0's broker 3 is in sync
     assert topics["u"][FOLLOWER_REPLICAS] == "1:4"  # partition 0's move copied it all
     assert set(str(topics["u"][LEADER_REPLICAS]).split(",")) == {"1:1", "1:2"}
-
-
-def test_a_move_about_to_join_the_isr_is_throttled_no_more() -> None:
-    throttling = _throttling()
-    moves = [Move("t", 0, (1, 4)), Move("t", 1, (2, 3))]
-    originals = {("t", 0): (1, 2), ("t", 1): (2, 4)}
-    prepared = throttling.prepare(moves, originals, originals, LIVE, originals, {("t", 0)})
-    topic = prepared.change.topics["t"]
-    assert str(topic[LEADER_REPLICAS]) == "1:2,1:4"
-    assert str(topic[FOLLOWER_REPLICAS]) == "1:3"

@@ -258,11 +258,3 @@ def test_a_move_whose_new_replicas_are_in_sync_copies_nothing_more() -> None:
     # t:0's broker 4 joined the ISR; t:1's broker 6 has not; t:2's ISR was not read.
     isr = {("t", 0): (1, 4), ("t", 1): (2, 5)}
     assert still_copying(moves, current, isr) == moves[1:]
-
-
-def test_a_move_about_to_join_the_isr_copies_nothing_more_throttled() -> None:
-    moves = [Move("t", 0, (1, 4)), Move("t", 1, (2, 5))]
-    current = {("t", 0): (1, 2), ("t", 1): (2, 3)}
-    isr = {("t", 0): (1, 2), ("t", 1): (2, 3)}
-    assert still_copying(moves, current, isr) == moves
-    assert still_copying(moves, current, isr, joining={("t", 0)}) == moves[1:]
