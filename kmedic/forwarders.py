@@ -44,6 +44,11 @@ class Forwarders:
         failed = [b for b in registered if b in self.failed_at]
         return min(failed, key=lambda b: (self.failed_at[b], b)) if failed else preferred
 
+    def avoids(self, broker: int, now: float) -> bool:
+        """Whether a request of ``broker`` failed within ``avoid_s`` of ``now``."""
+        failed_at = self.failed_at.get(broker)
+        return failed_at is not None and now - failed_at < self.avoid_s
+
     def failed(self, broker: int | None, now: float) -> None:
         """A controller request sent to ``broker`` failed at ``now``."""
         if broker is not None:

@@ -58,35 +58,46 @@ def _client_class() -> Any:
     return ClosedOnFailure
 
 
+# A request that failed after this long waited on its broker (a request or connection timeout):
+# a refused connection (a dead broker) fails within milliseconds, and kafka-python's own
+# reconnect backoff skips that broker already.
+WAITED_S = 1.0
+
+
 def steer_requests(client: Any, avoided: Forwarders, clock: Any = time.monotonic) -> None:
     """Make ``client`` (a KafkaAdminClient) send a request that names no broker to one
     ``avoided`` does not avoid (kmedic.forwarders), and tell ``avoided`` of every broker a
-    request timed out on. kafka-python picks such a broker at random for each request: a
-    hung broker (a long GC pause) holds its connections open and swallows requests until
-    they time out, and took its share of every read of a cycle, retries included."""
-    from kafka import errors as kafka_errors
-
+    request failed on after waiting ``WAITED_S`` or more. kafka-python picks such a broker at
+    random for each request: a hung broker (a long GC pause), or one the manager cannot reach,
+    swallows requests until they time out, and took its share of every read of a cycle,
+    retries included. Instead of an avoided broker: one kafka-python is connected to, else one
+    not in its reconnect backoff (never a dead broker it has just failed to reach), else
+    kafka-python's own choice."""
     manager = client._manager
-    timeouts = (kafka_errors.RequestTimedOutError, kafka_errors.KafkaTimeoutError)
 
     def least_loaded_node() -> Any:
         preferred = type(manager).least_loaded_node(manager)  # kafka-python's own choice
-        if preferred is None:
-            return None  # every broker is in its reconnect backoff: kafka-python waits
-        known = [b.node_id for b in manager.cluster.brokers() if isinstance(b.node_id, int)]
-        return avoided.pick(known, preferred, clock())
+        now = clock()
+        if preferred is None or not avoided.avoids(preferred, now):
+            return preferred  # None: every broker is in its reconnect backoff
+        known = sorted(b.node_id for b in manager.cluster.brokers() if isinstance(b.node_id, int))
+        usable = [b for b in known if not avoided.avoids(b, now)]
+        usable = [b for b in usable if manager.connection_delay(b) <= 0]
+        connected = [b for b in usable if getattr(manager._conns.get(b), "connected", False)]
+        return (connected or usable or [preferred])[0]
 
     def send(request: Any, node_id: Any = None, request_timeout_ms: Any = None) -> Any:
         node = node_id if node_id is not None else least_loaded_node()
+        sent = clock()
         future = type(manager).send(
             manager, request, node_id=node, request_timeout_ms=request_timeout_ms
         )
 
-        def timed_out(exc: BaseException) -> None:
-            if isinstance(exc, timeouts) and isinstance(node, int):
+        def waited(_: BaseException) -> None:
+            if isinstance(node, int) and clock() - sent >= WAITED_S:
                 avoided.failed(node, clock())
 
-        future.add_errback(timed_out)
+        future.add_errback(waited)
         return future
 
     manager.least_loaded_node = least_loaded_node

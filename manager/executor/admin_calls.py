@@ -20,7 +20,7 @@ from kafka.errors import NodeNotReadyError
 
 from kmedic.errors import KmedicError
 from kmedic.forwarders import Forwarders
-from kmedic.kafka_admin import connect_admin, describe_partitions
+from kmedic.kafka_admin import connect_admin, describe_partitions, steer_requests
 from kmedic.kafka_client import Cluster
 from kmedic.kafka_protocol import refusal, unregister_broker
 from kmedic.logging import get_logger
@@ -67,6 +67,8 @@ class AdminCalls:
         client: KafkaAdminClient = connect_admin(
             self._bootstrap, client_id="kmedic-executor", timeout_ms=self._timeout_ms
         )
+        # A broker a request waited on and failed is avoided by the requests that name none.
+        steer_requests(client, self._forwarders)
         return client
 
     @property

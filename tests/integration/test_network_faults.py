@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from helpers import (
     create_placed_topic,
@@ -92,8 +92,17 @@ def _replicas(bootstrap: str, topic: str) -> dict[int, tuple[list[int], list[int
 
 
 def _registered(bootstrap: str) -> set[int]:
-    admin = AdminClient(kafka_conf(bootstrap))  # held until the answer (a dropped one aborts)
-    return {b.id for b in admin.describe_cluster().result(10).nodes}
+    """The registered brokers, asked again when librdkafka drops the request (it destroys a
+    broker's handle once the metadata no longer names it - the broker just fenced - and a
+    request waiting on that handle fails: CI, 2026-12-03)."""
+    for attempt in range(1, 4):
+        admin = AdminClient(kafka_conf(bootstrap))  # held until the answer (a dropped one aborts)
+        try:
+            return {b.id for b in admin.describe_cluster().result(10).nodes}
+        except KafkaException as exc:
+            if attempt == 3 or exc.args[0].code() != KafkaError._DESTROY_BROKER:
+                raise
+    raise AssertionError("unreachable")
 
 
 def test_a_broker_cut_off_from_the_controllers_is_healed_after_its_grace_and_pages_nobody(

@@ -31,9 +31,13 @@ class FakeManager:
     def __init__(self, pick: int = 1) -> None:
         self.pick = pick
         self.cluster = FakeMetadata()
+        self._conns: dict[int, Any] = {}  # no connection open: every broker is a fresh pick
 
     def least_loaded_node(self) -> int:
         return self.pick
+
+    def connection_delay(self, node_id: int) -> float:
+        return 0.0  # no broker in its reconnect backoff
 
 
 class FakeClient:

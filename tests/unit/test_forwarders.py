@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -55,3 +57,94 @@ def test_the_choice_is_registered_and_avoids_recent_failures_while_another_broke
     assert chosen in registered
     if registered - recent:
         assert chosen not in recent
+
+
+def test_a_broker_is_avoided_for_avoid_s_after_a_failure() -> None:
+    rule = Forwarders(avoid_s=60.0)
+    assert not rule.avoids(3, 0.0)
+    rule.failed(3, 10.0)
+    assert rule.avoids(3, 10.0) and rule.avoids(3, 69.9)
+    assert not rule.avoids(3, 70.0) and not rule.avoids(2, 10.0)
+
+
+# -- steer_requests over a fake kafka-python connection manager -------------------------------
+
+
+class _Node:
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+
+
+class _Metadata:
+    def brokers(self) -> list[_Node]:
+        return [_Node(b) for b in (4, 3, 2, 1)]
+
+
+class _Conn:
+    connected = True
+
+
+class _Future:
+    def __init__(self) -> None:
+        self.errbacks: list[Any] = []
+
+    def add_errback(self, f: Any) -> None:
+        self.errbacks.append(f)
+
+    def fail(self, exc: BaseException) -> None:
+        for f in self.errbacks:
+            f(exc)
+
+
+class _Manager:
+    """kafka-python's choice is broker 3; broker 1 is in its reconnect backoff (dead); the
+    client holds a connection to broker 4."""
+
+    def __init__(self) -> None:
+        self.cluster = _Metadata()
+        self._conns: dict[int, Any] = {4: _Conn()}
+        self.sent: list[Any] = []
+
+    def least_loaded_node(self) -> int:
+        return 3
+
+    def connection_delay(self, node_id: int) -> float:
+        return 0.8 if node_id == 1 else 0.0
+
+    def send(self, request: Any, node_id: Any = None, request_timeout_ms: Any = None) -> Any:
+        self.sent.append(node_id)
+        future = _Future()
+        self.last = future
+        return future
+
+
+class _Client:
+    def __init__(self) -> None:
+        self._manager = _Manager()
+
+
+def test_steered_requests_leave_a_broker_that_made_one_wait_for_a_connected_one() -> None:
+    from kmedic.kafka_admin import steer_requests
+
+    now = [0.0]
+    rule, client = Forwarders(), _Client()
+    steer_requests(client, rule, clock=lambda: now[0])
+    manager = client._manager
+    manager.send("metadata")
+    assert manager.sent == [3]  # kafka-python's own choice while nothing failed
+    now[0] = 0.2
+    manager.last.fail(ConnectionRefusedError())  # fast: kafka-python's backoff handles it
+    manager.send("metadata")
+    assert manager.sent[-1] == 3
+    now[0] = 4.2
+    manager.last.fail(TimeoutError())  # after 4 s: the broker made it wait
+    manager.send("metadata")
+    assert manager.sent[-1] == 4  # the broker it is connected to
+    manager._conns.clear()
+    manager.send("metadata")
+    assert manager.sent[-1] == 2  # not 1: in its reconnect backoff (dead)
+    manager.send("describe log dirs", node_id=3)
+    assert manager.sent[-1] == 3  # a request naming its broker goes there
+    now[0] = 70.0
+    manager.send("metadata")
+    assert manager.sent[-1] == 3  # avoided no more
