@@ -135,22 +135,34 @@ def test_per_partition_bytes_in_within_20_percent(healthy_cluster: Any, run_agen
     finally:
         producer.stop()
     samples = [r for r in agent.since(warm) if r.rate_window_s][:4]
-    errors = []
+    # Judged over the four windows together (about 8 s): the producer keeps its schedule, but
+    # on a loaded machine librdkafka delivers in bunches, and a bunch late by a few hundred ms
+    # lands in the next 2 s window (CI: 25,358 B/s reported for 20,000 in one window, the
+    # bytes appended in it). Each window's figure is the bytes its broker appended.
+    window_s = 0.0
+    appended: dict[int, float] = dict.fromkeys(truth, 0.0)
+    messages: dict[int, float] = dict.fromkeys(truth, 0.0)
     for rec in samples:
         assert rec.failure is None
         mine = {r.partition: r for r in rec.leaders if r.topic == topic}
         assert set(mine) == {0, 1, 2}
-        for p, rate in truth.items():
-            got = mine[p].bytes_in_per_s
-            errors.append((got - rate) / rate)
-            assert abs(got - rate) <= 0.2 * rate, (
-                f"partition {p}: reported {got:.0f} B/s, produced {rate:.0f} B/s "
-                f"(window {rec.rate_window_s:.2f}s, estimate {mine[p].estimate})"
-            )
-            msgs = mine[p].messages_in_per_s
-            assert abs(msgs - rate / PacedProducer.MESSAGE) <= 0.2 * rate / PacedProducer.MESSAGE
+        assert rec.rate_window_s is not None
+        window_s += rec.rate_window_s
+        for p in truth:
             assert mine[p].estimate == "size_delta"
-    print(f"bytes-in error per partition and window: {[f'{e:+.1%}' for e in errors]}")
+            appended[p] += mine[p].bytes_in_per_s * rec.rate_window_s
+            messages[p] += mine[p].messages_in_per_s * rec.rate_window_s
+    errors = []
+    for p, rate in truth.items():
+        got = appended[p] / window_s
+        errors.append((got - rate) / rate)
+        assert abs(got - rate) <= 0.2 * rate, (
+            f"partition {p}: reported {got:.0f} B/s, produced {rate:.0f} B/s "
+            f"(over {len(samples)} windows, {window_s:.2f} s)"
+        )
+        msgs = messages[p] / window_s
+        assert abs(msgs - rate / PacedProducer.MESSAGE) <= 0.2 * rate / PacedProducer.MESSAGE
+    print(f"bytes-in error per partition: {[f'{e:+.1%}' for e in errors]}")
 
 
 def _admin_roles(cluster: Any, broker: int, topic: str) -> tuple[set[Any], set[Any], int]:
