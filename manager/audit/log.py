@@ -112,19 +112,29 @@ class AuditLog:
 
     def write(self, record: AuditRecord) -> AuditRecord:
         """Write one record; returns it as stored (its ``sink`` says where it went)."""
-        with self._lock:
-            return self._write(record)
+        return self.write_all([record])[0]
 
-    def _write(self, record: AuditRecord) -> AuditRecord:
+    def write_all(self, records: list[AuditRecord]) -> list[AuditRecord]:
+        """Write ``records`` in order, to the primary in one send (one wait for its
+        acknowledgement, not one per record); those it did not take within the bound fail
+        over, in order. Returns them as stored."""
+        with self._lock:
+            return self._write(records)
+
+    def _write(self, records: list[AuditRecord]) -> list[AuditRecord]:
+        if not records:
+            return []
         if self.on_failover:
             self.replay()
+        taken = 0
         if not self.on_failover:
-            if self.primary.send([record], self.write_timeout_s) == 1:
-                self.counts["primary"] += 1
-                return record
-            log.warning("audit_primary_unavailable", record=record.id, kind=record.kind)
-            self._next_retry = time.monotonic() + self.retry_interval_s
-        return self._fail_over(record)
+            taken = self.primary.send(records, self.write_timeout_s)
+            self.counts["primary"] += taken
+            if taken < len(records):
+                first = records[taken]
+                log.warning("audit_primary_unavailable", record=first.id, kind=first.kind)
+                self._next_retry = time.monotonic() + self.retry_interval_s
+        return records[:taken] + [self._fail_over(r) for r in records[taken:]]
 
     def replay(self, force: bool = False) -> int:
         """Send spooled records to the primary in order; returns how many were replayed.

@@ -167,18 +167,20 @@ class PlanKeeper:
         )
 
     def step(self) -> None:
-        try:
-            self.executor.step()
-        except KmedicError as exc:
-            log.warning("executor_step_failed", error=str(exc))
-            return
-        self.sync()
+        with self.trail.gathered():
+            try:
+                self.executor.step()
+            except KmedicError as exc:
+                log.warning("executor_step_failed", error=str(exc))
+                return
+            self.sync()
 
     def before_change(self, batch: list[Move], throttles: ThrottleRecord) -> bool:
         """Before every batch of moves and every throttle kmedic adds: a fenced write of the
         plan with the throttles it will own. It fails unless this instance still leads with the
         current epoch, so a deposed leader starts nothing, and a successor removes exactly
         these throttles if this one crashes next."""
+        self.trail.flush()  # what happened before the change is told first
         stored = self.plan
         if stored is None and batch:
             log.warning("batch_refused", moves=len(batch), why="no stored plan to record it in")

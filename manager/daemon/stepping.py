@@ -52,9 +52,10 @@ class Stepper:
             if not stepping:
                 return
             try:
-                if self.executor.poll():
-                    self.keeper.sync()
-                self.moves.observe()  # the copy rate is sampled at every poll
+                with self.keeper.trail.gathered():
+                    if self.executor.poll():
+                        self.keeper.sync()
+                    self.moves.observe()  # the copy rate is sampled at every poll
             except Exception as exc:  # the next cycle tries again, and says why
                 log.warning("executor_poll_failed", error=str(exc))
                 return

@@ -314,6 +314,7 @@ class FakeExecutor:
         self.unregistered: list[int] = []
         self.unregister_refusal: str | None = None
         self.catch_ups: list[CatchUp] = []  # as the keeper last handed them over
+        self.tell_starts = False  # action_started for each move a step starts, as the real one
 
     def catch_up(self, catch_ups: Iterable[CatchUp]) -> None:
         self.catch_ups = list(catch_ups)
@@ -371,6 +372,8 @@ class FakeExecutor:
             elif state in pending:
                 state.status = "in_flight"
                 state.started_at = 100.0
+                if self.tell_starts and self.on_event is not None:
+                    self.on_event("action_started", state, {})
 
     def sizes(self, wanted: Mapping[int, Iterable[TopicPartition]]) -> Sample:
         return {
@@ -427,9 +430,11 @@ class MemorySink:
 
     def __init__(self) -> None:
         self.records: list[AuditRecord] = []
+        self.sends: list[int] = []  # how many records each send carried
 
     def send(self, records: list[AuditRecord], timeout_s: float) -> int:
         self.records.extend(records)
+        self.sends.append(len(records))
         return len(records)
 
     def close(self) -> None:

@@ -101,17 +101,39 @@ def test_failover_goes_to_secondary_and_spool_and_replays_in_order(tmp_path: Pat
     assert not log.on_failover
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3) | st.none()), max_size=25))
-def test_nothing_lost_nothing_reordered(
-    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[bool, int | None]]
+def test_a_batch_the_primary_takes_in_part_fails_over_from_there_in_order(
+    tmp_path: Path,
 ) -> None:
     primary = ListSink("primary")
+    log = AuditLog(primary, tmp_path, retry_interval_s=0)
+    primary.capacity = 2
+    stored = log.write_all([rec(n) for n in range(4)])
+    assert [r.sink for r in stored] == ["primary", "primary", "spool", "spool"]
+    assert log.counts["primary"] == 2 and log.counts["spool"] == 2
+    primary.capacity = None
+    log.replay(force=True)
+    assert [r.summary for r in primary.records] == [f"record {n}" for n in range(4)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.integers(0, 3) | st.none(), st.integers(1, 4)), max_size=25
+    )
+)
+def test_nothing_lost_nothing_reordered(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[bool, int | None, int]]
+) -> None:
+    """Records written one at a time or in batches, the primary up, down or taking part."""
+    primary = ListSink("primary")
     log = AuditLog(primary, tmp_path_factory.mktemp("spool"), retry_interval_s=0)
-    written = []
-    for n, (up, capacity) in enumerate(steps):
+    written: list[str] = []
+    for n, (up, capacity, batch) in enumerate(steps):
         primary.up, primary.capacity = up, capacity
-        written.append(log.write(rec(n)).id)
+        records = [rec(n * 10 + i) for i in range(batch)]
+        stored = log.write(records[0]) if batch == 1 else log.write_all(records)[0]
+        written.extend(r.id for r in records)
+        assert stored.id == records[0].id
     primary.up, primary.capacity = True, None
     log.replay(force=True)
     seen: list[str] = []
