@@ -4,9 +4,10 @@ voter's lag behind the leader's high watermark and the age of its last fetch.
 On a client of its own with a short timeout. A KRaft broker forwards the request to the
 quorum's leader; without one it cannot answer and the request times out, which must not hold
 the cycle for the main client's full timeout. Two reads timing out in a row (the second on a
-fresh client, so one hung broker cannot fake it) mean *leaderless*. Any other failure (a Kafka
-without the API, an ACL that refuses it, the cluster unreachable) means *unknown*: logged, and
-held against no plan.
+fresh client, steered off the broker the first waited on: kmedic.kafka_admin.steer_requests,
+so one hung broker, or one cut off from the controllers, cannot fake it) mean *leaderless*.
+Any other failure (a Kafka without the API, an ACL that refuses it, the cluster unreachable)
+means *unknown*: logged, and held against no plan.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from kmedic.kafka_admin import connect_admin
+from kmedic.forwarders import Forwarders
+from kmedic.kafka_admin import connect_admin, steer_requests
 from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from manager.model.snapshot import Quorum, QuorumVoter
@@ -49,10 +51,20 @@ def parse_quorum(doc: Mapping[str, Any], now_ms: int) -> Quorum:
 
 
 class QuorumReader:
-    def __init__(self, bootstrap: Cluster, timeout_ms: int = TIMEOUT_MS) -> None:
+    def __init__(
+        self,
+        bootstrap: Cluster,
+        timeout_ms: int = TIMEOUT_MS,
+        *,
+        forwarders: Forwarders | None = None,
+    ) -> None:
         self._bootstrap = bootstrap
         self._timeout_ms = timeout_ms
         self._admin: Any = None
+        # Kept across clients: the second read's fresh client picked its broker at random,
+        # the cut one again now and then, and a broker cut off from the controllers made the
+        # quorum look leaderless (a refusal: CI, test_network_faults).
+        self._forwarders = forwarders if forwarders is not None else Forwarders()
 
     def read(self, now_ms: int) -> Quorum:
         errors: list[str] = []
@@ -76,6 +88,7 @@ class QuorumReader:
             self._admin = connect_admin(
                 self._bootstrap, client_id="kmedic-manager-quorum", timeout_ms=self._timeout_ms
             )
+            steer_requests(self._admin, self._forwarders)
         return self._admin
 
     def close(self) -> None:

@@ -149,9 +149,9 @@ class ClusterSources:
         self.registrations = RegistrationWatch(self._read_registered, WATCH_INTERVAL_S)
         self.topic_configs = TopicConfigs()
         self.leader_rebalance = LeaderRebalanceSetting()
-        self.quorum = QuorumReader(bootstrap)
-        self._reassignments: dict[TopicPartition, Reassignment] = {}  # the last listing
         self._forwarders = Forwarders()  # brokers a request timed out on lately
+        self.quorum = QuorumReader(bootstrap, forwarders=self._forwarders)
+        self._reassignments: dict[TopicPartition, Reassignment] = {}  # the last listing
 
     def start(self) -> ClusterSources:
         self.agents.start()

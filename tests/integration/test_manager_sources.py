@@ -198,3 +198,40 @@ def test_a_hung_broker_does_not_take_the_reads_that_name_no_broker(
         sources.stop_admin_clients()
         cluster.resume(hung)
         wait_for(lambda: hung in read_quietly(cluster), timeout=60, what="the hung broker back")
+
+
+def test_a_hung_broker_does_not_make_the_quorum_look_leaderless(
+    healthy_cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quorum is read twice before it is called leaderless, the second time on a fresh
+    client; that client picked its broker at random, the one the first read had waited on
+    now and then, and a broker cut off from the controllers (or hung) made a led quorum look
+    leaderless: a refusal (CI, test_network_faults). Made to pick the hung broker whenever it
+    may, the second read goes elsewhere and finds the leader."""
+    cluster = healthy_cluster
+    hung = cluster.broker_ids[-1]
+    # Bootstrapped from the others, as a broker cut off from the controllers still answers
+    # its metadata (a hung one would not, and a fresh client's bootstrap is another story).
+    others = ",".join(
+        f"{cluster.broker(b).host}:{cluster.broker(b).port}"
+        for b in cluster.broker_ids
+        if b != hung
+    )
+    sources = sources_for(cluster, bootstrap=others)
+    least_loaded = KafkaConnectionManager.least_loaded_node
+
+    def hung_broker_first(manager: KafkaConnectionManager) -> Any:
+        known = {b.node_id for b in manager.cluster.brokers()}
+        return hung if hung in known else least_loaded(manager)
+
+    try:
+        assert sources.quorum.read(int(time.time() * 1000)).state == "led"
+        cluster.pause(hung)
+        with monkeypatch.context() as patch:
+            patch.setattr(KafkaConnectionManager, "least_loaded_node", hung_broker_first)
+            quorum = sources.quorum.read(int(time.time() * 1000))
+        assert quorum.state == "led", quorum
+    finally:
+        sources.stop_admin_clients()
+        cluster.resume(hung)
+        wait_for(lambda: hung in read_quietly(cluster), timeout=60, what="the hung broker back")
