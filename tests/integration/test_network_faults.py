@@ -523,8 +523,20 @@ class _Load:
             self._thread.join(timeout=30)
 
     def _run(self) -> None:
+        # Timeouts past any test's length: over a link it overfills, a request waits seconds in
+        # the link's queue, and at librdkafka's 30 s a timed-out request closed the connection
+        # and dropped what waited, the link went idle, and the broker looked fast again (CI:
+        # its probes slow only once before the load collapsed, never demoted).
         producer = Producer(
-            kafka_conf(self.bootstrap, {"acks": "1", "linger.ms": 5, "message.timeout.ms": 30000})
+            kafka_conf(
+                self.bootstrap,
+                {
+                    "acks": "1",
+                    "linger.ms": 5,
+                    "message.timeout.ms": 600_000,
+                    "request.timeout.ms": 300_000,
+                },
+            )
         )
         value = b"x" * 1024
         while not self._stop.is_set():
@@ -539,3 +551,5 @@ class _Load:
             producer.poll(0)
             self._stop.wait(max(0.0, 0.1 - (time.monotonic() - tick)))
         producer.flush(5)
+        producer.purge()  # what the overfilled link still holds: dropped, not waited for
+        producer.flush(0)
