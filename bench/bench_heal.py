@@ -42,6 +42,7 @@ from bench_docs import write_section
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka import KafkaAdminClient
+from kafka.errors import KafkaError
 from kafka.structs import TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -236,9 +237,25 @@ class Race:
         for broker in self.cluster.broker_ids:
             if not self.cluster.is_alive(broker):
                 continue
-            for key, size in describe_replica_sizes(self.kadmin, broker).items():
+            for key, size in self.replica_sizes(broker).items():
                 out[key] = max(out.get(key, 0), size)
         return out
+
+    def replica_sizes(self, broker: int) -> dict[tuple[str, int], int]:
+        """``broker``'s replica sizes, read again until it answers: a broker restarted by the
+        last put-back runs before the admin client's metadata names it (a run crashed on
+        ``UnknownBrokerIdError: 6``), and a read asks for that metadata again."""
+
+        def read() -> tuple[dict[tuple[str, int], int]] | None:
+            try:
+                return (describe_replica_sizes(self.kadmin, broker),)
+            except KafkaError:
+                self.kadmin._manager.cluster.request_update()
+                return None
+
+        answer = wait(read, 60, f"broker {broker}'s replica sizes", interval=0.5)
+        assert answer is not None  # wait returns an answer or exits
+        return answer[0]
 
     def put_back(self, initial: Placement) -> None:
         now = self.placement()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from kmedic.errors import KmedicError, Unreachable
@@ -156,16 +157,26 @@ def describe_min_insync(client: Any, topics: list[str]) -> dict[str, int]:
 
 QUOTA_WINDOW_NUM = "replication.quota.window.num"
 QUOTA_WINDOW_SIZE = "replication.quota.window.size.seconds"
+FETCH_BACKOFF = "replica.fetch.backoff.ms"
 
 
-def describe_quota_windows(client: Any, brokers: list[int]) -> dict[int, float]:
-    """Over how many seconds each broker measures its replication throttles
-    (``replication.quota.window.num`` samples of ``replication.quota.window.size.seconds``),
-    by DescribeConfigs on ``client``; a broker Kafka gives no values for is absent. Raises what
-    the client raises."""
+@dataclass(frozen=True)
+class ReplicationTiming:
+    """A broker's static settings that shape how its throttled copies end: the seconds it
+    measures a replication throttle over, and how long its followers wait after a refused
+    fetch (None: Kafka gave no value)."""
+
+    quota_window_s: float | None
+    fetch_backoff_ms: int | None
+
+
+def describe_replication_timings(client: Any, brokers: list[int]) -> dict[int, ReplicationTiming]:
+    """Each broker's ``ReplicationTiming`` (its quota window is ``replication.quota.window.num``
+    samples of ``replication.quota.window.size.seconds``), by DescribeConfigs on ``client``; a
+    broker Kafka gives no values for is absent. Raises what the client raises."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    keys = {QUOTA_WINDOW_NUM: None, QUOTA_WINDOW_SIZE: None}
+    keys = {QUOTA_WINDOW_NUM: None, QUOTA_WINDOW_SIZE: None, FETCH_BACKOFF: None}
     resources = [
         ConfigResource(ConfigResourceType.BROKER, str(b), configs=dict(keys)) for b in brokers
     ]
@@ -174,10 +185,18 @@ def describe_quota_windows(client: Any, brokers: list[int]) -> dict[int, float]:
     for name, entries in found.get("broker", {}).items():
         if not isinstance(entries, dict):
             continue
-        num, size = (entries.get(k, {}).get("value") for k in (QUOTA_WINDOW_NUM, QUOTA_WINDOW_SIZE))
-        if isinstance(num, str) and num.isdigit() and isinstance(size, str) and size.isdigit():
-            out[int(name)] = float(int(num) * int(size))
-    return out
+        num, size, backoff = (
+            entries.get(k, {}).get("value")
+            for k in (QUOTA_WINDOW_NUM, QUOTA_WINDOW_SIZE, FETCH_BACKOFF)
+        )
+        samples, seconds = _digits(num), _digits(size)
+        window = float(samples * seconds) if samples and seconds else None
+        out[int(name)] = ReplicationTiming(window, _digits(backoff))
+    return {b: t for b, t in out.items() if t != ReplicationTiming(None, None)}
+
+
+def _digits(value: Any) -> int | None:
+    return int(value) if isinstance(value, str) and value.isdigit() else None
 
 
 AUTO_LEADER_REBALANCE = "auto.leader.rebalance.enable"

@@ -284,20 +284,30 @@ def broker_properties(
             "broker.heartbeat.interval.ms": 1000,
             "replica.lag.time.max.ms": 10000,
             "log.segment.bytes": 16 * 1024 * 1024,
-            **(SHAPED_QUOTA_WINDOW if shaped else {}),
+            **(SHAPED_REPLICATION if shaped else {}),
             **(secure_listener_properties(port, secure) if secure is not None else {}),
             **(overrides or {}),
         }
     )
 
 
-# A shaped cluster's brokers measure a replication throttle over 2 one-second samples, as kmedic
-# asks operators to (Kafka's default is 11): over 11 a throttled copy runs at link speed until
-# the average reaches its rate, then stops, and the link is full for seconds at a time
-# (docs/executor.md, "Kafka's quota window"; docs/bench.md). An unshaped cluster keeps Kafka's
-# default: its copies are bound by CPU, and a short window cannot hold a rate under one fetch
-# per window (1 MB / 2 s), which the tests' stalled copies need.
-SHAPED_QUOTA_WINDOW = {"replication.quota.window.num": 2}
+# A shaped cluster's brokers replicate as kmedic asks operators to (docs/executor.md), where the
+# clients' latency is measured:
+# - they measure a replication throttle over 2 one-second samples (Kafka's default is 11): over
+#   11 a throttled copy runs at link speed until the average reaches its rate, then stops, and
+#   the link is full for seconds at a time ("Kafka's quota window");
+# - a follower refused a fetch retries after 100 ms, and a follower's fetch waits at most 100 ms
+#   for data (Kafka's defaults are 1 s and 500 ms): a move's end bumps its partition's leader
+#   epoch, a follower that fetches at the new epoch before its leader knows it is refused, and
+#   the partition's acks=all writes waited a second for its retry ("A move's end").
+# An unshaped cluster keeps Kafka's defaults: its copies are bound by CPU, and a short window
+# cannot hold a rate under one fetch per window (1 MB / 2 s), which the tests' stalled copies
+# need.
+SHAPED_REPLICATION = {
+    "replication.quota.window.num": 2,
+    "replica.fetch.backoff.ms": 100,
+    "replica.fetch.wait.max.ms": 100,
+}
 
 
 def zookeeper_properties(port: int, data_dir: str, host: str = HOST) -> str:

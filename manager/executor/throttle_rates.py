@@ -8,8 +8,9 @@ every ``interval_s``; between two reads the rates stay as they are. A broker wit
 feed, an agent that stopped) gets the floor. A partition is urgent when its in-sync replicas are
 fewer than its topic's ``min.insync.replicas`` (read once per topic while its moves run): the
 brokers copying it get at least the urgent floor. Each changed rate carries the seconds its
-broker's Kafka averages it over (its replication quota window, read once per live broker), and
-the write budget the moves start within is computed here from the same readings.
+broker's Kafka averages it over (its replication quota window) and how long its followers wait
+after a refused fetch (``replica.fetch.backoff.ms``), read once per live broker, and the write
+budget the moves start within is computed here from the same readings.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from kmedic.errors import KmedicError
-from kmedic.kafka_admin import describe_min_insync, describe_quota_windows
+from kmedic.kafka_admin import (
+    ReplicationTiming,
+    describe_min_insync,
+    describe_replication_timings,
+)
 from kmedic.logging import get_logger
 from manager.executor.batches import WriteBudget
 from manager.executor.move_state import ExecutorConfig
@@ -75,7 +80,7 @@ class ThrottleRates:
         self._traffic: Mapping[int, Traffic] = {}
         self._read_at: float | None = None
         self._min_insync: dict[str, int] = {}
-        self._windows: dict[int, float] = {}  # broker -> its quota window, seconds
+        self._timings: dict[int, ReplicationTiming] = {}  # read once per broker
 
     @property
     def adaptive(self) -> bool:
@@ -99,7 +104,7 @@ class ThrottleRates:
         adaptive rate that differs from ``current`` (the rates set now); ``copies``: the moves
         (each with the replicas it started from), whose partitions' writes each rate must
         outpace; ``live``: the brokers that answer (None: all), the only ones asked for their
-        quota window."""
+        replication timing."""
         if self.setting is None:
             return {}, []
         if self.setting != "adaptive":
@@ -117,8 +122,16 @@ class ThrottleRates:
             brokers, urgent, self._traffic, capacity, _ints(current), self.rule, writes
         )
         asked = {f.broker for f in changed}
-        self._read_windows(asked if live is None else asked & live)
-        changed = [replace(f, window_s=self._windows.get(f.broker)) for f in changed]
+        self._read_timings(asked if live is None else asked & live)
+        unknown = ReplicationTiming(None, None)
+        changed = [
+            replace(
+                f,
+                window_s=self._timings.get(f.broker, unknown).quota_window_s,
+                fetch_backoff_ms=self._timings.get(f.broker, unknown).fetch_backoff_ms,
+            )
+            for f in changed
+        ]
         return {k: str(v) for k, v in rates.items()}, changed
 
     def partition_writes(
@@ -215,21 +228,21 @@ class ThrottleRates:
             log.warning("throttle_traffic_unreadable", error=str(exc) or type(exc).__name__)
             return {}
 
-    def _read_windows(self, brokers: set[int]) -> None:
-        """Each broker's quota window, read once (a static config: a restart changes it, and
-        the successor reads it anew), one broker at a time: Kafka answers a broker's configs
-        from that broker, and one that does not answer fails the whole request. Unreadable:
-        not known, read again at its next change."""
-        for broker in sorted(brokers - set(self._windows)):
-            read: Callable[[Any], dict[int, float]] = functools.partial(
-                describe_quota_windows, brokers=[broker]
+    def _read_timings(self, brokers: set[int]) -> None:
+        """Each broker's quota window and fetch backoff, read once (static configs: a restart
+        changes them, and the successor reads them anew), one broker at a time: Kafka answers
+        a broker's configs from that broker, and one that does not answer fails the whole
+        request. Unreadable: not known, read again at its next change."""
+        for broker in sorted(brokers - set(self._timings)):
+            read: Callable[[Any], dict[int, ReplicationTiming]] = functools.partial(
+                describe_replication_timings, brokers=[broker]
             )
             try:
-                found = self._broker_call(read, f"read broker {broker}'s replication quota window")
+                found = self._broker_call(read, f"read broker {broker}'s replication timing")
             except KmedicError as exc:
-                log.warning("quota_window_unreadable", broker=broker, error=str(exc))
+                log.warning("replication_timing_unreadable", broker=broker, error=str(exc))
                 continue
-            self._windows.update(found)
+            self._timings.update(found)
 
     def _read_min_insync(self, topics: set[str]) -> None:
         unknown = sorted(topics - set(self._min_insync))

@@ -49,6 +49,11 @@ STALE_INTERVALS = 3
 # throttled copy runs at link speed for seconds at a time (docs/executor.md, "Kafka's quota
 # window"), and a rate change says so.
 BURSTY_WINDOW_S = 3.0
+# A move's end bumps its partition's leader epoch; a follower that fetches at the new epoch
+# before its leader knows it is refused and waits replica.fetch.backoff.ms (1 s by default),
+# and the partition's acks=all writes wait with it: past this many milliseconds a rate change
+# says so (docs/executor.md, "A move's end").
+SLOW_FETCH_BACKOFF_MS = 200
 DIRECTION_OF_KEY: dict[str, Direction] = {LEADER_RATE: "out", FOLLOWER_RATE: "in"}
 
 
@@ -136,6 +141,7 @@ class RateFigures:
     capacity_source: str = ""  # where the capacity came from (Link.source)
     writes: float = 0.0  # bytes/s written to the partitions the broker copies that way
     window_s: float | None = None  # seconds Kafka averages the rate over (None: not known)
+    fetch_backoff_ms: int | None = None  # the broker's replica.fetch.backoff.ms (None: not known)
 
 
 def headroom_rate(
@@ -320,6 +326,13 @@ def rate_sentence(figures: RateFigures) -> str:
         why += (
             f"; Kafka holds it only over {figures.window_s:.0f} s "
             "(replication.quota.window.num): the copy bursts at link speed"
+        )
+    backoff = figures.fetch_backoff_ms
+    if direction == "in" and backoff is not None and backoff > SLOW_FETCH_BACKOFF_MS:
+        why += (
+            f"; its followers wait {backoff} ms after a refused fetch "
+            "(replica.fetch.backoff.ms): a written partition's acks=all writes may wait as "
+            "long at each move's end"
         )
     return f"broker {figures.broker} {direction} {_mb(figures.rate)} (was {was}; {why}{urgent})"
 

@@ -18,7 +18,7 @@ from test_executor import dynamic_configs, make_topic, run_moves, throttle_keys
 
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig
-from manager.model.adaptive_throttle import Link, RateFigures, Traffic
+from manager.model.adaptive_throttle import Link, RateFigures, Traffic, rate_sentence
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
 
@@ -85,8 +85,15 @@ def test_each_broker_gets_its_headroom_and_the_rates_follow_the_traffic(
         assert rates(bootstrap, broker) == {LEADER_RATE: "180000", FOLLOWER_RATE: "180000"}
     assert rates(bootstrap, 4) == {}, "broker 4 takes no part in the move"
     assert len(told) == 1 and len(told[0]) == 6
-    # Read from each broker: an unshaped local cluster keeps Kafka's default quota window.
+    # Read from each broker: an unshaped local cluster keeps Kafka's default quota window and
+    # fetch backoff, and each inbound rate's audit sentence says what the backoff costs.
     assert {f.window_s for f in told[0]} == {11.0}
+    assert {f.fetch_backoff_ms for f in told[0]} == {1000}
+    assert all(
+        "its followers wait 1000 ms" in rate_sentence(f)
+        for f in told[0]
+        if f.config == FOLLOWER_RATE
+    )
 
     # The consumers go away: within an interval the leader's rate opens up, between steps.
     feed.now = {1: Traffic(0, 0), 2: Traffic(0, 0), 3: Traffic(0, 0)}

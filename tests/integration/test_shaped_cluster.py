@@ -23,7 +23,11 @@ from required_tools import skip_missing
 from agent.config import AgentConfig
 from agent.sampler import Sampler
 from composition.pipeline import Pipeline
-from kmedic.kafka_admin import describe_quota_windows, describe_replica_sizes
+from kmedic.kafka_admin import (
+    ReplicationTiming,
+    describe_replica_sizes,
+    describe_replication_timings,
+)
 from kmedic.localcluster import ClusterSpec, LocalCluster, netns
 
 pytestmark = pytest.mark.integration
@@ -68,10 +72,13 @@ def test_a_copy_between_two_brokers_is_held_near_the_shaped_rate(
             finally:
                 sampler.close()
             assert nic is not None and nic.speed_bytes_per_s == LINK_BYTES_PER_S, nic
-            # Its brokers measure replication throttles over 2 s, as kmedic asks of operators.
+            # Its brokers measure replication throttles over 2 s and retry a refused replica
+            # fetch after 100 ms, as kmedic asks of operators.
             admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
             try:
-                assert describe_quota_windows(admin, [1, 2]) == {1: 2.0, 2: 2.0}
+                assert describe_replication_timings(admin, [1, 2]) == {
+                    b: ReplicationTiming(quota_window_s=2.0, fetch_backoff_ms=100) for b in (1, 2)
+                }
             finally:
                 admin.close()
 

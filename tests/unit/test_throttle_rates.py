@@ -51,6 +51,7 @@ class Configs:
     def __init__(self, min_insync: dict[str, str]) -> None:
         self.min_insync = min_insync
         self.windows: dict[str, int] = {}  # broker -> replication.quota.window.num
+        self.backoffs: dict[str, int] = {}  # broker -> replica.fetch.backoff.ms
         self.asked: list[list[str]] = []
         self.down = False
 
@@ -72,6 +73,11 @@ class Configs:
                 r.name: {
                     "replication.quota.window.num": {"value": str(self.windows[r.name])},
                     "replication.quota.window.size.seconds": {"value": "1"},
+                    **(
+                        {"replica.fetch.backoff.ms": {"value": str(self.backoffs[r.name])}}
+                        if r.name in self.backoffs
+                        else {}
+                    ),
                 }
                 for r in brokers
                 if r.name in self.windows
@@ -207,6 +213,7 @@ def test_the_leader_audits_each_rate_change_with_its_figures_and_exports_the_rat
         "capacity_source": "",
         "writes": 0.0,
         "window_s": None,
+        "fetch_backoff_ms": None,
     }
     rig.executor.owned = rig.executor.owned.union(
         type(rig.executor.owned)(rates={(2, LEADER_RATE): "67500000"})
@@ -318,3 +325,30 @@ def test_each_rate_change_carries_the_brokers_quota_window_read_once() -> None:
     rates.feed.now = {1: Traffic(0, 0), 2: Traffic(0, 0), 3: Traffic(0, 0)}
     _, unread = rates.wanted(frozenset({3}), frozenset(), {})
     assert [f.window_s for f in unread] == [None, None]
+
+
+def test_an_inbound_rate_change_says_when_its_followers_back_off_long_after_a_refused_fetch() -> (
+    None
+):
+    admin = Configs({})
+    admin.windows = {"1": 2, "2": 2, "3": 2}
+    admin.backoffs = {"1": 1000, "2": 100}  # broker 3 gives none
+    rates, _ = rates_of("adaptive", admin)
+    rates.feed = Feed({1: Traffic(0, 0), 2: Traffic(0, 0), 3: Traffic(0, 0)})
+    _, changed = rates.wanted(frozenset({1, 2, 3}), frozenset(), {})
+    assert {(f.broker, f.config): f.fetch_backoff_ms for f in changed} == {
+        (1, LEADER_RATE): 1000,
+        (1, FOLLOWER_RATE): 1000,
+        (2, LEADER_RATE): 100,
+        (2, FOLLOWER_RATE): 100,
+        (3, LEADER_RATE): None,
+        (3, FOLLOWER_RATE): None,
+    }
+    said = {(f.broker, f.config): rate_sentence(f) for f in changed}
+    assert said[(1, FOLLOWER_RATE)].endswith(
+        "; its followers wait 1000 ms after a refused fetch (replica.fetch.backoff.ms): a "
+        "written partition's acks=all writes may wait as long at each move's end)"
+    )
+    # Only inbound: the followers are the ones that back off.
+    assert "backoff" not in said[(1, LEADER_RATE)]
+    assert not any("backoff" in said[(b, FOLLOWER_RATE)] for b in (2, 3))
