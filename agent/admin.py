@@ -27,9 +27,11 @@ from kmedic.metadata import (
     parse_reassignments,
 )
 
-# Metadata reads per sample: a second one goes to another broker when the first broker asked
-# had just died.
-METADATA_ATTEMPTS = 2
+# Cluster-wide reads per sample: a later one goes to another broker when the broker asked had
+# just died. The attempts are spaced: an attempt made at once failed on the same dead
+# connection (CI: both within 2 ms of the kill, and a live broker's agent published a failure).
+METADATA_ATTEMPTS = 3
+ATTEMPT_PAUSE_S = 0.2
 
 
 class AdminApiError(KmedicError):
@@ -117,11 +119,17 @@ class AdminSource:
 
     def nodes(self) -> dict[int, BrokerNode]:
         client = self._connect()
-        try:
-            return parse_nodes(client.describe_cluster())
-        except Exception as exc:
-            self.close()
-            raise AdminApiError(f"DescribeCluster failed: {exc}") from exc
+        for attempt in range(1, METADATA_ATTEMPTS + 1):
+            try:
+                return parse_nodes(client.describe_cluster())
+            except Exception as exc:
+                # Asked again on the same client: a fresh client knows no broker is dead and
+                # may ask the one that just died first.
+                if attempt == METADATA_ATTEMPTS:
+                    self.close()
+                    raise AdminApiError(f"DescribeCluster failed: {exc}") from exc
+                time.sleep(ATTEMPT_PAUSE_S)
+        raise AssertionError("unreachable")
 
     def read(self, node: BrokerNode | None, *, metadata: bool) -> AdminView:
         """Reassignments, (if the broker is registered) its log dirs, and with ``metadata``
@@ -144,6 +152,7 @@ class AdminSource:
                 if attempt == METADATA_ATTEMPTS:
                     self.close()
                     raise AdminApiError(f"Admin API metadata call failed: {exc}") from exc
+                time.sleep(ATTEMPT_PAUSE_S)
         log_dirs = None
         if node is not None:
             try:

@@ -92,14 +92,21 @@ def api(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
         probe = Api(bases["m1"], bases["m2"], ca.cert, name, zk, bootstrap)
 
         def led() -> str | None:
-            try:
-                answer = probe.call("GET", bases["m1"], "/api/v1/status", auth=READER)
-            except requests.ConnectionError:
-                return None
-            leader = answer.json()["leader"] if answer.status_code == 200 else None
-            return leader["instance"] if leader else None
+            """The leader both managers name, once both serve: the standby's server may
+            still be starting when the leader's answers (CI: refused on the standby's port)."""
+            named = set()
+            for base in bases.values():
+                try:
+                    answer = probe.call("GET", base, "/api/v1/status", auth=READER)
+                except requests.ConnectionError:
+                    return None
+                leader = answer.json()["leader"] if answer.status_code == 200 else None
+                named.add(leader["instance"] if leader else None)
+            return named.pop() if len(named) == 1 else None
 
-        leader = wait_for(lambda: pipeline.check_running() or led(), timeout=60, what="a leader")
+        leader = wait_for(
+            lambda: pipeline.check_running() or led(), timeout=60, what="a leader both name"
+        )
         standby = "m2" if leader == "m1" else "m1"
         yield Api(bases[leader], bases[standby], ca.cert, name, zk, bootstrap)
     finally:
