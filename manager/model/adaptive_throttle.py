@@ -4,7 +4,7 @@ broker, from that broker's own traffic and its network capacity.
 The rule is kafka-kit's autothrottle, per broker and per direction (a leader sends the copies:
 ``leader.replication.throttled.rate`` caps its outbound copy traffic; a new replica receives
 them: ``follower.replication.throttled.rate`` caps its inbound), with a target share of the
-link (``utilisation``; kafka-kit's is the whole link, 1):
+link (``utilisation``, 0.92 by default; kafka-kit's is the whole link, 1):
 
     rate = (utilisation * capacity - others - max(used - capacity, 0)) * ratio
 
@@ -63,7 +63,7 @@ class Headroom(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     ratio: float = Field(default=0.9, gt=0, le=1, description="share of the headroom kmedic uses")
     utilisation: float = Field(
-        default=1.0,
+        default=0.92,
         gt=0,
         le=1,
         description="share of the link the broker's traffic may fill with kmedic's copies: "

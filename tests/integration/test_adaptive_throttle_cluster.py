@@ -78,11 +78,11 @@ def test_each_broker_gets_its_headroom_and_the_rates_follow_the_traffic(
     ex.submit([Move(topic, 0, (3, 1))])
     ex.step()
     assert throttle_keys(bootstrap, topic, [1, 2, 3, 4])["broker 1"] == {
-        LEADER_RATE: "45000",  # 90 % of the 50 kB/s its consumers leave
-        FOLLOWER_RATE: "180000",
+        LEADER_RATE: "30600",  # 0.9 x (92 % of 200 kB/s - the consumers' 150 kB/s)
+        FOLLOWER_RATE: "165600",
     }
     for broker in (2, 3):
-        assert rates(bootstrap, broker) == {LEADER_RATE: "180000", FOLLOWER_RATE: "180000"}
+        assert rates(bootstrap, broker) == {LEADER_RATE: "165600", FOLLOWER_RATE: "165600"}
     assert rates(bootstrap, 4) == {}, "broker 4 takes no part in the move"
     assert len(told) == 1 and len(told[0]) == 6
     # Read from each broker: an unshaped local cluster keeps Kafka's default quota window and
@@ -98,12 +98,12 @@ def test_each_broker_gets_its_headroom_and_the_rates_follow_the_traffic(
     # The consumers go away: within an interval the leader's rate opens up, between steps.
     feed.now = {1: Traffic(0, 0), 2: Traffic(0, 0), 3: Traffic(0, 0)}
     wait_for(
-        lambda: ex.poll() or rates(bootstrap, 1).get(LEADER_RATE) == "180000",
+        lambda: ex.poll() or rates(bootstrap, 1).get(LEADER_RATE) == "165600",
         timeout=20,
-        what="broker 1's leader rate raised to 180000",
+        what="broker 1's leader rate raised to 165600",
     )
     assert [(f.broker, f.config, f.before, f.rate) for f in told[1]] == [
-        (1, LEADER_RATE, 45_000, 180_000)
+        (1, LEADER_RATE, 30_600, 165_600)
     ]
     state = run_moves(ex, timeout_s=90)[(topic, 0)]
     assert state.status == "completed", state.error
@@ -157,15 +157,15 @@ def test_a_successor_removes_exactly_the_rates_its_predecessor_set(
         first = adaptive(Feed(quiet), [])
         first.submit([Move(topic, 0, (2, 3))])
         first.step()
-        assert rates(bootstrap, 3)[LEADER_RATE] == "45000"  # 90 % of 50 kB/s
-        assert rates(bootstrap, 2) == {LEADER_RATE: "777777", FOLLOWER_RATE: "180000"}
+        assert rates(bootstrap, 3)[LEADER_RATE] == "30600"  # 0.9 x (184 - 150 kB/s)
+        assert rates(bootstrap, 2) == {LEADER_RATE: "777777", FOLLOWER_RATE: "165600"}
         # The first leader dies here; the next one adopts its moves and its throttles, sees
         # other traffic, sets other rates, and removes every one of its predecessor's.
         second = adaptive(Feed({b: Traffic(0, 0) for b in (1, 2, 3, 4)}), [])
         second.adopt_throttles(first.owned_throttles())
         second.submit([Move(topic, 0, (2, 3))])
         second.step()
-        assert rates(bootstrap, 3)[LEADER_RATE] == "180000"
+        assert rates(bootstrap, 3)[LEADER_RATE] == "165600"
         state = run_moves(second, timeout_s=90)[(topic, 0)]
         assert state.status == "completed", state.error
         second.release_throttles()
