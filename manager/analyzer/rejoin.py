@@ -80,17 +80,22 @@ def is_internal(topic: str) -> bool:
 def hand_back(state: ClusterState, rejoined: Rejoining, max_moves: int) -> list[LeaderMove]:
     """The next batch of ``rejoined``'s preferred leaderships (at most ``max_moves``), applied
     to ``state``: an election each, no replica list changed. A leadership whose traffic the
-    broker has no room for stays where it is (a balance may move it later)."""
+    broker has no room for stays where it is (a balance may move it later). A batch is of client
+    topics or of internal ones, never both: the internal ones go in a later batch, once no client
+    leadership that fits is waiting."""
     moves: list[LeaderMove] = []
     broker = rejoined.broker
-    for p in rejoined.waiting:
-        if len(moves) >= max_moves:
+    clients = False  # a client leadership is in this batch
+    for p in rejoined.waiting:  # client topics first
+        internal = is_internal(state.topic[p])
+        if len(moves) >= max_moves or (clients and internal):
             break
         if not state.fits(broker, 0.0, state.bout[p], 0.0, adds_replica=False):
             continue
         replicas = state.replicas[p]
         state.move_leader(p, broker)
         moves.append(LeaderMove(p, replicas, replicas, broker))
+        clients = clients or not internal
     return moves
 
 
