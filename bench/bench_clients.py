@@ -474,7 +474,7 @@ def broker_settings(pairs: list[str]) -> dict[str, str]:
 def label(setting: int | str | None) -> str:
     if setting is None:
         return "none"
-    return setting if isinstance(setting, str) else f"{setting / 1e6:.0f} MB/s"
+    return setting if isinstance(setting, str) else f"fixed {setting / 1e6:g} MB/s"
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from bench_clients import fetch_sizes, root_drops
+from bench_clients import fetch_sizes, label, root_drops
 from client_load import DESTINATION, LEADERS, filler_rate, link_rates
 from timeline import Sample
 
@@ -85,3 +85,10 @@ def test_drops_are_read_from_either_devices_root_qdisc() -> None:
     assert root_drops(ingress) == 17
     assert root_drops(egress) == 4
     assert root_drops("") == 0
+
+
+def test_a_fixed_rate_is_named_with_its_figure_not_rounded_away() -> None:
+    # A 10 Mbit/s link's fixed setting (40 % of it) used to read "0 MB/s" in the tables.
+    assert label(500_000) == "fixed 0.5 MB/s"
+    assert label(50_000_000) == "fixed 50 MB/s"
+    assert (label(None), label("adaptive")) == ("none", "adaptive")
