@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
@@ -32,6 +33,8 @@ from kmedic.metadata import (
 # connection (CI: both within 2 ms of the kill, and a live broker's agent published a failure).
 METADATA_ATTEMPTS = 3
 ATTEMPT_PAUSE_S = 0.2
+T = TypeVar("T")
+Reassignments = dict[TopicPartition, Reassignment]
 
 
 class AdminApiError(KmedicError):
@@ -119,40 +122,42 @@ class AdminSource:
 
     def nodes(self) -> dict[int, BrokerNode]:
         client = self._connect()
-        for attempt in range(1, METADATA_ATTEMPTS + 1):
+        return self._attempted(
+            lambda: parse_nodes(client.describe_cluster()), "DescribeCluster failed"
+        )
+
+    def _attempted(self, call: Callable[[], T], failed: str) -> T:
+        """``call`` up to METADATA_ATTEMPTS times, ATTEMPT_PAUSE_S apart, on the same client:
+        the broker that refused the connection (one that just died) is in its reconnect
+        backoff, so another one answers (a fresh client knows no broker is dead and may ask
+        that one first). The last failure closes the client and is raised as ``failed``."""
+        for _ in range(METADATA_ATTEMPTS - 1):
             try:
-                return parse_nodes(client.describe_cluster())
-            except Exception as exc:
-                # Asked again on the same client: a fresh client knows no broker is dead and
-                # may ask the one that just died first.
-                if attempt == METADATA_ATTEMPTS:
-                    self.close()
-                    raise AdminApiError(f"DescribeCluster failed: {exc}") from exc
+                return call()
+            except Exception:
                 time.sleep(ATTEMPT_PAUSE_S)
-        raise AssertionError("unreachable")
+        try:
+            return call()
+        except Exception as exc:
+            self.close()
+            raise AdminApiError(f"{failed}: {exc}") from exc
 
     def read(self, node: BrokerNode | None, *, metadata: bool) -> AdminView:
         """Reassignments, (if the broker is registered) its log dirs, and with ``metadata``
         its partitions as the whole cluster's Metadata answer gives them."""
         client = self._connect()
-        partitions: list[PartitionInfo] | None = None
-        for attempt in range(1, METADATA_ATTEMPTS + 1):
-            try:
-                if metadata:
-                    # The whole cluster's answer, decoded into columns; only this broker's
-                    # partitions become records.
-                    partitions = describe_partitions(client).hosted_by(self._broker_id)
-                reassignments = parse_reassignments(
-                    client.list_partition_reassignments(timeout_ms=self._timeout_ms)
-                )
-                break
-            except Exception as exc:
-                # Asked again on the same client: the broker that refused the connection
-                # (one that just died) is in its reconnect backoff, so another one answers.
-                if attempt == METADATA_ATTEMPTS:
-                    self.close()
-                    raise AdminApiError(f"Admin API metadata call failed: {exc}") from exc
-                time.sleep(ATTEMPT_PAUSE_S)
+
+        def cluster_wide() -> tuple[list[PartitionInfo] | None, Reassignments]:
+            # The whole cluster's Metadata answer, decoded into columns; only this broker's
+            # partitions become records.
+            partitions = (
+                describe_partitions(client).hosted_by(self._broker_id) if metadata else None
+            )
+            return partitions, parse_reassignments(
+                client.list_partition_reassignments(timeout_ms=self._timeout_ms)
+            )
+
+        partitions, reassignments = self._attempted(cluster_wide, "Admin API metadata call failed")
         log_dirs = None
         if node is not None:
             try:
