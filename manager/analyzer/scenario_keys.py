@@ -152,6 +152,7 @@ def _frame(snap: Snapshot) -> str:
             b.capacity,
             b.in_grace(now, policy.dead_grace_ms),
             b.returned_at_ms is not None and now - b.returned_at_ms < policy.recovery_window_ms,
+            b.shutting_down(now),
             b.last_stats_ms is not None and now - b.last_stats_ms <= policy.max_stats_age_ms,
             b.stalled_at_ms is not None,
             b.is_slow,

@@ -4,10 +4,11 @@ on (``gates.gate_under_replication``) and the metric counts (``health.health_fac
 A partition is degraded when it has no leader or fewer in-sync replicas than replicas. Its
 degradation is explained when every replica outside the ISR is on a broker that is dead, whose
 copy Kafka reports offline (its log directory failed: like a death), that a reassignment is
-adding, that came back within the recovery window and is catching up, or that is scored slow
-(kmedic knows why it lags, and demoted it), or that follows a leader scored slow (a broker
-whose link fails holds its followers back until it is demoted); and, without a leader, when
-no replica is on a live broker with its copy online. Anything else - a live broker that lags
+adding, that came back within the recovery window and is catching up, that is in a controlled
+shutdown (out of every ISR on its way to being fenced), or that is scored slow (kmedic knows
+why it lags, and demoted it), or that follows a leader scored slow (a broker whose link fails
+holds its followers back until it is demoted); and, without a leader, when no replica is on a
+live broker, not shutting down, with its copy online. Anything else - a live broker that lags
 for no known reason, a partition offline with a healthy copy - is unexplained: a slow
 follower, a disk or the network, which moving data would not fix. Pure: no I/O.
 """
@@ -36,8 +37,11 @@ def recovering(snap: Snapshot) -> frozenset[int]:
 
 def lag_explained(snap: Snapshot) -> frozenset[int]:
     """Live brokers whose replicas outside the ISR are explained: recovering after a restart,
-    or scored slow (manager.analyzer.slowness)."""
-    return recovering(snap) | frozenset(b.id for b in snap.brokers if b.is_slow)
+    shutting down (``Broker.shutting_down``: the controller took them out of every ISR), or
+    scored slow (manager.analyzer.slowness)."""
+    return recovering(snap) | frozenset(
+        b.id for b in snap.brokers if b.is_slow or b.shutting_down(snap.taken_at)
+    )
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,8 @@ def under_replication(snap: Snapshot) -> UnderReplication:
         pos = int(np.searchsorted(degraded, at)) if at is not None else len(degraded)
         if pos < len(degraded) and degraded[pos] == at:
             catching += [(pos << 32) | b for b in r.adding_replicas]
-    dead = [b.id for b in snap.brokers if not b.alive]
+    # A broker shutting down serves no copy any more, like a dead one.
+    dead = [b.id for b in snap.brokers if not b.alive or b.shutting_down(snap.taken_at)]
     gone = np.isin(broker, dead) | np.isin(replica, offline.keys())
     slow = [b.id for b in snap.brokers if b.is_slow]
     lagging = ~(

@@ -25,6 +25,9 @@ from manager.model.slowness import BrokerLatency, Slowness
 from manager.model.topics import Topics
 
 SCHEMA_VERSION = 1
+# How long a live broker in a controlled shutdown's shape counts as shutting down: Kafka's
+# takes a second or two from its first metadata change to the fencing (manager.monitor.shutdowns).
+SHUTDOWN_BOUND_MS = 60_000
 
 
 class Capacity(_Frozen):
@@ -66,6 +69,13 @@ class Broker(_Frozen):
         ge=0,
         description="when a live broker came back after being seen absent: its replicas "
         "outside the ISR are catching up",
+    )
+    shutdown_seen_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="when a live broker was first seen in a controlled shutdown's shape "
+        "(leading nothing, in no led partition's ISR): its replicas outside the ISR are "
+        "leaving, not lagging",
     )
     capacity: Capacity | None = Field(
         default=None, description="overrides the snapshot's default_capacity"
@@ -121,6 +131,16 @@ class Broker(_Frozen):
     def in_grace(self, now_ms: int, grace_ms: int) -> bool:
         """Dead, but not for ``grace_ms`` yet: kmedic waits for it to come back."""
         return not self.alive and self.dead_for_ms(now_ms) < grace_ms
+
+    def shutting_down(self, now_ms: int) -> bool:
+        """Live and in a controlled shutdown's shape, first seen less than SHUTDOWN_BOUND_MS
+        ago: the controller took it out of every ISR because it is stopping; a broker that
+        lags for another reason and happens to lead nothing is judged again after the bound."""
+        return (
+            self.alive
+            and self.shutdown_seen_ms is not None
+            and now_ms - self.shutdown_seen_ms < SHUTDOWN_BOUND_MS
+        )
 
     def grace_ends_ms(self, grace_ms: int) -> int | None:
         """When its grace period ends (None: alive, or dead since an unknown time)."""

@@ -42,6 +42,7 @@ from manager.monitor.observe import AgentView, LoadView, Observation, TopicParti
 from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
 from manager.monitor.quorum import QuorumReader
 from manager.monitor.registrations import RegistrationWatch
+from manager.monitor.shutdowns import Shutdowns, shutting_down
 from manager.monitor.topic_configs import TopicConfigs
 
 log = get_logger(__name__)
@@ -141,6 +142,8 @@ class ClusterSources:
         self.first_absent_ms: dict[int, int] = {}
         self.returned_ms: dict[int, int] = {}
         self.known_racks: dict[int, str] = {}
+        # Live brokers in a controlled shutdown, since when (manager.monitor.shutdowns).
+        self.shutdowns = Shutdowns()
         # Offline replicas on live brokers at the last read (manager.monitor.offline).
         self.offline_on_live: OfflineOnLive = {}
         # Brokers fenced and back between two cycles (manager.monitor.registrations).
@@ -250,6 +253,7 @@ class ClusterSources:
             self.first_absent_ms.pop(b, None)
             self.known_racks.pop(b, None)
         self._remember(now_ms, live, agents, replica_ids, returns, away)
+        leaving = self.shutdowns.saw(shutting_down(partitions, live), now_ms)
         topics = {partitions.names[t] for t in np.unique(partitions.topic).tolist()}
         # On the client that has just read the cluster (none: the settings are unknown).
         min_insync = self.topic_configs.read(self._admin, topics) if self._admin else {}
@@ -269,6 +273,7 @@ class ClusterSources:
             moves_last_hour=moves_last_hour,
             first_absent_ms=dict(self.first_absent_ms),
             returned_ms=dict(self.returned_ms),
+            shutting_down_ms=leaving,
             known_racks=dict(self.known_racks),
             min_insync=min_insync,
             eligible_leaders=eligible,

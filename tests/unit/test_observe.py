@@ -188,6 +188,14 @@ def test_only_a_live_broker_carries_when_it_returned() -> None:
     assert found[1].returned_at_ms is None
 
 
+def test_only_a_live_broker_carries_when_it_was_seen_shutting_down() -> None:
+    obs = observation(shutting_down_ms={3: NOW - 300, 4: NOW - 900}, first_absent_ms={4: NOW})
+    found = brokers(snapshot(obs))
+    assert found[3].shutdown_seen_ms == NOW - 300 and found[3].shutting_down(NOW)
+    assert found[4].alive is False and found[4].shutdown_seen_ms is None
+    assert found[1].shutdown_seen_ms is None and not found[1].shutting_down(NOW)
+
+
 def test_offline_replicas_reach_the_snapshot_from_the_metadata() -> None:
     response = wire({"t": [(0, 2, [1, 2, 3], [2, 3], [1])]}, MetadataResponse.max_version)
     (info,) = partitions_of(response)

@@ -212,6 +212,36 @@ def test_the_recovery_window_is_a_policy() -> None:
     assert "unexplained_under_replication" in _codes(snap)
 
 
+@pytest.mark.parametrize(
+    ("seen_ago_ms", "explained"),
+    [
+        (300, True),  # the controller has just taken it out of every ISR: it is stopping
+        (59_999, True),
+        (60_000, False),  # still registered a minute later: not a shutdown, a person looks
+        (None, False),  # never in the shape: a lagging follower
+    ],
+)
+def test_a_broker_in_a_controlled_shutdown_leaves_explained_for_a_bounded_time(
+    seen_ago_ms: int | None, explained: bool
+) -> None:
+    """The rolling restart's broker 3, stopping cleanly: registered, leading nothing, out of
+    every ISR (and the last in-sync replica of a partition the controller left leaderless)."""
+    seen = {} if seen_ago_ms is None else {"shutdown_seen_ms": NOW - seen_ago_ms}
+    brokers = [broker(i, f"/r{(i - 1) % 3 + 1}", **(seen if i == 3 else {})) for i in range(1, 7)]
+    topics = {
+        "t": [
+            part(0, [3, 1, 2], isr=[1, 2], leader=1),
+            part(1, [2, 3, 4], isr=[2, 4], leader=2),
+            part(2, [3], isr=[3], leader=None),  # its only replica: offline until it is back
+        ]
+    }
+    snap = _snap(dead=False, brokers=brokers, topics=topics)
+    assert ("unexplained_under_replication" not in _codes(snap)) is explained
+    assert (3 in lag_explained(snap)) is explained
+    facts = health_facts(snap)
+    assert (facts.urp_explained, facts.urp_unexplained) == ((3, 0) if explained else (0, 3))
+
+
 def test_offline_partition_with_live_replicas_is_unexplained() -> None:
     topics = {"t": [part(0, [1, 2], isr=[], leader=None)]}
     assert "unexplained_under_replication" in _codes(_snap(dead=False, topics=topics))
