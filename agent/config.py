@@ -71,6 +71,14 @@ class AgentConfig(BaseModel):
         "the kernel's link speed: for a link shaped or capped below its speed (a cloud "
         "instance's bandwidth, a shaped test cluster) or one without a speed (loopback)",
     )
+    log_dir_gb: float | None = Field(
+        default=None,
+        gt=0,
+        description="each log directory's capacity, GB (10^9 bytes), reported instead of its "
+        "file system's size, for brokers that share one file system (several on one disk, a "
+        "test cluster): the directory's used bytes are then the broker's own replicas, and "
+        "its free bytes never more than the file system's",
+    )
     host: str | None = Field(default=None, description="host name in records if not registered")
     request_timeout_s: float = Field(default=10.0, gt=0)
     max_backoff_s: float = Field(

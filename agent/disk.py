@@ -54,11 +54,29 @@ def from_admin(info: LogDirInfo) -> bs.LogDir:
     )
 
 
-def log_dirs(admin_dirs: list[LogDirInfo] | None, configured: list[str]) -> list[bs.LogDir]:
-    """The broker's view when available; else statvfs of the configured (or last known) paths."""
-    if admin_dirs:
-        return [from_admin(d) for d in admin_dirs]
-    return [statvfs_dir(p) for p in configured]
+def log_dirs(
+    admin_dirs: list[LogDirInfo] | None, configured: list[str], share_bytes: int | None = None
+) -> list[bs.LogDir]:
+    """The broker's view when available; else statvfs of the configured (or last known) paths.
+    With ``share_bytes``, each directory's capacity is the broker's share of its file system
+    (``in_share``)."""
+    dirs = (
+        [from_admin(d) for d in admin_dirs] if admin_dirs else [statvfs_dir(p) for p in configured]
+    )
+    return dirs if share_bytes is None else [in_share(d, share_bytes) for d in dirs]
+
+
+def in_share(d: bs.LogDir, share_bytes: int) -> bs.LogDir:
+    """A log directory on a file system other brokers (or anything else) also fill, read as
+    the broker's share of it: ``share_bytes`` in size, used by the broker's own replicas only,
+    and never more free than the file system itself has. Without the share, a broker beside
+    others reads their bytes as its own: size minus available counts every byte on the disk.
+    A directory in error, or one whose size is unknown, is left as read."""
+    if d.error is not None or d.free_bytes is None:
+        return d
+    own = d.replica_bytes or 0
+    free = max(0, min(share_bytes - own, d.free_bytes))
+    return d.model_copy(update={"total_bytes": share_bytes, "free_bytes": free})
 
 
 def disk_failure(dirs: list[bs.LogDir]) -> bs.Failure | None:

@@ -97,6 +97,9 @@ class Sampler:
             _split_address(config.broker_address) if config.broker_address else None
         )
         self._log_dir_paths: list[str] = list(config.log_dirs)
+        self._log_dir_share = (
+            None if config.log_dir_gb is None else int(config.log_dir_gb * 1_000_000_000)
+        )
         self._kafka_version = config.kafka_version
         self.admin_backoff = Backoff(initial_s=config.interval_s, max_s=config.max_backoff_s)
         # This broker's partitions at the last Metadata read, and when (monotonic seconds).
@@ -126,7 +129,7 @@ class Sampler:
     def _fail(self, now_ms: int, reason: bs.FailureReason, message: str) -> bs.BrokerStats:
         self._prev = None  # the next good sample starts a new baseline
         self._metadata_at = None  # and reads the cluster's metadata again
-        dirs = disk.log_dirs(None, self._log_dir_paths)
+        dirs = disk.log_dirs(None, self._log_dir_paths, self._log_dir_share)
         self.prober.take()  # what a failed sample's probes saw is not its evidence
         return self._with_nic(
             failure_record(self._header(now_ms), bs.Failure(reason=reason, message=message), dirs)
@@ -195,7 +198,7 @@ class Sampler:
         local = self._roles(scrape, view.partitions)
         if view.kafka_version and not self.config.kafka_version:
             self._kafka_version = view.kafka_version
-        dirs = disk.log_dirs(view.log_dirs, self._log_dir_paths)
+        dirs = disk.log_dirs(view.log_dirs, self._log_dir_paths, self._log_dir_share)
         if view.log_dirs:
             self._log_dir_paths = [d.path for d in view.log_dirs]
         prev, self._prev = self._prev, scrape

@@ -40,6 +40,12 @@ class RoleProcess:
         return process.is_running(self.pid, self.marker)
 
 
+# Each local broker's share of the host's file system, reported by its agent: the brokers' own
+# replicas count against it, not whatever else fills the disk. Without it, a host disk over 85 %
+# full (policy.disk_fraction) refused every heal for capacity.
+LOG_DIR_GB = 20.0
+
+
 @dataclass
 class Pipeline:
     """Starts roles on demand; ``stop`` ends every one of them (SIGTERM, then SIGKILL)."""
@@ -66,7 +72,8 @@ class Pipeline:
             self.start_agent(broker_id, interval_s=interval_s, **overrides)
 
     def agent_config(self, broker_id: int, interval_s: float, **overrides: Any) -> dict[str, Any]:
-        """A shaped cluster's agent reports the shaped rate as its broker's NIC speed."""
+        """A shaped cluster's agent reports the shaped rate as its broker's NIC speed. Every
+        broker's log directory is a share of the host's one file system (``LOG_DIR_GB``)."""
         broker = self.cluster.broker(broker_id)
         shaped = {} if self.cluster.nic_mbps is None else {"nic_mbps": self.cluster.nic_mbps}
         return {
@@ -80,6 +87,7 @@ class Pipeline:
             "request_timeout_s": min(5.0, interval_s),
             "max_backoff_s": max(2.0, interval_s),
             "metrics_port": None,
+            "log_dir_gb": LOG_DIR_GB,
             **shaped,
             **overrides,
         }

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kafka.protocol.admin import DescribeLogDirsResponse
 
-from agent.disk import disk_failure, log_dirs, statvfs_dir
+from agent.disk import disk_failure, in_share, log_dirs, statvfs_dir
 from kmedic.metadata import LogDirInfo, log_dir_of
 
 
@@ -37,6 +39,56 @@ def test_broker_figures_win_and_unknown_capacity_uses_statvfs(tmp_path: Path) ->
     failure = disk_failure(dirs)
     assert failure is not None and failure.message.startswith("/bad")
     assert disk_failure(dirs[:2]) is None
+
+
+GB = 1_000_000_000
+
+
+def test_a_share_of_a_full_host_disk_counts_only_the_brokers_own_replicas() -> None:
+    """The state a clean-clone CI run met: the brokers' one file system 252 GB, 35 GB
+    available (86 % used by size minus available, over the 0.85 disk limit), each broker
+    holding a few MB. Read whole, every broker looked full and every heal was refused for
+    capacity; read as a 20 GB share, a broker's used bytes are its replicas."""
+    host = LogDirInfo("/data", 252 * GB, 35 * GB, 6_798_042, 0)
+    (whole,) = log_dirs([host], configured=[])
+    assert whole.total_bytes is not None and whole.free_bytes is not None
+    assert (whole.total_bytes - whole.free_bytes) / whole.total_bytes > 0.85
+    (shared,) = log_dirs([host], configured=[], share_bytes=20 * GB)
+    assert shared.total_bytes == 20 * GB
+    assert shared.free_bytes is not None
+    assert shared.total_bytes - shared.free_bytes == 6_798_042
+
+
+def test_a_share_is_never_freer_than_its_file_system() -> None:
+    (d,) = log_dirs([LogDirInfo("/data", 252 * GB, 2 * GB, GB, 0)], [], share_bytes=20 * GB)
+    assert (d.total_bytes, d.free_bytes) == (20 * GB, 2 * GB)
+
+
+def test_a_share_leaves_a_broken_or_unknown_directory_as_read(tmp_path: Path) -> None:
+    broken, unknown = log_dirs(
+        [LogDirInfo("/bad", 1000, 10, 0, 57), LogDirInfo(str(tmp_path / "gone"), None, None, 0, 0)],
+        [],
+        share_bytes=20 * GB,
+    )
+    assert (broken.total_bytes, broken.free_bytes) == (1000, 10) and broken.error is not None
+    assert unknown.error is not None and unknown.total_bytes is None
+
+
+@given(
+    size=st.integers(1, 10**13),
+    available=st.integers(0, 10**13),
+    replicas=st.one_of(st.none(), st.integers(0, 10**13)),
+    share=st.integers(1, 10**13),
+)
+def test_a_share_is_bounded_by_itself_and_the_file_system(
+    size: int, available: int, replicas: int | None, share: int
+) -> None:
+    d = in_share(
+        log_dirs([LogDirInfo("/d", size, min(size, available), replicas, 0)], [])[0], share
+    )
+    assert d.total_bytes == share and d.free_bytes is not None
+    assert 0 <= d.free_bytes <= min(share, min(size, available))
+    assert d.free_bytes <= max(0, share - (replicas or 0))
 
 
 def test_no_broker_answer_uses_configured_paths(tmp_path: Path) -> None:

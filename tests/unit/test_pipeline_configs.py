@@ -56,6 +56,9 @@ def test_the_agent_config_loads(tmp_path: Path) -> None:
     assert cfg.metrics_port is None
     assert cfg.broker_address == "127.0.0.1:19092"
     assert cfg.nic_mbps is None  # the kernel's figure, as on any host
+    # The brokers share the host's one disk: each reports a share of it, so a host disk others
+    # filled past policy.disk_fraction does not refuse every heal for capacity.
+    assert cfg.log_dir_gb is not None and cfg.log_dir_gb > 0
 
 
 def test_a_shaped_clusters_agents_report_its_link_speed(tmp_path: Path) -> None:
