@@ -7,6 +7,8 @@ close to it when one resource dominates, as in a heal it does):
 - the cluster: every byte, copied by at most ``max_moves_in_flight`` moves at once;
 - each broker: the bytes of the moves it takes part in (sends, receives, or is a replica of),
   at most ``max_moves_per_broker`` at once;
+- under the adaptive throttle, each broker: the bytes it receives, at most
+  ``max_moves_into_broker`` copies at once;
 - each broker's fixed throttle: the bytes it receives, and those its leaders send, at that rate;
 - the largest move alone.
 
@@ -41,6 +43,7 @@ class Pace:
     max_moves_per_broker: int = 5
     max_moves_in_flight: int = 10
     throttle_bytes_per_s: int | None = None  # a fixed throttle; adaptive or none: None
+    max_moves_into_broker: int | None = None  # the adaptive throttle's; else None: no limit
     move_overhead_s: float = MOVE_OVERHEAD_S
 
     def sentence(self) -> str:
@@ -61,6 +64,7 @@ def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
     involved_bytes: Counter[int] = Counter()
     involved_moves: Counter[int] = Counter()
     received: Counter[int] = Counter()
+    received_moves: Counter[int] = Counter()
     sent: Counter[int] = Counter()
     for action in actions:
         if not isinstance(action, Reassign):
@@ -78,6 +82,7 @@ def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
             involved_moves[broker] += 1
         for broker in added:
             received[broker] += size
+            received_moves[broker] += 1
         leader = int(table.leader[row])
         if leader >= 0:
             sent[leader] += size * len(added)
@@ -92,8 +97,10 @@ def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
     if pace.throttle_bytes_per_s is not None:
         busiest = max([*received.values(), *sent.values()])
         bounds.append(busiest / pace.throttle_bytes_per_s)
-    rounds = max(
-        math.ceil(moves / pace.max_moves_in_flight),
-        max((math.ceil(n / pace.max_moves_per_broker) for n in involved_moves.values()), default=1),
-    )
+    per_broker = [math.ceil(n / pace.max_moves_per_broker) for n in involved_moves.values()]
+    into = pace.max_moves_into_broker
+    if into is not None:
+        bounds.append(max(received.values(), default=0) / (into * rate))
+        per_broker += [math.ceil(n / into) for n in received_moves.values()]
+    rounds = max(math.ceil(moves / pace.max_moves_in_flight), max(per_broker, default=1))
     return max(bounds) + rounds * pace.move_overhead_s

@@ -181,6 +181,9 @@ def pace_of(executor: ExecutorConfig, settings: ReadinessSettings, measured: flo
         max_moves_per_broker=executor.max_moves_per_broker,
         max_moves_in_flight=executor.max_moves_in_flight,
         throttle_bytes_per_s=throttle if isinstance(throttle, int) else None,
+        max_moves_into_broker=(
+            executor.adaptive.moves_into_broker if throttle == "adaptive" else None
+        ),
     )
 
 

@@ -271,7 +271,7 @@ class Executor:
         replicas_now = {**view.replicas, **{s.move.tp: s.original for s in self.in_flight()}}
         waiting = [s.move for s in pending if may_start(s, now, METADATA_SETTLE_S)]
         running = [s.move for s in self.in_flight()]
-        waiting, budget = self.throttling.admission(waiting, running, replicas_now, view.isr)
+        waiting, budget, into = self.throttling.admission(waiting, running, replicas_now, view.isr)
         batch = select_batch(
             waiting,
             replicas_now,
@@ -281,6 +281,7 @@ class Executor:
             max_reorders=self.config.max_leader_moves_in_flight,
             dead=frozenset(b for reps in replicas_now.values() for b in reps) - view.live_brokers,
             budget=budget,
+            into=into,
         )
         if not batch:
             return

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from manager.executor.batches import (
+    IntoLimit,
     WriteBudget,
     least_written_first,
     still_copying,
@@ -79,13 +80,19 @@ class Throttling:
         in_flight: Sequence[Move],
         replicas: Mapping[TopicPartition, Sequence[int]],
         isr: Mapping[TopicPartition, Sequence[int]],
-    ) -> tuple[list[Move], WriteBudget | None]:
-        """``pending`` in the order to start them (``start_order``), and the write budget the
-        moves must fit (``ThrottleRates.write_budget``; None: none asked for)."""
+    ) -> tuple[list[Move], WriteBudget | None, IntoLimit | None]:
+        """``pending`` in the order to start them (``start_order``), the write budget the
+        moves must fit (``ThrottleRates.write_budget``; None: none asked for), and under the
+        adaptive throttle the copies each broker may receive at once (``moves_into_broker``;
+        None: no such limit)."""
         if self._order == "least_written_first":
             pending = self.start_order(pending, isr)
         budget = self.rates.write_budget([*pending, *in_flight], replicas, isr)
-        return list(pending), budget
+        into = None
+        if self.rates.adaptive:
+            urgent = self.rates.under_min_insync(pending, isr)
+            into = IntoLimit(self.rates.rule.moves_into_broker, urgent)
+        return list(pending), budget, into
 
     def start_order(
         self, pending: Sequence[Move], isr: Mapping[TopicPartition, Sequence[int]]

@@ -100,6 +100,14 @@ class Headroom(BaseModel):
         "times outpace, fit its headroom rate (at least one move per broker and direction): "
         "more would push its rate over the target share to outpace them",
     )
+    moves_into_broker: int = Field(
+        default=2,
+        ge=1,
+        description="at most this many moves copy into one broker at once (besides "
+        "executor.max_moves_per_broker; a partition under min.insync.replicas is not held): "
+        "the headroom its link has for copies is shared by fewer senders, whose answers "
+        "arrive in smaller bursts in front of the replication acks=all writes wait for",
+    )
     interval_s: float = Field(default=5.0, gt=0, description="how often the rates are recomputed")
 
 

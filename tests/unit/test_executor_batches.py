@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from kmedic.errors import KmedicError
 from manager.executor.batches import (
+    IntoLimit,
     WriteBudget,
     least_written_first,
     select_batch,
@@ -250,6 +251,73 @@ def test_a_broker_copies_over_its_budget_only_as_its_one_copy(
     assert select_batch(
         pending, current, [], max_per_broker=2, max_per_cluster=5, budget=unbounded
     ) == select_batch(pending, current, [], max_per_broker=2, max_per_cluster=5)
+
+
+def test_copies_into_one_broker_wait_past_the_into_limit_unless_writes_fail() -> None:
+    """Five of a dead broker's partitions, each going to broker 3 from another leader: with
+    two copies into a broker at once, the first two start, then a third only when one is
+    done. A partition under min.insync.replicas starts anyway and counts; a move that only
+    reorders or removes copies nothing into anyone."""
+    leaders = (1, 2, 4, 5, 1)
+    current = {("t", p): (leader, 6) for p, leader in enumerate(leaders)}
+    current[("t", 5)] = (3, 1)
+    current[("t", 6)] = (1, 2, 3)
+    pending = [Move("t", p, (leader, 3)) for p, leader in enumerate(leaders)]
+    reorder, removal = Move("t", 5, (1, 3)), Move("t", 6, (1, 2))
+    pending += [reorder, removal]
+    dead = frozenset({6})
+    limits = {"max_per_broker": 99, "max_per_cluster": 99, "dead": dead}
+    chosen = select_batch(pending, current, [], **limits, into=IntoLimit(2))
+    assert chosen == [pending[0], pending[1], reorder, removal]
+    running = chosen[:2]
+    assert select_batch(pending[2:5], current, running, **limits, into=IntoLimit(2)) == []
+    assert select_batch(pending[2:5], current, running[:1], **limits, into=IntoLimit(2)) == [
+        pending[2]
+    ]
+    urgent = IntoLimit(2, frozenset({("t", 4)}))
+    assert select_batch(pending[2:5], current, running, **limits, into=urgent) == [pending[4]]
+    # The urgent copy counts: with it running, nothing else fits into broker 3.
+    assert select_batch(pending[2:4], current, [pending[4]], **limits, into=IntoLimit(1)) == []
+    # No limit: every copy starts at once, as before.
+    assert select_batch(pending, current, [], **limits) == pending
+    with pytest.raises(KmedicError, match="at least 1 copy into a broker"):
+        select_batch(pending, current, [], **limits, into=IntoLimit(0))
+
+
+@given(st.lists(moves(), max_size=12), st.lists(moves(), max_size=4), st.integers(1, 3))
+def test_no_broker_receives_more_copies_than_the_into_limit_but_for_urgent_ones(
+    pending_raw: list[tuple[Move, tuple[int, ...]]],
+    flight_raw: list[tuple[Move, tuple[int, ...]]],
+    per_broker: int,
+) -> None:
+    current = {m.tp: c for m, c in pending_raw + flight_raw}
+
+    def added(m: Move) -> list[int]:
+        return [b for b in m.target if b not in current[m.tp]]
+
+    into: Counter[int] = Counter()
+    flight: list[Move] = []
+    for m, _ in flight_raw:  # a valid in-flight set: within the limit, one per partition
+        if m.tp in {f.tp for f in flight} or any(into[b] >= per_broker for b in added(m)):
+            continue
+        into.update(added(m))
+        flight.append(m)
+    pending = [m for m, _ in pending_raw]
+    chosen = select_batch(
+        pending,
+        current,
+        flight,
+        max_per_broker=99,
+        max_per_cluster=99,
+        into=IntoLimit(per_broker),
+    )
+    for m in chosen:
+        into.update(added(m))
+    assert all(n <= per_broker for n in into.values())
+    tps = {m.tp for m in flight + chosen}
+    for m in pending:  # greedy: only a partition already moving or a full broker holds one
+        if not any(m is c for c in chosen):
+            assert m.tp in tps or any(into[b] >= per_broker for b in added(m))
 
 
 def test_a_move_whose_new_replicas_are_in_sync_copies_nothing_more() -> None:

@@ -63,6 +63,20 @@ def test_one_destination_is_bounded_by_its_own_limit() -> None:
     assert copy_seconds(snap, actions, pace(max_moves_per_broker=4)) == pytest.approx(10.0)
 
 
+def test_the_adaptive_throttles_copies_into_one_broker_bound_it_too() -> None:
+    # Four 100 MB moves all to broker 39: at most five moves per broker, but two copies into
+    # one broker at once (the adaptive throttle's moves_into_broker): 400 MB / (2 x 10 MB/s),
+    # in two rounds.
+    snap = cluster([100 * MB] * 4)
+    actions = [heal(n, 39) for n in range(4)]
+    assert copy_seconds(snap, actions, pace(max_moves_per_broker=5)) == pytest.approx(10.0)
+    into = pace(max_moves_per_broker=5, max_moves_into_broker=2, move_overhead_s=1.0)
+    assert copy_seconds(snap, actions, into) == pytest.approx(20.0 + 2 * 1.0)
+    # Spread over four destinations, the limit takes nothing.
+    spread = [heal(n, 36 + n) for n in range(4)]
+    assert copy_seconds(snap, spread, pace(max_moves_into_broker=1)) == pytest.approx(10.0)
+
+
 def test_a_fixed_throttle_bounds_what_one_broker_receives() -> None:
     # 1 GB into broker 39 at 5 MB/s takes 200 s, whatever the moves' own rate.
     snap = cluster([250 * MB] * 4)

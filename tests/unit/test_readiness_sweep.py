@@ -17,6 +17,7 @@ import manager.daemon.readiness_sweep as module
 from manager.analyzer.heal_time import Pace
 from manager.config import ReadinessSettings
 from manager.daemon.readiness_sweep import ReadinessSweep
+from manager.executor.move_state import ExecutorConfig
 from manager.model.snapshot import Snapshot
 
 RACKS = {1: "/r1", 2: "/r1", 3: "/r2", 4: "/r2", 5: "/r3", 6: "/r3"}
@@ -205,3 +206,14 @@ def test_a_cycle_never_waits_for_a_sweep_in_the_middle_of_a_scenario(
     finally:
         release.set()
         sweeping.join(10)
+
+
+def test_the_pace_carries_the_adaptive_throttles_copies_into_a_broker() -> None:
+    settings = ReadinessSettings()
+    adaptive = ExecutorConfig(throttle_bytes_per_s="adaptive", adaptive={"moves_into_broker": 3})
+    assert module.pace_of(adaptive, settings, None).max_moves_into_broker == 3
+    for throttle in (None, 20_000_000):
+        fixed = ExecutorConfig(throttle_bytes_per_s=throttle)
+        pace = module.pace_of(fixed, settings, 5e6)
+        assert pace.max_moves_into_broker is None
+        assert pace.throttle_bytes_per_s == throttle

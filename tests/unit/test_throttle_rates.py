@@ -14,6 +14,7 @@ from kafka.admin import ConfigResourceType
 from manager_fakes import Rig
 
 from kmedic.errors import KmedicError
+from manager.executor.batches import IntoLimit
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.throttle_rates import ThrottleRates
 from manager.executor.throttling import Throttling
@@ -281,10 +282,15 @@ def test_admission_gives_a_write_budget_only_when_asked_and_known() -> None:
     replicas = {busy.tp: (1,), quiet.tp: (2,), running.tp: (1,)}
     isr = dict(replicas)
     # No feed: nothing known to bound it, the plan's order.
-    assert throttling.admission([busy, quiet], [running], replicas, isr) == ([busy, quiet], None)
+    into = IntoLimit(2)
+    assert throttling.admission([busy, quiet], [running], replicas, isr) == (
+        [busy, quiet],
+        None,
+        into,
+    )
     feed = throttling.rates.feed = Feed({1: Traffic(0, 10 * MB), 3: Traffic(40 * MB, 0)})
     feed.written = {busy.tp: 3 * MB, quiet.tp: 1 * MB, running.tp: 2 * MB}
-    order, budget = throttling.admission([busy, quiet], [running], replicas, isr)
+    order, budget, _ = throttling.admission([busy, quiet], [running], replicas, isr)
     assert order == [quiet, busy]
     assert budget is not None
     assert budget.writes == {quiet.tp: 1 * MB, busy.tp: 3 * MB, running.tp: 2 * MB}
@@ -295,7 +301,31 @@ def test_admission_gives_a_write_budget_only_when_asked_and_known() -> None:
     # Not asked for: no budget, whatever the feed knows.
     plain = Throttling(ExecutorConfig(throttle_bytes_per_s="adaptive"), admin)
     plain.rates.feed = feed
-    assert plain.admission([busy, quiet], [running], replicas, isr) == ([busy, quiet], None)
+    assert plain.admission([busy, quiet], [running], replicas, isr) == (
+        [busy, quiet],
+        None,
+        into,
+    )
+
+
+def test_admission_limits_copies_into_a_broker_under_the_adaptive_throttle_only() -> None:
+    """The adaptive throttle's moves_into_broker (2 by default, or as set) reaches select_batch
+    with the partitions under min.insync.replicas, which it does not hold; a fixed rate or
+    none: no such limit."""
+    admin = Configs({"logs": "2"})
+    writes_fail, fine = Move("logs", 0, (1, 3)), Move("logs", 1, (2, 3))
+    replicas = {writes_fail.tp: (1, 2), fine.tp: (2, 1)}
+    isr = {writes_fail.tp: (1,), fine.tp: (2, 1)}
+    adaptive = Throttling(ExecutorConfig(throttle_bytes_per_s="adaptive"), admin)
+    _, _, into = adaptive.admission([writes_fail, fine], [], replicas, isr)
+    assert into == IntoLimit(2, frozenset({writes_fail.tp}))
+    one = Throttling(
+        ExecutorConfig(throttle_bytes_per_s="adaptive", adaptive={"moves_into_broker": 1}), admin
+    )
+    assert one.admission([fine], [], replicas, isr)[2] == IntoLimit(1)
+    for setting in (20 * MB, None):
+        fixed = Throttling(ExecutorConfig(throttle_bytes_per_s=setting), admin)
+        assert fixed.admission([writes_fail, fine], [], replicas, isr)[2] is None
 
 
 def test_each_rate_change_carries_the_brokers_quota_window_read_once() -> None:
