@@ -17,7 +17,7 @@ from kafka.errors import PreferredLeaderNotAvailableError
 
 from manager.executor import admin_calls as admin_calls_module
 from manager.executor import executor as executor_module
-from manager.executor.batches import WriteBudget
+from manager.executor.batches import IntoLimit, WriteBudget
 from manager.executor.executor import Executor
 from manager.executor.move_state import ExecutorConfig
 from manager.executor.replica_sizes import ReplicaSizes
@@ -262,11 +262,30 @@ def test_moves_start_within_the_write_budget_the_throttling_gives(
     budget = WriteBudget(
         {m.tp: 1e6 for m in moves}, {(4, FOLLOWER_RATE): 1.5e6}, frozenset({(TOPIC, 2)})
     )
-    monkeypatch.setattr(ex.throttling, "admission", lambda waiting, *_: (list(waiting), budget))
+    monkeypatch.setattr(
+        ex.throttling, "admission", lambda waiting, *_: (list(waiting), budget, None)
+    )
     ex.submit(moves)
     ex.step()
     # Partition 0: broker 4's first copy; 1: its writes would take broker 4 over 1.5 MB/s;
     # 2: under min.insync.replicas, never held.
+    assert [ex.states[m.tp].status for m in moves] == ["in_flight", "pending", "in_flight"]
+    assert kafka.requests == [{0: (1, 2, 4), 2: (2, 1, 4)}]
+
+
+def test_moves_start_within_the_copies_into_a_broker_the_throttling_gives(
+    build: Callable[[FakeKafka], Executor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kafka = FakeKafka({0: (1, 2), 1: (1, 2), 2: (2, 1)}, {0: 1, 1: 1, 2: 2})
+    kafka.keep_running = True
+    ex = build(kafka)
+    moves = [Move(TOPIC, p, (*kafka.replicas[p], 4)) for p in range(3)]
+    into = IntoLimit(1, frozenset({(TOPIC, 2)}))
+    monkeypatch.setattr(ex.throttling, "admission", lambda waiting, *_: (list(waiting), None, into))
+    ex.submit(moves)
+    ex.step()
+    # Partition 0: broker 4's one copy; 1: a second copy into broker 4 waits; 2: under
+    # min.insync.replicas, never held.
     assert [ex.states[m.tp].status for m in moves] == ["in_flight", "pending", "in_flight"]
     assert kafka.requests == [{0: (1, 2, 4), 2: (2, 1, 4)}]
 
