@@ -30,7 +30,7 @@ class WriteBudget:
         if move.reorders(replicas):
             return []
         senders = [(b, LEADER_RATE) for b in replicas if b not in dead]
-        return senders + [(b, FOLLOWER_RATE) for b in move.target if b not in replicas]
+        return senders + [(b, FOLLOWER_RATE) for b in move.adds(replicas)]
 
     def holds(
         self, move: Move, keys: Iterable[BrokerKey], written: Mapping[BrokerKey, float]
@@ -124,7 +124,7 @@ def select_batch(
         replicas = current.get(move.tp, ())
         brokers = frozenset(move.brokers_involved(replicas)) - dead
         reorder = move.reorders(replicas)
-        added = [b for b in move.target if b not in replicas]
+        added = move.adds(replicas)
         if budget is None:
             return reorder, brokers, [], 0.0, added
         keys = budget.uses(move, replicas, dead)
@@ -213,7 +213,7 @@ def throttle_targets(
     brokers: set[int] = set()
     for move in in_flight:
         replicas = list(current.get(move.tp, ()))
-        added = [b for b in move.target if b not in replicas]
+        added = move.adds(replicas)
         if not added:
             continue
         leaders.setdefault(move.topic, set()).update(f"{move.partition}:{b}" for b in replicas)

@@ -43,9 +43,13 @@ class Move:
         replica removed)."""
         return set(self.target) == set(current)
 
+    def adds(self, current: Sequence[int]) -> list[int]:
+        """The brokers the move adds a replica to (those that receive a copy), in target order."""
+        return [b for b in self.target if b not in current]
+
     def brokers_involved(self, current: Sequence[int]) -> set[int]:
         """Brokers that send or receive data: new replicas and the replicas they copy from."""
-        added = set(self.target) - set(current)
+        added = set(self.adds(current))
         if not added:
             return set(self.target) ^ set(current)  # only removals (or a reorder: none)
         return added | set(current)

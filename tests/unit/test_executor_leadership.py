@@ -252,13 +252,19 @@ def test_a_heal_whose_election_fails_is_still_a_completed_move(
 # Issue 41: the write budget the throttling gives is the one the moves start within.
 
 
+def _three_copies_into_broker_4(
+    build: Callable[[FakeKafka], Executor],
+) -> tuple[FakeKafka, Executor, list[Move]]:
+    kafka = FakeKafka({0: (1, 2), 1: (1, 2), 2: (2, 1)}, {0: 1, 1: 1, 2: 2})
+    kafka.keep_running = True
+    moves = [Move(TOPIC, p, (*kafka.replicas[p], 4)) for p in range(3)]
+    return kafka, build(kafka), moves
+
+
 def test_moves_start_within_the_write_budget_the_throttling_gives(
     build: Callable[[FakeKafka], Executor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kafka = FakeKafka({0: (1, 2), 1: (1, 2), 2: (2, 1)}, {0: 1, 1: 1, 2: 2})
-    kafka.keep_running = True
-    ex = build(kafka)
-    moves = [Move(TOPIC, p, (*kafka.replicas[p], 4)) for p in range(3)]
+    kafka, ex, moves = _three_copies_into_broker_4(build)
     budget = WriteBudget(
         {m.tp: 1e6 for m in moves}, {(4, FOLLOWER_RATE): 1.5e6}, frozenset({(TOPIC, 2)})
     )
@@ -276,10 +282,7 @@ def test_moves_start_within_the_write_budget_the_throttling_gives(
 def test_moves_start_within_the_copies_into_a_broker_the_throttling_gives(
     build: Callable[[FakeKafka], Executor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kafka = FakeKafka({0: (1, 2), 1: (1, 2), 2: (2, 1)}, {0: 1, 1: 1, 2: 2})
-    kafka.keep_running = True
-    ex = build(kafka)
-    moves = [Move(TOPIC, p, (*kafka.replicas[p], 4)) for p in range(3)]
+    kafka, ex, moves = _three_copies_into_broker_4(build)
     into = IntoLimit(1, frozenset({(TOPIC, 2)}))
     monkeypatch.setattr(ex.throttling, "admission", lambda waiting, *_: (list(waiting), None, into))
     ex.submit(moves)
