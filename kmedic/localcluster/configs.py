@@ -293,18 +293,20 @@ def broker_properties(
 
 # A shaped cluster's brokers replicate as kmedic asks operators to (docs/executor.md), where the
 # clients' latency is measured:
-# - they measure a replication throttle over 2 one-second samples (Kafka's default is 11): over
+# - they measure a replication throttle over 1 one-second sample (Kafka's default is 11): over
 #   11 a throttled copy runs at link speed until the average reaches its rate, then stops, and
-#   the link is full for seconds at a time ("Kafka's quota window");
+#   the link is full for seconds at a time; over 2 for parts of a second; over 1 the rate is the
+#   bytes of the second so far over its elapsed part, so the copy is paced fetch by fetch
+#   ("Kafka's quota window");
 # - a follower refused a fetch retries after 100 ms, and a follower's fetch waits at most 100 ms
 #   for data (Kafka's defaults are 1 s and 500 ms): a move's end bumps its partition's leader
 #   epoch, a follower that fetches at the new epoch before its leader knows it is refused, and
 #   the partition's acks=all writes waited a second for its retry ("A move's end").
 # An unshaped cluster keeps Kafka's defaults: its copies are bound by CPU, and a short window
-# cannot hold a rate under one fetch per window (1 MB / 2 s), which the tests' stalled copies
+# cannot hold a rate under one fetch per window (1 MB a second), which the tests' stalled copies
 # need.
 SHAPED_REPLICATION = {
-    "replication.quota.window.num": 2,
+    "replication.quota.window.num": 1,
     "replica.fetch.backoff.ms": 100,
     "replica.fetch.wait.max.ms": 100,
 }

@@ -45,10 +45,11 @@ from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, BrokerKey
 Direction = Literal["in", "out"]
 STALE_INTERVALS = 3
 # Kafka holds a replication throttle only on average over its quota window
-# (replication.quota.window.num x .size.seconds; 11 s by default): past this many seconds a
-# throttled copy runs at link speed for seconds at a time (docs/executor.md, "Kafka's quota
-# window"), and a rate change says so.
-BURSTY_WINDOW_S = 3.0
+# (replication.quota.window.num x .size.seconds; 11 s by default): over a window longer than
+# one second a throttled copy runs at link speed until the average reaches its rate (for
+# seconds at a time over 11); over one it is paced fetch by fetch within the second
+# (docs/executor.md, "Kafka's quota window"). Past this many seconds a rate change says so.
+BURSTY_WINDOW_S = 1.0
 # A move's end bumps its partition's leader epoch; a follower that fetches at the new epoch
 # before its leader knows it is refused and waits replica.fetch.backoff.ms (1 s by default),
 # and the partition's acks=all writes wait with it: past this many milliseconds a rate change

@@ -72,12 +72,12 @@ def test_a_copy_between_two_brokers_is_held_near_the_shaped_rate(
             finally:
                 sampler.close()
             assert nic is not None and nic.speed_bytes_per_s == LINK_BYTES_PER_S, nic
-            # Its brokers measure replication throttles over 2 s and retry a refused replica
+            # Its brokers measure replication throttles over 1 s and retry a refused replica
             # fetch after 100 ms, as kmedic asks of operators.
             admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
             try:
                 assert describe_replication_timings(admin, [1, 2]) == {
-                    b: ReplicationTiming(quota_window_s=2.0, fetch_backoff_ms=100) for b in (1, 2)
+                    b: ReplicationTiming(quota_window_s=1.0, fetch_backoff_ms=100) for b in (1, 2)
                 }
             finally:
                 admin.close()

@@ -48,14 +48,14 @@ def test_broker_properties_carry_rack_listener_and_capped_replication() -> None:
     assert props["offsets.topic.replication.factor"] == "2"  # never more than the brokers
 
 
-def test_only_a_shaped_clusters_brokers_measure_throttles_over_two_seconds() -> None:
+def test_only_a_shaped_clusters_brokers_measure_throttles_over_one_second() -> None:
     def window(**kwargs: bool) -> str | None:
         props = configs.broker_properties(
             1, port=9092, controller_port=9000, rack="/r1", data_dir="/d", broker_count=3, **kwargs
         )
         return parse(props).get("replication.quota.window.num")
 
-    assert window(shaped=True) == "2"
+    assert window(shaped=True) == "1"  # the copy paced within each second
     assert window() is None  # Kafka's 11: the tests' stalled copies need a long window
 
 

@@ -6,6 +6,7 @@ and exports the rates as gauges (fake collaborators)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -344,7 +345,12 @@ def test_each_rate_change_carries_the_brokers_quota_window_read_once() -> None:
         "link speed)"
     )
     [two] = [f for f in changed if (f.broker, f.config) == (2, LEADER_RATE)]
-    assert "quota" not in rate_sentence(two)
+    assert rate_sentence(two).endswith(
+        "; Kafka holds it only over 2 s (replication.quota.window.num): the copy bursts at "
+        "link speed)"
+    )
+    one = replace(two, window_s=1.0)  # paced within the second: nothing to say
+    assert "quota" not in rate_sentence(one)
     # Read once: later changes ask only for the broker that gave no value.
     rates.feed.now = {1: Traffic(0, 100 * MB), 2: Traffic(0, 100 * MB), 3: Traffic(0, 100 * MB)}
     now[0] = 10.0
