@@ -37,9 +37,15 @@ def kafka_conf(cluster: Cluster, settings: dict[str, Any] | None = None) -> dict
 
 
 def wait_for(
-    check: Callable[[], T], *, timeout: float, interval: float = 0.5, what: str = "condition"
+    check: Callable[[], T],
+    *,
+    timeout: float,
+    interval: float = 0.5,
+    what: str = "condition",
+    explain: Callable[[], str] | None = None,
 ) -> T:
-    """Poll ``check()`` until it returns a truthy value; fail the test naming ``what``."""
+    """Poll ``check()`` until it returns a truthy value; fail the test naming ``what``, with
+    what ``explain()`` says of the system then (a story the failure alone does not tell)."""
     deadline = time.monotonic() + timeout
     last: T | None = None
     while time.monotonic() < deadline:
@@ -47,7 +53,13 @@ def wait_for(
         if last:
             return last
         time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last value: {last!r})")
+    told = ""
+    if explain is not None:
+        try:
+            told = f"\n{explain()}"
+        except Exception as exc:  # the explanation is best effort; the timeout is the failure
+            told = f"\n(no explanation: {exc!r})"
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last value: {last!r}){told}")
 
 
 def http_get(url: str) -> tuple[int, str, str]:

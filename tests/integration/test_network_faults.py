@@ -453,11 +453,29 @@ def test_a_slow_link_is_found_by_its_probes_demoted_and_given_its_leadership_bac
         cluster.set_link_rate(victim, SLOW_MBPS)
         try:
             load.start()
+
+            def story() -> str:
+                said = [
+                    f"  {r.time_ms - started_ms:>7} ms {r.kind}: {r.summary}"
+                    for r in read_audit(bootstrap, actions)
+                    if r.time_ms >= started_ms
+                ]
+                score = scrape(port, "kmedic_broker_slowness_score", broker=str(victim))
+                return "\n".join(
+                    [
+                        f"broker {victim}: score {score}, leads {_led_by(bootstrap, topic, victim)}"
+                        f" of {topic}; ISRs short: {_short_of_isr(bootstrap)}; {load}",
+                        "audit since its link slowed:",
+                        *said,
+                    ]
+                )
+
             wait_for(
                 lambda: pipeline.check_running() or _led_by(bootstrap, topic, victim) == 0,
                 timeout=120,
                 interval=1,
                 what=f"broker {victim} demoted while its link is slow",
+                explain=story,
             )
             assert scrape(port, "kmedic_slow_brokers", state="slow") == 1
             kept = _led_by(bootstrap, None, victim)  # what no in-sync follower could take
@@ -512,6 +530,21 @@ class _Load:
         self.per_tick = max(1, kb_per_s // 10)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.delivered = 0
+        self.failed: list[str] = []  # the first few delivery errors, or what ended the thread
+
+    def __str__(self) -> str:
+        alive = self._thread is not None and self._thread.is_alive()
+        return (
+            f"load {'running' if alive else 'stopped'}, {self.delivered} records delivered, "
+            f"errors: {self.failed or 'none'}"
+        )
+
+    def _delivered(self, err: KafkaError | None, _msg: object) -> None:
+        if err is None:
+            self.delivered += 1
+        elif len(self.failed) < 5:
+            self.failed.append(str(err))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="load", daemon=True)
@@ -539,17 +572,24 @@ class _Load:
             )
         )
         value = b"x" * 1024
-        while not self._stop.is_set():
-            tick = time.monotonic()
-            for n in range(self.per_tick):  # a tenth of the rate every 0.1 s
-                try:
-                    producer.produce(
-                        self.topic, value, partition=self.partitions[n % len(self.partitions)]
-                    )
-                except BufferError:
-                    producer.poll(0.05)
-            producer.poll(0)
-            self._stop.wait(max(0.0, 0.1 - (time.monotonic() - tick)))
+        try:
+            while not self._stop.is_set():
+                tick = time.monotonic()
+                for n in range(self.per_tick):  # a tenth of the rate every 0.1 s
+                    try:
+                        producer.produce(
+                            self.topic,
+                            value,
+                            partition=self.partitions[n % len(self.partitions)],
+                            on_delivery=self._delivered,
+                        )
+                    except BufferError:
+                        producer.poll(0.05)
+                producer.poll(0)
+                self._stop.wait(max(0.0, 0.1 - (time.monotonic() - tick)))
+        except Exception as exc:  # told by the test's explanation, not lost with the thread
+            self.failed.append(f"the load ended: {exc!r}")
+            raise
         producer.flush(5)
         producer.purge()  # what the overfilled link still holds: dropped, not waited for
         producer.flush(0)
