@@ -70,7 +70,16 @@ from typing import Any
 
 import client_load
 from bench_docs import write_section
-from bench_heal import GRACE_MS, TOPIC, Race, Run, end_on_sigterm, wait
+from bench_heal import (
+    GRACE_MS,
+    JVM_WORDS,
+    TOPIC,
+    Race,
+    Run,
+    add_jvm_argument,
+    end_on_sigterm,
+    wait,
+)
 from client_rejoin import NO_AUTO_REBALANCE, Rejoin, rejoin
 from confluent_kafka import OFFSET_END, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
@@ -550,15 +559,7 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="a broker config for every broker (repeatable): replication.quota.window.num=2",
     )
-    parser.add_argument(
-        "--jvm",
-        choices=("light", "server"),
-        default="light",
-        help="the Kafka nodes' JVMs: light, as the tests start them (C1, the serial collector); "
-        "server, as Kafka's launcher starts them (G1 with a 20 ms pause goal, C2: on two "
-        "shared cores no shorter pauses, and a first run's baseline disturbed by the "
-        "compiler's warm-up; docs/bench.md)",
-    )
+    add_jvm_argument(parser, default="light")
     parser.add_argument(
         "--keep",
         type=Path,
@@ -814,12 +815,7 @@ def settings_used(args: argparse.Namespace) -> str:
     report names them."""
     said = [f"`--executor {pair}`" for pair in args.executor]
     said += [f"`--broker {pair}`" for pair in args.broker]
-    jvms = (
-        "; the Kafka nodes' JVMs as Kafka's launcher starts them (`--jvm server`: G1, C2)"
-        if args.jvm == "server"
-        else "; the Kafka nodes' JVMs light (C1, the serial collector)"
-    )
-    return jvms + (f"; every run with {', '.join(said)}" if said else "")
+    return f"; {JVM_WORDS[args.jvm]}" + (f"; every run with {', '.join(said)}" if said else "")
 
 
 def network(args: argparse.Namespace) -> str:

@@ -293,7 +293,7 @@ def broker_properties(
 
 # A shaped cluster's brokers replicate as kmedic asks operators to (docs/executor.md), where the
 # clients' latency is measured:
-# - they measure a replication throttle over 1 one-second sample (Kafka's default is 11): over
+# - they measure a replication throttle over one one-second sample (Kafka's default is 11): over
 #   11 a throttled copy runs at link speed until the average reaches its rate, then stops, and
 #   the link is full for seconds at a time; over 2 for parts of a second; over 1 the rate is the
 #   bytes of the second so far over its elapsed part, so the copy is paced fetch by fetch

@@ -1,0 +1,54 @@
+"""bench_heal's report names the Kafka nodes' JVMs it ran on, and a race on server JVMs is
+preceded by one warm-up heal that is not counted (C2 compiles the copy's path in the first)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import bench_heal
+
+KAFKA = {"bytes": 672e6, "bound": 269e6, "off_victim": 24, "violations": 0}
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--produce-mb", type=int, default=512)
+    parser.add_argument("--quick", action="store_true")
+    bench_heal.add_jvm_argument(parser, default="server")
+    return parser.parse_args(list(argv))
+
+
+def _run(replicated_s: float) -> bench_heal.Run:
+    return bench_heal.Run(None, 6.0, 21.0, replicated_s, 300_000_000, 300_000_000, 3e8, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("argv", "warm"),
+    [((), True), (("--jvm", "light"), False), (("--quick",), False)],
+)
+def test_only_a_full_race_on_server_jvms_warms_up_first(argv: tuple[str, ...], warm: bool) -> None:
+    assert bench_heal.warm_up(_args(*argv)) is warm
+
+
+def test_the_report_names_the_jvms_and_the_warm_up() -> None:
+    server = bench_heal.report(_args(), 1.6e9, [_run(23.6)], KAFKA)
+    assert "as Kafka's launcher starts them (`--jvm server`: G1, C2)" in server
+    assert "after one warm-up heal not counted" in server
+    assert "| none | 6.0 s (6.0-6.0) | 21.0 s (21.0-21.0) | 23.6 s (23.6-23.6) |" in server
+    light = bench_heal.report(_args("--jvm", "light"), 1.6e9, [_run(24.9)], KAFKA)
+    assert "light, as the tests start them (C1, the serial collector)" in light
+    assert "warm-up" not in light
+
+
+def test_an_unknown_jvm_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        _args("--jvm", "client")
+    assert exit_.value.code == 2
+    assert "invalid choice: 'client'" in capsys.readouterr().err
