@@ -61,7 +61,7 @@ class Observation:
     # When each broker was last seen back in the metadata after being seen absent.
     returned_ms: dict[int, int] = field(default_factory=dict)
     # When each live broker was first seen in a controlled shutdown's shape, while it is.
-    shutting_down_ms: dict[int, int] = field(default_factory=dict)
+    shutdown_seen_ms: dict[int, int] = field(default_factory=dict)
     known_racks: dict[int, str] = field(default_factory=dict)
     min_insync: dict[str, int] = field(default_factory=dict)  # by topic, where known
     # KIP-966 eligible leader replicas, of the partitions that have any (read only for the

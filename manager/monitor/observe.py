@@ -114,7 +114,7 @@ def _broker(b: int, obs: Observation, capacity: CapacitySettings, default: Capac
         last_stats_ms=agent.last_healthy_ms if agent else None,
         dead_since_ms=since,
         returned_at_ms=obs.returned_ms.get(b) if since is None else None,
-        shutdown_seen_ms=obs.shutting_down_ms.get(b) if since is None else None,
+        shutdown_seen_ms=obs.shutdown_seen_ms.get(b) if since is None else None,
         capacity=own_capacity,
         capacity_source=source,
         disk_used_bytes=_disk_used(agent.healthy if agent else None),

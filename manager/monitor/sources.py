@@ -273,7 +273,7 @@ class ClusterSources:
             moves_last_hour=moves_last_hour,
             first_absent_ms=dict(self.first_absent_ms),
             returned_ms=dict(self.returned_ms),
-            shutting_down_ms=leaving,
+            shutdown_seen_ms=leaving,
             known_racks=dict(self.known_racks),
             min_insync=min_insync,
             eligible_leaders=eligible,

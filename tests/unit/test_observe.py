@@ -189,7 +189,7 @@ def test_only_a_live_broker_carries_when_it_returned() -> None:
 
 
 def test_only_a_live_broker_carries_when_it_was_seen_shutting_down() -> None:
-    obs = observation(shutting_down_ms={3: NOW - 300, 4: NOW - 900}, first_absent_ms={4: NOW})
+    obs = observation(shutdown_seen_ms={3: NOW - 300, 4: NOW - 900}, first_absent_ms={4: NOW})
     found = brokers(snapshot(obs))
     assert found[3].shutdown_seen_ms == NOW - 300 and found[3].shutting_down(NOW)
     assert found[4].alive is False and found[4].shutdown_seen_ms is None
