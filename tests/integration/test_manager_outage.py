@@ -138,10 +138,14 @@ def test_every_broker_killed_while_the_manager_cycles(healthy_cluster: Any, tmp_
     assert all(sink[i] == "primary" for i in landed_anyway), sink
     assert len(landed_anyway) <= 2, (landed_anyway, spooled)
     assert [r.id for r in via_spool] == [i for i in spooled if i not in set(landed_anyway)]
+    # A decision with no reason ("noop: every broker is alive ...") may be spooled too, at the
+    # outage's first edge (CI): only the blind ones are asked about.
     blind = [
         r
         for r in via_spool
-        if r.kind == "decision" and r.reasons[0].startswith("cluster_unobservable:")
+        if r.kind == "decision"
+        and r.reasons[:1]
+        and r.reasons[0].startswith("cluster_unobservable:")
     ]
     assert len(blind) >= 2, [r.summary for r in via_spool]
     assert all(r.summary.startswith("refuse:") for r in blind)
