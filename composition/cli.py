@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from composition.healthcheck import ROLES
 from kmedic import __version__, secrets
-from kmedic.errors import KmedicError, Unreachable
+from kmedic.errors import KmedicError, Unreachable, UsageError
 from kmedic.exits import Exit
 from kmedic.heap import keep_freed_memory
 from kmedic.logging import LEVELS, log_level, quiet_for_a_tool, setup_logging
@@ -115,7 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except KmedicError as exc:
-        code = Exit.UNREACHABLE if isinstance(exc, Unreachable) else Exit.ERROR
+        code = Exit.ERROR
+        if isinstance(exc, Unreachable):
+            code = Exit.UNREACHABLE
+        elif isinstance(exc, UsageError):
+            code = Exit.USAGE
         return failed(args, secrets.redact(str(exc)), code)
     except KeyboardInterrupt:
         return failed(args, "interrupted", Exit.INTERRUPTED)

@@ -10,6 +10,11 @@ class Unreachable(KmedicError):
     names the address; the command exits ``Exit.UNREACHABLE`` (kmedic.exits)."""
 
 
+class UsageError(KmedicError):
+    """The command line is wrong in a way argparse cannot see (two options that exclude each
+    other); the command exits ``Exit.USAGE`` (kmedic.exits)."""
+
+
 class ConfigError(KmedicError):
     """A configuration file or value is invalid; the message names the field."""
 

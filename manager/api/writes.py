@@ -16,7 +16,7 @@ from kmedic.errors import KmedicError, Unreachable
 from manager.api.access import Caller, Writer
 from manager.api.problems import Problem
 from manager.api.view import ManagerView
-from manager.coordination.mode_store import set_mode
+from manager.coordination.mode_store import clear_mode, set_mode
 from manager.coordination.request_store import cancel, read_requests, submit
 from manager.coordination.switch_store import set_switches
 from manager.coordination.znodes import CoordinationError, manager_path
@@ -101,6 +101,16 @@ def router(view: ManagerView) -> APIRouter:
             record = set_mode(client, base, body.mode, who.by, body.why)
         audited(who, f"mode set to {record.mode}", mode=record.model_dump())
         return JSONResponse(record.model_dump())
+
+    @api.delete(
+        "/mode", summary="clear the mode set at run time: each manager runs in its config's mode"
+    )
+    def delete_mode(who: Writer) -> JSONResponse:
+        with view.zookeeper() as client:
+            cleared = clear_mode(client, base)
+        was = cleared.model_dump() if cleared else None
+        audited(who, "mode set at run time cleared: each config decides", mode=None, was=was)
+        return JSONResponse({"mode": None, "cleared": was})
 
     @api.put("/switches", summary="switch goals on, off, or back to each config")
     def put_switches(body: SwitchChange, who: Writer) -> JSONResponse:

@@ -30,8 +30,9 @@ def register(sub: Any) -> None:
         "--mode",
         choices=("act", "observe"),
         default=None,
-        help="overrides the config's mode (observe: decide and audit, write nothing); "
-        "`kmedic mode` switches every instance at run time",
+        help="this instance's mode, over a mode set at run time and the config's "
+        "(observe: decide and audit, write nothing); without it `kmedic mode` switches "
+        "every instance at run time, and `kmedic mode --clear` hands back to the config",
     )
     manager.set_defaults(func=cmd_manager)
 
@@ -52,12 +53,10 @@ def cmd_manager(args: argparse.Namespace) -> int:
     from manager.daemon.wiring import build_manager
 
     cfg = load_manager_config(args.config)
-    if args.mode is not None:
-        cfg = cfg.model_copy(update={"mode": args.mode})
     check_credentials(cfg.cluster_client, role="manager")
     if cfg.secondary_client is not None:
         check_credentials(cfg.secondary_client, role="manager (audit.secondary_kafka)")
-    manager = build_manager(cfg)
+    manager = build_manager(cfg, mode_flag=args.mode)
     signal.signal(signal.SIGTERM, lambda *_: manager.request_stop())
     try:
         manager.start()

@@ -1,10 +1,13 @@
 """The manager's mode, switched at run time: ``<root>/<cluster>/manager/mode`` holds
 ``{"mode", "by", "set_ms", "why"}``, written by ``kmedic mode act|observe`` on a plain session.
 
-Without the znode every instance runs in the mode of its config (``mode:``, default ``act``).
-With it, every instance reads the same mode in its cycle's one ZooKeeper read, so a switch
-reaches the leader and survives a failover; the leader audits each change it sees. The
-operator's command writes it (an operator's act, like a request: not fenced by an epoch).
+Without the znode every instance runs in the mode of its config (``mode:``, default
+``observe``). With it, every instance reads the same mode in its cycle's one ZooKeeper read, so
+a switch reaches the leader and survives a failover; the leader audits each change it sees. The
+operator's command writes it (an operator's act, like a request: not fenced by an epoch), and
+``kmedic mode --clear`` (``DELETE /api/v1/mode``) deletes it: each config decides again. An
+instance started with ``--mode`` runs in that mode whatever the znode says
+(manager/daemon/mode.py has the precedence).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 import time
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,3 +64,18 @@ def set_mode(client: KazooClient, base: str, mode: Mode, by: str, why: str) -> M
     except (KazooException, KazooTimeoutError) as exc:
         raise CoordinationError(f"cannot write {path}: {exc!r}") from exc
     return record
+
+
+def clear_mode(client: KazooClient, base: str) -> ModeRecord | None:
+    """Delete the run-time mode: every instance runs in its config's (or its flag's) mode
+    again. The record cleared, or None when none was set."""
+    path = mode_path(base)
+    try:
+        was = read_mode(client, base)
+        if was is not None:
+            client.delete(path)
+    except NoNodeError:
+        return None  # cleared by someone else in between
+    except (KazooException, KazooTimeoutError) as exc:
+        raise CoordinationError(f"cannot delete {path}: {exc!r}") from exc
+    return was

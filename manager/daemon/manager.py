@@ -5,9 +5,7 @@ immutable snapshot, runs the pure planner over it, and acts only when this insta
 with a current fencing epoch; one outcome, one sentence (manager.daemon.outcome), logged once.
 Standbys observe and export metrics but neither decide nor write the audit log. The in-flight
 plan lives in ZooKeeper (compare-and-set on its version), so a new leader adopts it instead of
-starting over or leaving moves orphaned (the leader's side of that, storing plans and driving
-the executor: manager.daemon.plan_keeper).
-
+starting over or leaving moves orphaned (storing plans, driving the executor: plan_keeper).
 Collaborators are passed in: manager.daemon.wiring builds the real ones, unit tests pass fakes.
 """
 
@@ -28,7 +26,7 @@ from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.blind import blind
 from manager.daemon.deciding import decide_cycle
 from manager.daemon.foreign_watch import ForeignWatch
-from manager.daemon.mode import ModeTracker
+from manager.daemon.mode import Mode, ModeTracker
 from manager.daemon.move_report import MoveReport
 from manager.daemon.observation import (
     ClusterUnobservable,
@@ -77,6 +75,7 @@ class Manager:
         executor: Executor,
         audit: AuditLog,
         clock: Clock | None = None,
+        mode_flag: Mode | None = None,
     ) -> None:
         self.cfg = cfg
         self.instance = instance
@@ -97,7 +96,7 @@ class Manager:
         self.load_history = LoadHistory()  # for the status page's chart
         self._zk_outage = ZkOutage()
         self.slow = SlowTracker()
-        self.mode = ModeTracker(cfg.mode)
+        self.mode = ModeTracker(cfg.mode, mode_flag)
         self.switches = SwitchTracker()
         self.trail = AuditTrail(
             audit,
@@ -352,6 +351,7 @@ class Manager:
 
     def _on_leadership_acquired(self, epoch: int) -> None:
         self.keeper.adopt.set()
+        self.mode.forget()  # a new leader says its mode and where it came from
 
     def _on_leadership_lost(self, reason: str) -> None:
         # Drop in-flight moves: the next leader adopts the stored plan (Kafka runs them on).
@@ -380,15 +380,14 @@ class Manager:
             history_span_ms=self.load_history.span_ms,
             now_monotonic=self.clock.monotonic(),
             mode=self.mode.current,
+            mode_source=self.mode.source,
             readiness=self.readiness.shown(),
         )
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         coord = self.coordinator
         stale = self.clock.monotonic() - self._last_cycle_ok > 5 * self.cfg.interval_s + 30
-        ok = (
-            coord.connected and coord.shutdown_reason is None and (not coord.is_leader or not stale)
-        )
+        ok = coord.connected and not coord.shutdown_reason and not (coord.is_leader and stale)
         return ok, {
             "instance": self.instance,
             "leader": coord.is_leader,

@@ -12,6 +12,7 @@ from manager.config import ManagerConfig
 from manager.coordination.leadership import Coordinator, default_instance_id
 from manager.daemon.manager import Manager
 from manager.executor.executor import Executor
+from manager.model.mode import Mode
 from manager.monitor.sources import ClusterSources
 from manager.monitor.traffic import AgentTraffic
 
@@ -28,7 +29,9 @@ def sources_for(cfg: ManagerConfig) -> ClusterSources:
     )
 
 
-def build_manager(cfg: ManagerConfig) -> Manager:
+def build_manager(cfg: ManagerConfig, *, mode_flag: Mode | None = None) -> Manager:
+    """The manager of ``cfg``; ``mode_flag``: the command line's ``--mode``, over a mode set
+    at run time and the config's (manager/daemon/mode.py)."""
     load_solver()  # at start, not in the first heal's cycle
     instance = cfg.instance_id or default_instance_id()
     try:
@@ -56,6 +59,7 @@ def build_manager(cfg: ManagerConfig) -> Manager:
         coordinator=Coordinator(cfg.zookeeper, cfg.cluster, instance),
         executor=Executor(cfg.cluster_client, cfg.executor, traffic=traffic),
         audit=audit,
+        mode_flag=mode_flag,
     )
     sources.registrations.on_change = manager.wake  # a broker fenced or back: a cycle now
     return manager

@@ -39,6 +39,7 @@ def status_document(
     now_ms: int | None = None,
     now_monotonic: float | None = None,
     mode: str = "act",
+    mode_source: str = "config",
     progress: PlanProgress | None = None,
     readiness: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -53,6 +54,7 @@ def status_document(
         "leader": leader,
         "epoch": epoch,
         "mode": mode,
+        "mode_source": mode_source,  # flag, run_time or config (manager/daemon/mode.py)
         "generated_at_ms": now_ms if now_ms is not None else int(time.time() * 1000),
         "snapshot_taken_at_ms": snapshot.taken_at if snapshot else None,
         "last_decision": {

@@ -177,6 +177,18 @@ def test_writes_from_either_manager_land_where_the_cli_reads_them_audited_by_nam
     assert mode.status_code == 200
     shown = kmedic_process("mode", "--json", *api.zk)
     assert json.loads(shown.stdout)["by"] == "ops via the API from 127.0.0.1", shown.stderr
+    # Cleared: each config decides again (issue 71.2), by the API or by `kmedic mode --clear`.
+    cleared = api.call("DELETE", api.leader, "/api/v1/mode")
+    assert cleared.status_code == 200, cleared.text
+    assert cleared.json()["cleared"]["mode"] == "observe"
+    assert json.loads(kmedic_process("mode", "--json", *api.zk).stdout) is None
+    again = kmedic_process("mode", "observe", *api.zk)  # act could move things here
+    assert again.returncode == 0, again.stderr
+    by_cli = kmedic_process("mode", "--clear", *api.zk)
+    assert by_cli.returncode == 0, by_cli.stderr
+    assert by_cli.stdout.startswith("mode: cleared (observe, set by "), by_cli.stdout
+    both = kmedic_process("mode", "act", "--clear", *api.zk)
+    assert both.returncode == 2 and "not both" in both.stderr, both.stderr
 
     switched = api.call(
         "PUT", api.standby, "/api/v1/switches", json={"goals": {"balance": False}, "why": "test"}
@@ -255,7 +267,7 @@ def test_the_audit_log_pages_and_follows(api: Api) -> None:
             opened.set()
             for line in answer.iter_lines():
                 record = json.loads(line) if line else {}
-                if record.get("details", {}).get("mode", {}).get("why") == "follow":
+                if (record.get("details", {}).get("mode") or {}).get("why") == "follow":
                     lines.append(record)
                     return  # closing the stream ends the manager's reader
 

@@ -29,7 +29,11 @@ def test_a_healthy_cluster_is_a_noop_read_once(rig: Rig) -> None:
     assert outcome.kind == "noop"
     assert outcome.sentence == "noop: every broker is alive and within its limits"
     assert rig.coordinator.reads == 1
-    assert rig.summaries() == ["noop: every broker is alive and within its limits"]
+    # A leader's first cycle says which mode holds and where it came from (issue 71.2).
+    assert rig.summaries() == [
+        "mode act (from the config): kmedic acts",
+        "noop: every broker is alive and within its limits",
+    ]
     assert rig.coordinator.plans.writes == []
 
 
@@ -211,7 +215,10 @@ def test_a_new_leader_adopts_the_stored_plan_and_its_move_history(rig: Rig) -> N
     rig.coordinator.acquire(EPOCH + 1)
     outcome = rig.manager.cycle()
     assert sorted(m.tp for m in rig.executor.submitted) == DEAD_BROKERS_PARTITIONS
-    assert rig.summaries()[0] == "adopted the in-flight plan of epoch 2 by m0: 2 moves to continue"
+    assert rig.summaries()[:2] == [
+        "mode act (from the config): kmedic acts",
+        "adopted the in-flight plan of epoch 2 by m0: 2 moves to continue",
+    ]
     # Their starts were the predecessor's to tell: only their ends are this leader's.
     assert all(s.adopted for s in rig.executor.states.values())
     # the adopted moves are kmedic's own and count against the hourly budget
@@ -364,10 +371,10 @@ def test_a_broker_inside_its_grace_period_is_a_wait_audited_once_never_paged(
     assert rig.summaries("alert_raised") == []
     rig.clock.advance(30)
     assert rig.manager.cycle().kind == "wait"
-    assert len(rig.summaries()) == 1  # audited when it started, not every cycle
+    assert len(rig.summaries()) == 2  # the mode, and the wait when it started: not every cycle
     rig.sources.dead = set()
     assert rig.manager.cycle().kind == "noop"
-    assert rig.summaries()[1:] == [
+    assert rig.summaries()[2:] == [
         "wait over: broker 4 is back",
         "noop: every broker is alive and within its limits",
     ]
@@ -381,7 +388,7 @@ def test_a_wait_ends_in_a_heal_once_the_grace_period_is_over(tmp_path: Path) -> 
     assert rig.manager.cycle().kind == "wait"
     rig.clock.advance(3_600)
     assert rig.manager.cycle().kind == "act"
-    assert rig.summaries()[1] == "wait over: broker 4 is past its grace period"
+    assert rig.summaries()[2] == "wait over: broker 4 is past its grace period"
     assert sorted(m.tp for m in rig.executor.submitted) == DEAD_BROKERS_PARTITIONS
 
 

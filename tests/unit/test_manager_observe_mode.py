@@ -71,6 +71,56 @@ def test_the_zookeeper_mode_wins_over_the_config(tmp_path: Path) -> None:
     assert rig.executor.submitted == [] and rig.coordinator.plans.writes == []
 
 
+def test_the_command_line_flag_wins_over_a_run_time_mode_and_says_so(tmp_path: Path) -> None:
+    """Issue 71.2: after one `kmedic mode act`, an instance started with `--mode observe`
+    acted, and no record said why. The flag wins (this instance alone), and the audit names
+    the run-time mode it overrides."""
+    rig = Rig(tmp_path)  # act in the config
+    rig.manager.mode = ModeTracker("act", flag="observe")
+    rig.coordinator.mode = ModeRecord(mode="act", by="ops@host", why="trust it")
+    rig.sources.dead = {4}
+    assert rig.manager.cycle().kind == "noop"
+    assert rig.executor.submitted == [] and rig.coordinator.plans.writes == []
+    [said] = [s for s in rig.summaries() if s.startswith("mode ")]
+    assert said == (
+        "mode observe (from --mode on this instance's command line; it overrides the run-time "
+        "mode act, set by ops@host: trust it): nothing is written to the cluster"
+    )
+    assert rig.manager.status()["mode_source"] == "flag"
+
+
+def test_a_cleared_run_time_mode_hands_back_to_the_config_audited(tmp_path: Path) -> None:
+    """`kmedic mode --clear` deletes the run-time mode: the config's mode holds again, and the
+    leader says so; a mode unchanged but from another source is told too."""
+    rig = Rig(tmp_path)  # act in the config
+    rig.coordinator.mode = ModeRecord(mode="observe", by="ops@host")
+    rig.sources.dead = {4}
+    assert rig.manager.cycle().kind == "noop"
+    rig.coordinator.mode = None  # cleared
+    assert rig.manager.cycle().kind == "act"
+    assert [s for s in rig.summaries() if s.startswith("mode ")] == [
+        "mode observe (set by `kmedic mode`: observe, set by ops@host): nothing is written to "
+        "the cluster",
+        "mode observe -> act (from the config; the run-time mode was cleared): kmedic acts",
+    ]
+    rig.coordinator.mode = ModeRecord(mode="act", by="ops@host")  # same mode, another source
+    rig.manager.cycle()
+    rig.manager.cycle()
+    told = [s for s in rig.summaries() if s.startswith("mode ")]
+    assert told[2:] == ["mode act (set by `kmedic mode`: act, set by ops@host): kmedic acts"]
+
+
+def test_every_new_leader_says_its_mode(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.manager.cycle()
+    rig.manager.cycle()
+    rig.coordinator.lose("test")
+    rig.coordinator.acquire(EPOCH + 1)
+    rig.manager.cycle()
+    told = [s for s in rig.summaries() if s.startswith("mode ")]
+    assert told == ["mode act (from the config): kmedic acts"] * 2
+
+
 def test_observe_mode_adopts_no_stored_plan_and_releases_no_throttle(rig: Rig) -> None:
     owned = {"replicas": [], "rates": [{"broker": 2, "config": "x", "value": "1000"}]}
     moves = [{"topic": "t", "partition": 1, "target": [2, 3, 1], "size_bytes": 10}]

@@ -4,9 +4,12 @@ one line per attempt, ended by a stop (issue 39.10)."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kmedic.errors import KmedicError
 from manager.coordination.znodes import CoordinationError
 from manager.daemon import startup
 
@@ -51,3 +54,25 @@ def test_a_stop_ends_the_wait() -> None:
     coordinator, stop = _Flaky(failures=100), _Stop(stop_after=2)
     assert not startup.start_coordination(coordinator, stop)  # type: ignore[arg-type]
     assert coordinator.starts == 2
+
+
+def test_the_mode_flag_reaches_the_manager_as_a_flag_not_as_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 71.2: `--mode` was copied into the config, so a mode set at run time beat it.
+    It reaches the manager as the flag, above the run-time mode; the config keeps its own."""
+    import manager.daemon.wiring as wiring
+    from composition.cli import main
+
+    seen: list[tuple[str, str | None]] = []
+
+    def build(cfg: Any, *, mode_flag: str | None = None) -> Any:
+        seen.append((cfg.mode, mode_flag))
+        raise KmedicError("stop here")
+
+    monkeypatch.setattr(wiring, "build_manager", build)
+    monkeypatch.setattr("manager.cli.daemon.check_credentials", lambda *a, **k: None)
+    config = Path(__file__).parents[2] / "configs" / "manager.example.yaml"
+    assert main(["manager", "--config", str(config), "--mode", "act"]) == 1
+    assert main(["manager", "--config", str(config)]) == 1
+    assert seen == [("observe", "act"), ("observe", None)]
