@@ -63,6 +63,10 @@ def alerts_for(decision: Decision, *, audit_on_failover: bool) -> dict[str, str]
     if switched_off(decision) and not decision.tidying:
         # Work kmedic sees and may not do: named after the switches that hold it back.
         active["disabled:" + ",".join(decision.disabled_by)] = decision.summary
+    if held_by_observe_mode(decision):
+        # Observe mode pages for what act mode would have healed, as act mode pages for what
+        # it cannot heal: a new install watching a cluster paged nobody for a dead broker.
+        active[WOULD_HEAL_ALERT] = decision.summary
     if audit_on_failover:
         active["audit_on_failover"] = "the audit topic cannot take records; writing to failover"
     return active
@@ -78,6 +82,15 @@ def refusal_alert(code: ReasonCode) -> str:
 
 def is_refusal_alert(name: str) -> bool:
     return name.startswith(REFUSAL_PREFIX)
+
+
+WOULD_HEAL_ALERT = "observe_mode:would_heal"
+
+
+def held_by_observe_mode(decision: Decision) -> bool:
+    """A heal decided and kept from the cluster by observe mode (not by a goal's switch): the
+    replicas it would restore stay lost until a person heals them or lets kmedic act."""
+    return decision.kind == "heal" and decision.would_act is not None and not switched_off(decision)
 
 
 def switched_off(decision: Decision) -> bool:

@@ -14,6 +14,7 @@ import socket
 from typing import Any
 
 from kmedic.errors import UsageError
+from manager.cli.status import CONFIG_MODE
 from manager.cli.zk_args import common_parser, zk_target
 from manager.coordination.mode_store import clear_mode, read_mode, set_mode
 from manager.coordination.session import zk_session
@@ -41,9 +42,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_mode)
 
 
-NOT_SET = "mode: not set at run time; each manager runs in its config's mode (default observe)"
-
-
 def _mode(args: argparse.Namespace) -> int:
     if args.clear and args.mode is not None:
         raise UsageError(f"kmedic mode: give a mode ({args.mode}) or --clear, not both")
@@ -64,7 +62,7 @@ def _mode(args: argparse.Namespace) -> int:
         was = f"cleared ({cleared.sentence()}); " if cleared else "nothing was set; "
         print(f"mode: {was}each manager runs in its config's mode (or its --mode flag)")
     elif record is None:
-        print(NOT_SET)
+        print(f"mode: {CONFIG_MODE}")
     else:
         print(f"mode: {record.sentence()}")
     return 0

@@ -270,7 +270,7 @@ class AuditTrail:
         if result:
             self._metrics.record_action("reassign", result)
         if kind == "action_completed":
-            self._metrics.add_bytes_moved(
+            self._metrics.moves.add_bytes_moved(
                 move.size_bytes * len(set(move.target) - set(state.original))
             )
 

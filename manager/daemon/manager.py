@@ -286,7 +286,7 @@ class Manager:
         self.trail.decision(decision, snap)
         long_failover = self.trail.failover_alerting(now := self.clock.monotonic())
         stuck = self.foreign.look(snap.reassignments, int(self.clock.time() * 1000))
-        self.metrics.observe_foreign_stuck(len(stuck))
+        self.metrics.moves.observe_foreign_stuck(len(stuck))
         active = alerts_for(decision, audit_on_failover=long_failover)
         self.trail.alerts({**self.trail.past_holds(active, now), **stuck})
         outcome = CycleOutcome.of(decision)

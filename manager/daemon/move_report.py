@@ -78,10 +78,10 @@ class MoveReport:
         now = self.clock.monotonic()
         flight = self.executor.in_flight()
         oldest = max((now - s.started_at for s in flight if s.started_at is not None), default=0.0)
-        self.metrics.observe_moves(len(flight), oldest, sum(1 for s in flight if s.stalled))
-        self.metrics.observe_throttle_rates(self.executor.throttle_rates())
+        self.metrics.moves.observe_moves(len(flight), oldest, sum(1 for s in flight if s.stalled))
+        self.metrics.moves.observe_throttle_rates(self.executor.throttle_rates())
         look = self.plan.look(active, now)
-        self.metrics.observe_plan_progress(None if look.ended else look.progress)
+        self.metrics.moves.observe_plan_progress(None if look.ended else look.progress)
         rate = look.progress.rate_bytes_per_s if look.progress else None
         if rate and flight and now - self._rate_at >= self.executor.config.progress_sample_s:
             self._rate_at = now

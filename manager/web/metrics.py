@@ -7,19 +7,18 @@ codes (one per confidence gate), never free text, to keep label cardinality boun
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Literal, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from kmedic.errors import KmedicError
-from manager.analyzer.health import HealthFacts, health_facts, switched_off
+from manager.analyzer.health import HealthFacts, health_facts, held_by_observe_mode, switched_off
 from manager.analyzer.topic_safety import unsafe_topics
 from manager.model.decision import Decision
-from manager.model.plan_progress import PlanProgress
 from manager.model.policy import Policy
 from manager.model.snapshot import Snapshot
+from manager.web.move_metrics import MoveMetrics
 from manager.web.quorum_metrics import QuorumMetrics
 from manager.web.safety_metrics import SafetyMetrics
 from manager.web.slow_metrics import SlowMetrics
@@ -51,6 +50,7 @@ class ManagerMetrics:
         self.safety = SafetyMetrics(cluster, r)
         self.quorum = QuorumMetrics(cluster, r)
         self.slow = SlowMetrics(cluster, r)
+        self.moves = MoveMetrics(cluster, r)
         self.cluster_observable = Gauge(
             "kmedic_cluster_observable",
             "1 when the last cycle could read the cluster (Admin API and ZooKeeper config)",
@@ -124,62 +124,15 @@ class ManagerMetrics:
             c,
             registry=r,
         )
+        self.would_heal = Gauge(
+            "kmedic_would_heal",
+            "1 while some partition needs healing and observe mode keeps the heal kmedic "
+            "planned from the cluster: nothing heals it until a person does or lets kmedic act",
+            c,
+            registry=r,
+        )
         self.actions = Counter(
             "kmedic_actions", "Actions by type and result", [*c, "type", "result"], registry=r
-        )
-        self.moves_in_flight = Gauge(
-            "kmedic_moves_in_flight",
-            "Partition reassignments started and not finished",
-            c,
-            registry=r,
-        )
-        self.oldest_move_age = Gauge(
-            "kmedic_oldest_move_age_seconds",
-            "Age of the oldest reassignment in flight (0 when none)",
-            c,
-            registry=r,
-        )
-        self.plan_bytes = Gauge(
-            "kmedic_plan_bytes",
-            "The running plan's bytes to copy (state=total) and copied so far (state=copied)",
-            [*c, "state"],
-            registry=r,
-        )
-        self.plan_rate = Gauge(
-            "kmedic_plan_copy_rate_bytes_per_second",
-            "The running plan's copy rate over the last 30 s (0 when no plan runs)",
-            c,
-            registry=r,
-        )
-        self.plan_eta = Gauge(
-            "kmedic_plan_eta_seconds",
-            "Time left for the running plan at its copy rate (0 when no plan runs, NaN while "
-            "the rate is unknown)",
-            c,
-            registry=r,
-        )
-        self.throttle_rate = Gauge(
-            "kmedic_throttle_rate_bytes_per_second",
-            "The replication throttle rate kmedic set on a broker taking part in moves "
-            "(direction=out: leader.replication.throttled.rate; in: follower's)",
-            [*c, "broker", "direction"],
-            registry=r,
-        )
-        self.stuck_foreign = Gauge(
-            "kmedic_stuck_foreign_reassignments",
-            "Reassignments kmedic did not start whose new replicas gained no byte for "
-            "executor.stall_s",
-            c,
-            registry=r,
-        )
-        self.stuck_moves = Gauge(
-            "kmedic_stuck_moves",
-            "Moves in flight whose new replicas gained no byte for executor.stall_s",
-            c,
-            registry=r,
-        )
-        self.bytes_moved = Counter(
-            "kmedic_bytes_moved", "Bytes of replica data moved by completed moves", c, registry=r
         )
         self.plan_duration = Histogram(
             "kmedic_plan_duration_seconds",
@@ -245,7 +198,8 @@ class ManagerMetrics:
             self.waiting_brokers,
             self.placement_violations,
             self.refusing_to_heal,
-            self.moves_in_flight,
+            self.would_heal,
+            self.moves.moves_in_flight,
         ):
             gauge.labels(cluster).set(0)
 
@@ -278,11 +232,13 @@ class ManagerMetrics:
         unhealed: bool = False,
         would_act: str | None = None,
         heal_disabled: bool = False,
+        heal_observed: bool = False,
     ) -> None:
         """Count a decision. Refusing to heal: some partition needs healing (``heal_needed``)
         and the decision refuses, heals partially (``unhealed``: some partitions refused), or
-        would heal but a switch keeps it from doing so (``heal_disabled``). ``would_act``:
-        why a decision to act was kept from the cluster, counted.
+        would heal but a switch keeps it from doing so (``heal_disabled``). Would heal:
+        observe mode keeps the heal from the cluster (``heal_observed``). ``would_act``: why a
+        decision to act was kept from the cluster, counted.
         ``heal_needed=None`` (not known: the cluster could not be observed) leaves the gauge
         as the last observed cycle set it."""
         if outcome not in OUTCOMES:
@@ -297,6 +253,7 @@ class ManagerMetrics:
         if heal_needed is not None:
             refusing = heal_needed and (outcome == "refuse" or unhealed or heal_disabled)
             self.refusing_to_heal.labels(self.cluster).set(1 if refusing else 0)
+            self.would_heal.labels(self.cluster).set(1 if heal_needed and heal_observed else 0)
 
     def observe_decision(self, decision: Decision, *, heal_needed: bool) -> None:
         """Everything a leader's decision tells the metrics."""
@@ -307,40 +264,13 @@ class ManagerMetrics:
             unhealed=bool(decision.unhealed),
             would_act=decision.would_act,
             heal_disabled=decision.kind == "heal" and switched_off(decision),
+            heal_observed=held_by_observe_mode(decision),
         )
         if decision.placement_violations is not None:  # a heal does not look: keep the last
             self.observe_placement(decision.placement_violations)
 
     def record_action(self, action_type: str, result: str, count: int = 1) -> None:
         self.actions.labels(self.cluster, action_type, result).inc(count)
-
-    def observe_moves(self, in_flight: int, oldest_age_s: float, stuck: int) -> None:
-        self.moves_in_flight.labels(self.cluster).set(in_flight)
-        self.oldest_move_age.labels(self.cluster).set(oldest_age_s)
-        self.stuck_moves.labels(self.cluster).set(stuck)
-
-    def observe_foreign_stuck(self, count: int) -> None:
-        self.stuck_foreign.labels(self.cluster).set(count)
-
-    def observe_plan_progress(self, progress: PlanProgress | None) -> None:
-        """The running plan's figures; all 0 when no plan runs."""
-        if progress is None:
-            progress = PlanProgress(0, 0, 0, 0, eta_s=0.0)
-        self.plan_bytes.labels(self.cluster, "total").set(progress.total_bytes)
-        self.plan_bytes.labels(self.cluster, "copied").set(progress.copied_bytes)
-        self.plan_rate.labels(self.cluster).set(progress.rate_bytes_per_s or 0.0)
-        eta = progress.eta_s
-        self.plan_eta.labels(self.cluster).set(math.nan if eta is None else eta)
-
-    def observe_throttle_rates(self, rates: Mapping[tuple[int, str], str]) -> None:
-        """The rates kmedic has set now (a broker's series goes when its rate is removed)."""
-        self.throttle_rate.clear()
-        for (broker, config), value in rates.items():
-            direction = "out" if config.startswith("leader.") else "in"
-            self.throttle_rate.labels(self.cluster, str(broker), direction).set(float(value))
-
-    def add_bytes_moved(self, nbytes: int) -> None:
-        self.bytes_moved.labels(self.cluster).inc(max(0, nbytes))
 
     def observe_plan(self, seconds: float) -> None:
         self.plan_duration.labels(self.cluster).observe(seconds)

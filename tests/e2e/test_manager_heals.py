@@ -522,9 +522,22 @@ def set_mode(h: Harness, mode: str) -> None:
     wait_for(lambda: h.metric("kmedic_mode", mode=mode) == 1, timeout=30, what=f"{mode} mode")
 
 
-def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harness) -> None:
-    """First in observe mode: the heal is decided and audited as would_act and the brokers
-    receive no write request; then `kmedic mode act` lets it heal."""
+def clear_mode(h: Harness) -> None:
+    """`kmedic mode --clear`: the config's mode (act, here) holds again."""
+    where = ["--zk", h.cluster.zk_connect, "--cluster", h.pipeline.cluster_name]
+    done = kmedic_process("mode", "--clear", *where, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("mode: cleared (observe, set by "), done.stdout
+    wait_for(lambda: h.metric("kmedic_mode", mode="act") == 1, timeout=30, what="act mode")
+
+
+def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(
+    harness: Harness, prometheus: PrometheusServer
+) -> None:
+    """First in observe mode: the heal is decided and audited as would_act, the brokers
+    receive no write request, and a real Prometheus with the shipped rules evaluates the
+    page for the heal held back (issue 71.0); then `kmedic mode --clear` hands back to the
+    config's act mode (issue 71.2) and kmedic heals."""
     h = harness
     victim = 3
     h.quiesce()
@@ -558,7 +571,17 @@ def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harn
         assert not [r for r in h.records(start_ms) if r.kind.startswith("action_")]
         assert cluster_writes(h, survivors) == writes_before, "observe mode wrote to the cluster"
         assert reassignments_in_progress(h) == 0
-        set_mode(h, "act")
+        # The page for what observe mode holds back: active in Prometheus (pending for its
+        # first 2 minutes; promtool's test holds the rule to firing after them).
+        cluster = h.pipeline.cluster_name
+        assert h.metric("kmedic_would_heal") == 1
+        wait_for(
+            lambda: alert_states(prometheus, "KmedicObserveModeWouldHeal", cluster),
+            timeout=15,
+            what="Prometheus to evaluate KmedicObserveModeWouldHeal as active",
+        )
+        assert not alert_states(prometheus, "KmedicRefusingToHeal", cluster)
+        clear_mode(h)
 
         def started() -> list[AuditRecord]:
             return [
@@ -627,7 +650,14 @@ def test_sigkilled_broker_is_healed_onto_live_brokers_across_racks(harness: Harn
         after = cluster_writes(h, survivors)
         assert after["AlterPartitionReassignments"] > writes_before["AlterPartitionReassignments"]
         switched = [r for r in records if r.summary.startswith("mode observe -> act")]
-        assert len(switched) == 1 and "set by `kmedic mode`" in switched[0].summary
+        assert len(switched) == 1, [r.summary for r in records if r.summary.startswith("mode")]
+        assert "(from the config; the run-time mode was cleared)" in switched[0].summary
+        assert h.metric("kmedic_would_heal") == 0
+        wait_for(
+            lambda: not alert_states(prometheus, "KmedicObserveModeWouldHeal", cluster),
+            timeout=30,
+            what="KmedicObserveModeWouldHeal to clear once kmedic acts",
+        )
     finally:
         # Back to act for the next tests, without waiting on a manager that may have failed.
         where = ["--zk", h.cluster.zk_connect, "--cluster", h.pipeline.cluster_name]

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from helpers import kmedic_in_process
+from helpers import kmedic_in_process, wait_for
 from kazoo.client import KazooClient
 from zk_support import zk_connect_for
 
@@ -61,8 +61,44 @@ def test_requests_are_stored_in_order_listed_and_cancelled(
     assert code == 1 and "only a pending or running one can be cancelled" in err
     code, _, err = kmedic_in_process(capsys, "requests", "cancel", "req-9999999999", *where)
     assert code == 1 and "no request req-9999999999" in err
+    # Not over within --wait is "not done" (3), as its help says; it was 1 (issue 71.5).
     code, _, err = kmedic_in_process(capsys, "fill", "3", "--wait", "3", *where)
-    assert code == 1 and "still pending after 3s" in err
+    assert code == 3 and "still pending after 3s" in err
+
+
+@pytest.mark.parametrize(("ends", "code"), [("partial", 4), ("failed", 3), ("done", 0)])
+def test_wait_exits_as_the_request_ended(
+    zk_hosts: str, client: KazooClient, ends: str, code: int
+) -> None:
+    """`--wait` follows the request to its end: done 0, partly done 4, failed 3."""
+    import threading
+
+    from composition.cli import main
+
+    cluster = f"req-{uuid.uuid4().hex[:8]}"
+    base = manager_path("/kmedic", cluster)
+    leader = Coordinator(
+        CoordinationConfig(zk_connect=zk_hosts, session_timeout_s=6.0), cluster, "m1"
+    )
+    leader.start()
+    exits: list[int] = []
+    waiting = threading.Thread(
+        target=lambda: exits.append(
+            main(["drain", "3", "--wait", "60", "--zk", zk_hosts, "--cluster", cluster])
+        )
+    )
+    try:
+        assert leader.wait_until_leader(20)
+        waiting.start()
+        (request,) = wait_for(
+            lambda: read_requests(client, base), timeout=20, what="the request stored"
+        )
+        running = leader.requests.mark(request, "running", "moving")
+        leader.requests.mark(running, ends, f"the test says {ends}")  # type: ignore[arg-type]
+        waiting.join(30)
+        assert exits == [code]
+    finally:
+        leader.stop()
 
 
 def test_the_leaders_writes_are_fenced_and_lose_to_a_cancel(

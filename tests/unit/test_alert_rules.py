@@ -21,6 +21,7 @@ needs_promtool = needs(
 )
 REQUIRED_ALERTS = {
     "KmedicRefusingToHeal",
+    "KmedicObserveModeWouldHeal",
     "KmedicUnexplainedUnderReplication",
     "KmedicStaleLoadData",
     "KmedicNoLeader",
@@ -88,7 +89,7 @@ def test_rules_only_use_metrics_kmedic_exports() -> None:
     metrics = ManagerMetrics("c1")
     # Every metric appears once the daemon has reported each fact.
     metrics.observe_loads(age_s=1, valid_fraction=1)
-    metrics.observe_moves(in_flight=0, oldest_age_s=0, stuck=0)
+    metrics.moves.observe_moves(in_flight=0, oldest_age_s=0, stuck=0)
     metrics.follow_leadership(Standby())
     metrics.observe_audit(on_failover=False, spool_pending=0)
     metrics.observe_observable(True)

@@ -49,6 +49,43 @@ def test_a_dead_broker_under_observe_mode_is_a_would_act_and_nothing_is_written(
     assert rig.summaries().count(said) == 1  # the mode is told once
 
 
+def gauge(rig: Rig, name: str) -> float | None:
+    return rig.manager.metrics.registry.get_sample_value(name, {"cluster": "c"})
+
+
+def test_observe_mode_pages_for_the_heal_it_holds_back(rig: Rig) -> None:
+    """Issue 71.0: a broker dead past its grace under observe mode raised no alert (status
+    page "Active alerts: none", kmedic_refusing_to_heal 0). It pages as a refusal does: the
+    gauge the shipped rule KmedicObserveModeWouldHeal reads, and an alert on the status page
+    and in the audit log; it clears once nothing needs healing."""
+    assert gauge(rig, "kmedic_would_heal") == 0
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    assert gauge(rig, "kmedic_would_heal") == 1
+    assert gauge(rig, "kmedic_refusing_to_heal") == 0  # not a refusal: a held heal
+    alerts = rig.manager.status()["active_alerts"]
+    assert list(alerts) == ["observe_mode:would_heal"], alerts
+    assert "would act (observe mode): heal dead brokers 4" in alerts["observe_mode:would_heal"]
+    raised = [r.reasons[0] for r in rig.sink.records if r.kind == "alert_raised"]
+    assert raised == ["observe_mode:would_heal"]
+    rig.sources.dead = set()
+    rig.manager.cycle()
+    assert gauge(rig, "kmedic_would_heal") == 0
+    assert rig.manager.status()["active_alerts"] == {}
+
+
+def test_act_mode_and_a_switched_off_heal_never_raise_the_observe_page(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)  # act
+    rig.sources.dead = {4}
+    assert rig.manager.cycle().kind == "act"
+    assert gauge(rig, "kmedic_would_heal") == 0
+    off = Rig(tmp_path / "off", goals={"heal_dead_brokers": False})
+    off.sources.dead = {4}
+    off.manager.cycle()
+    assert gauge(off, "kmedic_would_heal") == 0
+    assert gauge(off, "kmedic_refusing_to_heal") == 1  # the switch's own page
+
+
 def test_switching_to_act_at_run_time_heals_and_is_audited(rig: Rig) -> None:
     rig.sources.dead = {4}
     rig.manager.cycle()
