@@ -8,14 +8,19 @@ verdict says why: a refusal's reasons, or a partial heal's partitions left unhea
 A loss that is not healable is one of two things, and only the first is a risk to alert on:
 
 - *at risk*: kmedic could not heal it - no placement keeps the constraints (an isolation group
-  without a spare broker, too few racks, capacity), or no live replica is left;
+  without a spare broker, too few racks, capacity), no live replica is left, or the heal needs
+  more moves than the budgets allow at all (``max_moves_per_cycle``, or ``max_moves_per_hour``
+  with no move done in the hour before: a misconfiguration found before the day, not on it);
 - *left to an operator*: kmedic would, by its policy, leave it to a human - more brokers at
-  once than ``max_dead_brokers`` lets it heal, a domain in maintenance, a budget - or cannot
-  judge it now because the cluster is already in an incident (a broker already dead or
-  waiting, unexplained under-replication, a foreign reassignment, no quorum leader). Reported,
-  never alerted: the incident has alerts of its own, and a policy is a decision, not a risk.
-The bytes to copy are the heal's; the busiest survivor is by network use after the heal; the
-time from the loss to fully replicated is estimated by manager.analyzer.heal_time.
+  once than ``max_dead_brokers`` lets it heal, a domain in maintenance - or cannot judge it
+  now because the cluster is already in an incident (a broker already dead or waiting,
+  unexplained under-replication, a foreign reassignment, no quorum leader). Reported, never
+  alerted: the incident has alerts of its own, and a policy is a decision, not a risk.
+Each scenario is planned on the cluster as it will be once kmedic's own moves are done
+(``settled``): the planner holds while they run, and a drain or balance in flight hid every
+risk as "healable, 0 moves". The bytes to copy are the heal's; the busiest survivor is by
+network use after the heal; the time from the loss to fully replicated is estimated by
+manager.analyzer.heal_time.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from manager.model.decision import Decision, Reason
 from manager.model.plan_progress import duration
 from manager.model.racks import location_of
 from manager.model.reasons import ReasonCode
-from manager.model.snapshot import Leadership, Snapshot
+from manager.model.snapshot import Leadership, RecentActions, Snapshot
 from manager.model.topics import Derived, Topics, topics_table
 
 ScenarioKind = Literal["broker", "rack", "domain"]
@@ -41,7 +46,14 @@ Standing = Literal["healable", "left_to_operator", "at_risk"]
 
 # The reasons that say kmedic could not heal the loss. Every other reason a scenario can be
 # refused or held for is its policy or the cluster's present state (see the module's words).
-RISK_CODES: frozenset[ReasonCode] = frozenset({"plan_violates_constraints", "no_live_replica"})
+RISK_CODES: frozenset[ReasonCode] = frozenset(
+    {
+        "plan_violates_constraints",
+        "no_live_replica",
+        "action_budget_exceeded",
+        "hourly_budget_exceeded",
+    }
+)
 
 ASSUMED_MOVE_BYTES_PER_S = 20e6  # per move, until this manager has measured a plan's rate
 ASSUMED_PACE = Pace(ASSUMED_MOVE_BYTES_PER_S, rate_measured=False)
@@ -131,8 +143,45 @@ def scenarios(snap: Snapshot) -> list[Scenario]:
     return out
 
 
+def settled(snap: Snapshot) -> Snapshot:
+    """The snapshot as it will be once kmedic's own moves are done: each partition kmedic is
+    reassigning on its target replicas (the removed ones gone, the added ones in sync), and
+    its reassignments no longer listed. Other people's reassignments stay: they hold a heal
+    back on the day too. The table is built anew, once a sweep, as the base of its losses."""
+    own = [r for r in snap.reassignments if r.started_by_kmedic]
+    if not own:
+        return snap
+    table = topics_table(snap.topics)
+    replicas: dict[int, tuple[int, ...]] = {}
+    isr: dict[int, tuple[int, ...]] = {}
+    offline: dict[int, tuple[int, ...]] = {}
+    leader = table.leader.astype(np.int64)
+    for r in own:
+        row = table.row_of(r.topic, r.partition)
+        if row is None:
+            continue
+        gone = set(r.removing_replicas)
+        kept = tuple(b for b in table.replicas.row(row) if b not in gone)
+        replicas[row] = kept
+        synced = [b for b in table.isr.row(row) if b not in gone]
+        isr[row] = tuple(dict.fromkeys([*synced, *(b for b in r.adding_replicas if b in kept)]))
+        offline[row] = tuple(b for b in table.offline.row(row) if b not in gone)
+        if leader[row] in gone or leader[row] < 0:
+            leader[row] = isr[row][0] if isr[row] else -1
+    rebuilt = dataclasses.replace(
+        table,
+        leader=leader.astype(table.leader.dtype),
+        replicas=table.replicas.with_rows(replicas),
+        isr=table.isr.with_rows(isr),
+        offline=table.offline.with_rows(offline),
+    )
+    others = tuple(r for r in snap.reassignments if not r.started_by_kmedic)
+    return snap.model_copy(update={"topics": Topics(rebuilt), "reassignments": others})
+
+
 def killed(snap: Snapshot, dead: tuple[int, ...]) -> Snapshot:
-    """The snapshot as the leader would see it once ``dead`` died and their grace ran out."""
+    """The snapshot as the leader would see it once ``dead`` died and their grace ran out, the
+    hour before it with no move done (the hourly budget is judged for the heal alone)."""
     gone = set(dead)
     since = snap.taken_at - snap.policy.dead_grace_ms - 1
     brokers = tuple(
@@ -149,7 +198,8 @@ def killed(snap: Snapshot, dead: tuple[int, ...]) -> Snapshot:
         current_epoch=snap.leadership.current_epoch,
         is_leader=True,
     )
-    return snap.model_copy(update={"brokers": brokers, "topics": topics, "leadership": leading})
+    update = {"brokers": brokers, "topics": topics, "leadership": leading}
+    return snap.model_copy(update={**update, "recent_actions": RecentActions()})
 
 
 def _without(topics: Topics, gone: set[int], alive: set[int]) -> Topics:
@@ -213,5 +263,7 @@ def verdict(
 
 
 def sweep(snap: Snapshot, pace: Pace = ASSUMED_PACE) -> list[Verdict]:
-    """Every scenario's verdict, brokers first, then racks and domains."""
-    return [verdict(snap, s, pace) for s in scenarios(snap)]
+    """Every scenario's verdict, brokers first, then racks and domains, on the cluster as it
+    will be once kmedic's own moves are done."""
+    base = settled(snap)
+    return [verdict(base, s, pace) for s in scenarios(base)]

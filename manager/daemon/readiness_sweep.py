@@ -21,7 +21,7 @@ from typing import Protocol
 
 from kmedic.logging import get_logger
 from manager.analyzer.heal_time import Pace
-from manager.analyzer.readiness import Scenario, Verdict, scenarios, verdict
+from manager.analyzer.readiness import Scenario, Verdict, scenarios, settled, verdict
 from manager.analyzer.scenario_keys import bucket, scenario_keys
 from manager.config import ReadinessSettings
 from manager.daemon.audit_trail import AuditTrail
@@ -104,6 +104,7 @@ class ReadinessSweep:
             return None
         wall, cpu = self._clock(), time.thread_time()
         pace = self._pace()
+        snap = settled(snap)  # as once kmedic's own moves are done: they hide no risk
         found = scenarios(snap)
         keys = scenario_keys(
             snap, found, (bucket(pace.move_bytes_per_s), replace(pace, move_bytes_per_s=0))

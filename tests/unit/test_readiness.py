@@ -17,7 +17,7 @@ from planner_fixtures import GB, broker, make, part
 
 from manager.analyzer.partition_lists import partition_lists
 from manager.analyzer.planner import decide
-from manager.analyzer.readiness import Scenario, killed, scenarios, sweep, verdict
+from manager.analyzer.readiness import Scenario, killed, scenarios, settled, sweep, verdict
 from manager.model.snapshot import Partition, Snapshot
 from manager.model.topics import Topics
 
@@ -236,3 +236,69 @@ def test_a_killed_snapshot_rewrites_exactly_the_partitions_of_the_dead(data: st.
         assert getattr(derived, name) == getattr(built, name), name
     assert derived.valid_load == built.valid_load
     assert derived.replica_row.tolist() == built.replica_row.tolist()
+
+
+def with_pay_group(**extra: Any) -> Snapshot:
+    """Losing broker 1 is at risk: the isolation group of `pay` has no spare broker."""
+    brokers = [broker(b, RACKS[b]) for b in RACKS]
+    topics = {
+        "t": [
+            part(0, [1, 3, 5]),
+            # kmedic's own drain of broker 6 in flight: 5 added, not yet in sync.
+            part(1, [2, 4, 6, 5], isr=[2, 4, 6]),
+            part(2, [1, 3, 5]),
+            part(3, [2, 4, 6]),
+        ],
+        "pay": [part(0, [1, 3, 5])],
+    }
+    return make(
+        brokers,
+        topics,
+        broker_groups=[{"name": "trio", "brokers": [1, 3, 5]}],
+        isolation_groups=[{"name": "pay", "topics": ["pay"], "primary": "trio"}],
+        **extra,
+    )
+
+
+def test_a_plan_in_flight_hides_no_risk() -> None:
+    """Issue 71.3: the planner holds while kmedic's own moves run, so during any drain or
+    balance every loss read "healable, 0 moves" and a real at-risk warning cleared. Each
+    scenario is planned on the cluster as it will be once the moves are done."""
+    own = {
+        "topic": "t",
+        "partition": 1,
+        "adding_replicas": [5],
+        "removing_replicas": [6],
+        "started_by_kmedic": True,
+    }
+    before = {v.scenario.name: v for v in sweep(with_pay_group())}
+    during = {v.scenario.name: v for v in sweep(with_pay_group(reassignments=[own]))}
+    assert before["1"].at_risk
+    assert during["1"].at_risk, during["1"].sentence()
+    assert ["pay:0" in r.message for r in during["1"].why] == [True]
+    assert during["2"].healable and during["2"].moves == 2, during["2"].sentence()
+    settled_snap = settled(with_pay_group(reassignments=[own]))
+    assert settled_snap.reassignments == ()
+    moved = settled_snap.topics[0].partitions[1]
+    assert (moved.replicas, moved.isr, moved.leader) == ((2, 4, 5), (2, 4, 5), 2)
+    # Someone else's reassignment is not kmedic's to finish: it still holds a heal back.
+    foreign = {**own, "started_by_kmedic": False}
+    assert settled(with_pay_group(reassignments=[foreign])).reassignments != ()
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [{"max_moves_per_cycle": 1}, {"max_moves_per_hour": 1}],
+)
+def test_a_loss_the_move_budget_refuses_is_at_risk(policy: dict[str, Any]) -> None:
+    """Issue 71.4: a broker holding more replicas than a budget allows cannot be healed; it
+    read "left to an operator by policy" and was never warned of."""
+    v = verdict(cluster(policy=policy), Scenario("broker", "1", (1,)))
+    assert v.standing == "at_risk", v.sentence()
+    assert v.why[0].code in ("action_budget_exceeded", "hourly_budget_exceeded")
+
+
+def test_moves_done_in_the_last_hour_do_not_make_a_loss_a_risk() -> None:
+    """The hourly budget is judged for the heal alone: the hour before the day is not now."""
+    busy = cluster(policy={"max_moves_per_hour": 10}, recent_actions={"moves_last_hour": 9})
+    assert verdict(busy, Scenario("broker", "1", (1,))).healable

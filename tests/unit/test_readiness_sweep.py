@@ -217,3 +217,29 @@ def test_the_pace_carries_the_adaptive_throttles_copies_into_a_broker() -> None:
         pace = module.pace_of(fixed, settings, 5e6)
         assert pace.max_moves_into_broker is None
         assert pace.throttle_bytes_per_s == throttle
+
+
+def test_the_leaders_sweep_during_its_own_drain_keeps_the_risk_it_saw_before(rig: Rig) -> None:
+    """Issue 71.3, the daemon's own sweep: a loss at risk before a drain is still at risk while
+    the drain's moves run (they read "healable, 0 moves": the planner holds for own moves)."""
+    from test_readiness import with_pay_group
+
+    sweep = rig.manager.readiness
+    sweep.settings = ReadinessSettings(cpu_share=1.0)
+    drain = {
+        "topic": "t",
+        "partition": 1,
+        "adding_replicas": [5],
+        "removing_replicas": [6],
+        "started_by_kmedic": True,
+    }
+    seen = []
+    for snap in (with_pay_group(), with_pay_group(reassignments=[drain])):
+        verdicts = sweep.sweep(snap)
+        assert verdicts is not None
+        seen.append(
+            [v.scenario.name for v in verdicts if v.at_risk and v.scenario.kind == "broker"]
+        )
+        assert "1" in seen[-1], [v.sentence() for v in verdicts]
+    assert seen[0] == seen[1]
+    assert gauge(rig, "kmedic_readiness_unhealable", scenario="broker") == len(seen[1])
