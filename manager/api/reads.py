@@ -71,6 +71,15 @@ def router(view: ManagerView) -> APIRouter:
             ],
         }
 
+    @api.get("/cordons", summary="every cordoned broker and who set its cordon")
+    def cordons() -> dict[str, Any]:
+        """Brokers that take no new replica (Kafka's cordon, KIP-1066, as the agents read it,
+        or a drain holding it), each with who set it: kmedic (the request it was set for) or
+        not kmedic. kmedic removes only its own. As this instance last saw them (a standby
+        reads no ledger: ask the leader, named in /api/v1/status)."""
+        shown = view.status_page()
+        return {**this_instance(), "cordons": list(shown.get("cordons", []))}
+
     @api.get("/requests", summary="every operator request, oldest first")
     def requests() -> list[dict[str, Any]]:
         with view.zookeeper() as client:

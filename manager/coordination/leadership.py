@@ -1,15 +1,14 @@
 """Leader election, fencing epoch and the in-flight plan, kept in ZooKeeper through kazoo.
 
 One manager instance per Kafka cluster acts; the others are hot standbys. Under
-``<root>/<cluster>/manager`` live three znodes:
-
+``<root>/<cluster>/manager`` live (besides the operators' requests, mode and switches):
 - ``leader``: ephemeral, JSON ``{instance, epoch, session}``. Whoever creates it leads.
 - ``epoch``: persistent counter, bumped with compare-and-set on every acquisition. The value is
   the fencing epoch every action and audit record carries.
-- ``plan``: persistent, the in-flight plan as JSON (manager.coordination.plan_store). It is
-  written in one ZooKeeper transaction that also checks the ``epoch`` znode's version
-  (:meth:`fenced_commit`), so a stale leader (one whose epoch was superseded) can never
-  overwrite it, even if it still believes it leads.
+- ``plan`` (manager.coordination.plan_store) and ``cordons`` (the cordons kmedic wrote,
+  manager.coordination.cordon_ledger): persistent JSON, each written in one ZooKeeper
+  transaction that also checks the ``epoch`` znode's version (:meth:`fenced_commit`), so a
+  stale leader (one whose epoch was superseded) can never overwrite them.
 
 Session expiry follows the policy ``reconnect`` (default) or ``shutdown``. With ``reconnect``,
 after a new session starts the instance takes leadership back only if nobody else took it
@@ -36,6 +35,7 @@ from kazoo.retry import KazooRetry
 from kmedic.logging import get_logger
 from manager.coordination.acls import fix_tree, kazoo_security, tree_problems
 from manager.coordination.connection import CoordinationConfig, default_instance_id
+from manager.coordination.cordon_ledger import CordonLedger
 from manager.coordination.epoch import bump_epoch, read_epoch
 from manager.coordination.fenced import FencedError
 from manager.coordination.plan_store import PlanStore
@@ -79,8 +79,8 @@ class Coordinator:
         self.epoch_path = f"{base}/epoch"
         self.plans = PlanStore(self, f"{base}/plan")
         self.requests = RequestStore(self, base)
-        self._on_acquired = on_leadership_acquired
-        self._on_lost = on_leadership_lost
+        self.cordon_ledger = CordonLedger(self, base)  # the cordons kmedic wrote
+        self._on_acquired, self._on_lost = on_leadership_acquired, on_leadership_lost
         self._on_shutdown = on_shutdown
         self._interval = reconcile_interval_s
         retry = KazooRetry(

@@ -8,8 +8,10 @@ audited once.
 - A broker is read (DescribeConfigs) when its intent, or whether it is alive, changed since
   this leader last settled it, and once after each takeover; a stopped broker is left until
   it is back (its config is written through it).
-- kmedic writes ``*`` (every log directory) and removes only ``*``: a cordon of some log
-  directories set by hand is left as it is, and said once.
+- kmedic writes ``*`` (every log directory) and removes only the ``*`` it wrote: each one is
+  kept in the cordon ledger (manager.coordination.cordon_ledger), read once after a takeover.
+  A cordon set by hand - of some log directories, or ``*`` set before the drain - is left as
+  it is when the drain ends, is cancelled or a fill takes the broker back, and said once.
 - A broker that does not know the config (Kafka before 4.3) is never written; the leader
   says once that it cannot cordon it. kmedic's plans send it nothing all the same, and a
   partition created on it after its drain is done is moved off by the drain, served again
@@ -22,23 +24,40 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kmedic.errors import KmedicError
+from manager.coordination.cordon_ledger import LedgerEntry, entry_now
 from manager.daemon.audit_trail import AuditTrail
-from manager.daemon.ports import Cordons
+from manager.daemon.ports import Cordons, Ledger
 from manager.executor.cordons import CORDONED_LOG_DIRS, Cordon
 from manager.model.cordons import CordonIntent, Request, cordon_intents
 
 
 class CordonKeeper:
-    def __init__(self, cordons: Cordons, trail: AuditTrail) -> None:
+    def __init__(self, cordons: Cordons, ledger: Ledger, trail: AuditTrail) -> None:
         self._cordons = cordons
+        self._ledger = ledger
         self._trail = trail
         self._epoch: int | None = None
         self._settled: dict[int, tuple[bool, bool]] = {}  # broker: (held, alive) settled
         self._told: set[tuple[int, str]] = set()  # (broker, what) said once
+        self.owned: dict[int, LedgerEntry] | None = None  # the ``*`` kmedic wrote; None: unread
+
+    def mine(self, epoch: int) -> dict[int, LedgerEntry] | None:
+        """The cordons kmedic wrote, read once after each takeover (None: unreadable now)."""
+        if epoch != self._epoch:  # a takeover: read every broker and the ledger again
+            self._epoch, self._settled, self.owned = epoch, {}, None
+        if self.owned is None:
+            try:
+                self.owned = self._ledger.load()
+            except KmedicError as exc:
+                said = f"cannot read the cordons kmedic wrote: {exc}; no cordon is changed"
+                if (-1, said) not in self._told:
+                    self._told.add((-1, said))
+                    self._trail.record("action_failed", said)
+        return self.owned
 
     def follow(self, requests: Iterable[Request], alive: Iterable[int], epoch: int) -> None:
-        if epoch != self._epoch:  # a takeover: read every broker again
-            self._epoch, self._settled = epoch, {}
+        if self.mine(epoch) is None:
+            return
         live = frozenset(alive)
         for broker, intent in cordon_intents(requests).items():
             key = (intent.held, broker in live)
@@ -59,6 +78,10 @@ class CordonKeeper:
 
     def _settle(self, intent: CordonIntent, now: Cordon) -> None:
         broker = intent.broker
+        owned = self.owned if self.owned is not None else {}
+        if broker in owned and not now.whole:
+            # Removed by someone else (or never set): the next ``*`` there is not kmedic's.
+            self._save({b: e for b, e in owned.items() if b != broker})
         if not now.supported:
             if intent.held:
                 self._once(
@@ -70,24 +93,49 @@ class CordonKeeper:
                     intent,
                 )
             return
+        mine = broker in (self.owned or {})
         if intent.held and not now.value:
+            # The ledger first: a cordon written and not recorded would never be removed.
+            self._save({**(self.owned or {}), broker: entry_now(intent.request)})
             self._cordons.write(broker, True)
             self._record(
                 "action_completed",
                 f"cordoned broker {broker}: Kafka places no new partition on it ({intent.said})",
                 intent,
             )
-        elif not intent.held and now.whole:
+        elif not intent.held and now.whole and mine:
             self._cordons.write(broker, False)
+            self._save({b: e for b, e in (self.owned or {}).items() if b != broker})
             self._record("action_completed", f"uncordoned broker {broker}: {intent.said}", intent)
-        elif intent.held and not now.whole:
+        elif not intent.held and now.whole:
+            self._once(
+                broker,
+                "decision",
+                f"broker {broker} stays cordoned ({CORDONED_LOG_DIRS}=*): kmedic did not set "
+                f"that cordon, so it leaves it to whoever did ({intent.said})",
+                intent,
+            )
+        elif intent.held and not mine:
             self._once(
                 broker,
                 "decision",
                 f"broker {broker} has {CORDONED_LOG_DIRS}={now.value} set by hand: kmedic "
-                f"leaves it as it is, and its plans send the broker nothing ({intent.said})",
+                f"leaves it as it is (and never removes it), and its plans send the broker "
+                f"nothing ({intent.said})",
                 intent,
             )
+
+    def _save(self, owned: dict[int, LedgerEntry]) -> None:
+        self._ledger.save(owned)
+        self.owned = owned
+
+    def by_whom(self, broker: int) -> str:
+        """Who set a cordoned broker's cordon, as far as kmedic knows: its own (the request
+        it was set for) or not."""
+        entry = (self.owned or {}).get(broker)
+        if entry is None:
+            return "not kmedic (an operator, or Kafka's config)"
+        return f"kmedic ({entry.request or 'a drain'})"
 
     def _once(self, broker: int, kind: str, said: str, intent: CordonIntent) -> None:
         if (broker, said) not in self._told:

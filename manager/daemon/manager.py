@@ -382,6 +382,7 @@ class Manager:
             mode=self.mode.current,
             mode_source=self.mode.source,
             readiness=self.readiness.shown(),
+            cordoned_by=self.requests.cordons.by_whom,
         )
 
     def health(self) -> tuple[bool, dict[str, Any]]:

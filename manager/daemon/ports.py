@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from manager.coordination.cordon_ledger import LedgerEntry
 from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.request_store import RequestState, StoredRequest
@@ -96,6 +97,9 @@ class Coordinator(Protocol):
     @property
     def requests(self) -> RequestWriter: ...
 
+    @property
+    def cordon_ledger(self) -> Ledger: ...
+
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
@@ -113,6 +117,14 @@ class Coordinator(Protocol):
     def verify_leadership(self) -> bool: ...
 
     def read_state(self) -> CoordinationState: ...
+
+
+class Ledger(Protocol):
+    """The cordons kmedic wrote (manager.coordination.cordon_ledger)."""
+
+    def load(self) -> dict[int, LedgerEntry]: ...
+
+    def save(self, owned: Mapping[int, LedgerEntry]) -> None: ...
 
 
 class Cordons(Protocol):

@@ -74,7 +74,7 @@ class RequestFollower:
         self.trail = trail
         self.metrics = metrics
         self.latest: tuple[StoredRequest, ...] = ()  # as last read, for the status page
-        self.cordons = CordonKeeper(executor.cordons, trail)
+        self.cordons = CordonKeeper(executor.cordons, coordinator.cordon_ledger, trail)
         # Per request: the partitions of its last started plan, how many plans in a row
         # started exactly those and since when, and whether any plan before made progress.
         self._plans: dict[str, tuple[frozenset[str], int, float, bool]] = {}
@@ -96,9 +96,14 @@ class RequestFollower:
             if again
         ]
         opened = self.for_planner(requests, (b.id for b in snap.brokers), snap.topics.table.names)
-        # kmedic's own word for the brokers a request decides (the agents' lags a sample).
+        # kmedic's own word for the brokers a request decides (the agents' lags a sample):
+        # held, or released from its own cordon; a cordon it did not write stays as read.
+        coord = self.coordinator
+        mine = (self.cordons.mine(coord.epoch) if coord.is_leader else self.cordons.owned) or {}
         brokers = [
-            b.model_copy(update={"cordoned": b.id in held}) if b.id in intents else b
+            b.model_copy(update={"cordoned": b.id in held or (b.cordoned and b.id not in mine)})
+            if b.id in intents
+            else b
             for b in snap.brokers
         ]
         return snap.model_copy(update={"requests": (*upheld, *opened), "brokers": brokers})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from manager.analyzer.health import in_grace
@@ -42,10 +42,12 @@ def status_document(
     mode_source: str = "config",
     progress: PlanProgress | None = None,
     readiness: Mapping[str, Any] | None = None,
+    cordoned_by: Callable[[int], str] = lambda _: "unknown",
 ) -> dict[str, Any]:
     """``history``: LoadHistory.series(); ``now_monotonic``: the executor's clock, for how long
     each move has run; ``progress``: where the running plan stands; ``readiness``: the last
-    failure-readiness sweep (ReadinessSweep.shown())."""
+    failure-readiness sweep (ReadinessSweep.shown()); ``cordoned_by``: who set a cordoned
+    broker's cordon (CordonKeeper.by_whom)."""
     loads = decision.loads_before if decision else {}
     limits = snapshot.policy.limits if snapshot else None
     return {
@@ -66,6 +68,12 @@ def status_document(
         if decision
         else None,
         "brokers": _brokers(snapshot, loads) if snapshot else [],
+        # Every cordoned broker, kmedic's own and others' (issue 71.7).
+        "cordons": [
+            {"broker": b.id, "by": cordoned_by(b.id)}
+            for b in (snapshot.brokers if snapshot else ())
+            if b.cordoned
+        ],
         "active_alerts": dict(sorted(alerts.items())),
         "moves": [
             {
@@ -217,6 +225,15 @@ def render_html(doc: Mapping[str, Any]) -> str:
         ),
         _section("moves", "Moves", _moves(doc["moves"], doc["plan_progress"])),
         _section("requests", "Operator requests", _requests(doc["requests"])),
+        _section(
+            "cordons",
+            "Cordoned brokers (no new replica)",
+            _table(
+                ["broker", "cordoned by"],
+                [[str(c["broker"]), c["by"]] for c in doc["cordons"]],
+                "none",
+            ),
+        ),
         _section("readiness", "Failure readiness", _readiness(doc.get("readiness"))),
         _section("brokers", "Brokers", _table(BROKER_COLUMNS, _broker_rows(doc), "none")),
         _section(

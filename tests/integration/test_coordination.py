@@ -156,6 +156,37 @@ def test_expired_leader_is_replaced_and_fenced(
     assert rec_b.acquired == [b.epoch]
 
 
+def test_the_cordon_ledger_passes_to_the_next_leader_and_fences_the_last(
+    make: Callable[..., tuple[Coordinator, Recorder]],
+) -> None:
+    """The cordons kmedic wrote (issue 71.7) live in ZooKeeper, read by the next leader;
+    a leader that lost its epoch cannot write them."""
+    from kmedic.errors import KmedicError
+    from manager.coordination.cordon_ledger import CordonLedger, LedgerEntry
+
+    a, _ = make("a")
+    wait_for(a.may_act, timeout=10, what="a to lead")
+    b, _ = make("b")
+    assert a.cordon_ledger.load() == {}
+    a.cordon_ledger.save({4: LedgerEntry("req-0000000001", 5)})
+    a.cordon_ledger.save({4: LedgerEntry("req-0000000001", 5), 6: LedgerEntry(None, 7)})
+    a.stop()
+    wait_for(b.may_act, timeout=10, what="b to take over")
+    assert b.cordon_ledger.load() == {4: LedgerEntry("req-0000000001", 5), 6: LedgerEntry(None, 7)}
+    b.cordon_ledger.save({6: LedgerEntry(None, 7)})
+    c, _ = make("c")  # a standby: it reads, and may not write
+    assert c.cordon_ledger.load() == {6: LedgerEntry(None, 7)}
+    with pytest.raises(FencedError, match="never held leadership"):
+        c.cordon_ledger.save({})
+    # A write over a version that moved since it was read is refused, not lost.
+    other = CordonLedger(b, b.cordon_ledger.path.rsplit("/", 1)[0])
+    other.load()
+    other.save({})
+    with pytest.raises(KmedicError, match="changed underneath"):
+        b.cordon_ledger.save({1: LedgerEntry(None, 1)})
+    assert c.cordon_ledger.load() == {}
+
+
 def test_reconnect_reacquires_when_nobody_else_took_over(
     make: Callable[..., tuple[Coordinator, Recorder]], proxy: TcpProxy, zk_hosts: str
 ) -> None:

@@ -14,6 +14,7 @@ from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 from kmedic.partition_table import PartitionTable
 from manager.audit.log import AuditLog, AuditRecord
 from manager.config import ManagerConfig
+from manager.coordination.cordon_ledger import LedgerEntry
 from manager.coordination.mode_store import ModeRecord
 from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import StoredPlan
@@ -223,6 +224,7 @@ class FakeCoordinator:
         self.stored: StoredPlan | None = None
         self.plans = FakePlans(self)
         self.requests = FakeRequests()
+        self.cordon_ledger = FakeLedger()
         self.open_requests: tuple[StoredRequest, ...] = ()
         self.mode: ModeRecord | None = None  # what `kmedic mode` stored
         self.reads = 0
@@ -264,6 +266,23 @@ class FakeCoordinator:
         callback = self.callbacks.get("on_leadership_lost")
         assert callback is not None
         callback(reason)
+
+
+class FakeLedger:
+    """The cordons kmedic wrote (manager.coordination.cordon_ledger), in memory as ZooKeeper
+    would keep them across leaders."""
+
+    def __init__(self) -> None:
+        self.owned: dict[int, LedgerEntry] = {}
+        self.refusal: str | None = None  # every load fails with this
+
+    def load(self) -> dict[int, LedgerEntry]:
+        if self.refusal is not None:
+            raise KmedicError(self.refusal)
+        return dict(self.owned)
+
+    def save(self, owned: Mapping[int, LedgerEntry]) -> None:
+        self.owned = dict(owned)
 
 
 class FakeCordons:

@@ -139,6 +139,7 @@ def test_the_openapi_document_is_valid_and_names_every_route_and_the_auth() -> N
         "/api/v1/audit": {"get"},
         "/api/v1/audit/follow": {"get"},
         "/api/v1/requests": {"get", "post"},
+        "/api/v1/cordons": {"get"},
         "/api/v1/requests/{request_id}": {"delete"},
         "/api/v1/topics/unsafe": {"get"},
         "/api/v1/placement": {"get"},

@@ -12,10 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from manager_fakes import NOW_MS, Rig
 
+from manager.coordination.cordon_ledger import LedgerEntry
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.daemon.mode import ModeTracker
 from manager.model.cordons import cordon_intents, held_cordoned
 from manager.model.snapshot import RequestKind
+from manager.web.status_page import render_html
 
 STATES: tuple[RequestState, ...] = ("pending", "running", "done", "partial", "failed", "cancelled")
 
@@ -157,6 +159,62 @@ def test_a_cordon_set_by_hand_is_left_as_it_is_and_said_once(tmp_path: Path) -> 
     assert rig.executor.cordons.writes == [] and rig.executor.cordons.values[4] == "/data/a"
 
 
+def test_an_operators_whole_cordon_outlives_the_drain_a_fill_and_a_cancel(
+    tmp_path: Path,
+) -> None:
+    """Issue 71.7: an operator's `*` set before the drain was deleted by a fill or a cancel:
+    kmedic could not tell its own cordon from an operator's. It removes only what its ledger
+    says it wrote, and the broker stays cordoned for the planner too."""
+    rig = Rig(tmp_path)
+    rig.executor.cordons.values[4] = "*"  # by hand, before the drain
+    rig.sources.cordoned = {4}  # as its agent reads it
+    drain = _request("drain", 4, at=1)
+    rig.coordinator.open_requests = (drain,)
+    rig.manager.cycle()
+    assert rig.executor.cordons.writes == [] and rig.coordinator.cordon_ledger.owned == {}
+    (told,) = _cordon_records(rig)
+    assert "cordoned.log.dirs=* set by hand: kmedic leaves it as it is (and never removes" in told
+    for ended in (replace(drain, state="cancelled"), _request("fill", 4, at=2)):
+        rig.coordinator.open_requests = (drain, ended) if ended.kind == "fill" else (ended,)
+        rig.manager.cycle()
+        assert rig.executor.cordons.writes == [] and rig.executor.cordons.values[4] == "*"
+        snap = rig.manager.last_snapshot
+        assert snap is not None and [b.id for b in snap.brokers if b.cordoned] == [4]
+    assert any("kmedic did not set that cordon" in s for s in _cordon_records(rig))
+    # Shown, with who set it, on the status page (and /api/v1/cordons, which serves it).
+    by = "not kmedic (an operator, or Kafka's config)"
+    assert rig.manager.status()["cordons"] == [{"broker": 4, "by": by}]
+    assert "Cordoned brokers" in render_html(rig.manager.status())
+
+
+def test_kmedics_own_cordon_is_in_its_ledger_and_a_new_leader_removes_it(tmp_path: Path) -> None:
+    """The ledger outlives a leader: the next one removes the cordon its predecessor wrote,
+    and a ledger it cannot read changes no cordon."""
+    rig = Rig(tmp_path)
+    drain = _request("drain", 4)
+    rig.coordinator.open_requests = (drain,)
+    rig.manager.cycle()
+    assert set(rig.coordinator.cordon_ledger.owned) == {4}
+    assert rig.coordinator.cordon_ledger.owned[4].request == drain.id
+    assert rig.manager.requests.cordons.by_whom(4) == f"kmedic ({drain.id})"
+    rig.sources.cordoned = {4}  # the agent reads it next
+    rig.manager.cycle()
+    assert rig.manager.status()["cordons"] == [{"broker": 4, "by": f"kmedic ({drain.id})"}]
+    rig.coordinator.epoch += 1  # another leader; it reads the ledger again
+    rig.coordinator.cordon_ledger.refusal = "ZooKeeper unreachable"
+    rig.coordinator.open_requests = (replace(drain, state="cancelled"),)
+    rig.manager.cycle()
+    assert rig.executor.cordons.writes == [(4, True)]
+    assert any(
+        r.kind == "action_failed" and "cannot read the cordons" in r.summary
+        for r in rig.sink.records
+    )
+    rig.coordinator.cordon_ledger.refusal = None
+    rig.manager.cycle()
+    assert rig.executor.cordons.writes == [(4, True), (4, False)]
+    assert rig.coordinator.cordon_ledger.owned == {}
+
+
 def test_a_kafka_without_cordons_is_never_written_and_said_once(tmp_path: Path) -> None:
     rig = Rig(tmp_path)
     rig.executor.cordons.supported = False
@@ -293,7 +351,9 @@ def test_kmedics_word_wins_for_a_broker_a_request_decides(tmp_path: Path) -> Non
     rig.sources.replicas = {("t", 1): (2, 3, 1), ("t", 2): (3, 1, 2)}
     drained = _request("drain", 4, state="done", at=1)
     rig.coordinator.open_requests = (drained, _request("fill", 4, at=2))
+    rig.coordinator.cordon_ledger.owned[4] = LedgerEntry(drained.id, 1)  # the drain's cordon
     rig.manager.cycle()
     snap = rig.manager.last_snapshot
     assert snap is not None and not any(b.cordoned for b in snap.brokers)
     assert rig.executor.cordons.writes == [(4, False)]
+    assert rig.coordinator.cordon_ledger.owned == {}
