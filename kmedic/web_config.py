@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import ipaddress
 import ssl
 import threading
 from pathlib import Path
@@ -102,6 +103,43 @@ class WebConfig(BaseModel):
                 "needs client_ca_file"
             )
         return ctx
+
+
+def listens_beyond_loopback(host: str) -> bool:
+    """Whether a server on ``host`` can be reached from other machines (0.0.0.0, ::, an
+    address or a name other than loopback's)."""
+    if host in ("localhost", "ip6-localhost"):
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True  # a host name: it resolves to whatever the network says
+
+
+def exposure(host: str, web: WebConfig) -> list[tuple[str, str]]:
+    """What an operator should be told, once at start, about how open a role's endpoints
+    are: (event, sentence). Reads open to every caller beyond loopback (no basic_auth_users),
+    and passwords sent in clear (basic auth without TLS)."""
+    out = []
+    if not web.basic_auth_users and listens_beyond_loopback(host):
+        out.append(
+            (
+                "http_reads_open",
+                f"the HTTP endpoints on {host} answer every caller that reaches the port: the "
+                "status page, the decisions and the audit log are readable without a password; "
+                "set http.web_config_file with basic_auth_users (docs/security.md), or listen "
+                "on 127.0.0.1",
+            )
+        )
+    if web.basic_auth_users and web.tls_server_config is None:
+        out.append(
+            (
+                "http_basic_auth_without_tls",
+                "basic_auth_users without tls_server_config: passwords cross the network in "
+                "clear; add tls_server_config to the web config (docs/security.md)",
+            )
+        )
+    return out
 
 
 def load_web_config(path: Path) -> WebConfig:

@@ -59,6 +59,13 @@ class HttpSettings(_Settings):
         description="Prometheus web-config file (tls_server_config, basic_auth_users) "
         "protecting the HTTP endpoints; docs/security.md",
     )
+    max_followers: int = Field(
+        default=8,
+        ge=1,
+        le=64,
+        description="audit follows (/api/v1/audit/follow) served at once, on threads of "
+        "their own; one more is refused with 429",
+    )
 
 
 class ReadinessSettings(_Settings):

@@ -60,6 +60,8 @@ def serve(
     web: WebConfig | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
+    max_followers: int = 8,
 ) -> ApiServer:
     """The pages served, started."""
-    return ApiServer(view_of(registry, health, status=status), host, port, web).start()
+    view = view_of(registry, health, status=status)
+    return ApiServer(view, host, port, web, max_followers=max_followers).start()

@@ -18,8 +18,11 @@ OPENAPI_PATH = "/api/v1/openapi.json"
 API_VERSION = "1"
 
 
-def build_app(view: ManagerView, web: WebConfig, stopping: threading.Event) -> FastAPI:
-    """``stopping`` ends the streaming follows when the server stops."""
+def build_app(
+    view: ManagerView, web: WebConfig, stopping: threading.Event, max_followers: int = 8
+) -> FastAPI:
+    """``stopping`` ends the streaming follows when the server stops; ``max_followers``
+    bounds them (manager.api.audit_feed)."""
     app = FastAPI(
         title="kmedic manager API",
         version=API_VERSION,
@@ -36,7 +39,7 @@ def build_app(view: ManagerView, web: WebConfig, stopping: threading.Event) -> F
     app.include_router(reads.router(view))
     app.include_router(writes.router(view))
     app.include_router(placement.router(view))
-    app.include_router(audit_feed.router(view, stopping))
+    app.include_router(audit_feed.router(view, stopping, max_followers))
 
     @app.get(OPENAPI_PATH, include_in_schema=False, dependencies=[Depends(caller)])
     def openapi() -> dict[str, Any]:

@@ -2,7 +2,12 @@
 ``cursor`` the previous page gave) and a streaming follow (one JSON record per line, as
 `kmedic actions tail --config manager.yaml --follow --json` prints them), both read from the
 audit topic, so any manager answers the same. Records of other clusters sharing the topic are
-left out."""
+left out.
+
+A follow starts at the end of the topic unless ``since`` says otherwise (it replayed the whole
+topic), and its reads run on a pool of their own, ``http.max_followers`` threads: past that a
+follow is refused with 429. They shared the pool that serves ``/healthz`` and ``/metrics``,
+so enough idle followers starved the probes and the scrapes."""
 
 from __future__ import annotations
 
@@ -11,13 +16,15 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
-from starlette.concurrency import run_in_threadpool
 
 from kmedic.errors import KmedicError
 from manager.api.access import caller
 from manager.api.problems import Problem
+from manager.api.shapes import AuditPage
 from manager.api.view import ManagerView
 from manager.audit.kafka_reader import read_records
 from manager.audit.log import AuditKind, AuditRecord
@@ -42,13 +49,15 @@ def _since_ms(since: str | None, now_ms: int) -> int | None:
         raise Problem(422, str(exc)) from exc
 
 
-def router(view: ManagerView, stopping: threading.Event) -> APIRouter:
+def router(view: ManagerView, stopping: threading.Event, max_followers: int) -> APIRouter:
     api = APIRouter(prefix="/api/v1", dependencies=[Depends(caller)], tags=["audit"])
+    followers = anyio.CapacityLimiter(max_followers)  # the follows' own threads
+    following = [0]  # follows open now (the event loop's thread alone counts them)
 
     def wanted(record: AuditRecord, kinds: list[AuditKind] | None) -> bool:
         return record.cluster == view.cluster and (not kinds or record.kind in kinds)
 
-    @api.get("/audit", summary="a page of audit records, oldest first")
+    @api.get("/audit", response_model=AuditPage, summary="a page of audit records, oldest first")
     def page(
         since: Since = None,
         kind: Kinds = None,
@@ -93,8 +102,21 @@ def router(view: ManagerView, stopping: threading.Event) -> APIRouter:
         responses={200: {"content": {NDJSON: {}}}},
     )
     async def follow(since: Since = None, kind: Kinds = None) -> StreamingResponse:
-        since_ms = _since_ms(since, _now_ms())
-        return StreamingResponse(_lines(since_ms, kind), media_type=NDJSON)
+        """From ``since`` if given, else from now on; 429 while ``http.max_followers`` follows
+        are open."""
+        now_ms = _now_ms()
+        since_ms = _since_ms(since, now_ms)
+        if following[0] >= max_followers:
+            raise Problem(
+                429,
+                f"{following[0]} audit follows are open, the most this manager serves "
+                f"(http.max_followers {max_followers}): close one, or read pages of "
+                "/api/v1/audit",
+                {"Retry-After": "10"},
+            )
+        following[0] += 1  # given back when the body ends (Starlette always starts it)
+        start = now_ms if since_ms is None else since_ms
+        return StreamingResponse(_lines(start, kind), media_type=NDJSON)
 
     async def _lines(since_ms: int | None, kinds: list[AuditKind] | None) -> AsyncIterator[str]:
         gone = threading.Event()  # the client left, or the server stops
@@ -107,14 +129,21 @@ def router(view: ManagerView, stopping: threading.Event) -> APIRouter:
         )
         try:
             while True:
-                # Each step polls at most half a second, then looks at should_stop.
-                record = await run_in_threadpool(next, records, None)
+                # The reader returns only with a record or once should_stop: a client that
+                # leaves cancels the wait at once (the thread is abandoned, not waited for),
+                # ``gone`` is set below, and the thread ends within one poll (half a second).
+                # Waited for, it held its thread until the next record: a quiet topic's
+                # closed follows were never given back.
+                record = await anyio.to_thread.run_sync(
+                    next, records, None, limiter=followers, abandon_on_cancel=True
+                )
                 if record is None:
                     return
                 if wanted(record, kinds):
                     yield record.model_dump_json() + "\n"
         finally:
             gone.set()  # the reader's thread ends within one poll and closes its consumer
+            following[0] -= 1
 
     return api
 

@@ -13,7 +13,10 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kmedic.errors import ConfigError, KmedicError, Unreachable
+from kmedic.logging import get_logger
 from manager.coordination.znodes import CoordinationError
+
+log = get_logger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
 ROUTES = "/status, /status.json, /metrics, /healthz, or the API under /api/v1 (its document: "
@@ -36,7 +39,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         "description": HTTPStatus(status).phrase,
         "content": {PROBLEM_JSON: {"schema": ProblemDocument.model_json_schema()}},
     }
-    for status in (401, 403, 404, 409, 422, 503)
+    for status in (401, 403, 404, 409, 422, 429, 500, 503)
 }
 
 
@@ -93,6 +96,14 @@ def install(app: FastAPI) -> None:
         assert isinstance(exc, KmedicError)
         return problem_response(request, status_of(exc), str(exc))
 
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Anything else (a bug, a library's own error) is still a problem document, never
+        # a plain-text 500; the manager's log has the traceback.
+        log.error("api_request_failed", path=request.url.path, error=f"{type(exc).__name__}: {exc}")
+        detail = f"unexpected {type(exc).__name__}: {exc} (the manager's log has the traceback)"
+        return problem_response(request, 500, detail)
+
+    app.add_exception_handler(Exception, on_unexpected)
     app.add_exception_handler(Problem, on_problem)
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(RequestValidationError, on_invalid)

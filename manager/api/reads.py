@@ -10,14 +10,23 @@ from fastapi import APIRouter, Depends
 from manager.analyzer.topic_safety import unsafe_topics
 from manager.api.access import caller
 from manager.api.problems import Problem
+from manager.api.shapes import (
+    CordonsAnswer,
+    DecisionAnswer,
+    ReadinessAnswer,
+    RequestDocument,
+    StatusAnswer,
+    UnsafeAnswer,
+)
 from manager.api.view import ManagerView
-from manager.coordination.mode_store import read_mode
+from manager.coordination.mode_store import ModeRecord, read_mode
 from manager.coordination.placement_store import ZkConfigStore
 from manager.coordination.request_store import read_requests
 from manager.coordination.state import read_state
 from manager.coordination.state_view import state_document
-from manager.coordination.switch_store import read_switches
+from manager.coordination.switch_store import SwitchRecord, read_switches
 from manager.coordination.znodes import manager_path
+from manager.model.placement_config import PlacementConfig
 
 
 def router(view: ManagerView) -> APIRouter:
@@ -27,7 +36,11 @@ def router(view: ManagerView) -> APIRouter:
     def this_instance() -> dict[str, Any]:
         return {"instance": view.instance, "leads": view.leads()}
 
-    @api.get("/status", summary="who leads, the mode, the switches, the plan in flight")
+    @api.get(
+        "/status",
+        response_model=StatusAnswer,
+        summary="who leads, the mode, the switches, the plan in flight",
+    )
     def status() -> dict[str, Any]:
         """Read from ZooKeeper in one go (as `kmedic status`): who leads and with which epoch,
         the mode, the goal switches, the plan in flight with where its leader last said it
@@ -36,19 +49,25 @@ def router(view: ManagerView) -> APIRouter:
             state = read_state(client, view.cluster, view.zk_root)
         return {**state_document(view.cluster, state), "answered_by": this_instance()}
 
-    @api.get("/decision", summary="this instance's last decision")
+    @api.get("/decision", response_model=DecisionAnswer, summary="this instance's last decision")
     def decision() -> dict[str, Any]:
         """The leader's last decision with its reasons and moves; a standby decides nothing
         (its ``decision`` is null: ask the leader, named in /api/v1/status)."""
         made = view.decision()
         return {**this_instance(), "decision": made.to_dict() if made is not None else None}
 
-    @api.get("/readiness", summary="the last failure-readiness sweep")
+    @api.get(
+        "/readiness", response_model=ReadinessAnswer, summary="the last failure-readiness sweep"
+    )
     def readiness() -> dict[str, Any]:
         shown = view.readiness()
         return {**this_instance(), "readiness": dict(shown) if shown is not None else None}
 
-    @api.get("/topics/unsafe", summary="topics no heal can save, as of the last snapshot")
+    @api.get(
+        "/topics/unsafe",
+        response_model=UnsafeAnswer,
+        summary="topics no heal can save, as of the last snapshot",
+    )
     def unsafe() -> dict[str, Any]:
         snap = view.snapshot()
         if snap is None:
@@ -71,7 +90,11 @@ def router(view: ManagerView) -> APIRouter:
             ],
         }
 
-    @api.get("/cordons", summary="every cordoned broker and who set its cordon")
+    @api.get(
+        "/cordons",
+        response_model=CordonsAnswer,
+        summary="every cordoned broker and who set its cordon",
+    )
     def cordons() -> dict[str, Any]:
         """Brokers that take no new replica (Kafka's cordon, KIP-1066, as the agents read it,
         or a drain holding it), each with who set it: kmedic (the request it was set for) or
@@ -80,24 +103,36 @@ def router(view: ManagerView) -> APIRouter:
         shown = view.status_page()
         return {**this_instance(), "cordons": list(shown.get("cordons", []))}
 
-    @api.get("/requests", summary="every operator request, oldest first")
+    @api.get(
+        "/requests",
+        response_model=list[RequestDocument],
+        summary="every operator request, oldest first",
+    )
     def requests() -> list[dict[str, Any]]:
         with view.zookeeper() as client:
             return [r.document() for r in read_requests(client, base)]
 
-    @api.get("/mode", summary="the mode set at run time (null: each config's)")
+    @api.get(
+        "/mode",
+        response_model=ModeRecord | None,
+        summary="the mode set at run time (null: each config's)",
+    )
     def mode() -> dict[str, Any] | None:
         with view.zookeeper() as client:
             record = read_mode(client, base)
         return record.model_dump() if record else None
 
-    @api.get("/switches", summary="the goal switches set at run time (null: each config's)")
+    @api.get(
+        "/switches",
+        response_model=SwitchRecord | None,
+        summary="the goal switches set at run time (null: each config's)",
+    )
     def switches() -> dict[str, Any] | None:
         with view.zookeeper() as client:
             record = read_switches(client, base)
         return record.model_dump() if record else None
 
-    @api.get("/placement", summary="the placement configuration")
+    @api.get("/placement", response_model=PlacementConfig, summary="the placement configuration")
     def placement() -> dict[str, Any]:
         """Failure domains, broker, isolation and anti-affinity groups, and the domains in
         maintenance, as the manager reads them from ZooKeeper."""

@@ -28,7 +28,13 @@ GRACE_S = 2
 
 class ApiServer:
     def __init__(
-        self, view: ManagerView, host: str, port: int, web: WebConfig | None = None
+        self,
+        view: ManagerView,
+        host: str,
+        port: int,
+        web: WebConfig | None = None,
+        *,
+        max_followers: int = 8,
     ) -> None:
         web = web or WebConfig()
         tls = web.ssl_context()  # unreadable certificates fail here, at start
@@ -39,7 +45,7 @@ class ApiServer:
             raise KmedicError(f"cannot serve HTTP on {host}:{port}: {exc.strerror}") from exc
         self.scheme = "https" if tls is not None else "http"
         config = uvicorn.Config(
-            build_app(view, web, self._stopping),
+            build_app(view, web, self._stopping, max_followers),
             log_config=None,
             access_log=False,
             lifespan="off",

@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from kmedic.errors import KmedicError, Unreachable
 from manager.api.access import Caller, Writer
 from manager.api.problems import Problem
+from manager.api.shapes import ModeCleared, RequestDocument
 from manager.api.view import ManagerView
-from manager.coordination.mode_store import clear_mode, set_mode
+from manager.coordination.mode_store import ModeRecord, clear_mode, set_mode
 from manager.coordination.request_store import cancel, read_requests, submit
-from manager.coordination.switch_store import set_switches
+from manager.coordination.switch_store import SwitchRecord, set_switches
 from manager.coordination.znodes import CoordinationError, manager_path
 from manager.model.snapshot import RequestKind
 
@@ -69,7 +70,12 @@ def router(view: ManagerView) -> APIRouter:
     def audited(who: Caller, summary: str, **details: Any) -> None:
         view.audit_write(who.by, who.user, summary, **details)
 
-    @api.post("/requests", status_code=201, summary="store an operator request")
+    @api.post(
+        "/requests",
+        status_code=201,
+        response_model=RequestDocument,
+        summary="store an operator request",
+    )
     def create_request(body: NewRequest, who: Writer) -> dict[str, Any]:
         """A drain, fill, demote, decommission or set_rf request, pending until the leading
         manager plans it through its gates (as `kmedic drain` ... store it)."""
@@ -86,7 +92,11 @@ def router(view: ManagerView) -> APIRouter:
         audited(who, f"stored {stored.sentence()}", request=stored.document())
         return stored.document()
 
-    @api.delete("/requests/{request_id}", summary="cancel a request; moves in flight finish")
+    @api.delete(
+        "/requests/{request_id}",
+        response_model=RequestDocument,
+        summary="cancel a request; moves in flight finish",
+    )
     def cancel_request(request_id: str, who: Writer) -> dict[str, Any]:
         with view.zookeeper() as client:
             if request_id not in {r.id for r in read_requests(client, base)}:
@@ -95,7 +105,11 @@ def router(view: ManagerView) -> APIRouter:
         audited(who, f"cancelled: {stored.sentence()}", request=stored.document())
         return stored.document()
 
-    @api.put("/mode", summary="switch every manager's mode: act, or observe (write nothing)")
+    @api.put(
+        "/mode",
+        response_model=ModeRecord,
+        summary="switch every manager's mode: act, or observe (write nothing)",
+    )
     def put_mode(body: ModeChange, who: Writer) -> JSONResponse:
         with view.zookeeper() as client:
             record = set_mode(client, base, body.mode, who.by, body.why)
@@ -103,7 +117,9 @@ def router(view: ManagerView) -> APIRouter:
         return JSONResponse(record.model_dump())
 
     @api.delete(
-        "/mode", summary="clear the mode set at run time: each manager runs in its config's mode"
+        "/mode",
+        response_model=ModeCleared,
+        summary="clear the mode set at run time: each manager runs in its config's mode",
     )
     def delete_mode(who: Writer) -> JSONResponse:
         with view.zookeeper() as client:
@@ -112,7 +128,11 @@ def router(view: ManagerView) -> APIRouter:
         audited(who, "mode set at run time cleared: each config decides", mode=None, was=was)
         return JSONResponse({"mode": None, "cleared": was})
 
-    @api.put("/switches", summary="switch goals on, off, or back to each config")
+    @api.put(
+        "/switches",
+        response_model=SwitchRecord,
+        summary="switch goals on, off, or back to each config",
+    )
     def put_switches(body: SwitchChange, who: Writer) -> JSONResponse:
         with view.zookeeper() as client, unprocessable():
             record = set_switches(client, base, body.goals, who.by, body.why)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Protocol
 
-from kmedic.web_config import load_web_config
+from kmedic.logging import get_logger
+from kmedic.web_config import WebConfig, exposure, load_web_config
 from manager.api.server import ApiServer
 from manager.api.view import ManagerView
 from manager.config import ManagerConfig
@@ -18,6 +19,8 @@ from manager.daemon.readiness_sweep import ReadinessSweep
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
 from manager.web.metrics import ManagerMetrics
+
+log = get_logger(__name__)
 
 
 class RunningManager(Protocol):
@@ -64,7 +67,14 @@ def api_view(manager: RunningManager) -> ManagerView:
 
 def serve_api(manager: RunningManager) -> ApiServer:
     """The manager's HTTP server, started on its config's address, protected as its web
-    config says."""
+    config says; how open it is said in one line each at start, and as a gauge."""
     http = manager.cfg.http
-    web = load_web_config(http.web_config_file) if http.web_config_file else None
-    return ApiServer(api_view(manager), http.host, http.port, web).start()
+    web = load_web_config(http.web_config_file) if http.web_config_file else WebConfig()
+    told = exposure(http.host, web)
+    for event, sentence in told:
+        log.warning(event, host=http.host, port=http.port, sentence=sentence)
+    manager.metrics.observe_http_exposure(reads_open=any(e == "http_reads_open" for e, _ in told))
+    server = ApiServer(
+        api_view(manager), http.host, http.port, web, max_followers=http.max_followers
+    )
+    return server.start()

@@ -124,6 +124,13 @@ class ManagerMetrics:
             c,
             registry=r,
         )
+        self.http_reads_open = Gauge(
+            "kmedic_http_reads_open",
+            "1 while this instance's HTTP endpoints listen beyond loopback with no "
+            "basic_auth_users: anyone reaching the port reads the status and the audit log",
+            c,
+            registry=r,
+        )
         self.would_heal = Gauge(
             "kmedic_would_heal",
             "1 while some partition needs healing and observe mode keeps the heal kmedic "
@@ -204,6 +211,9 @@ class ManagerMetrics:
             gauge.labels(cluster).set(0)
 
     # -- updates, one per fact the daemon learns ------------------------------------------
+
+    def observe_http_exposure(self, *, reads_open: bool) -> None:
+        self.http_reads_open.labels(self.cluster).set(1 if reads_open else 0)
 
     def observe_observable(self, observable: bool) -> None:
         self.cluster_observable.labels(self.cluster).set(1 if observable else 0)

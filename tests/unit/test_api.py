@@ -171,3 +171,52 @@ def test_api_writers_must_be_users(writers: tuple[str, ...]) -> None:
     WebConfig(basic_auth_users={"ops": HASHED}, api_writers=writers)
     with pytest.raises(ValueError, match=r"api_writers names users without .*: stranger"):
         WebConfig(basic_auth_users={"ops": HASHED}, api_writers=(*writers, "stranger"))
+
+
+def test_an_unexpected_failure_is_a_problem_document_not_plain_text() -> None:
+    """Issue 71.8: errors other than kmedic's own came back as plain-text 500s."""
+
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("the readiness view broke")
+
+    api = TestClient(
+        build_app(
+            view_of(
+                ManagerMetrics("c1").registry,
+                lambda: (True, {}),
+                readiness=broken,
+                cluster="c1",
+            ),
+            SECURED,
+            threading.Event(),
+        ),
+        raise_server_exceptions=False,
+    )
+    answer = api.get("/api/v1/readiness", auth=("viewer", "pw"))
+    is_problem(answer, 500, "unexpected RuntimeError: the readiness view broke", "manager's log")
+
+
+def test_the_shipped_document_names_the_response_shapes() -> None:
+    """Issue 71.8: the OpenAPI document described no response shapes."""
+    doc = client().get(OPENAPI_PATH, auth=("viewer", "pw")).json()
+    assert "429" in doc["paths"]["/api/v1/audit/follow"]["get"]["responses"]
+    assert "500" in doc["paths"]["/api/v1/status"]["get"]["responses"]
+    shapes = {
+        ("/api/v1/status", "get"): "StatusAnswer",
+        ("/api/v1/decision", "get"): "DecisionAnswer",
+        ("/api/v1/readiness", "get"): "ReadinessAnswer",
+        ("/api/v1/topics/unsafe", "get"): "UnsafeAnswer",
+        ("/api/v1/cordons", "get"): "CordonsAnswer",
+        ("/api/v1/audit", "get"): "AuditPage",
+        ("/api/v1/placement", "get"): "PlacementConfig",
+        ("/api/v1/requests", "post"): "RequestDocument",
+        ("/api/v1/mode", "put"): "ModeRecord",
+        ("/api/v1/mode", "delete"): "ModeCleared",
+        ("/api/v1/switches", "put"): "SwitchRecord",
+    }
+    for (path, method), name in shapes.items():
+        answered = doc["paths"][path][method]["responses"]
+        ok = answered.get("200") or answered.get("201")
+        assert name in str(ok["content"]["application/json"]["schema"]), (path, method, ok)
+    status = doc["components"]["schemas"]["StatusAnswer"]["properties"]
+    assert {"leader", "epoch", "mode", "plan", "requests", "answered_by"} <= set(status)

@@ -204,3 +204,32 @@ def test_client_auth_without_a_ca_is_refused(tmp_path: Path, pki: dict[str, Path
 def test_a_missing_web_config_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"web\.yml: cannot read the web config"):
         load_web_config(tmp_path / "web.yml")
+
+
+@pytest.mark.parametrize(
+    ("host", "users", "tls", "told"),
+    [
+        ("127.0.0.1", False, False, []),
+        ("localhost", False, False, []),
+        ("::1", False, False, []),
+        ("0.0.0.0", False, False, ["http_reads_open"]),
+        ("::", False, False, ["http_reads_open"]),
+        ("kmedic-1.example", False, False, ["http_reads_open"]),
+        ("0.0.0.0", True, False, ["http_basic_auth_without_tls"]),
+        ("127.0.0.1", True, False, ["http_basic_auth_without_tls"]),
+        ("0.0.0.0", True, True, []),
+        ("0.0.0.0", False, True, ["http_reads_open"]),
+    ],
+)
+def test_how_open_the_endpoints_are_is_told_once_at_start(
+    host: str, users: bool, tls: bool, told: list[str], pki: dict[str, Path]
+) -> None:
+    """Issue 71.8: reads open to anyone beyond loopback, and basic auth without TLS, were
+    accepted silently; each is one warning line at start (and reads_open a gauge)."""
+    from kmedic.web_config import exposure
+
+    web = WebConfig(
+        basic_auth_users={"ops": HASH} if users else {},
+        tls_server_config={"cert_file": pki["cert"], "key_file": pki["key"]} if tls else None,  # type: ignore[arg-type]
+    )
+    assert [event for event, _ in exposure(host, web)] == told
