@@ -173,3 +173,32 @@ def kmedic_in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[i
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def replicas_of(bootstrap: str, topic: str) -> dict[int, tuple[list[int], list[int]]]:
+    meta = _admin(bootstrap).list_topics(topic, timeout=10).topics[topic]
+    return {p.id: (list(p.replicas), list(p.isrs)) for p in meta.partitions.values()}
+
+
+def pick_victim(bootstrap: str, topic: str) -> int:
+    """A follower of ``topic`` that holds no partition alone: the session's other tests leave
+    single-replica topics behind, and a partition with no live copy cannot be healed (the heal
+    is all or nothing, so it would refuse)."""
+    meta = _admin(bootstrap).list_topics(timeout=10)
+    alone = {
+        p.replicas[0]
+        for t in meta.topics.values()
+        for p in t.partitions.values()
+        if len(p.replicas) == 1
+    }
+    followers = sorted({replicas[1] for replicas, _ in replicas_of(bootstrap, topic).values()})
+    free = [b for b in followers if b not in alone]
+    if not free:
+        pytest.fail(f"every follower of {topic} ({followers}) holds a single-replica partition")
+    return free[0]
+
+
+def _admin(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+    return AdminClient(kafka_conf(bootstrap))

@@ -109,7 +109,7 @@ class Manager:
             lag_alert_after_s=cfg.lag_alert_after_s,
             refusal_alert_after_s=cfg.refusal_alert_after_s,
         )
-        self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock)
+        self.keeper = PlanKeeper(coordinator, executor, self.trail, self.clock, self.metrics)
         self.view = MonotonicView(self.trail)
         self.moves = MoveReport(
             executor, self.metrics, self.trail, self.keeper, self.view.moves, self.clock
@@ -266,8 +266,7 @@ class Manager:
             self.requests.cordon(state.requests, snap)
             self.keeper.lead(state.plan, catch_ups(snap))
             self.moves.observe()  # before any wait below: a plan that just ended says so
-        elif mode == "observe" and self.executor.active():
-            self.keeper.leave_to_kafka()
+        elif mode == "observe" and self.keeper.observing(state.plan):
             self.moves.forget()  # left, not done: no "plan done" record
         snap, stale = self.view.settle(snap, lambda: self._snapshot(state), self.clock.monotonic())
         if stale is not None:

@@ -43,12 +43,14 @@ from manager.coordination.plan_document import (
 from manager.coordination.plan_store import StoredPlan
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.catch_up_report import CatchUpReport, rate_words
+from manager.daemon.held_throttles import HeldThrottles
 from manager.daemon.outcome import CycleOutcome
 from manager.daemon.ports import Clock, Coordinator, Executor
 from manager.model.decision import Decision
 from manager.model.moves import Move
 from manager.model.plan_progress import PlanProgress
 from manager.model.throttles import ThrottleRecord
+from manager.web.metrics import ManagerMetrics
 
 log = get_logger(__name__)
 
@@ -59,9 +61,15 @@ class PlanKeeper:
     """The stored plan as this instance last read or wrote it, and the executor it drives."""
 
     def __init__(
-        self, coordinator: Coordinator, executor: Executor, trail: AuditTrail, clock: Clock
+        self,
+        coordinator: Coordinator,
+        executor: Executor,
+        trail: AuditTrail,
+        clock: Clock,
+        metrics: ManagerMetrics,
     ) -> None:
         self.coordinator = coordinator
+        self.held = HeldThrottles(trail, metrics)  # what observe mode keeps set, said
         self.executor = executor
         self.trail = trail
         self.clock = clock
@@ -83,6 +91,7 @@ class PlanKeeper:
         failover, carry on with the moves and throttle the ``catch_ups``, or remove throttles
         nothing needs any more."""
         self.plan = stored
+        self.held.acting()
         if self.adopt.is_set():
             self._adopt_plan()
         setting = self.executor.config.throttle_bytes_per_s
@@ -136,6 +145,15 @@ class PlanKeeper:
         self.executor.submit(moves)
         self.step()
         return CycleOutcome.of(decision)
+
+    def observing(self, stored: StoredPlan | None) -> bool:
+        """An observing leader's cycle: the moves still active are left to Kafka (True: some
+        were), and the throttles kmedic keeps set are said (manager.daemon.held_throttles)."""
+        left = bool(self.executor.active())
+        if left:
+            self.leave_to_kafka()
+        self.held.observing(stored if not left else self.plan)
+        return left
 
     def leave_to_kafka(self) -> None:
         """Observe mode entered while moves of a plan are active: nothing steps the executor

@@ -131,6 +131,13 @@ class ManagerMetrics:
             c,
             registry=r,
         )
+        self.held_throttles = Gauge(
+            "kmedic_held_throttles",
+            "Broker replication throttle rates kmedic set and observe mode keeps (it writes "
+            "nothing): their partitions replicate at an old plan's rate until kmedic acts",
+            c,
+            registry=r,
+        )
         self.would_heal = Gauge(
             "kmedic_would_heal",
             "1 while some partition needs healing and observe mode keeps the heal kmedic "
@@ -211,6 +218,9 @@ class ManagerMetrics:
             gauge.labels(cluster).set(0)
 
     # -- updates, one per fact the daemon learns ------------------------------------------
+
+    def observe_held_throttles(self, rates: int) -> None:
+        self.held_throttles.labels(self.cluster).set(rates)
 
     def observe_http_exposure(self, *, reads_open: bool) -> None:
         self.http_reads_open.labels(self.cluster).set(1 if reads_open else 0)

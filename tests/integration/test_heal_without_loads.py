@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-from helpers import kafka_conf, read_audit, scrape, wait_for, wait_until_usable
+from helpers import (
+    kafka_conf,
+    pick_victim,
+    read_audit,
+    replicas_of,
+    scrape,
+    wait_for,
+    wait_until_usable,
+)
 
 from composition.pipeline import Pipeline
 from kmedic.localcluster import process
@@ -53,29 +61,6 @@ def write_stale_loads(bootstrap: str, loads_topic: str, topic: str) -> None:
         }
         producer.produce(loads_topic, key=f"{topic}:{p}".encode(), value=json.dumps(record))
     assert producer.flush(30) == 0
-
-
-def replicas_of(bootstrap: str, topic: str) -> dict[int, tuple[list[int], list[int]]]:
-    meta = AdminClient(kafka_conf(bootstrap)).list_topics(topic, timeout=10).topics[topic]
-    return {p.id: (list(p.replicas), list(p.isrs)) for p in meta.partitions.values()}
-
-
-def pick_victim(bootstrap: str, topic: str) -> int:
-    """A follower of ``topic`` that holds no partition alone: the session's other tests leave
-    single-replica topics behind, and a partition with no live copy cannot be healed (the heal
-    is all or nothing, so it would refuse)."""
-    meta = AdminClient(kafka_conf(bootstrap)).list_topics(timeout=10)
-    alone = {
-        p.replicas[0]
-        for t in meta.topics.values()
-        for p in t.partitions.values()
-        if len(p.replicas) == 1
-    }
-    followers = sorted({replicas[1] for replicas, _ in replicas_of(bootstrap, topic).values()})
-    free = [b for b in followers if b not in alone]
-    if not free:
-        pytest.fail(f"every follower of {topic} ({followers}) holds a single-replica partition")
-    return free[0]
 
 
 def test_a_dead_broker_is_healed_while_the_load_pipeline_is_down(

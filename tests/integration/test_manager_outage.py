@@ -7,13 +7,23 @@ and starts its cycles once they are back."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
-from helpers import http_get, scrape, wait_for
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from helpers import (
+    http_get,
+    kafka_conf,
+    pick_victim,
+    replicas_of,
+    scrape,
+    wait_for,
+    wait_until_usable,
+)
 
 from composition.pipeline import Pipeline
 from kmedic.errors import KmedicError
@@ -175,7 +185,9 @@ def test_a_manager_started_during_an_outage_waits_and_acts_once_it_ends(
 ) -> None:
     """Issue 39.10: started with every broker down and ZooKeeper not answering, the manager
     used to exit 1 (its executor's Admin client connected in its constructor); systemd then
-    gave up on it. Now it waits, unhealthy, and decides once both are back."""
+    gave up on it. Now it waits, unhealthy, and decides once both are back - and acts: a
+    broker killed once they are back is healed (issue 71.9: "decides" alone would pass an
+    executor the outage left broken)."""
     cluster = healthy_cluster
     name = f"early-{uuid.uuid4().hex[:6]}"
     topic = f"kmedic.actions.{name}"
@@ -189,7 +201,14 @@ def test_a_manager_started_during_an_outage_waits_and_acts_once_it_ends(
         pipeline.start_manager(
             interval_s=CYCLE_S,
             topics={"actions": topic},
-            policy={"even_spread": False},
+            policy={
+                "even_spread": False,
+                "dead_grace_ms": 3000,
+                "max_dead_brokers": 1,
+                # Every replica the dead broker held moves, the session's other tests' too.
+                "max_moves_per_cycle": 10_000,
+                "max_moves_per_hour": 100_000,
+            },
             executor={"request_timeout_s": 3.0, "admin_retry_s": 3.0},
             http={"port": port},
         )
@@ -241,5 +260,49 @@ def test_a_manager_started_during_an_outage_waits_and_acts_once_it_ends(
         assert [w["attempt"] for w in waits] == list(range(1, len(waits) + 1))
         lines = len(log.read_text().splitlines())
         assert lines < 400, f"{lines} log lines for a wait of a minute or two"
+
+        # And it acts: a broker killed now is healed, its moves started and completed.
+        bootstrap = cluster.bootstrap_servers
+        healed_topic = f"{name}.rf2"
+        admin = AdminClient(kafka_conf(bootstrap))  # kept: its futures die with it
+        for future in admin.create_topics([NewTopic(healed_topic, 2, 2)]).values():
+            future.result(timeout=30)
+        wait_until_usable(bootstrap, [healed_topic])
+        victim = pick_victim(bootstrap, healed_topic)
+        held = {
+            f"{healed_topic}:{p}"
+            for p, (replicas, _) in replicas_of(bootstrap, healed_topic).items()
+            if victim in replicas
+        }
+        killed_ms = int(time.time() * 1000)
+        cluster.kill(victim)
+
+        def healed() -> bool:
+            pipeline.check_running()
+            return all(
+                victim not in replicas and len(replicas) == 2 and sorted(isr) == sorted(replicas)
+                for replicas, isr in replicas_of(bootstrap, healed_topic).values()
+            )
+
+        wait_for(healed, timeout=180, interval=2, what=f"{healed_topic} healed off {victim}")
+        moved = wait_for(
+            lambda: (
+                {
+                    p
+                    for r in audit(bootstrap, topic)
+                    if r.kind == "action_completed" and r.time_ms >= killed_ms
+                    for p in r.partitions
+                }
+                >= held
+            ),
+            timeout=60,
+            what="the heal's moves audited as completed",
+        )
+        assert moved
+        wait_for(
+            lambda: scrape(port, "kmedic_moves_in_flight") == 0,
+            timeout=180,
+            what="every move of the heal to complete",
+        )
     finally:
         pipeline.stop()

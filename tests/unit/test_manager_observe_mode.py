@@ -209,6 +209,28 @@ def test_observe_entered_mid_plan_leaves_the_moves_to_kafka_and_keeps_deciding(
     assert rig.executor.steps == 1  # only the act cycle stepped
 
 
+def test_the_throttles_observe_mode_keeps_are_said_and_counted(tmp_path: Path) -> None:
+    """Issue 71.6: observe mode kept kmedic's replication throttles for as long as it lasted,
+    so a later restart's catch-up was throttled at an old heal's rate, and nothing said so."""
+    rig = Rig(tmp_path)  # act
+    rig.sources.dead = {4}
+    rig.manager.cycle()
+    moved = {m.tp: m.target for m in rig.executor.submitted}
+    rig.coordinator.mode = ModeRecord(mode="observe", by="ops@host")
+    rig.sources.replicas.update(moved)  # Kafka finishes the moves it was left
+    for _ in range(3):
+        rig.manager.cycle()
+    held = [s for s in rig.summaries() if s.startswith("observe mode keeps the replication")]
+    assert len(held) == 1, rig.summaries()  # said once while the set is the same
+    assert "leader.replication.throttled.rate" in held[0] and "kmedic mode act" in held[0]
+    assert gauge(rig, "kmedic_held_throttles") == len(rig.coordinator.stored.plan.throttles.rates)  # type: ignore[union-attr]
+    assert (gauge(rig, "kmedic_held_throttles") or 0) > 0
+    rig.coordinator.mode = ModeRecord(mode="act", by="ops@host")
+    rig.executor.complete_all()
+    rig.manager.cycle()
+    assert gauge(rig, "kmedic_held_throttles") == 0
+
+
 def test_act_after_observe_completes_the_left_moves_and_releases_their_throttles(
     tmp_path: Path,
 ) -> None:
