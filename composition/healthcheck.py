@@ -31,11 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from kmedic import yaml_strict
-from kmedic.config import describe_validation_error
+from kmedic.config import load_model_file
 from kmedic.errors import ConfigError, KmedicError
 from kmedic.exits import Exit
 from kmedic.web_config import WebConfig, load_web_config
@@ -76,20 +74,7 @@ class Credentials(BaseModel):
 
 def load_credentials(path: Path) -> Credentials:
     """The credentials file at ``path``, or a ConfigError naming the file and the field."""
-    try:
-        raw = yaml_strict.load(path.read_text(encoding="utf-8")) or {}
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the credentials: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: the credentials are not UTF-8 text") from exc
-    except yaml.YAMLError as exc:  # duplicate keys too
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: the credentials must be a mapping (username, password)")
-    try:
-        found = Credentials.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, str(path), Credentials)) from exc
+    found = load_model_file(Credentials, path, "credentials")
     if (found.username is None) != (found.password is None):
         raise ConfigError(f"{path}: username and password go together")
     if (found.cert_file is None) != (found.key_file is None):

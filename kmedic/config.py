@@ -180,3 +180,25 @@ def load_config(
         return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc, source, model, overrides)) from exc
+
+
+def load_model_file(model: type[M], path: Path, what: str) -> M:
+    """A small YAML file of one model (a web config, the health check's credentials), or a
+    ConfigError naming the file, ``what`` it is, and the field: unreadable, not UTF-8, not
+    YAML (a key given twice too), not a mapping, or not valid."""
+    try:
+        raw = yaml_strict.load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the {what}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: the {what} is not UTF-8 text") from exc
+    except yaml_strict.DuplicateKeyError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the {what} must be a mapping")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, str(path), model)) from exc

@@ -26,18 +26,15 @@ from pathlib import Path
 from typing import Literal
 
 import bcrypt
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
-from kmedic import yaml_strict
-from kmedic.config import describe_validation_error
+from kmedic.config import load_model_file
 from kmedic.errors import ConfigError
 
 ClientAuth = Literal["NoClientCert", "RequireAndVerifyClientCert", "VerifyClientCertIfGiven"]
@@ -144,22 +141,7 @@ def exposure(host: str, web: WebConfig) -> list[tuple[str, str]]:
 
 def load_web_config(path: Path) -> WebConfig:
     """The web-config file at ``path``, or a ConfigError naming the file and the field."""
-    try:
-        raw = yaml_strict.load(path.read_text(encoding="utf-8")) or {}
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the web config: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: the web config is not UTF-8 text") from exc
-    except yaml_strict.DuplicateKeyError as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: the web config must be a mapping")
-    try:
-        web = WebConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, str(path), WebConfig)) from exc
+    web = load_model_file(WebConfig, path, "web config")
     web.ssl_context()  # unreadable certificates fail at start, not at the first scrape
     return web
 

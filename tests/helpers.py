@@ -180,6 +180,14 @@ def replicas_of(bootstrap: str, topic: str) -> dict[int, tuple[list[int], list[i
     return {p.id: (list(p.replicas), list(p.isrs)) for p in meta.partitions.values()}
 
 
+def healed_off(bootstrap: str, topic: str, victim: int, rf: int = 2) -> bool:
+    """Every partition of ``topic`` on ``rf`` replicas, none on ``victim``, all in sync."""
+    return all(
+        victim not in replicas and len(replicas) == rf and sorted(isr) == sorted(replicas)
+        for replicas, isr in replicas_of(bootstrap, topic).values()
+    )
+
+
 def pick_victim(bootstrap: str, topic: str) -> int:
     """A follower of ``topic`` that holds no partition alone: the session's other tests leave
     single-replica topics behind, and a partition with no live copy cannot be healed (the heal

@@ -17,10 +17,10 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from helpers import (
+    healed_off,
     kafka_conf,
     pick_victim,
     read_audit,
-    replicas_of,
     scrape,
     wait_for,
     wait_until_usable,
@@ -116,10 +116,7 @@ def test_a_dead_broker_is_healed_while_the_load_pipeline_is_down(
 
         def healed() -> bool:
             pipeline.check_running()
-            return all(
-                victim not in replicas and len(replicas) == 2 and sorted(isr) == sorted(replicas)
-                for replicas, isr in replicas_of(bootstrap, topic).values()
-            )
+            return healed_off(bootstrap, topic, victim)
 
         wait_for(healed, timeout=180, interval=2, what=f"{topic} healed off broker {victim}")
 

@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from helpers import (
+    healed_off,
     http_get,
     kafka_conf,
     pick_victim,
@@ -279,10 +280,7 @@ def test_a_manager_started_during_an_outage_waits_and_acts_once_it_ends(
 
         def healed() -> bool:
             pipeline.check_running()
-            return all(
-                victim not in replicas and len(replicas) == 2 and sorted(isr) == sorted(replicas)
-                for replicas, isr in replicas_of(bootstrap, healed_topic).values()
-            )
+            return healed_off(bootstrap, healed_topic, victim)
 
         wait_for(healed, timeout=180, interval=2, what=f"{healed_topic} healed off {victim}")
         moved = wait_for(
