@@ -17,7 +17,8 @@ class Exit(IntEnum):
     """Bad input or a failure kmedic names in one line: a config, a snapshot, a file, a
     request ZooKeeper or Kafka refused."""
     USAGE = 2
-    """The command line is wrong (an unknown flag, a missing argument, a value out of range)."""
+    """The command line is wrong (an unknown flag, a missing argument or --zk/--cluster, a
+    value out of range or of the wrong form, options that exclude each other)."""
     NOT_DONE = 3
     """Asked and answered "no": a plan refused, a loss at risk, unsafe topics, ACL problems
     found, a request not finished within --wait, a role unhealthy, a demo or a soak that

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from kmedic.errors import KmedicError
+from kmedic.errors import UsageError
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -20,7 +20,7 @@ def parse_since(text: str, now_ms: int, flag: str = "--since") -> int:
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise KmedicError(
+        raise UsageError(
             f"{flag} {text!r}: use a duration like 15m, 2h, 1d or an ISO time like "
             "2026-01-31T12:00:00Z"
         ) from None

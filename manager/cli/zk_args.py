@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kmedic.errors import KmedicError
+from kmedic.errors import UsageError
 from manager.config import load_manager_config
 from manager.coordination.acls import ZooKeeperAuth
 
@@ -65,18 +65,18 @@ def zk_target(args: argparse.Namespace) -> ZkTarget:
     zk = args.zk or (cfg.zk_connect if cfg else None)
     cluster = args.cluster or (manager.cluster if manager is not None else None)
     if not zk:
-        raise KmedicError(
+        raise UsageError(
             "no ZooKeeper given: pass --zk HOST:PORT or --config MANAGER.yaml, "
             "or set KMEDIC_ZK_CONNECT"
         )
     if not cluster:
-        raise KmedicError(
+        raise UsageError(
             "no cluster given: pass --cluster NAME or --config MANAGER.yaml, or set KMEDIC_CLUSTER"
         )
     root = args.root or (cfg.root if cfg else "/kmedic")
     auth = cfg.auth if cfg else None
     if args.zk_username or args.zk_password_file:
         if not (args.zk_username and args.zk_password_file):
-            raise KmedicError("--zk-username and --zk-password-file go together")
+            raise UsageError("--zk-username and --zk-password-file go together")
         auth = ZooKeeperAuth(username=args.zk_username, password_file=args.zk_password_file)
     return ZkTarget(zk, cluster, root, auth)

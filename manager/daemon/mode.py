@@ -34,7 +34,7 @@ def resolve(flag: Mode | None, stored: ModeRecord | None, configured: Mode) -> M
             beside = f"; it overrides the run-time mode {stored.sentence()}"
         return ModeSource(flag, "flag", f"from --mode on this instance's command line{beside}")
     if stored is not None:
-        return ModeSource(stored.mode, "run_time", f"set by `kmedic mode`: {stored.sentence()}")
+        return ModeSource(stored.mode, "run_time", f"set at run time: {stored.sentence()}")
     return ModeSource(configured, "config", "from the config")
 
 

@@ -156,7 +156,7 @@ def test_cli_domains_groups_maintenance(
 def test_cli_subprocess_names_missing_zookeeper_and_bad_broker_ids(cluster: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "KMEDIC_ZK_CONNECT"}
     proc = kmedic_process("domains", "list", "--cluster", cluster, timeout=60, env=env)
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # a usage error (issue 72.3: it was 1)
     assert proc.stderr.strip() == (
         "kmedic: error: no ZooKeeper given: pass --zk HOST:PORT or --config MANAGER.yaml, "
         "or set KMEDIC_ZK_CONNECT"

@@ -153,6 +153,28 @@ def test_every_command_that_needs_a_service_says_it_did_not_answer(
     assert len(checked) >= 30, checked  # the placement admin, requests, status, tail, ...
 
 
+def test_every_command_without_its_zookeeper_or_cluster_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 72.3: a missing --zk or --cluster (and a bad --since) exited 1, as a bad config
+    does; the command line is wrong: 2, on every command that takes them."""
+    for name in ("KMEDIC_ZK_CONNECT", "KMEDIC_CLUSTER"):
+        monkeypatch.delenv(name, raising=False)
+    checked = []
+    for path, parser in COMMANDS:
+        if "--zk" not in options(parser):
+            continue
+        for missing in (["--cluster", "c"], ["--zk", "127.0.0.1:1"]):
+            code = main([*path, *required_args(parser), *missing])
+            err = capsys.readouterr().err
+            assert code == Exit.USAGE, (path, missing, err)
+            assert "no ZooKeeper given" in err or "no cluster given" in err, (path, err)
+        checked.append(path)
+    assert len(checked) >= 20, checked
+    code = main(["actions", "tail", "--bootstrap", "127.0.0.1:1", "--since", "yesterday"])
+    assert code == Exit.USAGE and "--since 'yesterday'" in capsys.readouterr().err
+
+
 def test_an_interrupt_is_130(monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(_: argparse.Namespace) -> int:
         raise KeyboardInterrupt

@@ -95,7 +95,7 @@ def test_switching_to_act_at_run_time_heals_and_is_audited(rig: Rig) -> None:
     assert sorted(m.tp for m in rig.executor.submitted) == DEAD_BROKERS_PARTITIONS
     switched = [s for s in rig.summaries() if s.startswith("mode observe -> act")]
     assert switched == [
-        "mode observe -> act (set by `kmedic mode`: act, set by ops@host: trust it): kmedic acts"
+        "mode observe -> act (set at run time: act, set by ops@host: trust it): kmedic acts"
     ]
     assert mode_gauge(rig, "act") == 1
 
@@ -136,7 +136,7 @@ def test_a_cleared_run_time_mode_hands_back_to_the_config_audited(tmp_path: Path
     rig.coordinator.mode = None  # cleared
     assert rig.manager.cycle().kind == "act"
     assert [s for s in rig.summaries() if s.startswith("mode ")] == [
-        "mode observe (set by `kmedic mode`: observe, set by ops@host): nothing is written to "
+        "mode observe (set at run time: observe, set by ops@host): nothing is written to "
         "the cluster",
         "mode observe -> act (from the config; the run-time mode was cleared): kmedic acts",
     ]
@@ -144,7 +144,7 @@ def test_a_cleared_run_time_mode_hands_back_to_the_config_audited(tmp_path: Path
     rig.manager.cycle()
     rig.manager.cycle()
     told = [s for s in rig.summaries() if s.startswith("mode ")]
-    assert told[2:] == ["mode act (set by `kmedic mode`: act, set by ops@host): kmedic acts"]
+    assert told[2:] == ["mode act (set at run time: act, set by ops@host): kmedic acts"]
 
 
 def test_every_new_leader_says_its_mode(tmp_path: Path) -> None:
