@@ -36,6 +36,12 @@ def router(view: ManagerView) -> APIRouter:
     def this_instance() -> dict[str, Any]:
         return {"instance": view.instance, "leads": view.leads()}
 
+    def effective_mode() -> dict[str, Any]:
+        """The mode this instance runs in and where it came from: the stored ``mode`` is
+        null whenever each config decides, which said nothing of what the leader does."""
+        mode, source = view.mode()
+        return {"mode": mode, "mode_source": source}
+
     @api.get(
         "/status",
         response_model=StatusAnswer,
@@ -47,7 +53,8 @@ def router(view: ManagerView) -> APIRouter:
         stood (its ETA included), the open requests and the domains in maintenance."""
         with view.zookeeper() as client:
             state = read_state(client, view.cluster, view.zk_root)
-        return {**state_document(view.cluster, state), "answered_by": this_instance()}
+        answered = {**this_instance(), **effective_mode()}
+        return {**state_document(view.cluster, state), "answered_by": answered}
 
     @api.get("/decision", response_model=DecisionAnswer, summary="this instance's last decision")
     def decision() -> dict[str, Any]:

@@ -50,6 +50,13 @@ class PlanSummary(_Open):
     )
 
 
+class ModeHeld(AnsweredBy):
+    mode: str = Field(description="the mode this instance runs in now: act or observe")
+    mode_source: str = Field(
+        description="where it came from: flag (--mode), run_time (kmedic mode), or config"
+    )
+
+
 class StatusAnswer(_Open):
     cluster: str
     leader: LeaderRecord | None = Field(description="null: no manager leads")
@@ -59,7 +66,10 @@ class StatusAnswer(_Open):
     plan: PlanSummary | None = Field(description="the plan in flight; null: none")
     requests: list[RequestDocument] = Field(description="the open operator requests")
     maintenance: list[str] = Field(description="failure domains in maintenance")
-    answered_by: AnsweredBy
+    answered_by: ModeHeld = Field(
+        description="the instance that answered, and the mode it runs in (ask the leader, "
+        "named in leader, for the mode that acts)"
+    )
 
 
 class ReasonDocument(_Open):

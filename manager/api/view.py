@@ -34,6 +34,8 @@ class ManagerView:
     zookeeper: Callable[[], AbstractContextManager[KazooClient]]
     kafka: Cluster
     audit_topic: str
+    # This instance's mode now and where it came from (flag, run_time, config).
+    mode: Callable[[], tuple[str, str]] = lambda: ("unknown", "unknown")
 
     def audit_write(self, by: str, user: str | None, summary: str, **details: Any) -> None:
         """An operator's write, as one record: who (``by``, ``user``) and what."""

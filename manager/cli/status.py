@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from manager.cli.zk_args import common_parser, zk_target
+from manager.config import load_manager_config
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.session import zk_session
 from manager.coordination.state import CoordinationState, read_state
@@ -38,7 +39,8 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(state_document(target.cluster, state), sort_keys=True))
     else:
-        print("\n".join(status_lines(target.cluster, state, time.time())))
+        configured = load_manager_config(args.config).mode if args.config else None
+        print("\n".join(status_lines(target.cluster, state, time.time(), configured)))
     return 0
 
 
@@ -58,14 +60,19 @@ def plan_line(plan: StoredPlan | None, now_s: float) -> str:
     return line
 
 
-def status_lines(cluster: str, state: CoordinationState, now_s: float) -> list[str]:
-    """One line per fact, each a sentence an operator reads without the docs."""
+def status_lines(
+    cluster: str, state: CoordinationState, now_s: float, configured: str | None = None
+) -> list[str]:
+    """One line per fact, each a sentence an operator reads without the docs; ``configured``:
+    the mode of the config given (``--config``), which holds when none is set at run time."""
     leader = state.leader
     if leader is None:
         led = "none: no manager leads (is one running, and connected to ZooKeeper?)"
     else:
         led = f"{leader.instance}, epoch {state.current_epoch}"
     mode = state.mode.sentence() if state.mode else CONFIG_MODE
+    if state.mode is None and configured is not None:
+        mode = f"{configured} (from the config; none set at run time, an instance's --mode aside)"
     switches = state.switches
     switched = (
         switches.sentence() if switches and switches.goals else "none set; goals as configured"

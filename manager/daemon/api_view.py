@@ -14,6 +14,7 @@ from manager.api.view import ManagerView
 from manager.config import ManagerConfig
 from manager.coordination.session import zk_session
 from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.mode import ModeTracker
 from manager.daemon.ports import Coordinator
 from manager.daemon.readiness_sweep import ReadinessSweep
 from manager.model.decision import Decision
@@ -32,6 +33,7 @@ class RunningManager(Protocol):
     metrics: ManagerMetrics
     trail: AuditTrail
     readiness: ReadinessSweep
+    mode: ModeTracker
     last_decision: Decision | None
     last_snapshot: Snapshot | None
 
@@ -62,6 +64,7 @@ def api_view(manager: RunningManager) -> ManagerView:
         zookeeper=partial(zk_session, zk.zk_connect, auth=zk.auth),
         kafka=cfg.cluster_client,
         audit_topic=cfg.topics.actions,
+        mode=lambda: (manager.mode.current, manager.mode.source),
     )
 
 

@@ -177,11 +177,20 @@ def test_writes_from_either_manager_land_where_the_cli_reads_them_audited_by_nam
     assert mode.status_code == 200
     shown = kmedic_process("mode", "--json", *api.zk)
     assert json.loads(shown.stdout)["by"] == "ops via the API from 127.0.0.1", shown.stderr
+
+    def held_by_leader() -> tuple[str, str]:
+        said = api.call("GET", api.leader, "/api/v1/status", auth=READER).json()["answered_by"]
+        return said["mode"], said["mode_source"]
+
+    # The effective mode and its source (issue 72.5: the stored mode alone said null while
+    # the leader ran by its config).
+    wait_for(lambda: held_by_leader() == ("observe", "run_time"), timeout=30, what="run_time")
     # Cleared: each config decides again (issue 71.2), by the API or by `kmedic mode --clear`.
     cleared = api.call("DELETE", api.leader, "/api/v1/mode")
     assert cleared.status_code == 200, cleared.text
     assert cleared.json()["cleared"]["mode"] == "observe"
     assert json.loads(kmedic_process("mode", "--json", *api.zk).stdout) is None
+    wait_for(lambda: held_by_leader() == ("observe", "config"), timeout=30, what="config mode")
     again = kmedic_process("mode", "observe", *api.zk)  # act could move things here
     assert again.returncode == 0, again.stderr
     by_cli = kmedic_process("mode", "--clear", *api.zk)

@@ -73,3 +73,13 @@ def test_the_plans_figures_are_told_with_how_old_they_are() -> None:
     )
     shown = plan_json(stored)
     assert shown is not None and shown["progress"] == {**figures.to_field(), "at": 1_005.0}
+
+
+def test_with_a_config_the_status_says_which_mode_holds() -> None:
+    """Issue 72.5: with no mode set at run time, the config's mode holds; given the config,
+    the status says which."""
+    state = CoordinationState(PlacementConfig(), None, 1, None)
+    assert status_lines("c", state, 10.0, "observe")[2] == (
+        "mode: observe (from the config; none set at run time, an instance's --mode aside)"
+    )
+    assert status_lines("c", state, 10.0)[2].startswith("mode: not set in ZooKeeper")
