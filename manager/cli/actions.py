@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any
 
+from kmedic.errors import KmedicError
 from kmedic.kafka_preflight import check_credentials
 from manager.audit.kafka_reader import read_records
 from manager.audit.kafka_sink import DEFAULT_TOPIC
@@ -50,13 +51,24 @@ def run_tail(args: argparse.Namespace) -> int:
     check_credentials(cluster, role="actions tail")
     records = read_records(cluster, topic, since_ms=since, follow=args.follow, notice=_say)
     fold = MoveFold(keep=10**18 if args.all else KEEP)
+    others: set[str] = set()  # clusters the records were about, when none is the one asked
+    matched = False
     for record in records:
         if args.cluster and record.cluster != args.cluster:
+            others.add(record.cluster)
             continue
+        matched = True
         lines = [record.model_dump_json()] if args.json else fold.lines(record)
         for line in lines:
             print(line, flush=True)
     for line in fold.finish():
         print(line)
     sys.stdout.flush()
+    if args.cluster and not matched and others:
+        # A typo (`--cluster deom`) printed nothing and exited 0, as a quiet cluster does.
+        raise KmedicError(
+            f"no record of cluster {args.cluster!r} in {topic}"
+            f"{' since ' + args.since if args.since else ''}; its records are about: "
+            f"{', '.join(sorted(others))}"
+        )
     return 0

@@ -18,7 +18,7 @@ from manager.cli.status import CONFIG_MODE
 from manager.cli.zk_args import common_parser, zk_target
 from manager.coordination.mode_store import clear_mode, read_mode, set_mode
 from manager.coordination.session import zk_session
-from manager.coordination.znodes import manager_path
+from manager.coordination.znodes import manager_path, require_cluster
 
 
 def register(sub: Any) -> None:
@@ -52,6 +52,7 @@ def _mode(args: argparse.Namespace) -> int:
             cleared = clear_mode(client, base)
             record = None
         elif args.mode is None:
+            require_cluster(client, target.root, target.cluster)
             record = read_mode(client, base)
         else:
             by = f"{getpass.getuser()}@{socket.gethostname()}"

@@ -22,7 +22,7 @@ from manager.coordination.request_store import StoredRequest, cancel, read_reque
 from manager.coordination.session import zk_session
 from manager.coordination.state import read_state
 from manager.coordination.state_view import plan_json
-from manager.coordination.znodes import manager_path
+from manager.coordination.znodes import manager_path, require_cluster
 from manager.model.snapshot import RequestKind
 
 HELP: dict[RequestKind, str] = {
@@ -112,6 +112,7 @@ def _list(args: argparse.Namespace) -> int:
     """Every request; a running one with where the in-flight plan carrying it out stands."""
     target = zk_target(args)
     with zk_session(target.zk_connect, auth=target.auth) as client:
+        require_cluster(client, target.root, target.cluster)
         requests = list(read_requests(client, manager_path(target.root, target.cluster)))
         try:
             plan, unread = read_state(client, target.cluster, target.root).plan, None

@@ -18,6 +18,7 @@ from manager.coordination.plan_store import StoredPlan
 from manager.coordination.session import zk_session
 from manager.coordination.state import CoordinationState, read_state
 from manager.coordination.state_view import state_document
+from manager.coordination.znodes import require_cluster
 
 CONFIG_MODE = "not set in ZooKeeper; each manager runs in its config's mode (default observe)"
 
@@ -35,6 +36,7 @@ def register(sub: Any) -> None:
 def _status(args: argparse.Namespace) -> int:
     target = zk_target(args)
     with zk_session(target.zk_connect, auth=target.auth) as client:
+        require_cluster(client, target.root, target.cluster)
         state = read_state(client, target.cluster, target.root)
     if args.json:
         print(json.dumps(state_document(target.cluster, state), sort_keys=True))

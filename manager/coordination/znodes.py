@@ -101,3 +101,21 @@ def field_problems(exc: ValidationError, prefix: str = "") -> str:
         f"{prefix}{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
         for err in exc.errors()
     )
+
+
+def require_cluster(client: KazooClient, root: str, cluster: str) -> None:
+    """A read of a cluster kmedic has never stored anything for is a typo until shown
+    otherwise: a KmedicError naming the clusters that are there ("no manager leads" sent
+    on-call to debug ZooKeeper for `--cluster deom`)."""
+    base = root.rstrip("/") or "/"
+    try:
+        if client.exists(f"{base.rstrip('/')}/{cluster}") is not None:
+            return
+        known = sorted(client.get_children(base)) if client.exists(base) is not None else []
+    except (KazooException, KazooTimeoutError) as exc:
+        raise ZooKeeperUnreachable(f"cannot read {base}: {exc!r}") from exc
+    named = f"known: {', '.join(known)}" if known else "none is known there yet"
+    raise KmedicError(
+        f"no cluster {cluster!r} in ZooKeeper under {base} ({named}); a manager stores its "
+        "cluster there when it first starts"
+    )

@@ -142,6 +142,10 @@ def test_the_mode_is_switched_read_back_and_validated(
 ) -> None:
     cluster = f"mode-{uuid.uuid4().hex[:8]}"
     where = ["--zk", zk_hosts, "--cluster", cluster]
+    # A cluster kmedic never stored anything for reads as a typo, naming those there are.
+    code, _, err = kmedic_in_process(capsys, "mode", *where)
+    assert code == 1 and f"no cluster {cluster!r} in ZooKeeper under /kmedic (known: " in err
+    client.ensure_path(f"/kmedic/{cluster}/manager")  # as a manager's first start leaves it
     code, out, _ = kmedic_in_process(capsys, "mode", *where)
     assert code == 0 and "not set in ZooKeeper" in out
     assert read_state(client, cluster, "/kmedic").mode is None
@@ -170,10 +174,14 @@ def test_the_mode_is_switched_read_back_and_validated(
 
 
 def test_status_says_who_leads_the_mode_and_what_is_open(
-    zk_hosts: str, capsys: pytest.CaptureFixture[str]
+    zk_hosts: str, client: KazooClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster = f"status-{uuid.uuid4().hex[:8]}"
     where = ["--zk", zk_hosts, "--cluster", cluster]
+    # Issue 72.2: a typo's status said "no manager leads"; it names the clusters there are.
+    code, _, err = kmedic_in_process(capsys, "status", *where)
+    assert code == 1 and f"no cluster {cluster!r} in ZooKeeper" in err, err
+    client.ensure_path(f"/kmedic/{cluster}/manager")  # as a manager's first start leaves it
     code, out, _ = kmedic_in_process(capsys, "status", *where)
     assert code == 0
     assert out.splitlines() == [

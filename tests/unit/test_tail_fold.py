@@ -4,6 +4,10 @@ failure always printed."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+
 from manager.audit.log import AuditRecord
 from manager.cli.tail_fold import MoveFold
 
@@ -51,3 +55,24 @@ def test_each_plan_shows_its_first_moves_and_a_failure_is_always_shown() -> None
 def test_small_plans_are_printed_whole() -> None:
     lines = printed(MoveFold(keep=10), heal(5))
     assert len(lines) == 1 + 10 + 1 and not any(line.startswith("...") for line in lines)
+
+
+def test_a_cluster_the_topic_has_no_record_of_is_named_as_a_typo(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 72.2: `kmedic actions tail --cluster deom` printed nothing and exited 0."""
+    import manager.cli.actions as actions
+    from composition.cli import main
+
+    def records(*_: object, **__: object) -> Iterator[AuditRecord]:
+        yield AuditRecord(cluster="demo", instance="m1", epoch=1, kind="decision", summary="noop")
+
+    monkeypatch.setattr(actions, "read_records", records)
+    where = ["actions", "tail", "--bootstrap", "127.0.0.1:1"]
+    assert main([*where, "--cluster", "deom", "--since", "1h"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "no record of cluster 'deom' in kmedic.actions since 1h; its records are about: demo" in err
+    )
+    assert main([*where, "--cluster", "demo"]) == 0
+    assert "noop" in capsys.readouterr().out
