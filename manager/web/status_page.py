@@ -64,6 +64,8 @@ def status_document(
             "kind": decision.kind,
             "summary": decision.summary,
             "reasons": [r.to_dict() for r in decision.reasons],
+            # Why a decision to act was kept from the cluster (observe mode, a switch).
+            "would_act": decision.would_act,
         }
         if decision
         else None,
@@ -93,7 +95,9 @@ def status_document(
         if progress is not None
         else None,
         # Operator requests as last read from ZooKeeper, oldest first (the order served).
-        "requests": [dict(r) for r in requests],
+        # Open requests, and those that ended within FINISHED_SHOWN_S (14 finished drains
+        # filled a screen); every request stays in ZooKeeper and in `kmedic requests list`.
+        "requests": _shown_requests(requests, now_ms),
         "history": {
             "span_ms": history_span_ms,
             # The chart's limit line: the lower of the two network limits.
@@ -180,13 +184,35 @@ def _table(headers: list[str], rows: list[list[str]], empty: str) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _mode_banner(mode: str) -> str:
+MODE_SOURCES = {
+    "flag": "from --mode on this instance's command line",
+    "run_time": "set at run time (kmedic mode)",
+    "config": "from the config",
+}
+
+
+def _mode_banner(mode: str, source: str) -> str:
+    where = html.escape(MODE_SOURCES.get(source, source))
     if mode != "observe":
-        return "<p id='mode'>mode: act</p>"
+        return f"<p id='mode'>mode: act ({where})</p>"
     return (
-        "<p id='mode'><strong>mode: observe</strong>: kmedic decides and audits what it "
-        "would do (would_act), and writes nothing to the cluster</p>"
+        f"<p id='mode'><strong>mode: observe</strong> ({where}): kmedic decides and audits "
+        "what it would do (would_act), and writes nothing to the cluster</p>"
     )
+
+
+FINISHED_SHOWN_S = 24 * 3600
+
+
+def _shown_requests(requests: Iterable[Mapping[str, Any]], now_ms: int | None) -> list[Any]:
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    ended = ("done", "partial", "failed", "cancelled")
+    return [
+        dict(r)
+        for r in requests
+        if r.get("state") not in ended
+        or now - int(r.get("updated_ms", now)) <= FINISHED_SHOWN_S * 1000
+    ]
 
 
 def render_html(doc: Mapping[str, Any]) -> str:
@@ -204,7 +230,7 @@ def render_html(doc: Mapping[str, Any]) -> str:
         f"<h1>kmedic: cluster {html.escape(doc['cluster'])}</h1>",
         f"<p>instance {html.escape(doc['instance'])} ({html.escape(role)}); snapshot "
         f"{_ms(doc['snapshot_taken_at_ms'])}; page {_ms(doc['generated_at_ms'])}</p>",
-        _mode_banner(str(doc.get("mode", "act"))),
+        _mode_banner(str(doc.get("mode", "act")), str(doc.get("mode_source", "config"))),
         _section("decision", "Last decision", _decision(decision)),
         _section(
             "alerts",
@@ -253,8 +279,10 @@ def _section(anchor: str, title: str, body: str) -> str:
 def _decision(decision: Mapping[str, Any] | None) -> str:
     if not decision:
         return "<p><em>no decision yet (a standby, or the first cycle)</em></p>"
+    # An observe-mode decision is headed for what it is: "would act", not "noop".
+    heading = "would act" if decision.get("would_act") else decision["outcome"]
     return (
-        f"<p><strong>{html.escape(decision['outcome'])}</strong>: "
+        f"<p><strong>{html.escape(heading)}</strong>: "
         f"{html.escape(decision['summary'])}</p>"
         + _table(
             ["reason", "why"],

@@ -263,3 +263,47 @@ def test_the_load_chart_spans_the_history_it_has_not_the_whole_window() -> None:
     page = render_html(document(history=old, history_span_ms=3_600_000))
     chart = page[page.index('<section id="history">') : page.index('<section id="moves">')]
     assert len(chart[chart.index('data-broker="1" points="') :].split('"')[3].split()) == 2
+
+
+def test_finished_requests_leave_the_page_after_a_day_open_ones_never() -> None:
+    """Issue 72.7: every finished request was kept forever (14 filled a screen)."""
+
+    def request(n: int, state: str, age_h: float) -> dict[str, Any]:
+        at = NOW - int(age_h * 3_600_000)
+        return {
+            "id": f"req-{n:010d}",
+            "kind": "drain",
+            "brokers": [n],
+            "state": state,
+            "created_ms": at,
+            "by": "op@host",
+            "updated_ms": at,
+            "note": "",
+        }
+
+    stored = [
+        request(1, "done", 30),
+        request(2, "cancelled", 25),
+        request(3, "pending", 48),
+        request(4, "done", 2),
+        request(5, "failed", 23),
+    ]
+    shown = [r["id"] for r in document(requests=stored)["requests"]]
+    assert shown == ["req-0000000003", "req-0000000004", "req-0000000005"]
+
+
+def test_an_observe_mode_decision_is_headed_would_act_with_the_modes_source() -> None:
+    """Issue 72.7: in observe mode the decision was headed "noop" ("noop: would act ...
+    heal"), and the mode line did not say where the mode came from."""
+    from manager.analyzer.situation import observe_only
+
+    dead = make(
+        [broker(1, "/a"), broker(2, "/b"), broker(3, "/a", alive=False)],
+        {"orders": [part(0, [1, 3], alive={1, 2})]},
+    )
+    held = observe_only(decide(dead), "observe mode")
+    assert held.would_act == "observe mode", held.summary
+    page = render_html(document(decision=held, mode="observe", mode_source="run_time"))
+    assert "<p><strong>would act</strong>: would act (observe mode)" in page
+    assert "<strong>mode: observe</strong> (set at run time (kmedic mode))" in page
+    assert "mode: act (from the config)" in render_html(document())
