@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kmedic.logging import get_logger
 from manager.audit.spool import Spool
+from manager.model.reasons import REASON_CODES
 
 log = get_logger(__name__)
 
@@ -192,14 +194,17 @@ class AuditLog:
         return stored
 
 
-def render_line(record: AuditRecord) -> str:
-    """One readable line for on-call: time, kind, who, what, why, where."""
+def render_line(record: AuditRecord, *, compact: bool = False) -> str:
+    """One readable line for on-call: time, kind, who, what, why, where. ``compact``: each
+    reason by its code alone where it has one (the summary already says most of what a
+    reason's sentence does: lines of 250-600 characters), the full record with --verbose."""
     when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.time_ms / 1000))
     when += f".{record.time_ms % 1000:03d}Z"
     parts = [when, f"{record.kind:<16}", f"{record.cluster} {record.instance} e{record.epoch}"]
     parts.append(record.summary or "-")
     if record.reasons:
-        parts.append("because " + "; ".join(record.reasons))
+        reasons = _codes(record.reasons) if compact else record.reasons
+        parts.append("because " + "; ".join(reasons))
     if record.partitions:
         shown = ", ".join(record.partitions[:5])
         more = len(record.partitions) - 5
@@ -207,3 +212,15 @@ def render_line(record: AuditRecord) -> str:
     if record.sink != "primary":
         parts.append(f"[via {record.sink}]")
     return "  ".join(parts)
+
+
+def _codes(reasons: Sequence[str]) -> list[str]:
+    """Each reason by its code when it starts with one (``code: sentence``), in order, once."""
+    known = set(REASON_CODES)
+    out: list[str] = []
+    for reason in reasons:
+        head = reason.split(": ", 1)[0]
+        short = head if head in known else reason
+        if short not in out:
+            out.append(short)
+    return out

@@ -13,7 +13,7 @@ from manager.audit.kafka_reader import read_records
 from manager.audit.kafka_sink import DEFAULT_TOPIC
 from manager.audit.since import parse_since
 from manager.cli.kafka_args import add_kafka_args, kafka_from
-from manager.cli.tail_fold import KEEP, MoveFold
+from manager.cli.tail_fold import KEEP, MoveFold, RepeatFold
 
 
 def register(subparsers: Any) -> None:
@@ -34,8 +34,15 @@ def register(subparsers: Any) -> None:
     tail.add_argument(
         "--all",
         action="store_true",
-        help=f"every move record (by default a plan's first {KEEP} starts and ends are printed, "
-        "and the rest counted)",
+        help=f"every record (by default a plan's first {KEEP} move starts and ends are printed "
+        "and the rest counted, and a decision repeated unchanged cycle after cycle is printed "
+        "once and counted)",
+    )
+    tail.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="each reason's whole sentence (by default its code where it has one)",
     )
     tail.set_defaults(func=run_tail)
 
@@ -50,7 +57,8 @@ def run_tail(args: argparse.Namespace) -> int:
     since = None if args.since is None else parse_since(args.since, int(time.time() * 1000))
     check_credentials(cluster, role="actions tail")
     records = read_records(cluster, topic, since_ms=since, follow=args.follow, notice=_say)
-    fold = MoveFold(keep=10**18 if args.all else KEEP)
+    fold = MoveFold(keep=10**18 if args.all else KEEP, compact=not args.verbose)
+    repeats = RepeatFold()
     others: set[str] = set()  # clusters the records were about, when none is the one asked
     matched = False
     for record in records:
@@ -58,10 +66,15 @@ def run_tail(args: argparse.Namespace) -> int:
             others.add(record.cluster)
             continue
         matched = True
-        lines = [record.model_dump_json()] if args.json else fold.lines(record)
+        if args.json:
+            lines = [record.model_dump_json()]
+        elif args.all:
+            lines = fold.lines(record)
+        else:
+            lines = repeats.lines(record, fold.lines)
         for line in lines:
             print(line, flush=True)
-    for line in fold.finish():
+    for line in [*fold.finish(), *repeats.finish()]:
         print(line)
     sys.stdout.flush()
     if args.cluster and not matched and others:

@@ -40,7 +40,7 @@ def test_the_tail_reads_through_the_death_of_the_audit_leader(healthy_cluster: A
     tail = subprocess.run(
         [
             *(sys.executable, "-m", "composition.cli", "actions", "tail"),
-            *("--bootstrap", bootstrap, "--topic", topic, "--since", since),
+            *("--bootstrap", bootstrap, "--topic", topic, "--since", since, "--all"),
         ],
         capture_output=True,
         text=True,

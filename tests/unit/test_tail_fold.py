@@ -76,3 +76,54 @@ def test_a_cluster_the_topic_has_no_record_of_is_named_as_a_typo(
     )
     assert main([*where, "--cluster", "demo"]) == 0
     assert "noop" in capsys.readouterr().out
+
+
+def test_an_unchanged_decision_every_cycle_is_one_line_and_a_count() -> None:
+    """Issue 72.6: an identical noop every cycle (2,900 lines a day at a 30 s cycle), and a
+    wait whose seconds left change each cycle, are printed once and counted; a change prints."""
+    from manager.cli.tail_fold import RepeatFold
+
+    def at(r: AuditRecord, s: int, reasons: tuple[str, ...] = ()) -> AuditRecord:
+        return r.model_copy(update={"time_ms": 1_765_000_000_000 + s * 1000, "reasons": reasons})
+
+    day = [
+        at(record("decision", "noop: every broker is alive and within its limits"), 30 * n)
+        for n in range(96)
+    ]
+    day += [
+        at(record("decision", f"wait: broker 4 has been dead {s} s of its 600 s grace"), 3000 + s)
+        for s in (30, 60, 90)
+    ]
+    day.append(
+        at(
+            record("would_act", "would act (observe mode): heal dead brokers 4"),
+            3700,
+            ("heal_without_loads: the loads are 1200 s old",),
+        )
+    )
+    day.append(
+        at(
+            record("would_act", "would act (observe mode): heal dead brokers 4"),
+            3730,
+            ("heal_without_loads: the loads are 1230 s old",),
+        )
+    )
+    fold, repeats = MoveFold(compact=True), RepeatFold()
+    lines = [line for r in day for line in repeats.lines(r, fold.lines)] + repeats.finish()
+    assert len(lines) == 6, lines
+    assert "noop: every broker is alive" in lines[0]
+    assert lines[1] == "... the same 95 times more, the last at 2025-12-06T06:34:10Z"
+    assert "dead 30 s of its 600 s grace" in lines[2]
+    assert lines[3].startswith("... the same 2 times more")
+    assert lines[4].endswith("because heal_without_loads")  # compact: the code alone
+    assert lines[5].startswith("... the same 1 times more")
+
+
+def test_verbose_reasons_are_whole_sentences() -> None:
+    from manager.audit.log import render_line
+
+    r = record("decision", "refuse: ...").model_copy(
+        update={"reasons": ("too_many_dead_brokers: 2 of 4 brokers are dead", "mode: observe")}
+    )
+    assert render_line(r, compact=True).endswith("because too_many_dead_brokers; mode: observe")
+    assert "2 of 4 brokers are dead" in render_line(r)
