@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from kmedic.logging import get_logger
 from manager.config import ManagerConfig, load_manager_config
 from manager.model.snapshot import Snapshot
 
+# How long `manager --once` waits for ZooKeeper before it gives up (exit 5).
+ONCE_REACH_S = 30.0
 # Between the snapshot tool's two reads: longer than metadata takes to reach every broker.
 CONFIRM_READ_GAP_S = 1.0
 
@@ -25,7 +28,11 @@ log = get_logger(__name__)
 def register(sub: Any) -> None:
     manager = sub.add_parser("manager", help="run the manager daemon (heal, balance, or refuse)")
     manager.add_argument("--config", type=Path, required=True, help="manager YAML config")
-    manager.add_argument("--once", action="store_true", help="run a single cycle and exit")
+    manager.add_argument(
+        "--once",
+        action="store_true",
+        help="run a single cycle and exit (ZooKeeper not answering within 30 s: exit 5)",
+    )
     manager.add_argument(
         "--mode",
         choices=("act", "observe"),
@@ -58,9 +65,21 @@ def cmd_manager(args: argparse.Namespace) -> int:
         check_credentials(cfg.secondary_client, role="manager (audit.secondary_kafka)")
     manager = build_manager(cfg, mode_flag=args.mode)
     signal.signal(signal.SIGTERM, lambda *_: manager.request_stop())
+    # One cycle is a tool's run: it waits for ZooKeeper ONCE_REACH_S, not for as long as a
+    # daemon does (it had not ended after 90 s with nothing reachable).
+    bound = threading.Timer(ONCE_REACH_S, manager.request_stop) if args.once else None
     try:
+        if bound is not None:
+            bound.daemon = True
+            bound.start()
         manager.start()
-        if args.once:
+        if bound is not None:
+            bound.cancel()
+            if not manager.coordinator.connected:
+                raise Unreachable(
+                    f"ZooKeeper at {cfg.zookeeper.zk_connect} did not answer within "
+                    f"{ONCE_REACH_S:.0f} s: no cycle ran"
+                )
             manager.run_once()
         else:
             manager.run()

@@ -20,7 +20,7 @@ from kafka.errors import NodeNotReadyError
 
 from kmedic.errors import KmedicError
 from kmedic.forwarders import Forwarders
-from kmedic.kafka_admin import connect_admin, describe_partitions, steer_requests
+from kmedic.kafka_admin import REACH_MS, connect_admin, describe_partitions, steer_requests
 from kmedic.kafka_client import Cluster
 from kmedic.kafka_protocol import refusal, unregister_broker
 from kmedic.logging import get_logger
@@ -57,15 +57,19 @@ class AdminCalls:
         self._client: KafkaAdminClient | None = None
         self._forwarders = Forwarders()  # brokers a call timed out on lately
         try:  # connected now while the cluster answers (its metadata fresh before any hang)
-            self._client = self._connect()
+            self._client = self._connect(reach_ms=REACH_MS)
         except KmedicError as exc:
             # A manager started while Kafka is down must start (and wait, blind), not fail in
-            # its constructor: the next call connects.
+            # its constructor: the next call connects. It asks for REACH_MS, not the request
+            # timeout: the whole start (its HTTP server, its health) waited 30 s here.
             log.warning("executor_admin_unreachable_at_start", error=str(exc))
 
-    def _connect(self) -> KafkaAdminClient:
+    def _connect(self, reach_ms: int | None = None) -> KafkaAdminClient:
         client: KafkaAdminClient = connect_admin(
-            self._bootstrap, client_id="kmedic-executor", timeout_ms=self._timeout_ms
+            self._bootstrap,
+            client_id="kmedic-executor",
+            timeout_ms=self._timeout_ms,
+            reach_ms=reach_ms,
         )
         # A broker a request waited on and failed is avoided by the requests that name none.
         steer_requests(client, self._forwarders)

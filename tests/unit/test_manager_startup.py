@@ -76,3 +76,46 @@ def test_the_mode_flag_reaches_the_manager_as_a_flag_not_as_the_config(
     assert main(["manager", "--config", str(config), "--mode", "act"]) == 1
     assert main(["manager", "--config", str(config)]) == 1
     assert seen == [("observe", "act"), ("observe", None)]
+
+
+def test_once_gives_up_on_zookeeper_within_its_bound(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 72.3: `kmedic manager --once` with nothing reachable had not ended after 90 s (a
+    daemon waits for ZooKeeper for as long as it takes; one cycle is a tool's run)."""
+    import manager.cli.daemon as daemon_cli
+    import manager.daemon.wiring as wiring
+    from composition.cli import main
+
+    class Waiting:
+        """A manager whose start waits for a ZooKeeper that never answers, until stopped."""
+
+        instance = "m1"
+
+        def __init__(self) -> None:
+            self.stopped = threading.Event()
+            self.coordinator = type("C", (), {"connected": False, "shutdown_reason": None})()
+            self.cycles = 0
+
+        def request_stop(self) -> None:
+            self.stopped.set()
+
+        def start(self) -> None:
+            assert self.stopped.wait(10), "never stopped"
+
+        def run_once(self) -> None:
+            self.cycles += 1
+
+        def stop(self) -> None:
+            pass
+
+    made = Waiting()
+    monkeypatch.setattr(wiring, "build_manager", lambda cfg, **_: made)
+    monkeypatch.setattr(daemon_cli, "check_credentials", lambda *a, **k: None)
+    monkeypatch.setattr(daemon_cli, "ONCE_REACH_S", 0.2)
+    config = Path(__file__).parents[2] / "configs" / "manager.example.yaml"
+    assert main(["manager", "--config", str(config), "--once"]) == 5
+    assert "ZooKeeper at 127.0.0.1:2181 did not answer within 0 s: no cycle ran" in (
+        capsys.readouterr().err
+    )
+    assert made.cycles == 0
