@@ -33,6 +33,7 @@ def view_of(
     audit: Callable[[str, dict[str, Any]], None] | None = None,
     readiness: Callable[[], Mapping[str, Any] | None] = lambda: None,
     kafka: str = "127.0.0.1:1",
+    snapshot: Callable[[], Any] = lambda: None,
 ) -> ManagerView:
     return ManagerView(
         cluster=cluster,
@@ -43,7 +44,7 @@ def view_of(
         health=health,
         status_page=status or _absent("status page"),
         decision=lambda: None,
-        snapshot=lambda: None,
+        snapshot=snapshot,
         readiness=readiness,
         audit=audit or _absent("audit log"),
         zookeeper=zookeeper or _absent("ZooKeeper"),

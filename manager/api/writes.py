@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.errors import KmedicError, Unreachable
+from manager.analyzer.request_check import Asked, ClusterFacts, never_met
 from manager.api.access import Caller, Writer
 from manager.api.problems import Problem
 from manager.api.shapes import ModeCleared, RequestDocument
@@ -78,7 +79,15 @@ def router(view: ManagerView) -> APIRouter:
     )
     def create_request(body: NewRequest, who: Writer) -> dict[str, Any]:
         """A drain, fill, demote, decommission or set_rf request, pending until the leading
-        manager plans it through its gates (as `kmedic drain` ... store it)."""
+        manager plans it through its gates (as `kmedic drain` ... store it). One that can never
+        be met on the cluster as this instance last read it is refused with why (409), never
+        queued (manager.analyzer.request_check)."""
+        snap = view.snapshot()
+        if snap is not None:
+            asked = Asked(body.kind, tuple(body.brokers), body.topic, body.replication_factor)
+            why = never_met(asked, ClusterFacts.of(snap))
+            if why is not None:
+                raise Problem(409, f"refused: {why}")
         with view.zookeeper() as client, unprocessable():
             stored = submit(
                 client,

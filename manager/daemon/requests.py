@@ -34,6 +34,7 @@ from typing import Protocol
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
+from manager.analyzer.request_check import Asked, ClusterFacts, never_met
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.cordoning import CordonKeeper
@@ -95,7 +96,7 @@ class RequestFollower:
             for again in [_holding_again(snap, r, intents)]
             if again
         ]
-        opened = self.for_planner(requests, (b.id for b in snap.brokers), snap.topics.table.names)
+        opened = self.for_planner(requests, ClusterFacts.of(snap))
         # kmedic's own word for the brokers a request decides (the agents' lags a sample):
         # held, or released from its own cordon; a cordon it did not write stays as read.
         coord = self.coordinator
@@ -114,14 +115,12 @@ class RequestFollower:
         self.cordons.follow(requests, alive, self.coordinator.epoch)
 
     def for_planner(
-        self,
-        requests: Iterable[StoredRequest],
-        brokers: Iterable[int],
-        topics: Iterable[str] = (),
+        self, requests: Iterable[StoredRequest], facts: ClusterFacts
     ) -> tuple[OperatorRequest, ...]:
-        """The open requests the planner may serve, oldest first; as the leader, one naming a
-        broker or a topic the cluster does not have is failed (it could never be met)."""
-        known, named = set(brokers), set(topics)
+        """The open requests the planner may serve, oldest first; as the leader, one that can
+        never be met (manager.analyzer.request_check) is failed with why, so that it does not
+        hold the queue behind it."""
+        known = facts.brokers
         found = list(requests)
         self.latest = tuple(found)
         self.metrics.observe_requests(Counter(r.state for r in found))
@@ -135,9 +134,10 @@ class RequestFollower:
                 if self.coordinator.is_leader:
                     self._move(r, "done", f"brokers {unknown} are no longer in the cluster")
                 continue
-            why = f"the cluster has no broker {unknown}" if unknown else None
-            if r.topic is not None and r.topic not in named:
-                why = f"the cluster has no topic {r.topic}"
+            asked = Asked(r.kind, r.brokers, r.topic, r.replication_factor)
+            why = never_met(asked, facts) if r.state == "pending" else None
+            if why is None and unknown:  # a running request whose broker left meanwhile
+                why = f"the cluster has no broker {unknown}"
             if why is not None:
                 if self.coordinator.is_leader:
                     self._move(r, "failed", why)

@@ -250,3 +250,18 @@ def test_docs_api_md_names_exactly_the_routes_served() -> None:
     }
     assert documented - served == set(), "named in docs/api.md, not served"
     assert served - documented == set(), "served, not named in docs/api.md"
+
+
+def test_a_request_that_can_never_be_met_is_refused_when_it_is_made() -> None:
+    """Issue 72.1: a drain of every broker and an RF of 1,000,000 got 201 and sat in the
+    queue; on the manager's last snapshot they are refused at once, 409 with why."""
+    from planner_fixtures import broker, make, part
+
+    snap = make([broker(b, "/r") for b in (1, 2, 3)], {"t": [part(0, [1, 2, 3])]})
+    api = client(snapshot=lambda: snap)
+    every = api.post(
+        "/api/v1/requests", json={"kind": "drain", "brokers": [1, 2, 3]}, auth=("ops", "pw")
+    )
+    is_problem(every, 409, "refused: emptying brokers [1, 2, 3] leaves 0 brokers")
+    huge = {"kind": "set_rf", "topic": "t", "replication_factor": 1_000_000}
+    is_problem(api.post("/api/v1/requests", json=huge, auth=("ops", "pw")), 409, "cannot be placed")

@@ -235,3 +235,33 @@ def test_a_decommissioned_broker_is_gone_not_dead_and_its_request_done_if_left_o
     rig.manager.cycle()
     assert rig.coordinator.requests.marked == [("req-1", "done")]
     assert any("brokers [9] are no longer in the cluster" in s for s in rig.summaries())
+
+
+def test_a_request_that_can_never_be_met_fails_at_once_and_blocks_nothing_behind_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 72.1: `kmedic topics set-rf t --rf 1` on an RF-3 topic ended done with nothing
+    changed, and a drain of every broker or an RF of 1,000,000 sat at the head of the queue
+    (served oldest first), blocking the requests behind it."""
+    cases = {
+        "lower": (
+            replace(set_rf("t", 1), id="req-1"),
+            "kmedic never lowers a replication factor: t has partitions at RF 3, above the 1",
+        ),
+        "wider": (
+            replace(set_rf("t", 1_000_000), id="req-1"),
+            "RF 1000000 for t cannot be placed: the cluster has 4 brokers",
+        ),
+        "emptied": (
+            _request("drain", 1, 2, rid="req-1"),
+            "emptying brokers [1, 2] leaves 2 brokers, fewer than the replication factor 3 of t",
+        ),
+    }
+    for name, (hopeless, why) in cases.items():
+        rig = Rig(tmp_path / name)
+        behind = _request("demote", 1, rid="req-2")
+        rig.coordinator.open_requests = (hopeless, behind)
+        outcome = rig.manager.cycle()
+        assert rig.coordinator.requests.marked == [("req-1", "failed"), ("req-2", "running")]
+        assert any(why in s for s in rig.summaries()), (name, rig.summaries())
+        assert outcome.kind == "act", outcome.sentence  # the demote behind it is served
