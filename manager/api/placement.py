@@ -140,6 +140,16 @@ def _collection(
             record = parse_record(kind, {**fields, "name": name}, f"{what} {name!r}")
         except KmedicError as exc:
             raise Problem(422, str(exc)) from exc
+        snap = steps.view.snapshot()
+        named = set(fields.get("brokers", ()))
+        if snap is not None and named - {b.id for b in snap.brokers}:
+            # A typo'd broker id was stored and silently matched nothing (issue 72.2).
+            known = sorted(b.id for b in snap.brokers)
+            raise Problem(
+                422,
+                f"{what} {name!r} names brokers the cluster does not have: "
+                f"{sorted(named - set(known))} (it has {known})",
+            )
         with zookeeper() as client:
             zk = steps.store(cluster, client)
             exists = name in zk.load().items(kind)

@@ -265,3 +265,15 @@ def test_a_request_that_can_never_be_met_is_refused_when_it_is_made() -> None:
     is_problem(every, 409, "refused: emptying brokers [1, 2, 3] leaves 0 brokers")
     huge = {"kind": "set_rf", "topic": "t", "replication_factor": 1_000_000}
     is_problem(api.post("/api/v1/requests", json=huge, auth=("ops", "pw")), 409, "cannot be placed")
+
+
+def test_a_failure_domain_naming_a_broker_the_cluster_lacks_is_refused() -> None:
+    """Issue 72.2: a failure domain naming a broker that does not exist was stored."""
+    from planner_fixtures import broker, make, part
+
+    snap = make([broker(b, "/r") for b in (1, 2, 3)], {"t": [part(0, [1, 2, 3])]})
+    api = client(snapshot=lambda: snap)
+    answer = api.post(
+        "/api/v1/clusters/c1/failureDomains/d1", json={"brokers": [1, 9]}, auth=("ops", "pw")
+    )
+    is_problem(answer, 422, "names brokers the cluster does not have: [9] (it has [1, 2, 3])")
