@@ -231,6 +231,9 @@ class RequestFollower:
         except KmedicError as exc:  # fenced, or cancelled meanwhile: the next cycle reads again
             log.warning("request_update_failed", request=request.id, state=state, error=str(exc))
             return
+        # The status page shows the requests as this cycle left them: one it just marked done
+        # read "running" beside a last decision saying it was done.
+        self.latest = tuple(updated if r.id == updated.id else r for r in self.latest)
         self.trail.record(
             "decision",
             updated.sentence(),

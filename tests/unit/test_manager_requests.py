@@ -265,3 +265,13 @@ def test_a_request_that_can_never_be_met_fails_at_once_and_blocks_nothing_behind
         assert rig.coordinator.requests.marked == [("req-1", "failed"), ("req-2", "running")]
         assert any(why in s for s in rig.summaries()), (name, rig.summaries())
         assert outcome.kind == "act", outcome.sentence  # the demote behind it is served
+
+
+def test_the_status_page_shows_a_request_as_the_cycle_left_it(tmp_path: Path) -> None:
+    """Issue 72.7: a request was shown running while the same page's last decision said it
+    was done (the page listed the requests as the cycle read them, before it marked them)."""
+    rig = Rig(tmp_path)
+    rig.coordinator.open_requests = (_request("demote", 4),)  # broker 4 leads nothing: done
+    rig.manager.cycle()
+    assert rig.coordinator.requests.marked == [("req-1", "done")]
+    assert [(r["id"], r["state"]) for r in rig.manager.status()["requests"]] == [("req-1", "done")]
