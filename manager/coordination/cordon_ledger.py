@@ -66,7 +66,9 @@ class CordonLedger:
             "write the cordon ledger",
         )
         if isinstance(results[1], Exception):
-            self._version = -1  # unknown: the next takeover loads it again
+            # Changed underneath (a write whose answer was lost): the next write replaces it
+            # whatever its version (ZooKeeper's -1), still fenced by the epoch check.
+            self._version = -1
             raise KmedicError(f"the cordon ledger {self.path} changed underneath")
         self._version = 0 if version is None else int(results[1].version)
 
