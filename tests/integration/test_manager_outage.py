@@ -297,10 +297,16 @@ def test_a_manager_started_during_an_outage_waits_and_acts_once_it_ends(
             what="the heal's moves audited as completed",
         )
         assert moved
+        # Every move done and its throttles removed (the cycle after the last move ends):
+        # kmedic removes the rates it set, and the session's next test finds none.
         wait_for(
-            lambda: scrape(port, "kmedic_moves_in_flight") == 0,
+            lambda: (
+                scrape(port, "kmedic_is_leader") == 1
+                and scrape(port, "kmedic_moves_in_flight") == 0
+                and scrape(port, "kmedic_throttle_rate_bytes_per_second") is None
+            ),
             timeout=180,
-            what="every move of the heal to complete",
+            what="every move of the heal done and its throttle rates removed",
         )
     finally:
         pipeline.stop()
