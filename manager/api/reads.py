@@ -107,8 +107,7 @@ def router(view: ManagerView) -> APIRouter:
         or a drain holding it), each with who set it: kmedic (the request it was set for) or
         not kmedic. kmedic removes only its own. As this instance last saw them (a standby
         reads no ledger: ask the leader, named in /api/v1/status)."""
-        shown = view.status_page()
-        return {**this_instance(), "cordons": list(shown.get("cordons", []))}
+        return {**this_instance(), "cordons": view.cordons()}
 
     @api.get(
         "/requests",

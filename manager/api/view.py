@@ -36,6 +36,8 @@ class ManagerView:
     audit_topic: str
     # This instance's mode now and where it came from (flag, run_time, config).
     mode: Callable[[], tuple[str, str]] = lambda: ("unknown", "unknown")
+    # Every cordoned broker this instance knows of and who set its cordon.
+    cordons: Callable[[], list[dict[str, Any]]] = lambda: []
 
     def audit_write(self, by: str, user: str | None, summary: str, **details: Any) -> None:
         """An operator's write, as one record: who (``by``, ``user``) and what."""

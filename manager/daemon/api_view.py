@@ -17,9 +17,11 @@ from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.mode import ModeTracker
 from manager.daemon.ports import Coordinator
 from manager.daemon.readiness_sweep import ReadinessSweep
+from manager.daemon.requests import RequestFollower
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
 from manager.web.metrics import ManagerMetrics
+from manager.web.status_page import cordon_rows
 
 log = get_logger(__name__)
 
@@ -34,6 +36,7 @@ class RunningManager(Protocol):
     trail: AuditTrail
     readiness: ReadinessSweep
     mode: ModeTracker
+    requests: RequestFollower
     last_decision: Decision | None
     last_snapshot: Snapshot | None
 
@@ -65,6 +68,7 @@ def api_view(manager: RunningManager) -> ManagerView:
         kafka=cfg.cluster_client,
         audit_topic=cfg.topics.actions,
         mode=lambda: (manager.mode.current, manager.mode.source),
+        cordons=lambda: cordon_rows(manager.last_snapshot, manager.requests.cordons.by_whom),
     )
 
 

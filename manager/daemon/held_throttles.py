@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from manager.coordination.plan_store import StoredPlan
 from manager.daemon.audit_trail import AuditTrail
-from manager.model.throttles import ThrottleRecord
+from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
 from manager.web.metrics import ManagerMetrics
 
 
@@ -30,12 +30,8 @@ def held_sentence(record: ThrottleRecord) -> str:
         "their partitions' replication, a restarted broker's catch-up included, runs at those "
         "rates until kmedic acts again (`kmedic mode act`: the leader removes what no move "
         "needs) or they are removed by hand (kafka-configs --alter --entity-type brokers "
-        f"--entity-name {by_hand} --delete-config {LEADER}, {FOLLOWER})"
+        f"--entity-name {by_hand} --delete-config {LEADER_RATE}, {FOLLOWER_RATE})"
     )
-
-
-LEADER = "leader.replication.throttled.rate"
-FOLLOWER = "follower.replication.throttled.rate"
 
 
 class HeldThrottles:

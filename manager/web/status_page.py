@@ -71,11 +71,7 @@ def status_document(
         else None,
         "brokers": _brokers(snapshot, loads) if snapshot else [],
         # Every cordoned broker, kmedic's own and others' (issue 71.7).
-        "cordons": [
-            {"broker": b.id, "by": cordoned_by(b.id)}
-            for b in (snapshot.brokers if snapshot else ())
-            if b.cordoned
-        ],
+        "cordons": cordon_rows(snapshot, cordoned_by),
         "active_alerts": dict(sorted(alerts.items())),
         "moves": [
             {
@@ -113,6 +109,12 @@ def status_document(
             for r in reversed(list(recent))
         ],
     }
+
+
+def cordon_rows(snapshot: Snapshot | None, by: Callable[[int], str]) -> list[dict[str, Any]]:
+    """Every cordoned broker of the snapshot and who set its cordon."""
+    brokers = snapshot.brokers if snapshot is not None else ()
+    return [{"broker": b.id, "by": by(b.id)} for b in brokers if b.cordoned]
 
 
 def _brokers(snap: Snapshot, loads: Mapping[int, BrokerLoad]) -> list[dict[str, Any]]:

@@ -277,3 +277,14 @@ def test_a_failure_domain_naming_a_broker_the_cluster_lacks_is_refused() -> None
         "/api/v1/clusters/c1/failureDomains/d1", json={"brokers": [1, 9]}, auth=("ops", "pw")
     )
     is_problem(answer, 422, "names brokers the cluster does not have: [9] (it has [1, 2, 3])")
+
+
+def test_the_cordons_route_answers_what_the_manager_knows() -> None:
+    from dataclasses import replace as with_
+
+    view = view_of(ManagerMetrics("c1").registry, lambda: (True, {}), cluster="c1")
+    view = with_(view, cordons=lambda: [{"broker": 4, "by": "kmedic (req-0000000001)"}])
+    answer = TestClient(build_app(view, SECURED, threading.Event())).get(
+        "/api/v1/cordons", auth=("viewer", "pw")
+    )
+    assert answer.json()["cordons"] == [{"broker": 4, "by": "kmedic (req-0000000001)"}]
