@@ -130,9 +130,12 @@ class Sampler:
         self._prev = None  # the next good sample starts a new baseline
         self._metadata_at = None  # and reads the cluster's metadata again
         dirs = disk.log_dirs(None, self._log_dir_paths, self._log_dir_share)
-        self.prober.take()  # what a failed sample's probes saw is not its evidence
+        # What the probes measured before the sample failed is evidence still: a broker whose
+        # reads time out behind a failing link is the slowest of all (the manager's score).
+        probed = self.prober.take()
         return self._with_nic(
-            failure_record(self._header(now_ms), bs.Failure(reason=reason, message=message), dirs)
+            failure_record(self._header(now_ms), bs.Failure(reason=reason, message=message), dirs),
+            probed if probed.probe_count else None,
         )
 
     def _with_nic(

@@ -118,7 +118,7 @@ def _broker(b: int, obs: Observation, capacity: CapacitySettings, default: Capac
         capacity=own_capacity,
         capacity_source=source,
         disk_used_bytes=_disk_used(agent.healthy if agent else None),
-        latency=_latency(agent.healthy if agent else None),
+        latency=_latency(agent),
         cordoned=_cordoned(agent.healthy if agent else None),
     )
 
@@ -130,8 +130,13 @@ def _cordoned(stats: BrokerStats | None) -> bool:
     return bool(dirs) and all(d.cordoned for d in dirs)
 
 
-def _latency(stats: BrokerStats | None) -> BrokerLatency | None:
-    """How long the broker took to answer, from its newest healthy sample."""
+def _latency(agent: AgentView | None) -> BrokerLatency | None:
+    """How long the broker took to answer, from its newest record that measured it: a failed
+    sample's probes count (reads timing out behind a failing link are the slowest answers),
+    else the newest healthy sample's."""
+    if agent is None:
+        return None
+    stats = agent.latest if agent.latest.latency is not None else agent.healthy
     if stats is None or stats.latency is None:
         return None
     latency = stats.latency

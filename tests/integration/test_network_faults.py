@@ -4,9 +4,11 @@ fails."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -465,6 +467,7 @@ def test_a_slow_link_is_found_by_its_probes_demoted_and_given_its_leadership_bac
                     [
                         f"broker {victim}: score {score}, leads {_led_by(bootstrap, topic, victim)}"
                         f" of {topic}; ISRs short: {_short_of_isr(bootstrap)}; {load}",
+                        f"its agent logged: {_agent_events(tmp_path / f'agent-{victim}.log')}",
                         "audit since its link slowed:",
                         *said,
                     ]
@@ -499,6 +502,15 @@ def test_a_slow_link_is_found_by_its_probes_demoted_and_given_its_leadership_bac
     finally:
         load.stop()
         pipeline.stop()
+
+
+def _agent_events(log: Path) -> str:
+    """How many of each event an agent's log holds, and the last one not a published sample:
+    whether its samples failed while its link was slow (their probes are the evidence)."""
+    events = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    counts = Counter(e.get("event") for e in events)
+    other = [e for e in events if e.get("event") != "sample_published"]
+    return f"{dict(counts)}; last other: {other[-1] if other else None}"
 
 
 def _led_by(bootstrap: str, topic: str | None, broker: int) -> int:

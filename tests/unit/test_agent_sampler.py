@@ -59,6 +59,7 @@ class StaticAdmin:
             1: BrokerNode("127.0.0.1", port, "/r1", fenced=False)
         }
         self.fail = False
+        self.probe_answer_ms = 2.0
         self.calls = 0
         self.metadata_reads = 0
         self.partitions = [PartitionInfo("orders", 1, 1, (1, 2), (1, 2))]
@@ -81,7 +82,7 @@ class StaticAdmin:
         return True
 
     def probe_ms(self, timeout_s: float) -> float:
-        return 2.0
+        return self.probe_answer_ms
 
 
 def _free_port() -> int:
@@ -189,6 +190,22 @@ def test_admin_failure_backs_off_then_recovers(server: PageServer, tmp_path: Pat
     rec = sampler.sample()
     assert rec.failure is None and admin.calls == 2
     assert rec.rate_window_s is None  # a failure resets the baseline
+
+
+def test_a_failed_sample_keeps_what_its_probes_measured(server: PageServer, tmp_path: Path) -> None:
+    """A broker whose reads fail behind a failing link answered its probes slowly first: that
+    evidence goes out on the failure record (it was thrown away, and a slow broker whose
+    every sample failed was never scored slow). A failure with no probe since says nothing."""
+    sampler, admin = _sampler(server, tmp_path, interval_s=30.0)
+    admin.probe_answer_ms = 900.0
+    sampler.probe()
+    admin.fail = True
+    rec = sampler.sample()
+    assert rec.failure is not None and rec.failure.reason == "admin_api_error"
+    assert rec.latency is not None and rec.latency.probe_count == 1, rec.latency
+    assert rec.latency.probe_p90_ms == 900.0
+    rec = sampler.sample()  # backing off: nothing was probed since
+    assert rec.failure is not None and rec.latency is None
 
 
 def test_backoff_doubles_up_to_the_cap() -> None:

@@ -93,6 +93,38 @@ def test_a_broker_in_metadata_is_alive_even_when_its_agent_reports_failure() -> 
     assert b1.dead_since_ms is None
 
 
+def test_a_failed_samples_probes_are_the_brokers_latency_else_the_last_healthy_ones() -> None:
+    """A live broker whose reads fail behind a slow link: its failure record's probes are the
+    newest evidence of how long it takes to answer (the healthy sample's were read before, and
+    a broker whose every sample failed was never scored). A failure that probed nothing leaves
+    the healthy sample's figures."""
+
+    def latency_of(p90_ms: float) -> dict[str, Any]:
+        return {
+            "probe_count": 4,
+            "probe_failures": 0,
+            "probe_p50_ms": p90_ms,
+            "probe_p90_ms": p90_ms,
+            "probe_max_ms": p90_ms,
+            "produce_local_ms": None,
+            "log_flush_ms": None,
+        }
+
+    probed = latency_of(1000.0)
+    healthy = stats(1, ts=NOW - 20_000, latency=latency_of(3.0))
+    failed = stats(1, ts=NOW, failed=True, latency=probed)
+    agents = {1: AgentView(latest=failed, last_healthy_ms=NOW - 20_000, healthy=healthy)}
+    latency = brokers(snapshot(observation(agents=agents)))[1].latency
+    assert latency is not None and (latency.sampled_at_ms, latency.probe_p90_ms) == (NOW, 1000.0)
+    quiet = stats(1, ts=NOW, failed=True)
+    agents = {1: AgentView(latest=quiet, last_healthy_ms=NOW - 20_000, healthy=healthy)}
+    latency = brokers(snapshot(observation(agents=agents)))[1].latency
+    assert latency is not None and (latency.sampled_at_ms, latency.probe_p90_ms) == (
+        NOW - 20_000,
+        3.0,
+    )
+
+
 def test_a_dead_broker_carries_both_signals_of_its_death() -> None:
     # The audit's evidence comes from the snapshot's broker, not from a side channel.
     agents = {4: view(stats(4, ts=NOW, failed=True), last_healthy=NOW - 30_000)}
