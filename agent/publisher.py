@@ -21,6 +21,7 @@ from kmedic import brokerstats as bs
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import confluent_conf
 from kmedic.logging import get_logger
+from kmedic.own_topics import MIN_INSYNC, own_min_insync, own_replication
 
 log = get_logger(__name__)
 
@@ -62,7 +63,7 @@ def ensure_topic(config: AgentConfig, timeout_s: float = 15.0) -> bool:
         if config.topic in md.topics and md.topics[config.topic].error is None:
             return True
         wanted = config.topic_settings
-        rf = max(1, min(wanted.replication_factor, len(md.brokers)))
+        rf = own_replication(wanted.replication_factor, len(md.brokers))
         topic = NewTopic(
             config.topic,
             num_partitions=wanted.partitions,
@@ -70,7 +71,7 @@ def ensure_topic(config: AgentConfig, timeout_s: float = 15.0) -> bool:
             config={
                 "cleanup.policy": "delete",
                 "retention.ms": str(wanted.retention_ms),
-                "min.insync.replicas": str(min(2, rf)),
+                MIN_INSYNC: str(own_min_insync(rf)),
                 "max.message.bytes": str(config.max_record_bytes + 100_000),
             },
         )

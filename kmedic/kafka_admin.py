@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from kmedic import own_topics
 from kmedic.errors import KmedicError, Unreachable
 from kmedic.forwarders import Forwarders
 from kmedic.kafka_client import Cluster, client_settings
@@ -134,7 +135,7 @@ def connect_admin(
         raise error(f"cannot reach the cluster at {bootstrap}: {exc}") from exc
 
 
-MIN_INSYNC = "min.insync.replicas"
+MIN_INSYNC = own_topics.MIN_INSYNC
 
 
 def describe_min_insync(client: Any, topics: list[str]) -> dict[str, int]:

@@ -21,6 +21,7 @@ from tenacity import (
 from kmedic.errors import KmedicError, Unreachable
 from kmedic.kafka_client import client_settings, confluent_conf
 from kmedic.logging import get_logger
+from kmedic.own_topics import MIN_INSYNC, own_min_insync, own_replication
 from kmedic.topic_wait import broker_addresses, wait_until_known
 from streaming.config import StreamConfig
 
@@ -123,8 +124,11 @@ def ensure_output_topics(cfg: StreamConfig, reach_timeout_s: float = _TIMEOUT_S)
             f"to check the output topics: {exc}"
         ) from exc
     brokers = max(1, len(metadata.brokers))
-    replication = min(cfg.topics.replication_factor, brokers)
-    wanted = wanted_topics(cfg)
+    replication = own_replication(cfg.topics.replication_factor, brokers)
+    wanted = {
+        name: {**conf, MIN_INSYNC: str(own_min_insync(replication))}
+        for name, conf in wanted_topics(cfg).items()
+    }
     missing = [
         kafka_admin.NewTopic(  # type: ignore[attr-defined]
             name, cfg.topics.partitions, replication, config=conf

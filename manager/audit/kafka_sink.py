@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from kmedic.errors import KmedicError
 from kmedic.kafka_client import Cluster, client_settings, confluent_conf
 from kmedic.logging import get_logger
+from kmedic.own_topics import MIN_INSYNC, own_min_insync, own_replication
 from manager.audit.log import AuditRecord
 
 log = get_logger(__name__)
@@ -157,14 +158,17 @@ def ensure_audit_topic(
         brokers = len(admin.list_topics(timeout=timeout_s).brokers)
     except KafkaException as exc:
         raise KmedicError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from exc
-    replication_factor = max(1, min(replication_factor, brokers))
+    replication_factor = own_replication(replication_factor, brokers)
     futures = admin.create_topics(
         [
             NewTopic(
                 topic,
                 num_partitions=1,
                 replication_factor=replication_factor,
-                config={"retention.ms": str(30 * 24 * 3600 * 1000)},
+                config={
+                    "retention.ms": str(30 * 24 * 3600 * 1000),
+                    MIN_INSYNC: str(own_min_insync(replication_factor)),
+                },
             )
         ],
         request_timeout=timeout_s,

@@ -180,3 +180,52 @@ def test_a_topic_without_a_setting_of_its_own_gets_the_controllers_cluster_defau
     finally:
         client.close()
     assert found["config_source"] == "DYNAMIC_DEFAULT_BROKER_CONFIG", found
+
+
+def test_kmedics_own_topics_pass_its_own_check(
+    local_cluster: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The topics kmedic creates for itself - the agents' stats topic, the stream's load and
+    dead-letter topics, the audit topic - are created by one policy (kmedic/own_topics.py:
+    min.insync.replicas 2 at RF 3) that `kmedic topics check` finds safe; the audit and load
+    topics were created at the brokers' default of 1, and the check flagged them."""
+    from streaming_support import stream_config
+
+    from agent.config import AgentConfig
+    from agent.publisher import ensure_topic
+    from manager.audit.kafka_sink import ensure_audit_topic
+    from manager.cli.topics import read_facts
+    from streaming.config import TopicsConfig
+    from streaming.topics import ensure_output_topics
+
+    bootstrap = local_cluster.bootstrap_servers
+    tag = uuid.uuid4().hex[:6]
+    stats = f"kmedic.brokerstats.own-{tag}"
+    agent = AgentConfig.model_validate(
+        {"broker_id": 1, "bootstrap": bootstrap, "exporter_url": "http://127.0.0.1:1/m"}
+        | {"topic": stats}
+    )
+    assert ensure_topic(agent)
+    ensure_audit_topic(bootstrap, f"kmedic.actions.own-{tag}")
+    names = TopicsConfig(
+        brokerstats=stats,
+        replica_loads=f"kmedic.replica-loads.own-{tag}",
+        broker_loads=f"kmedic.broker-loads.own-{tag}",
+        dlq=f"kmedic.brokerstats.dlq.own-{tag}",
+    )
+    ensure_output_topics(stream_config(bootstrap, stats, tmp_path / "cp", topics=names))
+    own = [stats, f"kmedic.actions.own-{tag}", names.replica_loads, names.broker_loads, names.dlq]
+
+    code, out, err = kmedic_in_process(
+        capsys, "topics", "check", "--bootstrap", bootstrap, "--json"
+    )
+    assert code in (0, 3), err  # other tests' topics may be unsafe
+    listed = json.loads(out)
+    facts = {t.name: t for t in read_facts(bootstrap) if t.name in own}
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.delete_topics(own)
+    admin.close()
+    assert {(n, t.replication_factor, t.min_insync_replicas) for n, t in facts.items()} == {
+        (n, 3, 2) for n in own
+    }, facts
+    assert not [u for u in listed if u["topic"] in own], listed

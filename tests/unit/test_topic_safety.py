@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from manager_fakes import Rig
 from planner_fixtures import snapshot_dict
 
+from kmedic.own_topics import own_min_insync, own_replication
 from manager.analyzer.topic_safety import (
     TopicFacts,
     UnsafeTopic,
@@ -144,3 +145,15 @@ def test_a_failed_read_keeps_what_was_known_and_is_tried_again() -> None:
     assert configs.read(client, {"a", "b"}) == {"a": 2}
     client.down = False
     assert configs.read(client, {"a", "b"}) == {"a": 2, "b": 1}
+
+
+def test_the_policy_kmedic_creates_its_own_topics_with_passes_its_own_check() -> None:
+    """kmedic/own_topics.py against find_unsafe, for every cluster size: from RF 3 on, an own
+    topic is safe at the default minimum; below it, min.insync.replicas neither blocks writes
+    nor loses them (only the RF, which the cluster's size caps, is named)."""
+    for brokers in range(1, 8):
+        for wanted in range(1, 6):
+            rf = own_replication(wanted, brokers)
+            assert 1 <= rf <= min(wanted, brokers)
+            found = find_unsafe([TopicFacts("own", rf, own_min_insync(rf))], min_rf=3)
+            assert [u.kind for u in found] == (["below_min_rf"] if rf < 3 else []), (rf, found)
