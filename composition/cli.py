@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from composition.healthcheck import ROLES
 from kmedic import __version__, secrets
-from kmedic.errors import KmedicError, Unreachable, UsageError
+from kmedic.errors import KmedicError, Refused, Unreachable, UsageError
 from kmedic.exits import Exit
 from kmedic.heap import keep_freed_memory
 from kmedic.logging import LEVELS, log_level, quiet_for_a_tool, setup_logging
@@ -120,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = Exit.UNREACHABLE
         elif isinstance(exc, UsageError):
             code = Exit.USAGE
+        elif isinstance(exc, Refused):
+            code = Exit.NOT_DONE
         return failed(args, secrets.redact(str(exc)), code)
     except KeyboardInterrupt:
         return failed(args, "interrupted", Exit.INTERRUPTED)

@@ -15,6 +15,11 @@ class UsageError(KmedicError):
     other); the command exits ``Exit.USAGE`` (kmedic.exits)."""
 
 
+class Refused(KmedicError):
+    """Asked, and the answer is no, before anything was done (a request that could never be
+    met); the command exits ``Exit.NOT_DONE`` (kmedic.exits)."""
+
+
 class ConfigError(KmedicError):
     """A configuration file or value is invalid; the message names the field."""
 

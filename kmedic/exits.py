@@ -20,9 +20,9 @@ class Exit(IntEnum):
     """The command line is wrong (an unknown flag, a missing argument or --zk/--cluster, a
     value out of range or of the wrong form, options that exclude each other)."""
     NOT_DONE = 3
-    """Asked and answered "no": a plan refused, a loss at risk, unsafe topics, ACL problems
-    found, a request not finished within --wait, a role unhealthy, a demo or a soak that
-    paged or broke an invariant."""
+    """Asked and answered "no": a plan refused, a request that could never be met, a loss at
+    risk, unsafe topics, ACL problems found, a request not finished within --wait, a role
+    unhealthy, a demo or a soak that paged or broke an invariant."""
     PARTIAL = 4
     """Partly done: a heal that places what it can and leaves named partitions unhealed."""
     UNREACHABLE = 5

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from manager.model.snapshot import Snapshot
-from manager.model.topics import topics_table
+from manager.model.topics import PartitionTable, topics_table
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,12 @@ class ClusterFacts:
 
     @classmethod
     def of(cls, snap: Snapshot) -> ClusterFacts:
-        table = topics_table(snap.topics)
+        return cls.of_table(frozenset(b.id for b in snap.brokers), topics_table(snap.topics))
+
+    @classmethod
+    def of_table(cls, brokers: Collection[int], table: PartitionTable) -> ClusterFacts:
+        """From the partition columns and the brokers known (registered, or named in a
+        replica list: a dead broker still counts as one the cluster has)."""
         counts = table.replicas.counts()
         bounds = table.topic_bounds()
         rf = {}
@@ -49,7 +54,8 @@ class ClusterFacts:
             part = counts[int(bounds[t]) : int(bounds[t + 1])]
             if part.size:
                 rf[name] = int(np.max(part))
-        return cls(frozenset(b.id for b in snap.brokers), rf)
+        named = np.unique(table.replicas.values).tolist() if len(table) else []
+        return cls(frozenset(brokers) | frozenset(int(b) for b in named if b >= 0), rf)
 
 
 def never_met(asked: Asked, facts: ClusterFacts) -> str | None:

@@ -16,6 +16,8 @@ from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.exits import Exit
+from manager.analyzer.request_check import Asked
+from manager.cli.request_check import check_at_once
 from manager.cli.status import plan_line
 from manager.cli.zk_args import common_parser, zk_target
 from manager.coordination.request_store import StoredRequest, cancel, read_requests, submit
@@ -80,7 +82,11 @@ def submit_request(args: argparse.Namespace) -> int:
     target = zk_target(args)
     base = manager_path(target.root, target.cluster)
     by = f"{getpass.getuser()}@{socket.gethostname()}"
+    asked = Asked(args.kind, tuple(args.brokers), topic=args.topic, replication_factor=args.rf)
     with zk_session(target.zk_connect, auth=target.auth) as client:
+        # A typo'd cluster stored a request no manager would ever read.
+        require_cluster(client, target.root, target.cluster)
+        check_at_once(args.config, asked)
         request = submit(
             client, base, args.kind, args.brokers, by, topic=args.topic, replication_factor=args.rf
         )

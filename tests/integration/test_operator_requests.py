@@ -270,6 +270,19 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         )
         assert missing.returncode == 3, missing.stdout + missing.stderr  # not done
         assert f"is failed: the cluster has no topic {name}.none" in missing.stdout, missing.stdout
+        # Given the manager's config the command knows the cluster and refuses at once what
+        # could never be met, storing nothing (issue 72.1); a typo'd cluster stored a request
+        # no manager would read (72.2).
+        config = ["--config", str(tmp_path / "m2.yaml")]
+        hopeless = kmedic_process("topics", "set-rf", f"{name}.none", "--rf", "2", *config)
+        assert hopeless.returncode == 3, hopeless.stdout + hopeless.stderr
+        assert f"refused, nothing stored: the cluster has no topic {name}.none" in hopeless.stderr
+        everything = kmedic_process("drain", *map(str, cluster.broker_ids), *config)
+        assert everything.returncode == 3, everything.stdout + everything.stderr
+        assert "leaves 0 brokers, fewer than the replication factor" in everything.stderr
+        typo = kmedic_process("drain", str(TARGET), "--zk", cluster.zk_connect, "--cluster", "deom")
+        assert typo.returncode == 1, typo.stdout + typo.stderr
+        assert "no cluster 'deom' in ZooKeeper" in typo.stderr and name in typo.stderr, typo.stderr
 
         # Decommission to the end: drained, stopped by the operator, unregistered by kmedic.
         started = kmedic_process("decommission", str(TARGET), *where)

@@ -21,10 +21,12 @@ from api_support import serve
 from playwright.sync_api import Page, sync_playwright
 from required_tools import needs
 
+from manager.analyzer.finish import held_back
 from manager.analyzer.planner import decide
 from manager.audit.log import AuditRecord
 from manager.executor.move_state import MoveState
 from manager.model.moves import Move
+from manager.model.plan_progress import PlanProgress
 from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import parse_snapshot
 from manager.web.load_history import LoadHistory
@@ -248,3 +250,126 @@ def test_the_screenshot_is_not_blank(page: Page, tmp_path: Path) -> None:
         base64.b64encode(shot).decode(),
     )
     assert colours > len(BROKERS) + 2, f"{colours} colours in the chart's screenshot"
+
+
+DAY_MS = 24 * 3600 * 1000
+
+
+def drain_document() -> dict[str, Any]:
+    """The leader in act mode, draining broker 6: its request running with the plan's figures,
+    the broker cordoned, an older drain finished two days ago (no longer shown) and one
+    finished an hour ago (shown)."""
+    snap = snapshot()
+    cordoned = tuple(b.model_copy(update={"cordoned": b.id == 6}) for b in snap.brokers)
+    snap = snap.model_copy(update={"brokers": cordoned})
+    request = {"kind": "drain", "brokers": [6], "by": "alice@ops", "note": ""}
+    return status_document(
+        cluster="browser-test",
+        instance="m1",
+        leader=True,
+        epoch=7,
+        snapshot=snap,
+        decision=decide(snap),
+        alerts={},
+        moves=[
+            MoveState(
+                Move("orders", 3, (1, 2, 3), 200 * MB),
+                status="in_flight",
+                original=(6, 1, 2),
+                started_at=40.0,
+            )
+        ],
+        recent=[],
+        requests=[
+            {**request, "id": "r-0041", "state": "done", "updated_ms": NOW - 2 * DAY_MS},
+            {**request, "id": "r-0057", "state": "done", "updated_ms": NOW - 3_600_000},
+            {**request, "id": "r-0058", "state": "running", "updated_ms": NOW - 30_000},
+        ],
+        now_ms=NOW,
+        now_monotonic=70.0,
+        mode="act",
+        mode_source="run_time",
+        progress=PlanProgress(
+            copied_bytes=120 * MB,
+            total_bytes=600 * MB,
+            moves_done=1,
+            moves_total=3,
+            rate_bytes_per_s=4 * MB,
+            eta_s=120.0,
+        ),
+        cordoned_by=lambda b: "kmedic (drain r-0058)" if b == 6 else "unknown",
+    )
+
+
+def observe_document() -> dict[str, Any]:
+    """The shipped default: observe mode from the config, broker 4 dead past its grace, the
+    heal kept from the cluster (would act). Broker 5 is past its grace too."""
+    snap = snapshot()
+    past = tuple(
+        b.model_copy(update={"dead_since_ms": NOW - 3_600_000}) if b.id == 5 else b
+        for b in snap.brokers
+    )
+    snap = snap.model_copy(update={"brokers": past})
+    return status_document(
+        cluster="browser-test",
+        instance="m1",
+        leader=True,
+        epoch=7,
+        snapshot=snap,
+        decision=held_back(decide(snap), "observe mode"),
+        alerts={"observe_mode:would_heal": "a heal is needed and observe mode keeps it"},
+        moves=[],
+        recent=[],
+        now_ms=NOW,
+        mode="observe",
+        mode_source="config",
+    )
+
+
+@pytest.fixture(scope="module")
+def other_pages(page: Page) -> Iterator[dict[str, Page]]:
+    """The drain's and observe mode's pages, each in a tab of the same browser."""
+    tabs, servers = {}, []
+    try:
+        for name, doc in (("drain", drain_document()), ("observe", observe_document())):
+            server = serve(
+                ManagerMetrics("browser-test").registry,
+                lambda: (True, {}),
+                status=lambda doc=doc: doc,
+            )
+            servers.append(server)
+            tab = page.context.new_page()
+            answer = tab.goto(f"http://127.0.0.1:{server.port}/status", timeout=30_000)
+            assert answer is not None and answer.status == 200
+            tabs[name] = tab
+        yield tabs
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_during_a_drain_the_page_shows_its_request_plan_and_cordon(
+    other_pages: dict[str, Page],
+) -> None:
+    tab = other_pages["drain"]
+    assert tab.locator("#mode").inner_text() == "mode: act (set at run time (kmedic mode))"
+    requests = tab.locator("section#requests table tr")
+    rows = [requests.nth(i).inner_text() for i in range(requests.count())]
+    assert [r.split()[0] for r in rows[1:]] == ["r-0057", "r-0058"], rows  # r-0041: 2 days old
+    assert "running" in rows[-1] and "alice@ops" in rows[-1], rows
+    moves = tab.locator("section#moves").inner_text()
+    assert "1 in flight, 0 queued" in moves and "Plan: " in moves and "120" in moves, moves
+    assert "kmedic (drain r-0058)" in tab.locator("section#cordons").inner_text()
+
+
+def test_in_observe_mode_the_page_says_what_it_would_do_and_who_chose_observe(
+    other_pages: dict[str, Page],
+) -> None:
+    tab = other_pages["observe"]
+    banner = tab.locator("#mode").inner_text()
+    assert banner.startswith("mode: observe (from the config)") and "writes nothing" in banner
+    decision = tab.locator("section#decision p").first.inner_text()
+    assert decision.startswith("would act: would act (observe mode): heal"), decision
+    assert not decision.startswith("noop"), decision
+    assert "observe_mode:would_heal" in tab.locator("section#alerts").inner_text()
+    assert tab.locator("section#moves").inner_text().endswith("no move in flight")
