@@ -11,9 +11,12 @@ import argparse
 import getpass
 import json
 import socket
+import sys
 from typing import Any
 
-from kmedic.errors import UsageError
+from kazoo.client import KazooClient
+
+from kmedic.errors import KmedicError, Unreachable, UsageError
 from manager.cli.status import CONFIG_MODE
 from manager.cli.zk_args import common_parser, zk_target
 from manager.coordination.mode_store import clear_mode, read_mode, set_mode
@@ -55,6 +58,7 @@ def _mode(args: argparse.Namespace) -> int:
             require_cluster(client, target.root, target.cluster)
             record = read_mode(client, base)
         else:
+            _warn_if_unknown(client, target.root, target.cluster)
             by = f"{getpass.getuser()}@{socket.gethostname()}"
             record = set_mode(client, base, args.mode, by, args.why)
     if args.json:
@@ -67,3 +71,19 @@ def _mode(args: argparse.Namespace) -> int:
     else:
         print(f"mode: {record.sentence()}")
     return 0
+
+
+def _warn_if_unknown(client: KazooClient, root: str, cluster: str) -> None:
+    """A mode may be set before a cluster's first manager starts (observe from day one), so
+    an unknown cluster is stored; but it may be a typo, and stderr says so, naming the known
+    ones."""
+    try:
+        require_cluster(client, root, cluster)
+    except Unreachable:
+        raise
+    except KmedicError as exc:
+        print(
+            f"kmedic: warning: {exc}; the mode is stored for a manager that starts with "
+            f"cluster {cluster!r}",
+            file=sys.stderr,
+        )
