@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import as_shipped
 import client_load
 from bench_docs import write_section
 from bench_heal import (
@@ -263,6 +264,8 @@ class Result:
     failure_failed: int  # records failed between the kill and the first move
     failure_max: float  # their worst latency (s)
     dropped: int  # packets the shaped links dropped during the run
+    base_p999: float = float("nan")
+    heal_p999: float = float("nan")
 
 
 def client_topic(race: Race, partitions: int) -> None:
@@ -326,6 +329,8 @@ def measure(
         failure_failed,
         max(failure, default=float("nan")),
         dropped,
+        base_p999=pct(base, 0.999),
+        heal_p999=pct(heal, 0.999),
     )
     print(
         f"  {label(setting)}: p50/p99 {result.base_p50 * 1e3:.1f}/{result.base_p99 * 1e3:.1f} "
@@ -423,6 +428,8 @@ def report_rejoin(args: argparse.Namespace, results: list[RejoinResult]) -> str:
         [
             "## clients: rejoin",
             "",
+            as_shipped.header(args, broker_settings(args.broker), modelling(args)),
+            "",
             "`bench/bench_clients.py --scenario rejoin`: what a broker's return costs the "
             f"clients. The same cluster and producer ({args.rate / 1e6:.2f} MB/s acks=all); "
             f"broker 6 SIGKILLed and away for {args.away_s:.0f} s under an hour's grace "
@@ -490,7 +497,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     end_on_sigterm()
     parser.add_argument("--runs", type=int, default=3, help="runs per throttle setting")
-    parser.add_argument("--produce-mb", type=int, default=512, help="MB produced at RF 3")
+    parser.add_argument(
+        "--produce-mb",
+        type=int,
+        default=2048,
+        help="MB produced at RF 3 (2048: 1 GB on each of the 6 brokers)",
+    )
     parser.add_argument("--rate", type=int, default=None, help="acks=all bytes/s")
     parser.add_argument(
         "--nic-mbps", type=int, default=40, help="each broker's link, Mbit/s (0: loopback)"
@@ -535,14 +547,7 @@ def main() -> None:
     parser.add_argument(
         "--away-s", type=float, default=60.0, help="rejoin: how long broker 6 stays away"
     )
-    parser.add_argument(
-        "--agent-interval",
-        type=float,
-        default=2.0,
-        metavar="S",
-        help="the agents' sampling interval, s (while their broker moves data they sample at "
-        "the shipped busy interval, 5 s, where that is shorter)",
-    )
+    as_shipped.add_arguments(parser)
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
         "--executor",
@@ -617,6 +622,7 @@ def main() -> None:
         settings, settle_s, partitions, args.rate = ["adaptive"], 3.0, 6, 200_000
         args.away_s, after_s = min(args.away_s, 5.0), 4.0
         args.timeline = bool(args.nic_mbps)
+        as_shipped.smoke(args)
         levels, args.settle_s, args.hold_s = levels[:1], 2.0, 4.0
     else:
         args.settle_s, args.hold_s = client_load.SETTLE_S, client_load.HOLD_S
@@ -643,6 +649,8 @@ def main() -> None:
             controller_overrides=rebalance,
             executor=executor,
             agent_interval_s=args.agent_interval,
+            manager_interval_s=args.manager_interval,
+            kafka_defaults=not args.bench_brokers,
             server_jvms=args.jvm == "server",
         )
         lat: Latencies | None = None
@@ -723,6 +731,7 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
             f"| {label(setting)} | {ms([r.base_p50 for r in mine])} / "
             f"{ms([r.base_p99 for r in mine])} | {ms([r.heal_p50 for r in mine])} / "
             f"{ms([r.heal_p99 for r in mine])} | {ms([r.heal_p95 for r in mine])} | "
+            f"{ms([r.base_p999 for r in mine])} / {ms([r.heal_p999 for r in mine])} | "
             f"{ratio:.2f}× | {ms([r.after_p50 for r in mine])} / "
             f"{ms([r.after_p99 for r in mine])} | "
             f"{statistics.median(r.heal_stalled for r in mine):.0f} of "
@@ -739,6 +748,8 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
     return "\n".join(
         [
             "## clients",
+            "",
+            as_shipped.header(args, broker_settings(args.broker), modelling(args)),
             "",
             "`bench/bench_clients.py`: what a heal costs the clients. bench_heal's cluster and "
             f"heal ({args.produce_mb} MB produced, {on_disk / 1e9:.2f} GB on disk, broker 6 "
@@ -759,11 +770,12 @@ def report(args: argparse.Namespace, on_disk: int, results: list[Result]) -> str
             f"{os.cpu_count()} cores shared by 6 brokers, a controller, ZooKeeper, 6 agents, "
             f"the manager and the producer; one disk; {network(args)}{settings_used(args)}.",
             "",
-            "| throttle | before p50 / p99 | heal p50 / p99 | heal p95 | heal p99 ÷ before p99 "
+            "| throttle | before p50 / p99 | heal p50 / p99 | heal p95 | p99.9 before / heal "
+            "| heal p99 ÷ before p99 "
             f"| after p50 / p99 | heal records ≥ {STALL_S:g} s | failed during the heal "
             "| kill to fully "
             "replicated | kill to first move: failed / worst | packets dropped |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             *rows,
             "",
             f"Adaptive against the goals: heal p99 {adaptive_ratio:.2f}× the baseline (goal "
@@ -808,6 +820,12 @@ def report_load(args: argparse.Namespace, steps: list[client_load.Step], link: f
             "",
         ]
     )
+
+
+def modelling(args: argparse.Namespace) -> dict[str, str]:
+    """The broker settings that model the bench's world (as_shipped.header): the replica
+    fetches scaled to the shaped link, Kafka's own leader rebalancing off."""
+    return fetch_sizes(args.fetch_kb, args.answer_kb) | NO_AUTO_REBALANCE
 
 
 def settings_used(args: argparse.Namespace) -> str:

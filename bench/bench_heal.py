@@ -6,8 +6,10 @@ Scenario: 6 brokers on 3 racks (2 per rack); one topic of 32 partitions at RF 3,
 per rack; ``--produce-mb`` of records produced before the race (512 MB by default: 1.5 GB on
 the cluster's disks), and 2 MB/s of steady traffic throughout. kmedic runs as in production:
 an agent per broker and the manager as processes (no Spark job: a heal does not wait for
-loads), grace 15 s, kmedic's move limits (5 per broker, 10 in flight), a 3 s cycle,
-completions polled every 0.5 s. Each run kills broker 6, times the kill to
+loads), grace 15 s, kmedic's move limits (5 per broker, 10 in flight), kmedic's shipped
+intervals and brokers at Kafka's defaults unless told otherwise (bench/as_shipped.py: every
+departure named in the table's header), completions polled every 0.5 s. Each run kills
+broker 6, times the kill to
 
 - fenced: the broker gone from the metadata's broker list (the controller's session timeout);
 - first move: the first ``action_started`` record in the audit log;
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import as_shipped
 from bench_docs import write_section
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
@@ -127,14 +130,15 @@ def start_kmedic(
     throttle: int | str | None,
     capacity: dict[str, float] | None = None,
     executor: dict[str, Any] | None = None,
-    agent_interval_s: float = 2.0,
+    agent_interval_s: float = as_shipped.AGENT_INTERVAL_S,
+    manager_interval_s: float = as_shipped.MANAGER_INTERVAL_S,
 ) -> None:
-    """Agents (every ``agent_interval_s``) and a manager (a cycle every 3 s, topics of the
-    run's own, the executor polling every 0.5 s, ``executor`` settings besides) of one run,
-    and the manager leading."""
+    """Agents (every ``agent_interval_s``) and a manager (a cycle every
+    ``manager_interval_s``; both as shipped by default; topics of the run's own, the executor
+    polling every 0.5 s, ``executor`` settings besides) of one run, and the manager leading."""
     pipeline.start_agents(interval_s=agent_interval_s, topic=f"kmedic.brokerstats.{name}")
     pipeline.start_manager(
-        interval_s=3,
+        interval_s=manager_interval_s,
         topics={
             "brokerstats": f"kmedic.brokerstats.{name}",
             "replica_loads": f"kmedic.replica-loads.{name}",
@@ -160,8 +164,10 @@ class Race:
         fill_batch_bytes: int = 1_000_000,
         controller_overrides: dict[str, str] | None = None,
         executor: dict[str, Any] | None = None,
-        agent_interval_s: float = 2.0,
+        agent_interval_s: float = as_shipped.AGENT_INTERVAL_S,
         server_jvms: bool = False,
+        manager_interval_s: float = as_shipped.MANAGER_INTERVAL_S,
+        kafka_defaults: bool = True,
     ) -> None:
         """With ``nic_mbps`` the cluster is network-bound (docs/local-cluster.md): this
         thread, its clients and the kmedic processes it starts run in the cluster's
@@ -173,6 +179,7 @@ class Race:
         self.workdir = workdir
         self.executor = executor or {}
         self.agent_interval_s = agent_interval_s
+        self.manager_interval_s = manager_interval_s
         self.produce_mb = produce_mb
         self.grace_ms = grace_ms
         self.fill_batch_bytes = fill_batch_bytes
@@ -183,6 +190,7 @@ class Race:
             broker_overrides=broker_overrides or {},
             controller_overrides=controller_overrides or {},
             server_jvms=server_jvms,
+            kafka_defaults=kafka_defaults,
         )
         self.cluster = LocalCluster.start(spec, workdir / "cluster")
         self._network = contextlib.ExitStack()
@@ -357,6 +365,7 @@ class Race:
                 capacity=capacity or {},
                 executor=self.executor,
                 agent_interval_s=self.agent_interval_s,
+                manager_interval_s=self.manager_interval_s,
             )
             # The manager's snapshot holds every broker's stats and the topic's sizes.
             snapshot = self.workdir / name / "snapshot.json"
@@ -518,14 +527,24 @@ def main() -> None:
         help="smoke size: one unthrottled run, 4 MB, a 5 s grace, docs untouched",
     )
     add_jvm_argument(parser, default="server")
+    as_shipped.add_arguments(parser)
     args = parser.parse_args()
     throttles: list[int | None] = [None] * args.runs + [THROTTLE] * args.runs
     grace_ms = GRACE_MS
     if args.quick:
         args.produce_mb, args.runs, args.no_write = 4, 1, True
         throttles, grace_ms = [None], 5_000
+        as_shipped.smoke(args)
     with tempfile.TemporaryDirectory(prefix="bench-heal-") as tmp:
-        race = Race(Path(tmp), args.produce_mb, grace_ms, server_jvms=args.jvm == "server")
+        race = Race(
+            Path(tmp),
+            args.produce_mb,
+            grace_ms,
+            server_jvms=args.jvm == "server",
+            agent_interval_s=args.agent_interval,
+            manager_interval_s=args.manager_interval,
+            kafka_defaults=not args.bench_brokers,
+        )
         try:
             t = time.monotonic()
             race.fill()
@@ -578,11 +597,14 @@ def report(
         [
             "## heal",
             "",
+            as_shipped.header(args, {}),
+            "",
             "`bench/bench_heal.py`: the heal race on the local cluster. 6 brokers on 3 racks, "
             f"{PARTITIONS} partitions at RF {RF} (one replica per rack), {args.produce_mb} MB "
             f"produced ({on_disk / 1e9:.2f} GB on disk), 2 MB/s of traffic throughout; agents "
             f"and the manager as processes, no Spark job; grace {grace_ms / 1000:.0f} s, "
-            "kmedic's move limits (5 per broker, 10 in flight), a 3 s cycle, completions "
+            "kmedic's move limits (5 per broker, 10 in flight), a cycle every "
+            f"{args.manager_interval:g} s, agents every {args.agent_interval:g} s, completions "
             f"polled every 0.5 s; {JVM_WORDS[args.jvm]}"
             f"{', after one warm-up heal not counted' if warm_up(args) else ''}. "
             "Broker 6 SIGKILLed, "

@@ -75,6 +75,10 @@ class ClusterSpec:
     nic_mbps: int | None = None
     # Which Kafka release the nodes run (KAFKA_LINES).
     kafka_jars: str = KAFKA_NEWEST
+    # Brokers replicating at Kafka's own defaults (the benches' "as shipped"): none of the
+    # local cluster's tunings (BROKER_TUNINGS: heartbeats, ISR lag and segments for quick
+    # tests, SHAPED_REPLICATION on a shaped link); ``broker_overrides`` still apply.
+    kafka_defaults: bool = False
 
     def __post_init__(self) -> None:
         if self.kafka_jars not in KAFKA_LINES:
@@ -260,8 +264,10 @@ def broker_properties(
     voters: Mapping[int, Endpoint] | None = None,
     host: str = HOST,
     shaped: bool = False,
+    kafka_defaults: bool = False,
 ) -> str:
     rf = min(3, broker_count)
+    tunings = {} if kafka_defaults else {**BROKER_TUNINGS, **(SHAPED_REPLICATION if shaped else {})}
     return _properties(
         {
             "process.roles": "broker",
@@ -280,15 +286,21 @@ def broker_properties(
             "default.replication.factor": rf,
             "num.partitions": 1,
             "group.initial.rebalance.delay.ms": 0,
-            # Heartbeat often and shrink ISRs in seconds, not the production tens.
-            "broker.heartbeat.interval.ms": 1000,
-            "replica.lag.time.max.ms": 10000,
-            "log.segment.bytes": 16 * 1024 * 1024,
-            **(SHAPED_REPLICATION if shaped else {}),
+            **tunings,
             **(secure_listener_properties(port, secure) if secure is not None else {}),
             **(overrides or {}),
         }
     )
+
+
+# Heartbeat often and shrink ISRs in seconds, not the production tens; segments small enough
+# for the tests' retention and record deletion to take effect. Not Kafka's defaults (2 s, 30 s,
+# 1 GB): a bench run "as shipped" leaves them out (ClusterSpec.kafka_defaults).
+BROKER_TUNINGS: dict[str, int] = {
+    "broker.heartbeat.interval.ms": 1000,
+    "replica.lag.time.max.ms": 10000,
+    "log.segment.bytes": 16 * 1024 * 1024,
+}
 
 
 # A shaped cluster's brokers replicate as kmedic asks operators to (docs/executor.md), where the

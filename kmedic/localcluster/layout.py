@@ -201,6 +201,7 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
             voters=voters,
             host=listens.host,
             shaped=spec.nic_mbps is not None,
+            kafka_defaults=spec.kafka_defaults,
         )
         nodes.append(kafka_node("broker", broker_id, listens, props, at.exporters[broker_id], rack))
     return nodes

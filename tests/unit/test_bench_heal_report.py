@@ -22,6 +22,7 @@ def _args(*argv: str) -> argparse.Namespace:
     parser.add_argument("--produce-mb", type=int, default=512)
     parser.add_argument("--quick", action="store_true")
     bench_heal.add_jvm_argument(parser, default="server")
+    bench_heal.as_shipped.add_arguments(parser)
     return parser.parse_args(list(argv))
 
 
@@ -52,3 +53,28 @@ def test_an_unknown_jvm_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
         _args("--jvm", "client")
     assert exit_.value.code == 2
     assert "invalid choice: 'client'" in capsys.readouterr().err
+
+
+def test_the_report_says_whether_it_ran_as_shipped_and_names_each_departure() -> None:
+    """Issue 73: a figure is read at the settings it was measured at. As shipped: kmedic's
+    default intervals (from its config models) and brokers at Kafka's defaults; anything else
+    is named in the table's first line."""
+    shipped = bench_heal.report(_args(), 1.6e9, [_run(23.6)], KAFKA)
+    assert "**As shipped**: kmedic's defaults (agents every 60 s (5 s while their broker " in (
+        shipped
+    )
+    assert "a cycle every 30 s, agents every 60 s" in shipped
+    tuned = bench_heal.report(
+        _args("--agent-interval", "2", "--manager-interval", "3", "--bench-brokers"),
+        1.6e9,
+        [_run(23.6)],
+        KAFKA,
+    )
+    first = tuned.splitlines()[2]
+    assert first.startswith("**Not as shipped**"), first
+    for said in ("agents every 2 s (shipped 60 s)", "a cycle every 3 s (shipped 30 s)"):
+        assert said in first, first
+    assert "local cluster's tunings (`--bench-brokers`)" in first
+    quick = _args("--quick")
+    bench_heal.as_shipped.smoke(quick)
+    assert (quick.agent_interval, quick.manager_interval) == (2.0, 3.0)

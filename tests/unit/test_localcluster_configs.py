@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 
@@ -57,6 +58,32 @@ def test_only_a_shaped_clusters_brokers_measure_throttles_over_one_second() -> N
 
     assert window(shaped=True) == "1"  # the copy paced within each second
     assert window() is None  # Kafka's 11: the tests' stalled copies need a long window
+
+
+def test_brokers_at_kafkas_defaults_carry_none_of_the_local_tunings() -> None:
+    """ClusterSpec.kafka_defaults (the benches' "as shipped", issue 73): neither the tests'
+    quick heartbeats, ISR lag and segments nor a shaped link's replication settings; the
+    overrides a bench names still apply."""
+
+    def props(**kwargs: Any) -> dict[str, str]:
+        return parse(
+            configs.broker_properties(
+                1,
+                port=9092,
+                controller_port=9000,
+                rack="/r1",
+                data_dir="/d",
+                broker_count=3,
+                **kwargs,
+            )
+        )
+
+    tuned = {**configs.BROKER_TUNINGS, **configs.SHAPED_REPLICATION}
+    assert set(tuned) <= set(props(shaped=True))
+    plain = props(shaped=True, kafka_defaults=True, overrides={"replica.fetch.max.bytes": "4096"})
+    assert not set(tuned) & set(plain), plain
+    assert plain["replica.fetch.max.bytes"] == "4096"
+    assert configs.ClusterSpec(kafka_defaults=True).kafka_defaults
 
 
 def test_controller_properties_are_controller_only() -> None:
