@@ -83,8 +83,9 @@ def header(
         f"agents every {AGENT_INTERVAL_S:g} s ({AGENT_BUSY_INTERVAL_S:g} s while their broker "
         f"moves data), a cycle every {MANAGER_INTERVAL_S:g} s"
     )
-    modelled = "".join(
-        f"; modelling: broker `{key}={value}`" for key, value in sorted((modelling or {}).items())
+    # The nodes' thread pools are the machine's (two cores), whatever the run.
+    modelled = "; modelling: the nodes' thread pools sized to two cores" + "".join(
+        f", broker `{key}={value}`" for key, value in sorted((modelling or {}).items())
     )
     off = departures(args, broker_overrides)
     if not off:

@@ -75,9 +75,10 @@ class ClusterSpec:
     nic_mbps: int | None = None
     # Which Kafka release the nodes run (KAFKA_LINES).
     kafka_jars: str = KAFKA_NEWEST
-    # Brokers replicating at Kafka's own defaults (the benches' "as shipped"): none of the
-    # local cluster's tunings (BROKER_TUNINGS: heartbeats, ISR lag and segments for quick
-    # tests, SHAPED_REPLICATION on a shaped link); ``broker_overrides`` still apply.
+    # Nodes at Kafka's own defaults (the benches' "as shipped"): none of the local cluster's
+    # tunings (BROKER_TUNINGS: heartbeats, ISR lag and segments for quick tests;
+    # SHAPED_REPLICATION on a shaped link; the controller's 6 s broker session);
+    # ``broker_overrides`` and ``controller_overrides`` still apply.
     kafka_defaults: bool = False
 
     def __post_init__(self) -> None:
@@ -233,9 +234,11 @@ def controller_properties(
     node_id: int = CONTROLLER_ID,
     voters: Mapping[int, Endpoint] | None = None,
     host: str = HOST,
+    kafka_defaults: bool = False,
 ) -> str:
     """One controller listening on ``host``; ``voters`` is the whole quorum, this one alone
-    by default."""
+    by default. ``kafka_defaults``: Kafka's own session timeout (9 s), not the tests' 6 s."""
+    session = {} if kafka_defaults else {"broker.session.timeout.ms": 6000}
     return _properties(
         {
             "process.roles": "controller",
@@ -244,7 +247,7 @@ def controller_properties(
             "log.dirs": data_dir,
             **_common(voters or {node_id: Endpoint(host, controller_port)}),
             # The controller fences a broker whose heartbeats stop for this long.
-            "broker.session.timeout.ms": 6000,
+            **session,
             **(authorizer_properties(super_user) if super_user is not None else {}),
             **(overrides or {}),
         }

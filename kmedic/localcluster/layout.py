@@ -182,6 +182,7 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
             node_id=node_id,
             voters=voters,
             host=listens.host,
+            kafka_defaults=spec.kafka_defaults,
         )
         nodes.append(kafka_node("controller", node_id, listens, props, None, None))
     for broker_id, listens in at.brokers.items():

@@ -84,6 +84,9 @@ def test_brokers_at_kafkas_defaults_carry_none_of_the_local_tunings() -> None:
     assert not set(tuned) & set(plain), plain
     assert plain["replica.fetch.max.bytes"] == "4096"
     assert configs.ClusterSpec(kafka_defaults=True).kafka_defaults
+    controller = parse(configs.controller_properties(9000, "/d", kafka_defaults=True))
+    assert "broker.session.timeout.ms" not in controller  # Kafka's 9 s
+    assert parse(configs.controller_properties(9000, "/d"))["broker.session.timeout.ms"] == "6000"
 
 
 def test_controller_properties_are_controller_only() -> None:
