@@ -71,7 +71,7 @@ def ensure_topic(config: AgentConfig, timeout_s: float = 15.0) -> bool:
             config={
                 "cleanup.policy": "delete",
                 "retention.ms": str(wanted.retention_ms),
-                MIN_INSYNC: str(own_min_insync(rf)),
+                MIN_INSYNC: str(own_min_insync("stats", rf)),
                 "max.message.bytes": str(config.max_record_bytes + 100_000),
             },
         )

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kmedic.config import load_config
 from kmedic.kafka_client import Cluster, KafkaClientSettings, one_cluster
+from kmedic.own_topics import DEFAULT_DLQ, OwnTopics
 from manager.analyzer.readiness import ASSUMED_MOVE_BYTES_PER_S
 from manager.coordination.connection import CoordinationConfig
 from manager.coordination.mode_store import Mode
@@ -29,6 +30,12 @@ class TopicNames(_Settings):
     replica_loads: str = "kmedic.replica-loads"
     broker_loads: str = "kmedic.broker-loads"
     actions: str = "kmedic.actions"
+
+    def own(self) -> OwnTopics:
+        """kmedic's own topics as these names give them (the dead-letter topic: its default
+        name, which only the stream's config changes)."""
+        loads = (self.replica_loads, self.broker_loads, DEFAULT_DLQ)
+        return OwnTopics.named(self.brokerstats, self.actions, loads)
 
 
 class AuditSettings(_Settings):

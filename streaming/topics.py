@@ -126,7 +126,7 @@ def ensure_output_topics(cfg: StreamConfig, reach_timeout_s: float = _TIMEOUT_S)
     brokers = max(1, len(metadata.brokers))
     replication = own_replication(cfg.topics.replication_factor, brokers)
     wanted = {
-        name: {**conf, MIN_INSYNC: str(own_min_insync(replication))}
+        name: {**conf, MIN_INSYNC: str(own_min_insync("loads", replication))}
         for name, conf in wanted_topics(cfg).items()
     }
     missing = [

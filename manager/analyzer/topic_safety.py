@@ -14,6 +14,7 @@ reassignment not counted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -85,20 +86,37 @@ def facts(snap: Snapshot) -> list[TopicFacts]:
     return out
 
 
-def unsafe_topics(snap: Snapshot, policy: Policy) -> list[UnsafeTopic]:
+# For a topic and its replication factor, the min.insync.replicas kmedic creates it with when
+# it is one of kmedic's own topics, else None (kmedic.own_topics.OwnTopics).
+OwnSetting = Callable[[str, int], int | None]
+
+
+def not_own(topic: str, replication_factor: int) -> int | None:
+    return None
+
+
+def unsafe_topics(snap: Snapshot, policy: Policy, own: OwnSetting = not_own) -> list[UnsafeTopic]:
     """Every unsafe topic of the snapshot (a topic whose setting was not read: RF only)."""
-    return find_unsafe(facts(snap), policy.min_replication_factor)
+    return find_unsafe(facts(snap), policy.min_replication_factor, own)
 
 
-def find_unsafe(topics: list[TopicFacts], min_rf: int) -> list[UnsafeTopic]:
-    """Every unsafe topic, once per kind it falls under, by name."""
+def find_unsafe(
+    topics: list[TopicFacts], min_rf: int, own: OwnSetting = not_own
+) -> list[UnsafeTopic]:
+    """Every unsafe topic, once per kind it falls under, by name. One of kmedic's own topics
+    at the min.insync.replicas kmedic creates it with (``own``) is judged by that choice, not
+    called ``min_isr_loses_writes`` (kmedic/own_topics.py says why it is 1 for some)."""
     found = []
     for t in sorted(topics, key=lambda t: t.name):
         rf, isr = t.replication_factor, t.min_insync_replicas
+        if isr is not None and isr == own(t.name, rf):
+            isr_judged: int | None = None  # as kmedic creates it: its own rule
+        else:
+            isr_judged = isr
         if rf < min_rf:
             found.append(UnsafeTopic(t.name, "below_min_rf", rf, isr))
         if isr is not None and isr >= rf >= 2:  # at RF 1 the partition is simply offline
             found.append(UnsafeTopic(t.name, "min_isr_blocks_writes", rf, isr))
-        if isr == 1 and rf >= 3:
+        if isr_judged == 1 and rf >= 3:
             found.append(UnsafeTopic(t.name, "min_isr_loses_writes", rf, isr))
     return found

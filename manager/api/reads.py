@@ -80,7 +80,7 @@ def router(view: ManagerView) -> APIRouter:
         if snap is None:
             raise Problem(503, "this instance has not read the cluster yet")
         policy = snap.policy
-        found = unsafe_topics(snap, policy)
+        found = unsafe_topics(snap, policy, view.own_topics)
         return {
             **this_instance(),
             "snapshot_taken_at_ms": snap.taken_at,

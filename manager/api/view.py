@@ -12,6 +12,7 @@ from kazoo.client import KazooClient
 from prometheus_client import CollectorRegistry
 
 from kmedic.kafka_client import Cluster
+from manager.analyzer.topic_safety import OwnSetting, not_own
 from manager.model.decision import Decision
 from manager.model.snapshot import Snapshot
 
@@ -38,6 +39,8 @@ class ManagerView:
     mode: Callable[[], tuple[str, str]] = lambda: ("unknown", "unknown")
     # Every cordoned broker this instance knows of and who set its cordon.
     cordons: Callable[[], list[dict[str, Any]]] = lambda: []
+    # kmedic's own topics and the min.insync.replicas it creates them with (the unsafe route).
+    own_topics: OwnSetting = not_own
 
     def audit_write(self, by: str, user: str | None, summary: str, **details: Any) -> None:
         """An operator's write, as one record: who (``by``, ``user``) and what."""

@@ -167,7 +167,7 @@ def ensure_audit_topic(
                 replication_factor=replication_factor,
                 config={
                     "retention.ms": str(30 * 24 * 3600 * 1000),
-                    MIN_INSYNC: str(own_min_insync(replication_factor)),
+                    MIN_INSYNC: str(own_min_insync("audit", replication_factor)),
                 },
             )
         ],

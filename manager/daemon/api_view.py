@@ -69,6 +69,7 @@ def api_view(manager: RunningManager) -> ManagerView:
         audit_topic=cfg.topics.actions,
         mode=lambda: (manager.mode.current, manager.mode.source),
         cordons=lambda: cordon_rows(manager.last_snapshot, manager.requests.cordons.by_whom),
+        own_topics=cfg.topics.own(),
     )
 
 

@@ -84,7 +84,7 @@ class Manager:
         self.executor = executor
         self.audit = audit
         self.clock: Clock = clock or SystemClock()
-        self.metrics = ManagerMetrics(cfg.cluster)
+        self.metrics = ManagerMetrics(cfg.cluster, own_topics=cfg.topics.own())
         # Leading means may act: an instance cut off from ZooKeeper cannot prove it leads.
         self.metrics.follow_leadership(coordinator)
         self.server: ApiServer | None = None

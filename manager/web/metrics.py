@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from kmedic.errors import KmedicError
 from manager.analyzer.health import HealthFacts, health_facts, held_by_observe_mode, switched_off
-from manager.analyzer.topic_safety import unsafe_topics
+from manager.analyzer.topic_safety import OwnSetting, not_own, unsafe_topics
 from manager.model.decision import Decision
 from manager.model.policy import Policy
 from manager.model.snapshot import Snapshot
@@ -43,8 +43,16 @@ class Leadership(Protocol):
 class ManagerMetrics:
     """Every metric the manager exports, bound to one cluster name."""
 
-    def __init__(self, cluster: str, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        cluster: str,
+        registry: CollectorRegistry | None = None,
+        own_topics: OwnSetting = not_own,
+    ) -> None:
+        """``own_topics``: kmedic's own topics and the min.insync.replicas it creates them
+        with, which `kmedic_unsafe_topic` judges them by (kmedic/own_topics.py)."""
         self.cluster = cluster
+        self.own_topics = own_topics
         self.registry = registry or CollectorRegistry()
         r, c = self.registry, ["cluster"]
         self.safety = SafetyMetrics(cluster, r)
@@ -338,7 +346,7 @@ def observe_snapshot(
         facts.dead_brokers, facts.waiting_brokers, facts.urp_explained, facts.urp_unexplained
     )
     metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
-    metrics.safety.observe_unsafe_topics(unsafe_topics(snap, policy))
+    metrics.safety.observe_unsafe_topics(unsafe_topics(snap, policy, metrics.own_topics))
     metrics.quorum.observe(snap.quorum)
     metrics.slow.observe(snap, cluster_slow)
     return facts

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from manager_fakes import Rig
 from planner_fixtures import snapshot_dict
 
-from kmedic.own_topics import own_min_insync, own_replication
+from kmedic.own_topics import OwnTopics, own_min_insync, own_replication
 from manager.analyzer.topic_safety import (
     TopicFacts,
     UnsafeTopic,
@@ -148,12 +148,21 @@ def test_a_failed_read_keeps_what_was_known_and_is_tried_again() -> None:
 
 
 def test_the_policy_kmedic_creates_its_own_topics_with_passes_its_own_check() -> None:
-    """kmedic/own_topics.py against find_unsafe, for every cluster size: from RF 3 on, an own
-    topic is safe at the default minimum; below it, min.insync.replicas neither blocks writes
-    nor loses them (only the RF, which the cluster's size caps, is named)."""
+    """kmedic/own_topics.py against find_unsafe, for every cluster size and role: an own topic
+    at the min.insync.replicas kmedic creates it with is never called unsafe for it (its RF
+    only, which the cluster's size caps, may be named); the audit topic at 1 under a name
+    that is not kmedic's is (min ISR 1 at RF 3 loses writes)."""
+    own = OwnTopics.named("s", "a", ("l",))
     for brokers in range(1, 8):
         for wanted in range(1, 6):
             rf = own_replication(wanted, brokers)
             assert 1 <= rf <= min(wanted, brokers)
-            found = find_unsafe([TopicFacts("own", rf, own_min_insync(rf))], min_rf=3)
-            assert [u.kind for u in found] == (["below_min_rf"] if rf < 3 else []), (rf, found)
+            for name, role in (("s", "stats"), ("a", "audit"), ("l", "loads")):
+                isr = own_min_insync(role, rf)  # type: ignore[arg-type]
+                found = find_unsafe([TopicFacts(name, rf, isr)], min_rf=3, own=own)
+                assert [u.kind for u in found] == (["below_min_rf"] if rf < 3 else []), found
+    stranger = find_unsafe([TopicFacts("x", 3, 1)], min_rf=3, own=own)
+    assert [u.kind for u in stranger] == ["min_isr_loses_writes"]
+    # Not as kmedic creates it (an operator lowered the stats topic's): judged as any topic.
+    lowered = find_unsafe([TopicFacts("s", 3, 1)], min_rf=3, own=own)
+    assert [u.kind for u in lowered] == ["min_isr_loses_writes"]
