@@ -159,6 +159,7 @@ def describe_min_insync(client: Any, topics: list[str]) -> dict[str, int]:
 QUOTA_WINDOW_NUM = "replication.quota.window.num"
 QUOTA_WINDOW_SIZE = "replication.quota.window.size.seconds"
 FETCH_BACKOFF = "replica.fetch.backoff.ms"
+FETCH_WAIT = "replica.fetch.wait.max.ms"
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ class ReplicationTiming:
 
     quota_window_s: float | None
     fetch_backoff_ms: int | None
+    fetch_wait_ms: int | None = None  # replica.fetch.wait.max.ms
 
 
 def describe_replication_timings(client: Any, brokers: list[int]) -> dict[int, ReplicationTiming]:
@@ -177,7 +179,7 @@ def describe_replication_timings(client: Any, brokers: list[int]) -> dict[int, R
     broker Kafka gives no values for is absent. Raises what the client raises."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    keys = {QUOTA_WINDOW_NUM: None, QUOTA_WINDOW_SIZE: None, FETCH_BACKOFF: None}
+    keys = {QUOTA_WINDOW_NUM: None, QUOTA_WINDOW_SIZE: None, FETCH_BACKOFF: None, FETCH_WAIT: None}
     resources = [
         ConfigResource(ConfigResourceType.BROKER, str(b), configs=dict(keys)) for b in brokers
     ]
@@ -186,14 +188,14 @@ def describe_replication_timings(client: Any, brokers: list[int]) -> dict[int, R
     for name, entries in found.get("broker", {}).items():
         if not isinstance(entries, dict):
             continue
-        num, size, backoff = (
+        num, size, backoff, wait = (
             entries.get(k, {}).get("value")
-            for k in (QUOTA_WINDOW_NUM, QUOTA_WINDOW_SIZE, FETCH_BACKOFF)
+            for k in (QUOTA_WINDOW_NUM, QUOTA_WINDOW_SIZE, FETCH_BACKOFF, FETCH_WAIT)
         )
         samples, seconds = _digits(num), _digits(size)
         window = float(samples * seconds) if samples and seconds else None
-        out[int(name)] = ReplicationTiming(window, _digits(backoff))
-    return {b: t for b, t in out.items() if t != ReplicationTiming(None, None)}
+        out[int(name)] = ReplicationTiming(window, _digits(backoff), _digits(wait))
+    return {b: t for b, t in out.items() if t != ReplicationTiming(None, None, None)}
 
 
 def _digits(value: Any) -> int | None:

@@ -17,6 +17,7 @@ from kmedic.exits import Exit
 from kmedic.gc_pause import collector_paused, kept_frozen
 from manager.analyzer.heal_time import Pace
 from manager.analyzer.readiness import Verdict, sweep
+from manager.analyzer.replication_check import replication_settings_off
 from manager.config import ReadinessSettings
 from manager.daemon.readiness_sweep import pace_of
 from manager.executor.move_state import ExecutorConfig
@@ -63,9 +64,8 @@ def run(args: argparse.Namespace) -> int:
         from manager.config import load_manager_config
 
         cfg = load_manager_config(args.config)
-        verdicts = _sweep(
-            take_snapshot(cfg, args.feeds_wait), pace_of(cfg.executor, cfg.readiness, None)
-        )
+        snap = take_snapshot(cfg, args.feeds_wait)
+        verdicts = _sweep(snap, pace_of(cfg.executor, cfg.readiness, None))
     if args.json:
         print(json.dumps([v.to_dict() for v in verdicts], indent=2))
     else:
@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
             print(v.sentence())
             for reason in v.why[1:]:
                 print(f"    {reason.message}")
+        for off in replication_settings_off(snap):  # a heal's copy is gentle only with them
+            print(off.sentence())
     return NOT_READY_EXIT if any(v.at_risk for v in verdicts) else 0
 
 

@@ -22,6 +22,7 @@ from typing import Protocol
 from kmedic.logging import get_logger
 from manager.analyzer.heal_time import Pace
 from manager.analyzer.readiness import Scenario, Verdict, scenarios, settled, verdict
+from manager.analyzer.replication_check import replication_settings_off
 from manager.analyzer.scenario_keys import bucket, scenario_keys
 from manager.config import ReadinessSettings
 from manager.daemon.audit_trail import AuditTrail
@@ -68,6 +69,7 @@ class ReadinessSweep:
         self._thread: threading.Thread | None = None
         self._said: str | None = None
         self.latest: tuple[Verdict, ...] = ()
+        self.settings_off: tuple[str, ...] = ()  # the swept snapshot's (analyzer.replication_check)
         self.cost: SweepCost | None = None  # the last sweep's
         self._known: dict[Scenario, tuple[Hashable, Verdict]] = {}
         self.swept_at: float | None = None  # wall clock
@@ -128,6 +130,8 @@ class ReadinessSweep:
             known[scenario] = (key, verdicts[-1])
         self._known = known
         self.latest, self.swept_at = tuple(verdicts), time.time()
+        # Each heal's copy is throttled as measured only on brokers with kmedic's settings.
+        self.settings_off = tuple(o.sentence() for o in replication_settings_off(snap))
         self.cost = SweepCost(len(found), reused, time.thread_time() - cpu, self._clock() - wall)
         self._metrics.safety.observe_readiness(self.latest, self.swept_at)
         self._metrics.safety.observe_sweep_cost(self.cost.reused, self.cost.cpu_s)
@@ -170,6 +174,7 @@ class ReadinessSweep:
             "summary": summary(latest),
             "swept_at_ms": int(at * 1000),
             "scenarios": [v.to_dict() for v in latest],
+            "replication_settings_off": list(self.settings_off),
         }
 
 

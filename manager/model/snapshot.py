@@ -21,6 +21,7 @@ from manager.model.partition_models import Partition as Partition
 from manager.model.partition_models import PartitionLoad as PartitionLoad
 from manager.model.partition_models import Topic as Topic
 from manager.model.policy import Policy
+from manager.model.replication_settings import ReplicationSettings
 from manager.model.slowness import BrokerLatency, Slowness
 from manager.model.topics import Topics
 
@@ -97,6 +98,11 @@ class Broker(_Frozen):
     )
     slowness: Slowness | None = Field(
         default=None, description="the slow-broker score; None: not judged"
+    )
+    replication: ReplicationSettings | None = Field(
+        default=None,
+        description="its static replication settings as read from it (DescribeConfigs); "
+        "None: not read",
     )
     cordoned: bool = Field(
         default=False,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kmedic.brokerstats import BrokerStats
+from kmedic.kafka_admin import ReplicationTiming
 from kmedic.metadata import BrokerNode, Reassignment
 from kmedic.partition_table import PartitionTable
 from kmedic.replica_columns import EMPTY, AgentRecord, ReplicaColumns, stripped
@@ -70,3 +71,5 @@ class Observation:
     quorum: Quorum | None = None  # the KRaft controller quorum (None: not read)
     # Kafka's own auto.leader.rebalance.enable (None: not read)
     kafka_auto_leader_rebalance: bool | None = None
+    # Each live broker's static replication settings, where read (monitor.broker_settings).
+    replication_settings: dict[int, ReplicationTiming] = field(default_factory=dict)

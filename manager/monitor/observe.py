@@ -18,7 +18,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.brokerstats import BrokerStats, Nic
+from kmedic.kafka_admin import ReplicationTiming
 from manager.model.policy import Policy
+from manager.model.replication_settings import ReplicationSettings
 from manager.model.slowness import BrokerLatency
 from manager.model.snapshot import (
     AntiAffinityGroup,
@@ -119,7 +121,18 @@ def _broker(b: int, obs: Observation, capacity: CapacitySettings, default: Capac
         capacity_source=source,
         disk_used_bytes=_disk_used(agent.healthy if agent else None),
         latency=_latency(agent),
+        replication=_replication(obs.replication_settings.get(b)),
         cordoned=_cordoned(agent.healthy if agent else None),
+    )
+
+
+def _replication(timing: ReplicationTiming | None) -> ReplicationSettings | None:
+    if timing is None:
+        return None
+    return ReplicationSettings(
+        quota_window_s=timing.quota_window_s,
+        fetch_backoff_ms=timing.fetch_backoff_ms,
+        fetch_wait_ms=timing.fetch_wait_ms,
     )
 
 

@@ -35,6 +35,7 @@ from kmedic.partition_table import PartitionTable
 from kmedic.replica_columns import AgentRecord
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
+from manager.monitor.broker_settings import BrokerSettings
 from manager.monitor.feeds import FeedStatus, LatestByKey
 from manager.monitor.leader_rebalance import LeaderRebalanceSetting
 from manager.monitor.load_columns import LoadFeed
@@ -151,6 +152,7 @@ class ClusterSources:
         self._watch_failures = 0
         self.registrations = RegistrationWatch(self._read_registered, WATCH_INTERVAL_S)
         self.topic_configs = TopicConfigs()
+        self.broker_settings = BrokerSettings()
         self.leader_rebalance = LeaderRebalanceSetting()
         self._forwarders = Forwarders()  # brokers a request timed out on lately
         self.quorum = QuorumReader(bootstrap, forwarders=self._forwarders)
@@ -258,6 +260,7 @@ class ClusterSources:
         # On the client that has just read the cluster (none: the settings are unknown).
         min_insync = self.topic_configs.read(self._admin, topics) if self._admin else {}
         rebalance = self.leader_rebalance.read(self._admin, live) if self._admin else None
+        settings = self.broker_settings.read(self._admin, set(live)) if self._admin else {}
         eligible = self._eligible_leaders(partitions, min_insync)
         return Observation(
             taken_at_ms=now_ms,
@@ -279,6 +282,7 @@ class ClusterSources:
             eligible_leaders=eligible,
             quorum=quorum,
             kafka_auto_leader_rebalance=rebalance,
+            replication_settings=settings,
         )
 
     def _eligible_leaders(

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from kmedic.errors import KmedicError
 from manager.analyzer.health import HealthFacts, health_facts, held_by_observe_mode, switched_off
+from manager.analyzer.replication_check import replication_settings_off
 from manager.analyzer.topic_safety import OwnSetting, not_own, unsafe_topics
 from manager.model.decision import Decision
 from manager.model.policy import Policy
@@ -347,6 +348,7 @@ def observe_snapshot(
     )
     metrics.observe_loads(facts.load_age_s, facts.load_valid_fraction)
     metrics.safety.observe_unsafe_topics(unsafe_topics(snap, policy, metrics.own_topics))
+    metrics.safety.observe_replication_settings(replication_settings_off(snap))
     metrics.quorum.observe(snap.quorum)
     metrics.slow.observe(snap, cluster_slow)
     return facts

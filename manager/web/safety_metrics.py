@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from manager.analyzer.readiness import Verdict
 from manager.analyzer.topic_safety import UNSAFE_KINDS, UnsafeTopic
+from manager.model.replication_settings import SettingOff
 
 SCENARIO_KINDS = ("broker", "rack", "domain")
 
@@ -29,6 +30,14 @@ class SafetyMetrics:
             "kmedic_unsafe_topic",
             "1 for each unsafe topic and kind (no series for a safe one)",
             [*c, "topic", "kind"],
+            registry=r,
+        )
+        self.setting_off = Gauge(
+            "kmedic_broker_replication_setting_off",
+            "A live broker's static replication setting over what kmedic's throttled copies "
+            "are measured at, with its value (manager/model/replication_settings.py; no series "
+            "for a broker that has them)",
+            [*c, "broker", "setting"],
             registry=r,
         )
         self.unhealable = Gauge(
@@ -94,6 +103,11 @@ class SafetyMetrics:
             self.unsafe_topic.labels(self.cluster, topic.topic, topic.kind).set(1)
         for kind, count in counts.items():
             self.unsafe_topics.labels(self.cluster, kind).set(count)
+
+    def observe_replication_settings(self, off: Iterable[SettingOff]) -> None:
+        self.setting_off.clear()
+        for o in off:
+            self.setting_off.labels(self.cluster, str(o.broker), o.setting).set(o.value)
 
     def observe_readiness(self, verdicts: Iterable[Verdict], at_s: float) -> None:
         self.unhealable_loss.clear()

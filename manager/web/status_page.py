@@ -316,7 +316,16 @@ def _readiness(ready: Mapping[str, Any] | None) -> str:
         f"<p>{html.escape(ready['summary'].split(';')[0])}, swept {_ms(ready['swept_at_ms'])}</p>"
     )
     rows = [[s["sentence"]] for s in ready["scenarios"] if not s["healable"]]
-    return head + _table(["loss that would not be fully healed"], rows, "none")
+    settings = [[s] for s in ready.get("replication_settings_off", [])]
+    return (
+        head
+        + _table(["loss that would not be fully healed"], rows, "none")
+        + _table(
+            ["broker setting a heal's throttled copy is not measured at (docs/executor.md)"],
+            settings,
+            "none: every live broker replicates as kmedic's throttle expects",
+        )
+    )
 
 
 def _moves(moves: list[Mapping[str, Any]], progress: Mapping[str, Any] | None) -> str:

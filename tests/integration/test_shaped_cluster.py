@@ -77,7 +77,10 @@ def test_a_copy_between_two_brokers_is_held_near_the_shaped_rate(
             admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
             try:
                 assert describe_replication_timings(admin, [1, 2]) == {
-                    b: ReplicationTiming(quota_window_s=1.0, fetch_backoff_ms=100) for b in (1, 2)
+                    b: ReplicationTiming(
+                        quota_window_s=1.0, fetch_backoff_ms=100, fetch_wait_ms=100
+                    )
+                    for b in (1, 2)
                 }
             finally:
                 admin.close()

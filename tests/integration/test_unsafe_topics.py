@@ -14,9 +14,11 @@ import pytest
 from helpers import kmedic_in_process, wait_for
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 
+from manager.analyzer.replication_check import replication_settings_off
 from manager.analyzer.topic_safety import unsafe_topics
 from manager.model.placement_config import PlacementConfig
 from manager.model.policy import Policy
+from manager.model.replication_settings import WANTED, ReplicationSettings
 from manager.model.snapshot import Leadership
 from manager.monitor.observe import CapacitySettings, build_snapshot
 from manager.monitor.sources import ClusterSources
@@ -124,6 +126,8 @@ def test_the_managers_snapshot_carries_the_settings_and_finds_the_unsafe_topics(
         stats_lookback_s=60,
     )
 
+    snaps: list[Any] = []
+
     def unsafe() -> list[tuple[str, str]] | None:
         obs = sources.observe(
             int(time.time() * 1000),
@@ -133,6 +137,7 @@ def test_the_managers_snapshot_carries_the_settings_and_finds_the_unsafe_topics(
             moves_last_hour=0,
         )
         snap = build_snapshot(obs, Policy(), CapacitySettings())
+        snaps.append(snap)
         mine = {t.name: t.min_insync_replicas for t in snap.topics if t.name in topics.values()}
         if len(mine) < len(topics) or None in mine.values():
             return None  # a topic just created: its setting is read at the next cycle
@@ -153,6 +158,21 @@ def test_the_managers_snapshot_carries_the_settings_and_finds_the_unsafe_topics(
             (topics["strict"], "min_isr_blocks_writes"),
         ]
     )
+    # Each live broker's static replication settings, read from it: this cluster's brokers
+    # run Kafka's (an 11 s quota window, a 1 s fetch backoff, a 500 ms fetch wait), each
+    # named off what kmedic's throttled copies are measured at (issue 73).
+    snap = snaps[-1]
+    live = [b for b in snap.brokers if b.alive]
+    assert live and all(
+        b.replication
+        == ReplicationSettings(quota_window_s=11.0, fetch_backoff_ms=1000, fetch_wait_ms=500)
+        for b in live
+    ), [b.replication for b in live]
+    off = replication_settings_off(snap)
+    assert {(o.broker, o.setting) for o in off} == {
+        (b.id, s) for b in live for s in (w.setting for w in WANTED)
+    }
+    assert "replication.quota.window 11 s, over the 1 s" in off[0].sentence()
 
 
 def test_a_topic_without_a_setting_of_its_own_gets_the_controllers_cluster_default(
