@@ -43,6 +43,11 @@ def test_requests_are_stored_in_order_listed_and_cancelled(
 ) -> None:
     cluster = f"req-{uuid.uuid4().hex[:8]}"
     where = ["--zk", zk_hosts, "--cluster", cluster]
+    # No manager has stored this cluster yet: a typo until shown otherwise, nothing stored.
+    code, _, err = kmedic_in_process(capsys, "drain", "5", "4", *where)
+    assert code == 1 and f"no cluster {cluster!r} in ZooKeeper under /kmedic" in err, err
+    assert client.exists(manager_path("/kmedic", cluster)) is None
+    client.ensure_path(manager_path("/kmedic", cluster))  # as a manager's first start leaves it
     code, out, _ = kmedic_in_process(capsys, "drain", "5", "4", *where)
     assert code == 0 and "(drain brokers 4, 5) is pending" in out, out
     code, out, _ = kmedic_in_process(capsys, "demote", "2", *where)
@@ -105,8 +110,9 @@ def test_the_leaders_writes_are_fenced_and_lose_to_a_cancel(
     zk_hosts: str, client: KazooClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster = f"req-{uuid.uuid4().hex[:8]}"
-    kmedic_in_process(capsys, "drain", "3", "--zk", zk_hosts, "--cluster", cluster)
     base = manager_path("/kmedic", cluster)
+    client.ensure_path(base)  # as a manager's first start leaves it
+    kmedic_in_process(capsys, "drain", "3", "--zk", zk_hosts, "--cluster", cluster)
     config = CoordinationConfig(zk_connect=zk_hosts, session_timeout_s=6.0)
     old = Coordinator(config, cluster, "old")
     old.start()
