@@ -1,9 +1,10 @@
 """A request checked when it is made, from the command line (issue 72.1): with a manager
-config (`--config`) the command knows the Kafka cluster, reads its brokers and partitions
-once, and refuses a request that could never be met by the rules the API and the leader
-apply (manager/analyzer/request_check.py) - nothing is stored, exit 3 with the reason.
+config (`--config`) or a bootstrap (`--bootstrap`, $KMEDIC_BOOTSTRAP) the command knows the
+Kafka cluster, reads its brokers and partitions once, and refuses a request that could never
+be met by the rules the API and the leader apply (manager/analyzer/request_check.py) -
+nothing is stored, exit 3 with the reason.
 
-Without a config, or when Kafka does not answer within REACH_MS, the request is stored and
+Without either, or when Kafka does not answer within REACH_MS, the request is stored and
 the leading manager checks it at its next cycle (a hopeless one fails with the reason there;
 `--wait` shows it). The line on stderr says which.
 """
@@ -15,19 +16,16 @@ from pathlib import Path
 
 from kmedic.errors import KmedicError, Refused
 from kmedic.kafka_admin import REACH_MS, connect_admin, describe_partitions
+from kmedic.kafka_client import Cluster
 from kmedic.metadata import parse_nodes
 from manager.analyzer.request_check import Asked, ClusterFacts, never_met
 
 
-def read_facts(config: Path) -> ClusterFacts | None:
-    """The cluster's facts read through the config's Kafka settings; None (said on stderr)
-    when Kafka does not answer."""
-    from manager.config import load_manager_config
-
-    cfg = load_manager_config(config)
+def read_facts(cluster: Cluster) -> ClusterFacts | None:
+    """The cluster's facts; None (said on stderr) when Kafka does not answer."""
     try:
         client = connect_admin(
-            cfg.cluster_client,
+            cluster,
             client_id="kmedic-request-check",
             timeout_ms=15_000,
             reach_ms=REACH_MS,
@@ -52,10 +50,16 @@ def read_facts(config: Path) -> ClusterFacts | None:
         client.close()
 
 
-def check_at_once(config: Path | None, asked: Asked) -> bool:
+def check_at_once(config: Path | None, bootstrap: str | None, asked: Asked) -> bool:
     """Refused when ``asked`` can never be met; True when it was checked against the
-    cluster, False when it goes to the leader unchecked."""
-    facts = read_facts(config) if config is not None else None
+    cluster (the manager config's, else ``bootstrap``), False when it goes to the leader
+    unchecked."""
+    cluster: Cluster | None = bootstrap
+    if config is not None:
+        from manager.config import load_manager_config
+
+        cluster = load_manager_config(config).cluster_client
+    facts = read_facts(cluster) if cluster else None
     if facts is None:
         return False
     why = never_met(asked, facts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import socket
 import sys
 import time
@@ -52,6 +53,7 @@ def register(sub: Any) -> None:
         p = sub.add_parser(kind, parents=[common], help=text, description=text)
         p.add_argument("brokers", nargs="+", type=broker_id, metavar="BROKER")
         add_wait(p)
+        add_check(p)
         p.set_defaults(func=submit_request, kind=kind, topic=None, rf=None)
     p = sub.add_parser("requests", help="list or cancel operator requests")
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
@@ -76,6 +78,16 @@ def add_wait(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_check(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--bootstrap",
+        default=os.environ.get("KMEDIC_BOOTSTRAP") or os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
+        help="the Kafka cluster (plaintext), to refuse at once a request that could never be "
+        "met (default: $KMEDIC_BOOTSTRAP; --config gives it with its security settings); "
+        "without either the leader checks it at its next cycle",
+    )
+
+
 def submit_request(args: argparse.Namespace) -> int:
     """Store the request ``args`` describes (kind, brokers, topic, rf); with ``--wait``, follow
     it until it is over."""
@@ -86,7 +98,7 @@ def submit_request(args: argparse.Namespace) -> int:
     with zk_session(target.zk_connect, auth=target.auth) as client:
         # A typo'd cluster stored a request no manager would ever read.
         require_cluster(client, target.root, target.cluster)
-        check_at_once(args.config, asked)
+        check_at_once(args.config, args.bootstrap, asked)
         request = submit(
             client, base, args.kind, args.brokers, by, topic=args.topic, replication_factor=args.rf
         )

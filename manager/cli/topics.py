@@ -24,7 +24,7 @@ from kmedic.kafka_client import Cluster
 from kmedic.own_topics import OwnTopics
 from manager.analyzer.topic_safety import TopicFacts, find_unsafe
 from manager.cli.kafka_args import add_kafka_args, kafka_from
-from manager.cli.requests import add_wait, submit_request
+from manager.cli.requests import add_check, add_wait, submit_request
 from manager.cli.zk_args import common_parser
 from manager.config import TopicNames
 from manager.model.policy import Policy
@@ -51,6 +51,7 @@ def register(subparsers: Any) -> None:
     set_rf.add_argument("topic", metavar="TOPIC")
     set_rf.add_argument("--rf", type=factor, required=True, help="the replication factor wanted")
     add_wait(set_rf)
+    add_check(set_rf)
     set_rf.set_defaults(func=submit_request, kind="set_rf", brokers=[])
 
 

@@ -277,7 +277,10 @@ def test_demote_drain_and_fill_a_broker(healthy_cluster: Any, tmp_path: Path) ->
         hopeless = kmedic_process("topics", "set-rf", f"{name}.none", "--rf", "2", *config)
         assert hopeless.returncode == 3, hopeless.stdout + hopeless.stderr
         assert f"refused, nothing stored: the cluster has no topic {name}.none" in hopeless.stderr
-        everything = kmedic_process("drain", *map(str, cluster.broker_ids), *config)
+        # ... or given the bootstrap alone (plaintext; $KMEDIC_BOOTSTRAP as well).
+        everything = kmedic_process(
+            "drain", *map(str, cluster.broker_ids), *where, "--bootstrap", bootstrap
+        )
         assert everything.returncode == 3, everything.stdout + everything.stderr
         assert "leaves 0 brokers, fewer than the replication factor" in everything.stderr
         typo = kmedic_process("drain", str(TARGET), "--zk", cluster.zk_connect, "--cluster", "deom")

@@ -186,3 +186,22 @@ def test_topics_check_gives_up_on_an_unreachable_cluster_as_actions_tail_does(
     assert main(["topics", "check", "--bootstrap", "127.0.0.1:1"]) == 5
     assert asked["reach_ms"] == REACH_MS == 5_000
     assert "127.0.0.1:1" in capsys.readouterr().err
+
+
+def test_a_request_not_checked_at_once_says_so_and_goes_to_the_leader(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 72.1: with a bootstrap that does not answer, the request is not refused (the
+    leader checks it at its next cycle) and stderr says it was not checked; with none given,
+    nothing is asked of Kafka at all."""
+    import manager.cli.request_check as check
+    from manager.analyzer.request_check import Asked
+
+    monkeypatch.setattr(check, "REACH_MS", 300)
+    asked = Asked("drain", (1,))
+    assert check.check_at_once(None, "127.0.0.1:1", asked) is False
+    err = capsys.readouterr().err
+    assert "not checked at once" in err and "127.0.0.1:1" in err
+    assert "the leading manager checks it at its next cycle" in err
+    assert check.check_at_once(None, None, asked) is False
+    assert capsys.readouterr().err == ""
