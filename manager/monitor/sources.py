@@ -35,7 +35,7 @@ from kmedic.partition_table import PartitionTable
 from kmedic.replica_columns import AgentRecord
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
-from manager.monitor.broker_settings import BrokerSettings
+from manager.monitor.broker_settings import broker_settings
 from manager.monitor.feeds import FeedStatus, LatestByKey
 from manager.monitor.leader_rebalance import LeaderRebalanceSetting
 from manager.monitor.load_columns import LoadFeed
@@ -44,7 +44,7 @@ from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
 from manager.monitor.quorum import QuorumReader
 from manager.monitor.registrations import RegistrationWatch
 from manager.monitor.shutdowns import Shutdowns, shutting_down
-from manager.monitor.topic_configs import TopicConfigs
+from manager.monitor.topic_configs import topic_configs
 
 log = get_logger(__name__)
 
@@ -151,8 +151,8 @@ class ClusterSources:
         self._watch_admin: Any = None
         self._watch_failures = 0
         self.registrations = RegistrationWatch(self._read_registered, WATCH_INTERVAL_S)
-        self.topic_configs = TopicConfigs()
-        self.broker_settings = BrokerSettings()
+        self.topic_configs = topic_configs()
+        self.broker_settings = broker_settings()
         self.leader_rebalance = LeaderRebalanceSetting()
         self._forwarders = Forwarders()  # brokers a request timed out on lately
         self.quorum = QuorumReader(bootstrap, forwarders=self._forwarders)

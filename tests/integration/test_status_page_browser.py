@@ -102,6 +102,13 @@ def snapshot() -> Snapshot:
     return parse_snapshot(json.dumps(data))
 
 
+def leaders_document(snap: Snapshot, **shown: Any) -> dict[str, Any]:
+    """The status document of the leader m1 (epoch 7) of this cluster, as of ``snap``."""
+    return status_document(
+        cluster="browser-test", instance="m1", leader=True, epoch=7, snapshot=snap, **shown
+    )
+
+
 def cluster_document() -> dict[str, Any]:
     snap = snapshot()
     history = LoadHistory(span_s=2 * 3600, step_s=60)
@@ -112,12 +119,8 @@ def cluster_document() -> dict[str, Any]:
             b: replace(load, network_util=(b * 7 + minute) % 90 / 100) for b, load in loads.items()
         }
         history.record(at, wave)
-    return status_document(
-        cluster="browser-test",
-        instance="m1",
-        leader=True,
-        epoch=7,
-        snapshot=snap,
+    return leaders_document(
+        snap,
         decision=decide(snap),
         alerts={"refused:rack_violation": "a rack would hold two replicas"},
         moves=[
@@ -263,12 +266,8 @@ def drain_document() -> dict[str, Any]:
     cordoned = tuple(b.model_copy(update={"cordoned": b.id == 6}) for b in snap.brokers)
     snap = snap.model_copy(update={"brokers": cordoned})
     request = {"kind": "drain", "brokers": [6], "by": "alice@ops", "note": ""}
-    return status_document(
-        cluster="browser-test",
-        instance="m1",
-        leader=True,
-        epoch=7,
-        snapshot=snap,
+    return leaders_document(
+        snap,
         decision=decide(snap),
         alerts={},
         moves=[
@@ -310,12 +309,8 @@ def observe_document() -> dict[str, Any]:
         for b in snap.brokers
     )
     snap = snap.model_copy(update={"brokers": past})
-    return status_document(
-        cluster="browser-test",
-        instance="m1",
-        leader=True,
-        epoch=7,
-        snapshot=snap,
+    return leaders_document(
+        snap,
         decision=held_back(decide(snap), "observe mode"),
         alerts={"observe_mode:would_heal": "a heal is needed and observe mode keeps it"},
         moves=[],

@@ -22,7 +22,7 @@ from manager.model.replication_settings import WANTED, ReplicationSettings
 from manager.model.snapshot import Leadership
 from manager.monitor.observe import CapacitySettings, build_snapshot
 from manager.monitor.sources import ClusterSources
-from manager.monitor.topic_configs import TopicConfigs
+from manager.monitor.topic_configs import topic_configs
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +87,7 @@ def test_the_monitor_reads_each_topics_min_insync_replicas(
     local_cluster: Any, topics: dict[str, str]
 ) -> None:
     client = KafkaAdminClient(bootstrap_servers=local_cluster.bootstrap_servers)
-    configs = TopicConfigs()  # a topic it could not read yet is asked for again at each read
+    configs = topic_configs()  # a topic it could not read yet is asked for again at each read
     try:
         names = set(topics.values())
         read = wait_for(

@@ -49,12 +49,18 @@ def test_broker_properties_carry_rack_listener_and_capped_replication() -> None:
     assert props["offsets.topic.replication.factor"] == "2"  # never more than the brokers
 
 
-def test_only_a_shaped_clusters_brokers_measure_throttles_over_one_second() -> None:
-    def window(**kwargs: bool) -> str | None:
-        props = configs.broker_properties(
+def broker_props(**kwargs: Any) -> dict[str, str]:
+    """Broker 1's properties in a three-broker cluster, ``kwargs`` to broker_properties."""
+    return parse(
+        configs.broker_properties(
             1, port=9092, controller_port=9000, rack="/r1", data_dir="/d", broker_count=3, **kwargs
         )
-        return parse(props).get("replication.quota.window.num")
+    )
+
+
+def test_only_a_shaped_clusters_brokers_measure_throttles_over_one_second() -> None:
+    def window(**kwargs: bool) -> str | None:
+        return broker_props(**kwargs).get("replication.quota.window.num")
 
     assert window(shaped=True) == "1"  # the copy paced within each second
     assert window() is None  # Kafka's 11: the tests' stalled copies need a long window
@@ -65,22 +71,11 @@ def test_brokers_at_kafkas_defaults_carry_none_of_the_local_tunings() -> None:
     quick heartbeats, ISR lag and segments nor a shaped link's replication settings; the
     overrides a bench names still apply."""
 
-    def props(**kwargs: Any) -> dict[str, str]:
-        return parse(
-            configs.broker_properties(
-                1,
-                port=9092,
-                controller_port=9000,
-                rack="/r1",
-                data_dir="/d",
-                broker_count=3,
-                **kwargs,
-            )
-        )
-
     tuned = {**configs.BROKER_TUNINGS, **configs.SHAPED_REPLICATION}
-    assert set(tuned) <= set(props(shaped=True))
-    plain = props(shaped=True, kafka_defaults=True, overrides={"replica.fetch.max.bytes": "4096"})
+    assert set(tuned) <= set(broker_props(shaped=True))
+    plain = broker_props(
+        shaped=True, kafka_defaults=True, overrides={"replica.fetch.max.bytes": "4096"}
+    )
     assert not set(tuned) & set(plain), plain
     assert plain["replica.fetch.max.bytes"] == "4096"
     assert configs.ClusterSpec(kafka_defaults=True).kafka_defaults

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from kmedic.kafka_admin import ReplicationTiming
 from manager.analyzer.replication_check import replication_settings_off
 from manager.model.replication_settings import WANTED, ReplicationSettings, settings_off
-from manager.monitor.broker_settings import BrokerSettings
+from manager.monitor.broker_settings import broker_settings
 from manager.web.metrics import ManagerMetrics, observe_snapshot
 from manager.web.status_page import render_html
 
@@ -59,7 +59,7 @@ class Client:
 def test_a_new_broker_is_read_at_once_every_broker_every_refresh_and_a_failure_keeps_it(
     monkeypatch: Any,
 ) -> None:
-    import manager.monitor.broker_settings as reader
+    from kmedic import kafka_admin
 
     client = Client({b: ReplicationTiming(11.0, 1000, 500) for b in (1, 2, 3)})
 
@@ -69,9 +69,9 @@ def test_a_new_broker_is_read_at_once_every_broker_every_refresh_and_a_failure_k
             raise OSError("DescribeConfigs timed out")
         return {b: c.answers[b] for b in brokers}
 
-    monkeypatch.setattr(reader, "describe_replication_timings", describe)
+    monkeypatch.setattr(kafka_admin, "describe_replication_timings", describe)
     now = [0.0]
-    settings = BrokerSettings(refresh_s=600, clock=lambda: now[0])
+    settings = broker_settings(refresh_s=600, clock=lambda: now[0])
     assert set(settings.read(client, {1, 2})) == {1, 2}
     assert settings.read(client, {1, 2}) and client.asked == [[1, 2]]  # not due: not asked
     settings.read(client, {1, 2, 3})

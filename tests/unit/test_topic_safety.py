@@ -22,7 +22,7 @@ from manager.analyzer.topic_safety import (
     unsafe_topics,
 )
 from manager.model.snapshot_file import parse_snapshot
-from manager.monitor.topic_configs import TopicConfigs
+from manager.monitor.topic_configs import topic_configs
 
 
 def test_each_kind_with_its_sentence() -> None:
@@ -123,7 +123,7 @@ class Client:
 
 def test_topic_settings_are_read_for_new_topics_at_once_and_for_all_every_refresh() -> None:
     now = [0.0]
-    configs = TopicConfigs(refresh_s=300, clock=lambda: now[0])
+    configs = topic_configs(refresh_s=300, clock=lambda: now[0])
     client = Client({"a": "2", "b": "1", "c": "3"})
     assert configs.read(client, {"a", "b"}) == {"a": 2, "b": 1}
     now[0] = 10
@@ -137,7 +137,7 @@ def test_topic_settings_are_read_for_new_topics_at_once_and_for_all_every_refres
 
 def test_a_failed_read_keeps_what_was_known_and_is_tried_again() -> None:
     now = [0.0]
-    configs = TopicConfigs(refresh_s=300, clock=lambda: now[0])
+    configs = topic_configs(refresh_s=300, clock=lambda: now[0])
     client = Client({"a": "2", "b": "1"})
     assert configs.read(client, {"a"}) == {"a": 2}
     client.down = True
