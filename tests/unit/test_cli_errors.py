@@ -205,3 +205,27 @@ def test_a_request_not_checked_at_once_says_so_and_goes_to_the_leader(
     assert "the leading manager checks it at its next cycle" in err
     assert check.check_at_once(None, None, asked) is False
     assert capsys.readouterr().err == ""
+
+
+def test_topics_check_names_kmedics_own_topics_it_does_not_flag(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 72: kmedic's own audit topic at min.insync.replicas 1 (as kmedic creates it) is
+    not called unsafe, and the text says which own topics were judged by their own setting;
+    the same setting on an operator's topic is named."""
+    import manager.cli.topics as topics
+    from manager.analyzer.topic_safety import TopicFacts
+
+    facts = [
+        TopicFacts("kmedic.actions", 3, 1),
+        TopicFacts("kmedic.brokerstats", 3, 2),
+        TopicFacts("orders", 3, 1),
+    ]
+    monkeypatch.setattr(topics, "read_facts", lambda cluster: facts)
+    assert main(["topics", "check", "--bootstrap", "127.0.0.1:1"]) == 3
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("orders: min.insync.replicas 1 at RF 3"), out
+    assert out[1].startswith(
+        "kmedic's own, min.insync.replicas 1 as kmedic creates them: kmedic.actions "
+    ), out
+    assert len(out) == 2
