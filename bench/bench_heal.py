@@ -265,20 +265,48 @@ class Race:
         assert answer is not None  # wait returns an answer or exits
         return answer[0]
 
+    def answered(self, call: Callable[[], T], what: str) -> T:
+        """``call`` on the admin client, asked again until it answers: the broker restarted
+        by a put-back may be the one the client's metadata names as the controller before
+        that metadata names its address (a run at Kafka's defaults crashed on
+        ``UnknownBrokerIdError: 6`` in the put-back's reassignment)."""
+
+        def asked() -> tuple[T] | None:
+            try:
+                return (call(),)
+            except KafkaError:
+                self.kadmin._manager.cluster.request_update()
+                return None
+
+        answer = wait(asked, 60, what, interval=0.5)
+        assert answer is not None  # wait returns an answer or exits
+        return answer[0]
+
     def put_back(self, initial: Placement) -> None:
         now = self.placement()
         moved = {k: v for k, v in initial.items() if now.get(k) not in (None, v)}
         if moved:
-            self.kadmin.alter_partition_reassignments(
-                {TopicPartition(t, p): r for (t, p), r in moved.items()}
+            wanted = {TopicPartition(t, p): r for (t, p), r in moved.items()}
+            self.answered(
+                lambda: self.kadmin.alter_partition_reassignments(wanted), "the put-back's start"
             )
-            wait(lambda: not self.kadmin.list_partition_reassignments(), 600, "the put-back")
+            wait(
+                lambda: (
+                    not self.answered(
+                        self.kadmin.list_partition_reassignments, "the reassignments listed"
+                    )
+                ),
+                600,
+                "the put-back",
+            )
         rf = {k: len(v) for k, v in initial.items()}
         wait(lambda: self.in_sync(rf, None), 300, "every partition in sync after the put-back")
         # Each partition led by its preferred replica again, now, and waited for: left to
         # Kafka's own periodic rebalance the leaders would move at a time of its own, possibly
         # inside the next run's baseline.
-        self.kadmin.elect_leaders(0, None, timeout_ms=60_000)
+        self.answered(
+            lambda: self.kadmin.elect_leaders(0, None, timeout_ms=60_000), "the elections"
+        )
         wait(self.preferred_lead, 120, "every partition led by its preferred replica")
 
     def preferred_lead(self) -> bool:
