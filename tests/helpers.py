@@ -188,22 +188,34 @@ def healed_off(bootstrap: str, topic: str, victim: int, rf: int = 2) -> bool:
     )
 
 
-def pick_victim(bootstrap: str, topic: str) -> int:
-    """A follower of ``topic`` that holds no partition alone: the session's other tests leave
-    single-replica topics behind, and a partition with no live copy cannot be healed (the heal
-    is all or nothing, so it would refuse)."""
+def placed_for_a_heal(
+    bootstrap: str, topic: str, partitions: int, rack_of: Callable[[int], str | None]
+) -> int:
+    """``topic`` at RF 2 with every partition followed by one broker, the victim a test kills
+    to have it healed, and led by the brokers on other racks in turn; returns the victim. The
+    victim holds no partition alone: the session's other tests leave single-replica topics
+    behind, and a partition with no live copy cannot be healed (the heal is all or nothing,
+    so it would refuse). Placed, not left to Kafka: a topic Kafka placed had both its
+    followers on such brokers (found by CI)."""
     meta = _admin(bootstrap).list_topics(timeout=10)
+    brokers = sorted(meta.brokers)
     alone = {
         p.replicas[0]
         for t in meta.topics.values()
         for p in t.partitions.values()
         if len(p.replicas) == 1
     }
-    followers = sorted({replicas[1] for replicas, _ in replicas_of(bootstrap, topic).values()})
-    free = [b for b in followers if b not in alone]
+    free = [b for b in brokers if b not in alone]
     if not free:
-        pytest.fail(f"every follower of {topic} ({followers}) holds a single-replica partition")
-    return free[0]
+        pytest.fail(f"every broker ({brokers}) holds a single-replica partition")
+    victim = free[0]
+    leaders = [b for b in brokers if rack_of(b) != rack_of(victim)] or [
+        b for b in brokers if b != victim
+    ]
+    create_placed_topic(
+        bootstrap, topic, [[leaders[n % len(leaders)], victim] for n in range(partitions)]
+    )
+    return victim
 
 
 def _admin(bootstrap: str) -> Any:

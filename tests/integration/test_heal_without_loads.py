@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from helpers import (
     healed_off,
     kafka_conf,
-    pick_victim,
+    placed_for_a_heal,
     read_audit,
     scrape,
     wait_for,
@@ -77,12 +77,11 @@ def test_a_dead_broker_is_healed_while_the_load_pipeline_is_down(
         "actions": f"kmedic.actions.{name}",
     }
     admin = AdminClient(kafka_conf(bootstrap))
-    new = [NewTopic(topic, PARTITIONS, 2), NewTopic(topics["replica_loads"], 1, 3)]
-    for future in admin.create_topics(new).values():
+    for future in admin.create_topics([NewTopic(topics["replica_loads"], 1, 3)]).values():
         future.result(timeout=30)
+    victim = placed_for_a_heal(bootstrap, topic, PARTITIONS, cluster.rack)
     wait_until_usable(bootstrap, [topic, topics["replica_loads"]])
     write_stale_loads(bootstrap, topics["replica_loads"], topic)
-    victim = pick_victim(bootstrap, topic)
     port = process.free_ports(1)[0]
     pipeline = Pipeline(cluster, tmp_path, cluster_name=name)
     try:

@@ -14,12 +14,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from helpers import (
     healed_off,
     http_get,
-    kafka_conf,
-    pick_victim,
+    placed_for_a_heal,
     replicas_of,
     scrape,
     wait_for,
@@ -265,11 +263,8 @@ def test_a_manager_started_during_an_outage_waits_and_acts_once_it_ends(
         # And it acts: a broker killed now is healed, its moves started and completed.
         bootstrap = cluster.bootstrap_servers
         healed_topic = f"{name}.rf2"
-        admin = AdminClient(kafka_conf(bootstrap))  # kept: its futures die with it
-        for future in admin.create_topics([NewTopic(healed_topic, 2, 2)]).values():
-            future.result(timeout=30)
+        victim = placed_for_a_heal(bootstrap, healed_topic, 2, cluster.rack)
         wait_until_usable(bootstrap, [healed_topic])
-        victim = pick_victim(bootstrap, healed_topic)
         held = {
             f"{healed_topic}:{p}"
             for p, (replicas, _) in replicas_of(bootstrap, healed_topic).items()
