@@ -60,13 +60,23 @@ class ClusterFacts:
 
 def never_met(asked: Asked, facts: ClusterFacts) -> str | None:
     """Why ``asked`` can never be met on this cluster, or None."""
-    unknown = sorted(set(asked.brokers) - facts.brokers)
-    if unknown and asked.kind != "decommission":
-        return f"the cluster has no broker {unknown} (it has {sorted(facts.brokers)})"
+    if asked.kind != "decommission":
+        unknown = unknown_brokers(asked.brokers, facts)
+        if unknown is not None:
+            return unknown
     if asked.kind == "set_rf":
         return _set_rf(asked, facts)
     if asked.kind in ("drain", "decommission"):
         return _emptied(asked.brokers, facts)
+    return None
+
+
+def unknown_brokers(named: Collection[int], facts: ClusterFacts) -> str | None:
+    """Which of ``named`` the cluster does not have (neither registered nor holding a
+    replica), or None: the rule for a request's brokers and a placement record's."""
+    unknown = sorted(set(named) - facts.brokers)
+    if unknown:
+        return f"the cluster has no broker {unknown} (it has {sorted(facts.brokers)})"
     return None
 
 

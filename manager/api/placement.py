@@ -14,6 +14,7 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.errors import KmedicError
+from manager.analyzer.request_check import ClusterFacts, unknown_brokers
 from manager.api.access import Caller, Reader, Writer
 from manager.api.problems import Problem
 from manager.api.view import ManagerView
@@ -141,15 +142,15 @@ def _collection(
         except KmedicError as exc:
             raise Problem(422, str(exc)) from exc
         snap = steps.view.snapshot()
-        named = set(fields.get("brokers", ()))
-        if snap is not None and named - {b.id for b in snap.brokers}:
-            # A typo'd broker id was stored and silently matched nothing (issue 72.2).
-            known = sorted(b.id for b in snap.brokers)
-            raise Problem(
-                422,
-                f"{what} {name!r} names brokers the cluster does not have: "
-                f"{sorted(named - set(known))} (it has {known})",
-            )
+        # A typo'd broker id was stored and silently matched nothing (issue 72.2); the rule
+        # the CLI checks by (a dead broker still holding replicas is one the cluster has).
+        unknown = (
+            None
+            if snap is None
+            else unknown_brokers(fields.get("brokers", ()), ClusterFacts.of(snap))
+        )
+        if unknown is not None:
+            raise Problem(422, f"{what} {name!r} not stored: {unknown}")
         with zookeeper() as client:
             zk = steps.store(cluster, client)
             exists = name in zk.load().items(kind)

@@ -7,11 +7,15 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from manager.cli.zk_args import common_parser, zk_target
+from manager.cli.request_check import add_check, check_brokers
+from manager.cli.zk_args import ZkTarget, common_parser, zk_target
 from manager.coordination.placement_store import ZkConfigStore
+from manager.coordination.session import zk_session
+from manager.coordination.znodes import require_cluster
 from manager.model.placement_config import (
     AntiAffinityGroup,
     BrokerGroup,
@@ -67,6 +71,7 @@ def _crud(
 
 def _broker_fields(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--brokers", type=broker_list, required=required, help="e.g. 1,2,3")
+    add_check(p, "the brokers are stored unchecked")
 
 
 def _isolation_fields(p: argparse.ArgumentParser, required: bool) -> None:
@@ -109,9 +114,13 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_maintenance, verb="list")
 
 
-def _store(args: argparse.Namespace) -> Any:
-    target = zk_target(args)
-    return ZkConfigStore.connect(target.zk_connect, target.cluster, target.root, auth=target.auth)
+@contextmanager
+def _store(target: ZkTarget) -> Iterator[ZkConfigStore]:
+    """The cluster's placement store; a cluster no manager has stored is a typo (nothing is
+    written under it: the store would create its tree)."""
+    with zk_session(target.zk_connect, auth=target.auth) as client:
+        require_cluster(client, target.root, target.cluster)
+        yield ZkConfigStore(client, target.cluster, target.root)
 
 
 def _record_from(args: argparse.Namespace, kind: Kind, base: Record | None) -> Record:
@@ -126,7 +135,8 @@ def _record_from(args: argparse.Namespace, kind: Kind, base: Record | None) -> R
 
 def _run(args: argparse.Namespace) -> int:
     kind: Kind = args.kind
-    with _store(args) as store:
+    target = zk_target(args)
+    with _store(target) as store:
         if args.verb == "list":
             items = store.load().items(kind)
             _print_items(args, [items[n] for n in sorted(items)])
@@ -138,13 +148,15 @@ def _run(args: argparse.Namespace) -> int:
         else:
             base = None if args.verb == "create" else store.get(kind, args.name)
             record = _record_from(args, kind, base)
+            if getattr(args, "brokers", None) is not None:
+                check_brokers(target.kafka or args.bootstrap, f"{kind} {args.name!r}", args.brokers)
             store.put(record, create=args.verb == "create")
             print(f"{args.verb}d {kind} {_describe(record)}")
     return 0
 
 
 def _maintenance(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(zk_target(args)) as store:
         if args.verb == "start":
             cfg = store.start_maintenance(args.domain, args.reason, int(time.time() * 1000))
             print(f"domain {args.domain} in maintenance: {cfg.maintenance[args.domain].reason}")

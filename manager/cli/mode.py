@@ -11,14 +11,11 @@ import argparse
 import getpass
 import json
 import socket
-import sys
 from typing import Any
 
-from kazoo.client import KazooClient
-
-from kmedic.errors import KmedicError, Unreachable, UsageError
+from kmedic.errors import UsageError
 from manager.cli.status import CONFIG_MODE
-from manager.cli.zk_args import common_parser, zk_target
+from manager.cli.zk_args import common_parser, warn_if_unknown, zk_target
 from manager.coordination.mode_store import clear_mode, read_mode, set_mode
 from manager.coordination.session import zk_session
 from manager.coordination.znodes import manager_path, require_cluster
@@ -54,11 +51,13 @@ def _mode(args: argparse.Namespace) -> int:
         if args.clear:
             cleared = clear_mode(client, base)
             record = None
+            if cleared is None:  # "nothing was set" on a typo'd cluster says why
+                warn_if_unknown(client, target, "nothing was set")
         elif args.mode is None:
             require_cluster(client, target.root, target.cluster)
             record = read_mode(client, base)
         else:
-            _warn_if_unknown(client, target.root, target.cluster)
+            warn_if_unknown(client, target, "the mode is stored")
             by = f"{getpass.getuser()}@{socket.gethostname()}"
             record = set_mode(client, base, args.mode, by, args.why)
     if args.json:
@@ -71,19 +70,3 @@ def _mode(args: argparse.Namespace) -> int:
     else:
         print(f"mode: {record.sentence()}")
     return 0
-
-
-def _warn_if_unknown(client: KazooClient, root: str, cluster: str) -> None:
-    """A mode may be set before a cluster's first manager starts (observe from day one), so
-    an unknown cluster is stored; but it may be a typo, and stderr says so, naming the known
-    ones."""
-    try:
-        require_cluster(client, root, cluster)
-    except Unreachable:
-        raise
-    except KmedicError as exc:
-        print(
-            f"kmedic: warning: {exc}; the mode is stored for a manager that starts with "
-            f"cluster {cluster!r}",
-            file=sys.stderr,
-        )

@@ -7,22 +7,42 @@ nothing is stored, exit 3 with the reason.
 Without either, or when Kafka does not answer within REACH_MS, the request is stored and
 the leading manager checks it at its next cycle (a hopeless one fails with the reason there;
 `--wait` shows it). The line on stderr says which.
+
+The placement commands (`kmedic domains|groups ... create|update --brokers`) check the brokers
+they name the same way (the API checks them against the manager's snapshot): a typo'd broker
+id was stored and matched nothing.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
-from pathlib import Path
+from collections.abc import Collection
 
 from kmedic.errors import KmedicError, Refused
 from kmedic.kafka_admin import REACH_MS, connect_admin, describe_partitions
 from kmedic.kafka_client import Cluster
 from kmedic.metadata import parse_nodes
-from manager.analyzer.request_check import Asked, ClusterFacts, never_met
+from manager.analyzer.request_check import Asked, ClusterFacts, never_met, unknown_brokers
 
 
-def read_facts(cluster: Cluster) -> ClusterFacts | None:
-    """The cluster's facts; None (said on stderr) when Kafka does not answer."""
+def add_check(
+    p: argparse.ArgumentParser, then: str = "the leader checks it at its next cycle"
+) -> None:
+    p.add_argument(
+        "--bootstrap",
+        default=os.environ.get("KMEDIC_BOOTSTRAP") or os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
+        help="the Kafka cluster (plaintext), to refuse at once what could never be met "
+        "(default: $KMEDIC_BOOTSTRAP; --config gives it with its security settings); "
+        f"without either {then}",
+    )
+
+
+def read_facts(cluster: Cluster, later: str) -> ClusterFacts | None:
+    """The cluster's facts; None (said on stderr, with what happens ``later``) when Kafka does
+    not answer."""
+    client = None
     try:
         client = connect_admin(
             cluster,
@@ -30,39 +50,42 @@ def read_facts(cluster: Cluster) -> ClusterFacts | None:
             timeout_ms=15_000,
             reach_ms=REACH_MS,
         )
-    except KmedicError as exc:
-        print(
-            f"kmedic: not checked at once ({exc}); the leading manager checks it at its next cycle",
-            file=sys.stderr,
-        )
-        return None
-    try:
         brokers = parse_nodes(client.describe_cluster())
         return ClusterFacts.of_table(brokers, describe_partitions(client))
     except Exception as exc:  # kafka-python raises several unrelated types
-        print(
-            f"kmedic: not checked at once (the cluster's metadata: {exc!r}); the leading "
-            "manager checks it at its next cycle",
-            file=sys.stderr,
-        )
+        why = str(exc) if isinstance(exc, KmedicError) else f"the cluster's metadata: {exc!r}"
+        print(f"kmedic: not checked at once ({why}); {later}", file=sys.stderr)
         return None
     finally:
-        client.close()
+        if client is not None:
+            client.close()
 
 
-def check_at_once(config: Path | None, bootstrap: str | None, asked: Asked) -> bool:
-    """Refused when ``asked`` can never be met; True when it was checked against the
-    cluster (the manager config's, else ``bootstrap``), False when it goes to the leader
-    unchecked."""
-    cluster: Cluster | None = bootstrap
-    if config is not None:
-        from manager.config import load_manager_config
-
-        cluster = load_manager_config(config).cluster_client
-    facts = read_facts(cluster) if cluster else None
+def check_at_once(cluster: Cluster | None, asked: Asked) -> bool:
+    """Refused when ``asked`` can never be met; True when it was checked against ``cluster``
+    (the manager config's, else --bootstrap), False when it goes to the leader unchecked."""
+    later = "the leading manager checks it at its next cycle"
+    facts = read_facts(cluster, later) if cluster else None
     if facts is None:
         return False
     why = never_met(asked, facts)
     if why is not None:
         raise Refused(f"refused, nothing stored: {why}")
     return True
+
+
+def check_brokers(cluster: Cluster | None, what: str, named: Collection[int]) -> None:
+    """A placement record naming brokers the cluster does not have is an error (nothing
+    stored); unchecked (said on stderr) when no cluster is given or it does not answer."""
+    later = "stored as given; a broker the cluster does not have matches nothing"
+    if not named:
+        return
+    if not cluster:
+        print(f"kmedic: brokers not checked (no --bootstrap or --config); {later}", file=sys.stderr)
+        return
+    facts = read_facts(cluster, later)
+    if facts is None:
+        return
+    why = unknown_brokers(named, facts)
+    if why is not None:
+        raise KmedicError(f"{what} not stored: {why}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-import os
 import socket
 import sys
 import time
@@ -18,7 +17,7 @@ from typing import Any
 from kmedic.errors import KmedicError
 from kmedic.exits import Exit
 from manager.analyzer.request_check import Asked
-from manager.cli.request_check import check_at_once
+from manager.cli.request_check import add_check, check_at_once
 from manager.cli.status import plan_line
 from manager.cli.zk_args import common_parser, zk_target
 from manager.coordination.request_store import StoredRequest, cancel, read_requests, submit
@@ -78,16 +77,6 @@ def add_wait(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_check(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--bootstrap",
-        default=os.environ.get("KMEDIC_BOOTSTRAP") or os.environ.get("KMEDIC_BOOTSTRAP_SERVERS"),
-        help="the Kafka cluster (plaintext), to refuse at once a request that could never be "
-        "met (default: $KMEDIC_BOOTSTRAP; --config gives it with its security settings); "
-        "without either the leader checks it at its next cycle",
-    )
-
-
 def submit_request(args: argparse.Namespace) -> int:
     """Store the request ``args`` describes (kind, brokers, topic, rf); with ``--wait``, follow
     it until it is over."""
@@ -98,7 +87,7 @@ def submit_request(args: argparse.Namespace) -> int:
     with zk_session(target.zk_connect, auth=target.auth) as client:
         # A typo'd cluster stored a request no manager would ever read.
         require_cluster(client, target.root, target.cluster)
-        check_at_once(args.config, args.bootstrap, asked)
+        check_at_once(target.kafka or args.bootstrap, asked)
         request = submit(
             client, base, args.kind, args.brokers, by, topic=args.topic, replication_factor=args.rf
         )
@@ -155,6 +144,7 @@ def _list(args: argparse.Namespace) -> int:
 def _cancel(args: argparse.Namespace) -> int:
     target = zk_target(args)
     with zk_session(target.zk_connect, auth=target.auth) as client:
+        require_cluster(client, target.root, target.cluster)
         _show(args, [cancel(client, manager_path(target.root, target.cluster), args.id)])
     return 0
 

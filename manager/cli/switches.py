@@ -11,10 +11,10 @@ import json
 import socket
 from typing import Any
 
-from manager.cli.zk_args import common_parser, zk_target
+from manager.cli.zk_args import common_parser, warn_if_unknown, zk_target
 from manager.coordination.session import zk_session
 from manager.coordination.switch_store import GOALS, SwitchRecord, read_switches, set_switches
-from manager.coordination.znodes import manager_path
+from manager.coordination.znodes import manager_path, require_cluster
 
 _VALUES: dict[str, bool | None] = {"on": True, "off": False, "config": None}
 
@@ -52,9 +52,11 @@ def _switches(args: argparse.Namespace) -> int:
     with zk_session(target.zk_connect, auth=target.auth) as client:
         record: SwitchRecord | None
         if args.settings:
+            warn_if_unknown(client, target, "the switches are stored")
             by = f"{getpass.getuser()}@{socket.gethostname()}"
             record = set_switches(client, base, dict(args.settings), by, args.why)
         else:
+            require_cluster(client, target.root, target.cluster)
             record = read_switches(client, base)
     if args.json:
         print(json.dumps(record.model_dump() if record else None, sort_keys=True))

@@ -24,7 +24,8 @@ from kmedic.kafka_client import Cluster
 from kmedic.own_topics import OwnTopics
 from manager.analyzer.topic_safety import TopicFacts, find_unsafe
 from manager.cli.kafka_args import add_kafka_args, kafka_from
-from manager.cli.requests import add_check, add_wait, submit_request
+from manager.cli.request_check import add_check
+from manager.cli.requests import add_wait, submit_request
 from manager.cli.zk_args import common_parser
 from manager.config import TopicNames
 from manager.model.policy import Policy

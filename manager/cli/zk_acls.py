@@ -17,6 +17,7 @@ from kmedic.exits import Exit
 from manager.cli.zk_args import ZkTarget, common_parser, zk_target
 from manager.coordination.acls import ZooKeeperAuth, fix_tree, tree_problems
 from manager.coordination.session import zk_session
+from manager.coordination.znodes import require_cluster
 
 
 def register(subparsers: Any) -> None:
@@ -44,6 +45,7 @@ def _target(args: argparse.Namespace) -> tuple[ZkTarget, ZooKeeperAuth]:
 def _check(args: argparse.Namespace) -> int:
     target, auth = _target(args)
     with zk_session(target.zk_connect, auth=auth) as client:
+        require_cluster(client, target.root, target.cluster)
         problems = tree_problems(client, target.root, target.cluster, auth)
     if args.json:
         print(json.dumps({"not_kmedics": problems}, indent=2))
@@ -59,6 +61,7 @@ def _check(args: argparse.Namespace) -> int:
 def _fix(args: argparse.Namespace) -> int:
     target, auth = _target(args)
     with zk_session(target.zk_connect, auth=auth) as client:
+        require_cluster(client, target.root, target.cluster)
         try:
             fixed = fix_tree(client, target.root, target.cluster, auth)
         except NoAuthError as exc:

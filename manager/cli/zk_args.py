@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kmedic.errors import UsageError
+from kazoo.client import KazooClient
+
+from kmedic.errors import KmedicError, Unreachable, UsageError
+from kmedic.kafka_client import Cluster
 from manager.config import load_manager_config
 from manager.coordination.acls import ZooKeeperAuth
+from manager.coordination.znodes import require_cluster
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,9 @@ class ZkTarget:
     cluster: str
     root: str
     auth: ZooKeeperAuth | None
+    kafka: Cluster | None = None
+    """The Kafka cluster of the manager config (``--config``), read with the rest of it:
+    a command that also checks against Kafka does not load the file a second time."""
 
 
 def common_parser() -> argparse.ArgumentParser:
@@ -79,4 +87,21 @@ def zk_target(args: argparse.Namespace) -> ZkTarget:
         if not (args.zk_username and args.zk_password_file):
             raise UsageError("--zk-username and --zk-password-file go together")
         auth = ZooKeeperAuth(username=args.zk_username, password_file=args.zk_password_file)
-    return ZkTarget(zk, cluster, root, auth)
+    kafka = manager.cluster_client if manager is not None else None
+    return ZkTarget(zk, cluster, root, auth, kafka)
+
+
+def warn_if_unknown(client: KazooClient, target: ZkTarget, done: str) -> None:
+    """A mode or switches may be set before a cluster's first manager starts (observe from
+    day one), so an unknown cluster is written to; but it may be a typo, and stderr says so,
+    naming the known ones."""
+    try:
+        require_cluster(client, target.root, target.cluster)
+    except Unreachable:
+        raise
+    except KmedicError as exc:
+        print(
+            f"kmedic: warning: {exc}; {done} for a manager that starts with "
+            f"cluster {target.cluster!r}",
+            file=sys.stderr,
+        )

@@ -18,7 +18,7 @@ The rules checked before every write are in ``problems`` (pure, unit-tested).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -91,10 +91,10 @@ class ZkConfigStore:
         raise KmedicError(f"{self.base} keeps changing; try again")
 
     def get(self, kind: Kind, name: str) -> Record:
-        record = self.load().items(kind).get(name)
-        if record is None:
-            raise KmedicError(f"unknown {kind} {name!r} in cluster {self.cluster!r}")
-        return record  # type: ignore[no-any-return]
+        items = self.load().items(kind)
+        if name not in items:
+            raise self._unknown(kind, name, items)
+        return items[name]  # type: ignore[no-any-return]
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -106,7 +106,7 @@ class ZkConfigStore:
         if create and exists:
             raise KmedicError(f"{kind} {record.name!r} already exists (use update)")
         if not create and not exists:
-            raise KmedicError(f"unknown {kind} {record.name!r} in cluster {self.cluster!r}")
+            raise self._unknown(kind, record.name, current.items(kind))
         proposed = current.with_item(kind, record.name, record)
         self._refuse_if_invalid(proposed, f"cannot {'create' if create else 'update'}")
         path = f"{self.base}/{KIND_DIRS[kind]}/{record.name}"
@@ -117,7 +117,7 @@ class ZkConfigStore:
     def delete(self, kind: Kind, name: str) -> PlacementConfig:
         current = self.load()
         if name not in current.items(kind):
-            raise KmedicError(f"unknown {kind} {name!r} in cluster {self.cluster!r}")
+            raise self._unknown(kind, name, current.items(kind))
         if kind == "domain" and name in current.maintenance:
             raise KmedicError(f"domain {name!r} is in maintenance; end the maintenance first")
         if kind == "broker-group":
@@ -148,12 +148,17 @@ class ZkConfigStore:
     def end_maintenance(self, domain: str) -> PlacementConfig:
         current = self.load()
         if domain not in current.maintenance:
-            raise KmedicError(f"domain {domain!r} is not in maintenance")
+            inside = ", ".join(sorted(current.maintenance)) or "none"
+            raise KmedicError(f"domain {domain!r} is not in maintenance (in maintenance: {inside})")
         path = f"{self.base}/maintenance/{domain}"
         self._commit(current.version, lambda tx: tx.delete(path))
         return current.with_maintenance(domain, None)
 
     # -- internals -------------------------------------------------------------------------
+
+    def _unknown(self, kind: Kind, name: str, items: Mapping[str, object]) -> KmedicError:
+        known = ", ".join(sorted(items)) or "none"
+        return KmedicError(f"unknown {kind} {name!r} in cluster {self.cluster!r} (known: {known})")
 
     def _refuse_if_invalid(self, proposed: PlacementConfig, what: str) -> None:
         found = problems(proposed)

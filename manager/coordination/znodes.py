@@ -8,7 +8,7 @@ import json
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -112,6 +112,11 @@ def require_cluster(client: KazooClient, root: str, cluster: str) -> None:
         if client.exists(f"{base.rstrip('/')}/{cluster}") is not None:
             return
         known = sorted(client.get_children(base)) if client.exists(base) is not None else []
+    except NoAuthError as exc:  # it answered: a refusal, not an outage
+        raise KmedicError(
+            f"ZooKeeper refused to read {base}: {exc!r} (kmedic's tree carries kmedic's ACL: "
+            "give its identity with --config, or --zk-username and --zk-password-file)"
+        ) from exc
     except (KazooException, KazooTimeoutError) as exc:
         raise ZooKeeperUnreachable(f"cannot read {base}: {exc!r}") from exc
     named = f"known: {', '.join(known)}" if known else "none is known there yet"

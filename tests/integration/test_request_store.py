@@ -240,6 +240,9 @@ def test_switches_are_set_merged_handed_back_and_read_by_the_cycle(
     cluster = f"sw-{uuid.uuid4().hex[:8]}"
     where = ["--zk", zk_hosts, "--cluster", cluster]
     base = manager_path("/kmedic", cluster)
+    code, _, err = kmedic_in_process(capsys, "switches", *where)
+    assert code == 1 and f"no cluster {cluster!r}" in err, err  # a typo until a manager stores it
+    client.ensure_path(base)
     code, out, _ = kmedic_in_process(capsys, "switches", *where)
     assert code == 0 and "none set at run time" in out, out
     assert kmedic_in_process(capsys, "switches", "balance=off", *where)[0] == 0

@@ -6,13 +6,17 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from cli_commands import COMMANDS, options, required_args
 from helpers import kmedic_in_process, kmedic_process
 from kazoo.client import KazooClient
 from zk_support import zk_connect_for
 
+import manager.cli.request_check as request_check
 from kmedic.errors import KmedicError
+from manager.analyzer.request_check import ClusterFacts
 from manager.coordination.placement_store import ZkConfigStore
 from manager.model.placement_config import BrokerGroup, Domain, IsolationGroup
 
@@ -25,8 +29,18 @@ def zk_hosts(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def cluster() -> str:
-    return f"cfg-{uuid.uuid4().hex[:8]}"
+def cluster(zk_hosts: str) -> str:
+    """A cluster a manager has stored (its node under /kmedic, as a manager's first start
+    leaves it): the commands refuse one that is not there as a typo."""
+    name = f"cfg-{uuid.uuid4().hex[:8]}"
+    zk = KazooClient(hosts=zk_hosts)
+    zk.start(timeout=15)
+    try:
+        zk.ensure_path(f"/kmedic/{name}")
+    finally:
+        zk.stop()
+        zk.close()
+    return name
 
 
 @pytest.fixture
@@ -172,3 +186,92 @@ def test_cli_subprocess_against_zookeeper(zk_hosts: str, cluster: str) -> None:
     assert made.stdout.strip() == "created domain d1: brokers 5"
     listed = kmedic_process("domains", "list", *at, timeout=60)
     assert listed.stdout.strip() == "d1: brokers 5"
+
+
+def test_every_zookeeper_command_names_an_unknown_cluster_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str], zk_hosts: str, cluster: str, tmp_path: Path
+) -> None:
+    """Issue 72.2, for every command that takes --zk (read from the parser, so a new one is
+    held to it): a cluster no manager has stored is a typo - exit 1 ("not found"), the known
+    clusters named, nothing written under it. Setting a mode or switches is the exception:
+    they may be set before a cluster's first manager starts, so they are stored, with a
+    warning naming the known clusters."""
+    typo = f"{cluster}x"
+    password = tmp_path / "zk-password"
+    password.write_text("secret\n")
+    auth = ["--zk-username", "kmedic", "--zk-password-file", str(password)]
+    seen: dict[str, tuple[int, str]] = {}
+    for path, parser in COMMANDS:
+        if "--zk" not in options(parser):
+            continue
+        extra = auth if path[0] == "zk-acls" else []
+        argv = [*path, *required_args(parser), "--zk", zk_hosts, "--cluster", typo, *extra]
+        code, _, err = kmedic_in_process(capsys, *argv)
+        seen[" ".join(path)] = (code, err.strip())
+    wrong = {
+        c: v
+        for c, v in seen.items()
+        if v[0] != 1
+        or f"no cluster {typo!r} in ZooKeeper under /kmedic" not in v[1]
+        or cluster not in v[1]
+    }
+    assert not wrong, wrong
+    assert len(seen) >= 30, sorted(seen)  # domains, groups, maintenance, requests, status...
+    zk = KazooClient(hosts=zk_hosts)
+    zk.start(timeout=15)
+    try:
+        assert zk.exists(f"/kmedic/{typo}") is None
+        at = ["--zk", zk_hosts, "--cluster", typo]
+        code, _, err = kmedic_in_process(capsys, "mode", "--clear", *at)
+        assert code == 0 and "warning: no cluster" in err and "nothing was set" in err, err
+        # Stored: the cluster is known from here on, and the next is not warned of.
+        code, _, err = kmedic_in_process(capsys, "switches", "balance=off", *at)
+        assert code == 0 and "warning: no cluster" in err and "switches are stored" in err, err
+        code, _, err = kmedic_in_process(capsys, "mode", "observe", *at)
+        assert code == 0 and err == "", err
+    finally:
+        zk.delete(f"/kmedic/{typo}", recursive=True)
+        zk.stop()
+        zk.close()
+
+
+def test_a_placement_record_naming_a_broker_the_cluster_lacks_is_not_stored(
+    capsys: pytest.CaptureFixture[str],
+    zk_hosts: str,
+    cluster: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 72.2 from the command line (the API answers 422): with the Kafka cluster given
+    (--bootstrap or --config), a domain or broker group naming a broker the cluster does not
+    have is an error naming the brokers it has, and nothing is stored; without it, the record
+    is stored and stderr says the brokers were not checked."""
+    facts = ClusterFacts(frozenset({1, 2, 3}), {"t": 3})
+    asked: list[object] = []
+
+    def read(kafka: object, later: str) -> ClusterFacts:
+        asked.append(kafka)
+        return facts
+
+    monkeypatch.setattr(request_check, "read_facts", read)
+    at = ["--zk", zk_hosts, "--cluster", cluster, "--bootstrap", "127.0.0.1:9"]
+    code, _, err = kmedic_in_process(capsys, "domains", "create", "r1", "--brokers", "1,9", *at)
+    assert code == 1 and err.strip() == (
+        "kmedic: error: domain 'r1' not stored: the cluster has no broker [9] (it has [1, 2, 3])"
+    ), err
+    code, _, err = kmedic_in_process(
+        capsys, "groups", "broker", "create", "g", "--brokers", "7", *at
+    )
+    assert code == 1 and "broker-group 'g' not stored: the cluster has no broker [7]" in err
+    assert kmedic_in_process(capsys, "domains", "list", *at[:4])[1].strip() == "(none)"
+    assert kmedic_in_process(capsys, "domains", "create", "r1", "--brokers", "1,3", *at)[0] == 0
+    code, _, err = kmedic_in_process(capsys, "domains", "update", "r1", "--brokers", "4", *at)
+    assert code == 1 and "no broker [4]" in err
+    assert asked == ["127.0.0.1:9"] * 4
+    code, _, err = kmedic_in_process(capsys, "domains", "get", "r2", *at[:4])
+    assert code == 1 and "unknown domain 'r2' in cluster" in err and "(known: r1)" in err
+    # Not given the Kafka cluster: stored, and said unchecked.
+    monkeypatch.delenv("KMEDIC_BOOTSTRAP", raising=False)
+    monkeypatch.delenv("KMEDIC_BOOTSTRAP_SERVERS", raising=False)
+    code, _, err = kmedic_in_process(capsys, "domains", "create", "r2", "--brokers", "9", *at[:4])
+    assert code == 0 and "brokers not checked (no --bootstrap or --config)" in err, err
+    assert len(asked) == 4

@@ -276,7 +276,7 @@ def test_a_failure_domain_naming_a_broker_the_cluster_lacks_is_refused() -> None
     answer = api.post(
         "/api/v1/clusters/c1/failureDomains/d1", json={"brokers": [1, 9]}, auth=("ops", "pw")
     )
-    is_problem(answer, 422, "names brokers the cluster does not have: [9] (it has [1, 2, 3])")
+    is_problem(answer, 422, "not stored: the cluster has no broker [9] (it has [1, 2, 3])")
 
 
 def test_the_cordons_route_answers_what_the_manager_knows() -> None:

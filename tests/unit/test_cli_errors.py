@@ -199,11 +199,11 @@ def test_a_request_not_checked_at_once_says_so_and_goes_to_the_leader(
 
     monkeypatch.setattr(check, "REACH_MS", 300)
     asked = Asked("drain", (1,))
-    assert check.check_at_once(None, "127.0.0.1:1", asked) is False
+    assert check.check_at_once("127.0.0.1:1", asked) is False
     err = capsys.readouterr().err
     assert "not checked at once" in err and "127.0.0.1:1" in err
     assert "the leading manager checks it at its next cycle" in err
-    assert check.check_at_once(None, None, asked) is False
+    assert check.check_at_once(None, asked) is False
     assert capsys.readouterr().err == ""
 
 

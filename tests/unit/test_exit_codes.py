@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_commands import COMMANDS, options, required_args
 from planner_fixtures import broker, part, snapshot_dict
 
-from composition.cli import build_parser, main
+from composition.cli import main
 from kmedic.exits import Exit
 from manager.audit import kafka_reader
 from manager.cli import topics as topics_cli
@@ -25,42 +26,11 @@ from manager.coordination import session
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "configs" / "examples"
 
-# A value each required argument takes (the command must get as far as its first connection).
-VALUES = {"brokers": "1", "broker": "1", "rf": "3", "id": "r1", "topics": "t", "primary": "g"}
-
-
-def leaves(
-    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
-) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not subs:
-        yield path, parser
-        return
-    for name, command in subs[0].choices.items():
-        yield from leaves(command, (*path, name))
-
-
-COMMANDS = list(leaves(build_parser()))
-
-
-def options(parser: argparse.ArgumentParser) -> set[str]:
-    return {o for a in parser._actions for o in a.option_strings}
-
 
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def required_args(parser: argparse.ArgumentParser) -> list[str]:
-    out: list[str] = []
-    for action in parser._actions:
-        if not action.required or action.dest in ("command", "verb"):
-            continue
-        value = VALUES.get(action.dest, "x")
-        out += [value] if not action.option_strings else [action.option_strings[0], value]
-    return out
 
 
 def test_the_table_in_the_docs_is_the_one_the_code_uses() -> None:
