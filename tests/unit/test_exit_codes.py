@@ -145,6 +145,91 @@ def test_every_command_without_its_zookeeper_or_cluster_is_a_usage_error(
     assert code == Exit.USAGE and "--since 'yesterday'" in capsys.readouterr().err
 
 
+def test_every_request_command_refuses_at_once_with_3_and_stores_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 72.1/72.3, over every command that stores an operator request (found by what the
+    parser hands it, so a new one is held to it): one that could never be met on the cluster
+    named by --bootstrap exits 3 ("asked, and the answer is no") with the reason, and nothing
+    is stored. The cluster: brokers 1-3, topic t at RF 3."""
+    from contextlib import contextmanager
+
+    from manager.analyzer.request_check import ClusterFacts
+    from manager.cli import request_check, requests
+
+    @contextmanager
+    def no_zookeeper(*args: object, **kwargs: object) -> Iterator[object]:
+        yield object()
+
+    def stored(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a refused request was stored")
+
+    monkeypatch.setattr(requests, "zk_session", no_zookeeper)
+    monkeypatch.setattr(requests, "require_cluster", lambda *args: None)
+    monkeypatch.setattr(requests, "submit", stored)
+    facts = ClusterFacts(frozenset({1, 2, 3}), {"t": 3})
+    monkeypatch.setattr(request_check, "read_facts", lambda cluster, later: facts)
+    hopeless = {  # the command, and what makes it hopeless here
+        ("drain",): (["1"], "leaves 2 brokers, fewer than the replication factor 3 of t"),
+        ("fill",): (["9"], "the cluster has no broker [9] (it has [1, 2, 3])"),
+        ("demote",): (["9"], "the cluster has no broker [9]"),
+        ("decommission",): (["1", "2"], "leaves 1 brokers"),
+        ("topics", "set-rf"): (["t", "--rf", "2"], "kmedic never lowers a replication factor"),
+    }
+    where = ["--zk", "127.0.0.1:1", "--cluster", "c", "--bootstrap", "127.0.0.1:9"]
+    requesting = [
+        path for path, parser in COMMANDS if parser.get_default("func") is requests.submit_request
+    ]
+    assert sorted(requesting) == sorted(hopeless)
+    for path in requesting:
+        argv, why = hopeless[path]
+        code = main([*path, *argv, *where])
+        err = capsys.readouterr().err
+        assert code == Exit.NOT_DONE and "refused, nothing stored: " in err and why in err, (
+            path,
+            err,
+        )
+
+
+def test_a_request_with_a_manager_config_reads_the_file_once_and_checks_its_kafka(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kmedic drain --config` loaded the manager's YAML twice (once for ZooKeeper, once for
+    the check against Kafka); once now, and the check asks the config's Kafka cluster."""
+    from contextlib import contextmanager
+
+    import manager.config as manager_config
+    from manager.analyzer.request_check import ClusterFacts
+    from manager.cli import request_check, requests, zk_args
+
+    @contextmanager
+    def no_zookeeper(*args: object, **kwargs: object) -> Iterator[object]:
+        yield object()
+
+    loads: list[object] = []
+    real_load = zk_args.load_manager_config
+
+    def counted(path: object) -> object:
+        loads.append(path)
+        return real_load(path)  # type: ignore[arg-type]
+
+    asked: list[object] = []
+
+    def facts(cluster: object, later: str) -> ClusterFacts:
+        asked.append(cluster)
+        return ClusterFacts(frozenset({1, 2, 3}), {"t": 3})
+
+    monkeypatch.setattr(zk_args, "load_manager_config", counted)
+    monkeypatch.setattr(manager_config, "load_manager_config", counted)  # a late import's
+    monkeypatch.setattr(requests, "zk_session", no_zookeeper)
+    monkeypatch.setattr(requests, "require_cluster", lambda *args: None)
+    monkeypatch.setattr(request_check, "read_facts", facts)
+    config = ROOT / "configs" / "manager.example.yaml"
+    code = main(["drain", "1", "--config", str(config)])
+    assert code == Exit.NOT_DONE, capsys.readouterr().err
+    assert loads == [config] and asked == ["127.0.0.1:9092"]
+
+
 def test_an_interrupt_is_130(monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(_: argparse.Namespace) -> int:
         raise KeyboardInterrupt
