@@ -9,18 +9,23 @@ hopeless request blocked every one behind it.
   partition above the factor asked is refused, not "done" with nothing changed), and no factor
   above the brokers the cluster has can be placed;
 - ``drain`` and ``decommission``: the brokers left can still hold the largest replication
-  factor of any topic.
+  factor of any topic, and, where the policy enforces ``min_racks``, span the racks (zones)
+  that factor needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from manager.model.policy import Policy
+from manager.model.racks import location_of, min_rack_units, rack_name_problem
 from manager.model.snapshot import Snapshot
 from manager.model.topics import PartitionTable, topics_table
+
+DEFAULT_POLICY = Policy()  # enforces no rack rule
 
 
 @dataclass(frozen=True)
@@ -33,20 +38,26 @@ class Asked:
 
 @dataclass(frozen=True)
 class ClusterFacts:
-    """What the check reads of a snapshot: the brokers, and each topic's largest replica
-    count."""
+    """What the check reads of a snapshot: the brokers, each topic's largest replica count,
+    and, for the rack rule, the brokers' racks and the policy."""
 
     brokers: frozenset[int]
     rf: dict[str, int]
+    racks: Mapping[int, str | None] = field(default_factory=dict)
+    policy: Policy = DEFAULT_POLICY
 
     @classmethod
     def of(cls, snap: Snapshot) -> ClusterFacts:
-        return cls.of_table(frozenset(b.id for b in snap.brokers), topics_table(snap.topics))
+        return cls.of_table(
+            {b.id: b.rack for b in snap.brokers}, topics_table(snap.topics), snap.policy
+        )
 
     @classmethod
-    def of_table(cls, brokers: Collection[int], table: PartitionTable) -> ClusterFacts:
-        """From the partition columns and the brokers known (registered, or named in a
-        replica list: a dead broker still counts as one the cluster has)."""
+    def of_table(
+        cls, racks: Mapping[int, str | None], table: PartitionTable, policy: Policy = DEFAULT_POLICY
+    ) -> ClusterFacts:
+        """From the partition columns and the brokers known with their racks (registered, or
+        named in a replica list: a dead broker still counts as one the cluster has)."""
         counts = table.replicas.counts()
         bounds = table.topic_bounds()
         rf = {}
@@ -55,7 +66,8 @@ class ClusterFacts:
             if part.size:
                 rf[name] = int(np.max(part))
         named = np.unique(table.replicas.values).tolist() if len(table) else []
-        return cls(frozenset(brokers) | frozenset(int(b) for b in named if b >= 0), rf)
+        brokers = frozenset(racks) | frozenset(int(b) for b in named if b >= 0)
+        return cls(brokers, rf, dict(racks), policy)
 
 
 def never_met(asked: Asked, facts: ClusterFacts) -> str | None:
@@ -101,12 +113,37 @@ def _set_rf(asked: Asked, facts: ClusterFacts) -> str | None:
 
 
 def _emptied(brokers: Collection[int], facts: ClusterFacts) -> str | None:
-    left = len(facts.brokers - set(brokers))
+    kept = facts.brokers - set(brokers)
     widest = max(facts.rf.items(), key=lambda kv: (kv[1], kv[0]), default=None)
-    if widest is not None and left < widest[1]:
-        name, rf = widest
+    if widest is None:
+        return None
+    name, rf = widest
+    if len(kept) < rf:
         return (
-            f"emptying brokers {sorted(brokers)} leaves {left} brokers, fewer than the "
+            f"emptying brokers {sorted(brokers)} leaves {len(kept)} brokers, fewer than the "
             f"replication factor {rf} of {name}: its replicas would have nowhere to go"
         )
-    return None
+    return _racks_left(brokers, kept, name, rf, facts)
+
+
+def _racks_left(
+    brokers: Collection[int], kept: frozenset[int], name: str, rf: int, facts: ClusterFacts
+) -> str | None:
+    """Where the policy enforces ``min_racks``: the racks (zones) the brokers left span, against
+    what the widest topic needs (the planner's rule, analyzer/placement.py:required_units)."""
+    policy = facts.policy
+    if not policy.enforce_min_racks:
+        return None
+    kind = policy.placement
+    racks = [facts.racks.get(b) for b in kept]
+    if any(r is not None and rack_name_problem(r, kind) for r in racks):
+        return None  # a rack name the policy cannot read: the planner names it
+    need = min(policy.min_racks, rf)
+    have = min_rack_units((location_of(r, kind) for r in racks), kind)
+    if have >= need:
+        return None
+    unit = "zones" if kind == "zone" else "racks"
+    return (
+        f"emptying brokers {sorted(brokers)} leaves brokers in {have} {unit}, fewer than the "
+        f"{need} min_racks requires for {name} at RF {rf} (policy.enforce_min_racks)"
+    )

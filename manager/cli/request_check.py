@@ -24,7 +24,14 @@ from kmedic.errors import KmedicError, Refused
 from kmedic.kafka_admin import REACH_MS, connect_admin, describe_partitions
 from kmedic.kafka_client import Cluster
 from kmedic.metadata import parse_nodes
-from manager.analyzer.request_check import Asked, ClusterFacts, never_met, unknown_brokers
+from manager.analyzer.request_check import (
+    DEFAULT_POLICY,
+    Asked,
+    ClusterFacts,
+    never_met,
+    unknown_brokers,
+)
+from manager.model.policy import Policy
 
 
 def add_check(
@@ -39,9 +46,11 @@ def add_check(
     )
 
 
-def read_facts(cluster: Cluster, later: str) -> ClusterFacts | None:
-    """The cluster's facts; None (said on stderr, with what happens ``later``) when Kafka does
-    not answer."""
+def read_facts(
+    cluster: Cluster, later: str, policy: Policy = DEFAULT_POLICY
+) -> ClusterFacts | None:
+    """The cluster's facts (judged by ``policy``: the manager config's, else the default);
+    None (said on stderr, with what happens ``later``) when Kafka does not answer."""
     client = None
     try:
         client = connect_admin(
@@ -50,8 +59,8 @@ def read_facts(cluster: Cluster, later: str) -> ClusterFacts | None:
             timeout_ms=15_000,
             reach_ms=REACH_MS,
         )
-        brokers = parse_nodes(client.describe_cluster())
-        return ClusterFacts.of_table(brokers, describe_partitions(client))
+        racks = {b: node.rack for b, node in parse_nodes(client.describe_cluster()).items()}
+        return ClusterFacts.of_table(racks, describe_partitions(client), policy)
     except Exception as exc:  # kafka-python raises several unrelated types
         why = str(exc) if isinstance(exc, KmedicError) else f"the cluster's metadata: {exc!r}"
         print(f"kmedic: not checked at once ({why}); {later}", file=sys.stderr)
@@ -61,11 +70,13 @@ def read_facts(cluster: Cluster, later: str) -> ClusterFacts | None:
             client.close()
 
 
-def check_at_once(cluster: Cluster | None, asked: Asked) -> bool:
+def check_at_once(cluster: Cluster | None, asked: Asked, policy: Policy = DEFAULT_POLICY) -> bool:
     """Refused when ``asked`` can never be met; True when it was checked against ``cluster``
-    (the manager config's, else --bootstrap), False when it goes to the leader unchecked."""
+    (the manager config's, else --bootstrap), False when it goes to the leader unchecked.
+    The rack rule needs the policy: the manager config's (without one, the default, which
+    enforces none)."""
     later = "the leading manager checks it at its next cycle"
-    facts = read_facts(cluster, later) if cluster else None
+    facts = read_facts(cluster, later, policy) if cluster else None
     if facts is None:
         return False
     why = never_met(asked, facts)

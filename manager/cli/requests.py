@@ -87,7 +87,7 @@ def submit_request(args: argparse.Namespace) -> int:
     with zk_session(target.zk_connect, auth=target.auth) as client:
         # A typo'd cluster stored a request no manager would ever read.
         require_cluster(client, target.root, target.cluster)
-        check_at_once(target.kafka or args.bootstrap, asked)
+        check_at_once(target.kafka or args.bootstrap, asked, target.policy)
         request = submit(
             client, base, args.kind, args.brokers, by, topic=args.topic, replication_factor=args.rf
         )

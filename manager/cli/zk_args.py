@@ -16,9 +16,10 @@ from kazoo.client import KazooClient
 
 from kmedic.errors import KmedicError, Unreachable, UsageError
 from kmedic.kafka_client import Cluster
-from manager.config import load_manager_config
+from manager.config import ManagerConfig, load_manager_config
 from manager.coordination.acls import ZooKeeperAuth
 from manager.coordination.znodes import require_cluster
+from manager.model.policy import Policy
 
 
 @dataclass(frozen=True)
@@ -27,9 +28,17 @@ class ZkTarget:
     cluster: str
     root: str
     auth: ZooKeeperAuth | None
-    kafka: Cluster | None = None
-    """The Kafka cluster of the manager config (``--config``), read with the rest of it:
-    a command that also checks against Kafka does not load the file a second time."""
+    manager: ManagerConfig | None = None
+    """The manager config (``--config``), read once: a command that also checks against
+    Kafka takes the cluster and the policy from it without loading the file again."""
+
+    @property
+    def kafka(self) -> Cluster | None:
+        return self.manager.cluster_client if self.manager is not None else None
+
+    @property
+    def policy(self) -> Policy:
+        return self.manager.policy if self.manager is not None else Policy()
 
 
 def common_parser() -> argparse.ArgumentParser:
@@ -87,8 +96,7 @@ def zk_target(args: argparse.Namespace) -> ZkTarget:
         if not (args.zk_username and args.zk_password_file):
             raise UsageError("--zk-username and --zk-password-file go together")
         auth = ZooKeeperAuth(username=args.zk_username, password_file=args.zk_password_file)
-    kafka = manager.cluster_client if manager is not None else None
-    return ZkTarget(zk, cluster, root, auth, kafka)
+    return ZkTarget(zk, cluster, root, auth, manager)
 
 
 def warn_if_unknown(client: KazooClient, target: ZkTarget, done: str) -> None:

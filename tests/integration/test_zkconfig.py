@@ -248,7 +248,7 @@ def test_a_placement_record_naming_a_broker_the_cluster_lacks_is_not_stored(
     facts = ClusterFacts(frozenset({1, 2, 3}), {"t": 3})
     asked: list[object] = []
 
-    def read(kafka: object, later: str) -> ClusterFacts:
+    def read(kafka: object, later: str, policy: object = None) -> ClusterFacts:
         asked.append(kafka)
         return facts
 

@@ -168,7 +168,7 @@ def test_every_request_command_refuses_at_once_with_3_and_stores_nothing(
     monkeypatch.setattr(requests, "require_cluster", lambda *args: None)
     monkeypatch.setattr(requests, "submit", stored)
     facts = ClusterFacts(frozenset({1, 2, 3}), {"t": 3})
-    monkeypatch.setattr(request_check, "read_facts", lambda cluster, later: facts)
+    monkeypatch.setattr(request_check, "read_facts", lambda cluster, later, policy: facts)
     hopeless = {  # the command, and what makes it hopeless here
         ("drain",): (["1"], "leaves 2 brokers, fewer than the replication factor 3 of t"),
         ("fill",): (["9"], "the cluster has no broker [9] (it has [1, 2, 3])"),
@@ -215,7 +215,7 @@ def test_a_request_with_a_manager_config_reads_the_file_once_and_checks_its_kafk
 
     asked: list[object] = []
 
-    def facts(cluster: object, later: str) -> ClusterFacts:
+    def facts(cluster: object, later: str, policy: object) -> ClusterFacts:
         asked.append(cluster)
         return ClusterFacts(frozenset({1, 2, 3}), {"t": 3})
 
