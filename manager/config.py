@@ -105,6 +105,17 @@ class ManagerConfig(_Settings):
     kafka: KafkaClientSettings | None = Field(
         default=None, description="the Kafka cluster kmedic looks after (docs/security.md)"
     )
+    own_topics_bootstrap: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the Kafka cluster holding kmedic's own topics (the agents' stats, the "
+        "stream's loads, the audit log) when it is not the one looked after: an operations "
+        "cluster, where the agents publish (their publish_bootstrap) and the stream reads; "
+        "plaintext. Default: the cluster looked after",
+    )
+    own_topics_kafka: KafkaClientSettings | None = Field(
+        default=None, description="own_topics_bootstrap with security settings"
+    )
     zookeeper: CoordinationConfig
     instance_id: str | None = Field(default=None, description="default: host-pid")
     mode: Mode = Field(
@@ -157,6 +168,8 @@ class ManagerConfig(_Settings):
     @model_validator(mode="after")
     def _one_way_to_each_cluster(self) -> ManagerConfig:
         one_cluster(self.bootstrap, self.kafka, "")
+        if self.own_topics_bootstrap is not None and self.own_topics_kafka is not None:
+            raise ValueError("give at most one of own_topics_bootstrap and own_topics_kafka")
         audit = self.audit
         if audit.secondary_bootstrap is not None and audit.secondary_kafka is not None:
             raise ValueError("give at most one of audit.secondary_bootstrap and secondary_kafka")
@@ -165,6 +178,14 @@ class ManagerConfig(_Settings):
     @property
     def cluster_client(self) -> Cluster:
         return one_cluster(self.bootstrap, self.kafka, "")
+
+    @property
+    def own_topics_client(self) -> Cluster:
+        """Where kmedic's own topics are: the stats and loads it reads, the audit log it
+        writes (the own-topics cluster, else the one looked after)."""
+        if self.own_topics_kafka is not None:
+            return self.own_topics_kafka
+        return self.own_topics_bootstrap or self.cluster_client
 
     @property
     def secondary_client(self) -> Cluster | None:

@@ -53,6 +53,8 @@ def _say(sentence: str) -> None:
 
 def run_tail(args: argparse.Namespace) -> int:
     cluster, cfg = kafka_from(args)
+    if cfg is not None:  # the audit topic is with kmedic's own topics
+        cluster = cfg.own_topics_client
     topic = args.topic or (cfg.topics.actions if cfg else DEFAULT_TOPIC)
     since = None if args.since is None else parse_since(args.since, int(time.time() * 1000))
     check_credentials(cluster, role="actions tail")

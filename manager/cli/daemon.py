@@ -61,6 +61,8 @@ def cmd_manager(args: argparse.Namespace) -> int:
 
     cfg = load_manager_config(args.config)
     check_credentials(cfg.cluster_client, role="manager")
+    if cfg.own_topics_client != cfg.cluster_client:
+        check_credentials(cfg.own_topics_client, role="manager (own_topics_kafka)")
     if cfg.secondary_client is not None:
         check_credentials(cfg.secondary_client, role="manager (audit.secondary_kafka)")
     manager = build_manager(cfg, mode_flag=args.mode)

@@ -65,7 +65,7 @@ def api_view(manager: RunningManager) -> ManagerView:
         readiness=manager.readiness.shown,
         audit=audit,
         zookeeper=partial(zk_session, zk.zk_connect, auth=zk.auth),
-        kafka=cfg.cluster_client,
+        kafka=cfg.own_topics_client,
         audit_topic=cfg.topics.actions,
         mode=lambda: (manager.mode.current, manager.mode.source),
         cordons=lambda: cordon_rows(manager.last_snapshot, manager.requests.cordons.by_whom),

@@ -23,6 +23,7 @@ def sources_for(cfg: ManagerConfig) -> ClusterSources:
     return ClusterSources(
         cluster=cfg.cluster,
         bootstrap=cfg.cluster_client,
+        feeds=cfg.own_topics_client,
         stats_topic=cfg.topics.brokerstats,
         loads_topic=cfg.topics.replica_loads,
         stats_lookback_s=cfg.stats_lookback_s,
@@ -35,7 +36,7 @@ def build_manager(cfg: ManagerConfig, *, mode_flag: Mode | None = None) -> Manag
     load_solver()  # at start, not in the first heal's cycle
     instance = cfg.instance_id or default_instance_id()
     try:
-        ensure_audit_topic(cfg.cluster_client, cfg.topics.actions, timeout_s=10.0)
+        ensure_audit_topic(cfg.own_topics_client, cfg.topics.actions, timeout_s=10.0)
         topic_missing = False
     except KmedicError as exc:  # Kafka down at start: created before the first write instead
         log.warning("audit_topic_unavailable", error=str(exc))
@@ -43,7 +44,7 @@ def build_manager(cfg: ManagerConfig, *, mode_flag: Mode | None = None) -> Manag
     secondary = cfg.secondary_client
     audit = AuditLog(
         KafkaAuditSink(
-            "primary", cfg.cluster_client, cfg.topics.actions, create_topic=topic_missing
+            "primary", cfg.own_topics_client, cfg.topics.actions, create_topic=topic_missing
         ),
         cfg.audit.spool_dir,
         secondary=KafkaAuditSink("secondary", secondary, cfg.topics.actions) if secondary else None,

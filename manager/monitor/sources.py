@@ -126,19 +126,23 @@ class ClusterSources:
         loads_topic: str,
         stats_lookback_s: float,
         request_timeout_s: float = 4.0,
+        feeds: Cluster | None = None,
     ) -> None:
+        """``bootstrap``: the cluster looked after (its Admin reads); ``feeds``: where the
+        stats and loads topics are, when elsewhere (the manager's own_topics_bootstrap)."""
         self.cluster = cluster
         self._bootstrap = bootstrap
         self._timeout_ms = int(request_timeout_s * 1000)
         self._admin: Any = None
+        feeds = bootstrap if feeds is None else feeds
         self.agents: LatestByKey[AgentView] = LatestByKey(
-            bootstrap,
+            feeds,
             stats_topic,
             decode_agent,
             lookback_ms=int(stats_lookback_s * 1000),
             merge=merge_agent,
         )
-        self.loads = LoadFeed(bootstrap, loads_topic, decode_load)
+        self.loads = LoadFeed(feeds, loads_topic, decode_load)
         # Memory across cycles: when each broker was first seen missing, and its last rack.
         self.first_absent_ms: dict[int, int] = {}
         self.returned_ms: dict[int, int] = {}

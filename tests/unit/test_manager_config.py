@@ -64,3 +64,42 @@ def test_bad_config_names_the_field(tmp_path: Path, text: str, field: str) -> No
     with pytest.raises(ConfigError) as err:
         load_manager_config(path)
     assert field in str(err.value)
+
+
+def test_kmedics_own_topics_may_live_on_an_operations_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agents could publish to another cluster (their publish_bootstrap) but the manager
+    read its feeds and wrote its audit log only on the cluster it looks after: with
+    own_topics_bootstrap it reads the stats and loads and writes the audit there, and keeps
+    its Admin reads on the cluster looked after."""
+    import manager.monitor.feeds as feeds
+    from manager.daemon.wiring import sources_for
+
+    made = tmp_path / "ops.yaml"
+    made.write_text(
+        "cluster: c\nbootstrap: kafka:9092\nown_topics_bootstrap: ops:9092\n"
+        "zookeeper: {zk_connect: z:2181}\n"
+    )
+    cfg = load_manager_config(made)
+    assert (cfg.cluster_client, cfg.own_topics_client) == ("kafka:9092", "ops:9092")
+    servers: list[str] = []
+
+    class Consumer:
+        def __init__(self, conf: dict[str, object]) -> None:
+            servers.append(str(conf["bootstrap.servers"]))
+
+    monkeypatch.setattr(feeds, "Consumer", Consumer)
+    sources = sources_for(cfg)
+    assert servers == ["ops:9092", "ops:9092"]  # the stats feed and the loads feed
+    assert sources._bootstrap == "kafka:9092"
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("cluster: c\nbootstrap: kafka:9092\nzookeeper: {zk_connect: z:2181}\n")
+    assert load_manager_config(bare).own_topics_client == "kafka:9092"
+    both = tmp_path / "both.yaml"
+    both.write_text(
+        "cluster: c\nbootstrap: k:1\nown_topics_bootstrap: o:1\n"
+        "own_topics_kafka: {bootstrap: o:1}\nzookeeper: {zk_connect: z:2181}\n"
+    )
+    with pytest.raises(ConfigError, match="at most one of own_topics_bootstrap"):
+        load_manager_config(both)
