@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 from kmedic.logging import get_logger
+from kmedic.thread_names import named_thread
 from manager.analyzer.heal_time import Pace
 from manager.analyzer.readiness import Scenario, Verdict, scenarios, settled, verdict
 from manager.analyzer.replication_check import replication_settings_off
@@ -76,7 +77,7 @@ class ReadinessSweep:
 
     def start(self) -> ReadinessSweep:
         if self.settings.enabled:
-            self._thread = threading.Thread(target=self._run, name="readiness", daemon=True)
+            self._thread = named_thread(self._run, "readiness")
             self._thread.start()
         return self
 

@@ -19,6 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from kmedic.kafka_client import Cluster, confluent_conf, error_text
 from kmedic.logging import get_logger
+from kmedic.thread_names import named_thread
 
 log = get_logger(__name__)
 
@@ -80,7 +81,7 @@ class LatestByKey(Generic[V]):
         self._missing = False  # the topic does not exist (yet): nothing to catch up on
         self._last_error: str | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"feed-{topic}", daemon=True)
+        self._thread = named_thread(self._run, f"feed-{topic}")
 
     def start(self) -> LatestByKey[V]:
         self._thread.start()

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kmedic.logging import get_logger
+from kmedic.thread_names import named_thread
 
 log = get_logger(__name__)
 
@@ -69,7 +70,7 @@ class RegistrationWatch:
         self.on_change: Callable[[], None] = lambda: None
 
     def start(self) -> RegistrationWatch:
-        self._thread = threading.Thread(target=self._run, name="registrations", daemon=True)
+        self._thread = named_thread(self._run, "registrations")
         self._thread.start()
         return self
 
