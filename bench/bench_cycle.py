@@ -36,6 +36,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,14 @@ def agent_views(f: Fleet, now_ms: int) -> dict[bytes, AgentView]:
     """Each live broker's newest stats record, as the feed holds it: one record's models at a
     time (built without validation, as the feed's own objects are once validated), made an
     AgentView - its entries kept as columns - before the next is built, as records arrive."""
+    return {str(b).encode(): AgentView(stats, now_ms, stats) for b, stats in fleet_stats(f, now_ms)}
+
+
+def fleet_stats(
+    f: Fleet, now_ms: int, interval_s: float = 30.0
+) -> Iterator[tuple[int, bs.BrokerStats]]:
+    """Each live broker's stats record as its agent would publish it (every partition it
+    leads, every one it follows in the ISR), one at a time."""
     led: dict[int, list[int]] = {b: [] for b in f.live}
     followed: dict[int, list[int]] = {b: [] for b in f.live}
     for i, p in enumerate(f.parts):
@@ -174,42 +183,42 @@ def agent_views(f: Fleet, now_ms: int) -> dict[bytes, AgentView]:
         for b in p.isr[1:]:
             if b in followed:  # a dead broker's agent reports nothing
                 followed[b].append(i)
-    views = {}
     for b in f.live:
-        stats = bs.BrokerStats.model_construct(
-            schema_version=1,
-            sample_id=f"{b}-{now_ms}",
-            chunk_index=0,
-            chunk_count=1,
-            cluster="bench",
-            broker_id=b,
-            host="127.0.0.1",
-            rack=f.rack[b],
-            timestamp_ms=now_ms,
-            interval_s=30.0,
-            rate_window_s=30.0,
-            agent_version="bench",
-            kafka_version="4.1",
-            failure=None,
-            leaders=[_leader(f.parts[i]) for i in led[b]],
-            followers=[_follower(f.parts[i]) for i in followed[b]],
-            reassigning=[],
-            log_dirs=[],
-            totals=bs.Totals.model_construct(
-                bytes_in_per_s=0.0,
-                bytes_out_per_s=0.0,
-                messages_in_per_s=0.0,
-                leader_count=len(led[b]),
-                follower_count=len(followed[b]),
-                reassigning_count=0,
-                under_replicated_count=0,
-                log_size_bytes=0,
+        yield (
+            b,
+            bs.BrokerStats.model_construct(
+                schema_version=1,
+                sample_id=f"{b}-{now_ms}",
+                chunk_index=0,
+                chunk_count=1,
+                cluster="bench",
+                broker_id=b,
+                host="127.0.0.1",
+                rack=f.rack[b],
+                timestamp_ms=now_ms,
+                interval_s=interval_s,
+                rate_window_s=interval_s,
+                agent_version="bench",
+                kafka_version="4.1",
+                failure=None,
+                leaders=[_leader(f.parts[i]) for i in led[b]],
+                followers=[_follower(f.parts[i]) for i in followed[b]],
+                reassigning=[],
+                log_dirs=[],
+                totals=bs.Totals.model_construct(
+                    bytes_in_per_s=0.0,
+                    bytes_out_per_s=0.0,
+                    messages_in_per_s=0.0,
+                    leader_count=len(led[b]),
+                    follower_count=len(followed[b]),
+                    reassigning_count=0,
+                    under_replicated_count=0,
+                    log_size_bytes=0,
+                ),
+                nic=None,
+                latency=None,
             ),
-            nic=None,
-            latency=None,
         )
-        views[str(b).encode()] = AgentView(stats, now_ms, stats)
-    return views
 
 
 def _leader(p: Any) -> bs.LeaderReplica:

@@ -7,8 +7,13 @@ fleet-size answers and only the network is simulated. With ``--counts FILE`` the
 requests served, by API name, is written to FILE after each request.
 
 Each answer is encoded once per version asked, then served with the request's correlation id,
-so the server costs the benchmark nothing after the first cycle. It runs as its own process:
-``python bench/fake_admin_port.py --scale 0.1 --port N`` prints ``ready`` when it listens.
+so the server costs the benchmark nothing after the first cycle. With ``--fresh`` the Metadata
+answer is built for each request instead, as a broker builds it: from the cluster as it is at
+that request (the leader epochs of the partitions being moved and of a rotating few hundred
+others change from one request to the next), encoded by kafka-python's classes -
+slower than a broker's Java, so the round-trip the manager waits on is, if anything, long. It
+runs as its own process: ``python bench/fake_admin_port.py --scale 0.1 --port N`` prints
+``ready`` when it listens.
 """
 
 from __future__ import annotations
@@ -54,10 +59,48 @@ LOG_DIR = "/data/kafka"
 class Answers:
     """Every response the fleet gives, built once per (api, version)."""
 
-    def __init__(self, f: Fleet, port: int) -> None:
+    def __init__(self, f: Fleet, port: int, *, fresh: bool = False) -> None:
         self.fleet, self.port = f, port
+        self.fresh = fresh
         self._encoded: dict[tuple[int, int], bytes] = {}
         self._lock = threading.Lock()
+        self._live: dict[str, list[Any]] | None = None  # fresh: each topic's partitions
+        self._served = 0  # fresh: Metadata answers built so far
+
+    def fresh_metadata(self, asked: frozenset[str] | None) -> Any:
+        """The Metadata answer of this request (``--fresh``): the partitions' entries kept
+        between requests as a broker's metadata cache keeps them, the ones that changed
+        since the last request updated, the answer assembled anew."""
+        with self._lock:
+            if self._live is None:
+                self._live = {t.name: t.partitions for t in self.metadata(None).topics}
+            self._served += 1
+            served = self._served
+            moving = {(p.topic, p.number) for p in self.fleet.reassigning}
+            for topic, number in moving:
+                self._live[topic][number].leader_epoch = served + 1
+            # A few hundred partitions get a new leader epoch, a different few each time.
+            parts = self.fleet.parts
+            start = (served * 307) % max(1, len(parts))
+            for p in parts[start : start + 300]:
+                self._live[p.topic][p.number].leader_epoch = served + 1
+            live = self._live
+        topic_cls = MetadataResponse.MetadataResponseTopic
+        broker_cls = MetadataResponse.MetadataResponseBroker
+        f = self.fleet
+        return MetadataResponse(
+            throttle_time_ms=0,
+            brokers=[
+                broker_cls(node_id=b, host=HOST, port=self.port, rack=f.rack[b]) for b in f.live
+            ],
+            cluster_id="bench",
+            controller_id=f.live[0],
+            topics=[
+                topic_cls(error_code=0, name=name, is_internal=False, partitions=parts)
+                for name, parts in live.items()
+                if asked is None or name in asked
+            ],
+        )
 
     def body(self, api: int, version: int, request: bytes) -> Any:
         f = self.fleet
@@ -248,6 +291,9 @@ class Answers:
             key = (api, version, _asked_topics(version, request))
         if api == 32:  # depends on the topics asked
             return self._encode(self.body(api, version, request), version, correlation_id)
+        if api == 3 and self.fresh:
+            asked = _asked_topics(version, request)
+            return self._encode(self.fresh_metadata(asked), version, correlation_id)
         with self._lock:
             if key not in self._encoded:
                 self._encoded[key] = self._encode(self.body(api, version, request), version, 0)
@@ -271,9 +317,17 @@ def _asked_topics(version: int, request: bytes) -> frozenset[str] | None:
 
 
 def serve(
-    scale: float, port: int, brokers: int | None, counts: Path | None, *, quiet: bool = False
+    scale: float,
+    port: int,
+    brokers: int | None,
+    counts: Path | None,
+    *,
+    quiet: bool = False,
+    fresh: bool = False,
+    moving: bool = True,
 ) -> None:
-    answers = Answers(fleet(scale, broker_count=brokers, quiet=quiet), port)
+    f = fleet(scale, broker_count=brokers, quiet=quiet, moving=moving)
+    answers = Answers(f, port, fresh=fresh)
     served: dict[str, int] = {}
     counted = threading.Lock()
 
@@ -328,8 +382,22 @@ def main() -> None:
     parser.add_argument("--brokers", type=int, help="brokers instead of the scale's")
     parser.add_argument("--counts", type=Path, help="write the requests served here")
     parser.add_argument("--quiet", action="store_true", help="no broker dead, nothing moving")
+    parser.add_argument(
+        "--fresh", action="store_true", help="build each Metadata answer for its request"
+    )
+    parser.add_argument(
+        "--no-moves", action="store_true", help="the broker dead, no reassignment in flight"
+    )
     args = parser.parse_args()
-    serve(args.scale, args.port, args.brokers, args.counts, quiet=args.quiet)
+    serve(
+        args.scale,
+        args.port,
+        args.brokers,
+        args.counts,
+        quiet=args.quiet,
+        fresh=args.fresh,
+        moving=not args.no_moves,
+    )
 
 
 if __name__ == "__main__":

@@ -43,11 +43,17 @@ class Fleet:
 
 
 def fleet(
-    scale: float, seed: int = 29, broker_count: int | None = None, *, quiet: bool = False
+    scale: float,
+    seed: int = 29,
+    broker_count: int | None = None,
+    *,
+    quiet: bool = False,
+    moving: bool = True,
 ) -> Fleet:
     """``scale`` x (270 brokers, 433,000 partitions); the brokers are at least 9, or
     ``broker_count`` (rounded down to a multiple of 3) with the same partitions. ``quiet``:
-    no broker dead, no reassignment."""
+    no broker dead, no reassignment; not ``moving``: the broker dead, no reassignment (a
+    heal's first cycle, nobody else moving replicas)."""
     rng = random.Random(seed)
     count = max(9, broker_count if broker_count is not None else round(FULL_BROKERS * scale))
     count -= count % 3
@@ -71,5 +77,5 @@ def fleet(
             size = rng.randint(1, 400) * MB
             parts.append(Part(name, p, replicas, isr, isr[0], size))
     every = max(1, len(parts) // REASSIGNING)
-    reassigning = () if quiet else tuple(p for p in parts[::every][:REASSIGNING])
+    reassigning = () if quiet or not moving else tuple(p for p in parts[::every][:REASSIGNING])
     return Fleet(brokers, rack, dead, tuple(parts), reassigning)

@@ -1,0 +1,423 @@
+"""The real manager process at fleet scale: `kmedic manager` (the entry point an operator
+starts) looks after the fleet of bench/fleet.py (100 % = 270 brokers, 433,000 partitions at
+RF 3, one broker dead, nobody else moving replicas) served by the fake Admin port
+(bench/fake_admin_port.py ``--fresh``: each Metadata answer built for its request), while
+every live broker's agent record arrives at the agents' busy interval and every partition's
+load record at the stream's trigger interval (bench/fleet_feeds.py, a process of its own),
+through a real Kafka broker holding kmedic's own topics (`own_topics_bootstrap`, with
+ZooKeeper from the same local cluster). The readiness sweep runs on its own schedule.
+
+Measured from outside the manager: its peak RSS (``VmHWM``), each cycle's and each
+``decide()``'s wall time (the manager's own ``kmedic_cycle_duration_seconds`` and
+``kmedic_plan_duration_seconds`` histograms, read from its /metrics after every cycle), the
+CPU each of its threads spent per second (``/proc/PID/task``: the feed threads carry their
+names, kmedic/thread_names.py), what each cycle decided (its log), the feeder's schedule, and
+the machine's CPU pressure (``/proc/pressure/cpu``).
+
+Settings: the manager's, agents' and stream's shipped defaults (read from their config
+models and printed), except ``policy.dead_grace_ms: 0`` so that the dead broker is healed in
+the measured cycles rather than ten minutes later (observe mode, the shipped default: the
+heal is decided and audited, nothing is written).
+
+Usage: ``python bench/bench_fleet_manager.py [--scale 1.0] [--cycles 10] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from agent.config import AgentConfig  # noqa: E402
+from agent.publisher import ensure_topic  # noqa: E402
+from kmedic.localcluster import ClusterSpec, LocalCluster, process  # noqa: E402
+from manager.config import ManagerConfig, ReadinessSettings  # noqa: E402
+from streaming.config import StreamConfig, duration_seconds  # noqa: E402
+from streaming.topics import ensure_output_topics  # noqa: E402
+
+MB = 1024 * 1024
+TARGETS = {"rss_mb": 1024.0, "cycle_s": 3.0, "decide_s": 0.3}
+START_TIMEOUT_S = 900.0
+
+
+@dataclass
+class Shipped:
+    """The defaults the run is made at, read from the config models."""
+
+    cycle_s: float = ManagerConfig.model_fields["interval_s"].default
+    agent_busy_s: float = AgentConfig.model_fields["busy_interval_s"].default
+    agent_s: float = AgentConfig.model_fields["interval_s"].default
+    trigger_s: float = 60.0
+    first_sweep_s: float = ReadinessSettings().first_sweep_s
+    sweep_period_s: float = ReadinessSettings().period_s
+
+    def __post_init__(self) -> None:
+        trigger = StreamConfig.model_fields["trigger_interval"].default
+        self.trigger_s = duration_seconds(trigger)
+
+
+@dataclass
+class Watch:
+    """What is read of the manager from outside, once a second."""
+
+    pid: int
+    metrics_url: str
+    cycles: list[dict[str, Any]] = field(default_factory=list)
+    threads: dict[str, float] = field(default_factory=dict)  # CPU seconds by thread group
+    peak_rss_mb: float = 0.0
+    pressure: list[float] = field(default_factory=list)
+    _last: tuple[float, float, float, float] | None = None
+    _cpu_at: dict[int, tuple[str, float]] = field(default_factory=dict)
+
+    def sample(self) -> None:
+        self.peak_rss_mb = max(self.peak_rss_mb, _status_kb(self.pid, "VmHWM") / 1024)
+        self._thread_cpu()
+        self.pressure.append(_cpu_pressure())
+        try:
+            text = urllib.request.urlopen(self.metrics_url, timeout=5).read().decode()
+        except OSError:
+            return
+        now = (
+            _metric(text, "kmedic_cycle_duration_seconds_count"),
+            _metric(text, "kmedic_cycle_duration_seconds_sum"),
+            _metric(text, "kmedic_plan_duration_seconds_count"),
+            _metric(text, "kmedic_plan_duration_seconds_sum"),
+        )
+        if self._last is not None and now[0] > self._last[0]:
+            decided = now[2] - self._last[2]
+            self.cycles.append(
+                {
+                    "at": time.time(),
+                    "cycles": now[0] - self._last[0],
+                    "cycle_s": (now[1] - self._last[1]) / (now[0] - self._last[0]),
+                    "decide_s": (now[3] - self._last[3]) / decided if decided else None,
+                    "rss_mb": _status_kb(self.pid, "VmRSS") / 1024,
+                }
+            )
+        self._last = now
+
+    def _thread_cpu(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            try:
+                comm = (task / "comm").read_text().strip()
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            cpu = (int(fields[11]) + int(fields[12])) / tick
+            tid = int(task.name)
+            group = _group(comm, tid == self.pid)
+            before = self._cpu_at.get(tid, (group, 0.0))[1]
+            self.threads[group] = self.threads.get(group, 0.0) + cpu - before
+            self._cpu_at[tid] = (group, cpu)
+
+
+def _group(comm: str, main: bool) -> str:
+    if main:
+        return "cycle (main thread)"
+    if comm.startswith("feed-"):
+        return f"feed thread {comm}"
+    if comm.startswith("rdk:"):
+        return "librdkafka threads (feeds' fetches, audit producer)"
+    if comm in ("readiness", "registrations"):
+        return f"{comm} thread"
+    return "other threads (ZooKeeper, HTTP, kafka-python)"
+
+
+def _status_kb(pid: int, key: str) -> float:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    found = re.search(rf"^{key}:\s+(\d+) kB", text, flags=re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def _cpu_pressure() -> float:
+    """The share of the last 10 s some runnable task waited for a CPU (PSI avg10, %)."""
+    try:
+        line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    except OSError:
+        return float("nan")
+    return float(re.search(r"avg10=([\d.]+)", line).group(1))  # type: ignore[union-attr]
+
+
+def _metric(text: str, name: str) -> float:
+    found = re.search(rf"^{name}\{{[^}}]*\}} ([0-9.e+-]+)$", text, flags=re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def _manager_config(path: Path, fake: str, ops: str, zk: str, http_port: int, spool: Path) -> None:
+    path.write_text(
+        json.dumps(
+            {
+                "cluster": "fleet",
+                "bootstrap": fake,
+                "own_topics_bootstrap": ops,
+                "zookeeper": {"zk_connect": zk},
+                "policy": {"dead_grace_ms": 0},
+                "http": {"port": http_port},
+                "audit": {"spool_dir": str(spool)},
+            }
+        )
+    )
+
+
+def _lines(stream: Any, into: list[str]) -> threading.Thread:
+    def pump() -> None:
+        for line in stream:
+            into.append(line)
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+def run(scale: float, cycles: int, shipped: Shipped) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="kmedic-bench-fleet-manager-"))
+    spec = ClusterSpec(brokers=1, racks=("/ops",), kafka_defaults=True, broker_heap_mb=1024)
+    started = time.monotonic()
+    cluster = LocalCluster.start(spec, workdir / "ops")
+    children: list[subprocess.Popen[str]] = []
+    try:
+        ops, zk = cluster.bootstrap_servers, cluster.zk_connect
+        ensure_topic(
+            AgentConfig(broker_id=1, bootstrap=ops, exporter_url="http://127.0.0.1:1/metrics")
+        )
+        ensure_output_topics(StreamConfig(bootstrap=ops))
+        fake_port, http_port = process.free_ports(2)
+        fake = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "bench" / "fake_admin_port.py"),
+                *("--scale", str(scale), "--port", str(fake_port), "--fresh", "--no-moves"),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        children.append(fake)
+        assert fake.stdout is not None and fake.stdout.readline().strip() == "ready"
+        feeder = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "bench" / "fleet_feeds.py"),
+                *("--scale", str(scale), "--bootstrap", ops),
+                *("--stats-interval", str(shipped.agent_busy_s)),
+                *("--loads-interval", str(shipped.trigger_s)),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        children.append(feeder)
+        feeds_said: list[str] = []
+        assert feeder.stdout is not None
+        ready = json.loads(feeder.stdout.readline())
+        _lines(feeder.stdout, feeds_said)
+        config = workdir / "manager.json"
+        _manager_config(config, f"127.0.0.1:{fake_port}", ops, zk, http_port, workdir / "spool")
+        log_path = workdir / "manager.log"
+        with log_path.open("w") as log_file:
+            manager = subprocess.Popen(
+                [sys.executable, "-m", "composition.cli", "manager", "--config", str(config)],
+                cwd=ROOT,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        children.append(manager)
+        setup_s = time.monotonic() - started
+        watch = Watch(manager.pid, f"http://127.0.0.1:{http_port}/metrics")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        measured_from: float | None = None
+        while time.monotonic() < deadline:
+            if manager.poll() is not None:
+                raise SystemExit(f"the manager ended ({manager.returncode}): {_tail(log_path)}")
+            watch.sample()
+            outcomes = _outcomes(log_path)
+            if measured_from is None and any(o["outcome"] != "wait" for o in outcomes):
+                measured_from = time.time()
+                watch.threads.clear()
+                watch.cycles.clear()
+                cpu_from = time.monotonic()
+            if measured_from is not None and len(watch.cycles) >= cycles:
+                break
+            time.sleep(1.0)
+        else:
+            raise SystemExit(f"not {cycles} cycles in {START_TIMEOUT_S:.0f} s: {_tail(log_path)}")
+        measured_s = time.monotonic() - cpu_from
+        return {
+            "scale": scale,
+            "brokers": ready["brokers"],
+            "partitions": ready["partitions"],
+            "setup_s": setup_s,
+            "measured_s": measured_s,
+            "cycles": watch.cycles,
+            "outcomes": [o for o in _outcomes(log_path) if o["at"] >= measured_from - 1],
+            "threads_cpu_per_s": {k: v / measured_s for k, v in watch.threads.items()},
+            "peak_rss_mb": watch.peak_rss_mb,
+            "pressure": watch.pressure,
+            "feeder": json.loads(feeds_said[-1]) if feeds_said else {},
+            "sweeps": _sweeps(log_path),
+        }
+    finally:
+        for child in reversed(children):
+            child.terminate()
+        for child in children:
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        cluster.stop()
+
+
+def _outcomes(log_path: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in log_path.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if doc.get("event") == "cycle":
+            at = doc.get("timestamp") or doc.get("ts") or ""
+            out.append(
+                {
+                    "at": _epoch(at),
+                    "outcome": doc.get("outcome"),
+                    "actions": doc.get("actions"),
+                    "sentence": str(doc.get("sentence", ""))[:120],
+                }
+            )
+    return out
+
+
+def _sweeps(log_path: Path) -> list[str]:
+    return [
+        line[:200]
+        for line in log_path.read_text(errors="replace").splitlines()
+        if "readiness" in line and ("sweep" in line)
+    ][-4:]
+
+
+def _epoch(text: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _tail(path: Path) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-20:])
+
+
+def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
+    cycles = result["cycles"]
+    walls = sorted(c["cycle_s"] for c in cycles)
+    decides = sorted(c["decide_s"] for c in cycles if c["decide_s"] is not None)
+    pressure = [p for p in result["pressure"] if p == p]
+    lines = [
+        f"{result['brokers']} live brokers, {result['partitions']:,} partitions; "
+        f"{len(cycles)} cycles measured over {result['measured_s']:.0f} s "
+        f"(setup {result['setup_s']:.0f} s). {machine_line()}",
+        "",
+        f"Settings: manager cycle {shipped.cycle_s:g} s, agents' busy interval "
+        f"{shipped.agent_busy_s:g} s (every broker at it: the agents' quiet interval is "
+        f"{shipped.agent_s:g} s), stream trigger {shipped.trigger_s:g} s, readiness sweep "
+        f"{shipped.first_sweep_s:g} s after start and every {shipped.sweep_period_s:g} s "
+        "(all shipped defaults); policy.dead_grace_ms 0 (a departure: the heal in the measured "
+        "cycles); observe mode (shipped).",
+        "",
+        "| figure | median | max | target | |",
+        "| --- | ---: | ---: | ---: | --- |",
+        _row("a whole cycle (s)", walls, TARGETS["cycle_s"]),
+        _row("`decide()` (s)", decides, TARGETS["decide_s"]),
+        f"| peak RSS (MB) | | {result['peak_rss_mb']:,.0f} | {TARGETS['rss_mb']:,.0f} | "
+        f"{'met' if result['peak_rss_mb'] <= TARGETS['rss_mb'] else '**not met**'} |",
+        "",
+        "The manager's CPU by thread, seconds per second over the measured cycles:",
+        "",
+        "| threads | CPU s/s |",
+        "| --- | ---: |",
+        *(
+            f"| {name} | {cpu:.3f} |"
+            for name, cpu in sorted(result["threads_cpu_per_s"].items(), key=lambda kv: -kv[1])
+        ),
+        f"| **all** | {sum(result['threads_cpu_per_s'].values()):.3f} |",
+        "",
+        "Decisions: "
+        + "; ".join(
+            f"{o['outcome']} ({o['actions']} actions)" for o in result["outcomes"][-len(cycles) :]
+        ),
+        "",
+        f"Feeder: {json.dumps(result['feeder'])}",
+        "",
+        f"CPU pressure (some, avg10) over the run: median "
+        f"{_median(pressure):.0f} %, max {max(pressure, default=0):.0f} %.",
+    ]
+    return lines
+
+
+def machine_line() -> str:
+    memory = Path("/proc/meminfo").read_text().split()[1]
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "?",
+    )
+    return f"Machine: {os.cpu_count()} cores ({model}), {int(memory) // 1024 // 1024} GB."
+
+
+def _row(name: str, values: list[float], target: float) -> str:
+    if not values:
+        return f"| {name} | - | - | {target:g} | not measured |"
+    worst = max(values)
+    return (
+        f"| {name} | {_median(values):.2f} | {worst:.2f} | {target:g} | "
+        f"{'met' if worst <= target else '**not met**'} |"
+    )
+
+
+def _median(values: list[float]) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--quick", action="store_true", help="1 %% of the fleet, 2 cycles")
+    parser.add_argument("--json", type=Path, help="write the raw figures here")
+    args = parser.parse_args()
+    shipped = Shipped()
+    scale, cycles = (0.01, 2) if args.quick else (args.scale, args.cycles)
+    result = run(scale, cycles, shipped)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    print("\n".join(report(result, shipped)))
+
+
+if __name__ == "__main__":
+    main()
