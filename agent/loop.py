@@ -4,7 +4,11 @@ The loop keeps its interval grid whatever happens to the broker: a record (possi
 record) per interval. While its broker takes part in a reassignment (the last sample listed
 one), the interval is ``busy_interval_s``: kmedic's adaptive throttle reacts to the traffic of
 the brokers it copies through, and a minute-old figure is no figure to react to. Records keep
-the configured ``interval_s`` (the longest gap to expect: what staleness is judged by). SIGTERM
+the configured ``interval_s`` (the longest gap to expect: what staleness is judged by). Between
+whole records, at most ``interval_s`` apart, a busy sample is published with only the moving
+partitions' entries (scope "moving", kmedic.brokerstats.moving_only): at a fleet's size every
+replica's entry at the busy rate was 40 MB/s of JSON for the manager to read during a heal
+(bench/bench_fleet_manager.py), for figures nothing reads faster than the stream's minute. SIGTERM
 or SIGINT ends the current wait, then the producer is flushed (bounded by ``FLUSH_TIMEOUT_S``)
 before the process exits.
 """
@@ -53,6 +57,7 @@ class Agent:
         self._topic_ready = not config.create_topic
         self._topic_backoff = Backoff(initial_s=config.interval_s, max_s=config.max_backoff_s)
         self._busy = False  # the last sample listed a reassignment of this broker's
+        self._whole_at: float | None = None  # when the last whole record was published
 
     @property
     def interval_s(self) -> float:
@@ -78,6 +83,10 @@ class Agent:
         # quarter of a sample (kmedic.gc_pause).
         with collector_paused():
             stats = self.sampler.sample()
+            if self._moving_only(stats, started):
+                stats = bs.moving_only(stats)
+            else:
+                self._whole_at = started
             chunks = split_record(stats, self.config.max_record_bytes)
             size = 0
             for chunk in chunks:
@@ -105,6 +114,13 @@ class Agent:
         if self.on_record is not None:
             self.on_record(stats)
         return chunks
+
+    def _moving_only(self, stats: bs.BrokerStats, now: float) -> bool:
+        """A busy sample between whole records: a whole one at least every interval_s, and
+        always when the move is over (the record then says where every replica is)."""
+        if not (self._busy and stats.reassigning) or stats.failure is not None:
+            return False
+        return self._whole_at is not None and now - self._whole_at < self.config.interval_s
 
     def run(self, stop: threading.Event) -> None:
         """Sample on the interval grid until ``stop`` is set, then flush."""

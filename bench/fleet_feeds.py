@@ -1,9 +1,13 @@
 """The fleet's feeds for bench/bench_fleet_manager.py, in a process of their own (its CPU is not
-the manager's): every live broker's agent record (bench/bench_cycle.py's `fleet_stats`,
-chunked by the agent's own `split_record` at its `max_record_bytes`, keyed by broker id,
-zstd as the agent sends it) every ``--stats-interval`` seconds, each broker at its own phase
-of the interval as independent agents are; and every partition's load record (key
-``topic:partition``, the stream's JSON) once per ``--loads-interval``, paced evenly across it.
+the manager's): every live broker's agent records as an agent sends them while its broker takes
+part in a heal - a sample every ``--stats-interval`` (the busy interval), whole (every replica;
+bench/bench_cycle.py's `fleet_stats`, chunked by the agent's own `split_record` at its
+`max_record_bytes`) at most every ``--whole-interval`` (the agent's interval), and between
+them the moving partitions' only (scope moving, `moving_only`: ``--moving`` partitions of the
+broker's taking part in the heal) - keyed by broker id, zstd as the agent sends them, each
+broker at its own phase of the interval as independent agents are; and every partition's load
+record (key ``topic:partition``, the stream's JSON) once per ``--loads-interval``, paced evenly
+across it. ``--whole-interval 0``: every sample whole (the agents before scope moving).
 
 A record's JSON is made once per broker and sent again with the sample's time patched in, so
 the feeder keeps its schedule on a shared machine; it prints one JSON line a second: records
@@ -36,12 +40,24 @@ from kmedic import brokerstats as bs
 PLACEHOLDER = b"4102444800000"
 
 
-def stats_records(f: Fleet, interval_s: float, max_bytes: int) -> list[tuple[bytes, list[bytes]]]:
-    """Each live broker's key and its record's chunks, the sample's time a placeholder."""
+def stats_records(
+    f: Fleet, interval_s: float, max_bytes: int, moving: int
+) -> list[tuple[bytes, list[bytes], bytes]]:
+    """Each live broker's key, its whole record's chunks and its moving record, the sample's
+    time a placeholder: ``moving`` of its partitions are in a reassignment adding it."""
     out = []
     for b, stats in fleet_stats(f, int(PLACEHOLDER), interval_s):
+        led = [(r.topic, r.partition) for r in stats.leaders]
+        held = [*led, *((r.topic, r.partition) for r in stats.followers)][:moving]
+        reassigning = [
+            bs.ReassigningReplica.model_construct(
+                topic=t, partition=p, replicas=[b], adding_replicas=[b], removing_replicas=[]
+            )
+            for t, p in held
+        ]
+        stats = stats.model_copy(update={"reassigning": reassigning})
         chunks = [bs.to_json(c) for c in split_record(stats, max_bytes)]
-        out.append((str(b).encode(), chunks))
+        out.append((str(b).encode(), chunks, bs.to_json(bs.moving_only(stats))))
     return out
 
 
@@ -73,7 +89,7 @@ def load_record(f: Fleet, i: int, now_ms: int) -> tuple[bytes, bytes]:
 def run(args: argparse.Namespace) -> None:
     f = fleet(args.scale)
     max_bytes = AgentConfig.model_fields["max_record_bytes"].default
-    records = stats_records(f, args.stats_interval, max_bytes)
+    records = stats_records(f, args.stats_interval, max_bytes, args.moving)
     producer = Producer(
         {
             "bootstrap.servers": args.bootstrap,
@@ -88,9 +104,10 @@ def run(args: argparse.Namespace) -> None:
     start = time.monotonic()
     # Each agent at its own phase of the interval; each load at its own place in its interval.
     next_stats = [start + args.stats_interval * i / len(records) for i in range(len(records))]
+    whole_at = [float("-inf")] * len(records)
     loads_step = args.loads_interval / max(1, len(f.parts))
     next_load, load_i = start, 0
-    sent = {"stats_records": 0, "stats_bytes": 0, "loads": 0, "load_bytes": 0}
+    sent = {"stats_records": 0, "moving_records": 0, "stats_bytes": 0, "loads": 0, "load_bytes": 0}
     stats_behind = loads_behind = 0.0  # the longest a record was sent after it was due
     report_at = start + 1.0
     while time.monotonic() - start < args.seconds:
@@ -99,7 +116,12 @@ def run(args: argparse.Namespace) -> None:
         for k, due in enumerate(next_stats):
             if due <= now:
                 stats_behind = max(stats_behind, now - due)
-                key, chunks = records[k]
+                key, chunks, light = records[k]
+                if now - whole_at[k] >= args.whole_interval:
+                    whole_at[k] = now
+                else:
+                    chunks = [light]
+                    sent["moving_records"] += 1
                 for chunk in chunks:
                     value = chunk.replace(PLACEHOLDER, now_ms)
                     producer.produce(args.stats_topic, value, key)
@@ -137,6 +159,8 @@ def main() -> None:
     parser.add_argument("--stats-topic", default="kmedic.brokerstats")
     parser.add_argument("--loads-topic", default="kmedic.replica-loads")
     parser.add_argument("--stats-interval", type=float, required=True)
+    parser.add_argument("--whole-interval", type=float, required=True)
+    parser.add_argument("--moving", type=int, default=18, help="moving partitions a broker")
     parser.add_argument("--loads-interval", type=float, required=True)
     parser.add_argument("--seconds", type=float, default=3600.0)
     run(parser.parse_args())

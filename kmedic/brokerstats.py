@@ -15,12 +15,19 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kmedic.errors import KmedicError
 
 SCHEMA_VERSION: Literal[1] = 1
-"""The version written by this code; readers reject records with another value."""
+"""The version of a whole record (every replica of the broker); readers reject records with a
+version they do not know."""
+MOVING_SCHEMA_VERSION: Literal[2] = 2
+"""The version of a record that lists only the partitions with a reassignment in progress
+(``scope`` "moving"): a reader that does not know it skips the record, instead of taking the
+broker for one that lost its other replicas."""
+
+Scope = Literal["all", "moving"]
 
 FailureReason = Literal[
     "broker_unreachable",
@@ -202,7 +209,9 @@ class Totals(_Record):
 class BrokerStats(_Record):
     """One sample (or one chunk of a sample) of one broker."""
 
-    schema_version: Literal[1] = Field(description="Record format version; this is version 1.")
+    schema_version: Literal[1, 2] = Field(
+        description="Record format version: 1 for a record of scope all, 2 for scope moving."
+    )
     sample_id: str = Field(
         min_length=1, description="Identifier shared by every chunk of one sample."
     )
@@ -224,6 +233,15 @@ class BrokerStats(_Record):
     failure: Failure | None = Field(
         description="Set when the sample is incomplete; null for a complete sample."
     )
+    scope: Scope = Field(
+        default="all",
+        description="all: every replica of the broker is listed (in this sample's chunks). "
+        "moving: only the partitions with a reassignment in progress - a record the agent "
+        "sends at its busy interval between whole ones (every interval_s), so that what kmedic "
+        "reacts to while it moves replicas (totals, nic, latency, the moving partitions) is "
+        "fresh without every replica's entry at that rate; the other replicas are as in the "
+        "broker's last whole record.",
+    )
     leaders: list[LeaderReplica] = Field(description="Partitions led by this broker (this chunk).")
     followers: list[FollowerReplica] = Field(
         description="Partitions followed by this broker (this chunk)."
@@ -242,6 +260,29 @@ class BrokerStats(_Record):
         default=None,
         description="How long the broker took to answer since the previous sample (every "
         "chunk); null from agents before this field.",
+    )
+
+    @model_validator(mode="after")
+    def _version_names_scope(self) -> BrokerStats:
+        wanted = MOVING_SCHEMA_VERSION if self.scope == "moving" else SCHEMA_VERSION
+        if self.schema_version != wanted:
+            raise ValueError(
+                f"a record of scope {self.scope} has schema_version {wanted}, "
+                f"not {self.schema_version}"
+            )
+        return self
+
+
+def moving_only(stats: BrokerStats) -> BrokerStats:
+    """``stats`` with only the partitions that have a reassignment in progress (scope moving)."""
+    moving = {(r.topic, r.partition) for r in stats.reassigning}
+    return stats.model_copy(
+        update={
+            "schema_version": MOVING_SCHEMA_VERSION,
+            "scope": "moving",
+            "leaders": [r for r in stats.leaders if (r.topic, r.partition) in moving],
+            "followers": [r for r in stats.followers if (r.topic, r.partition) in moving],
+        }
     )
 
 

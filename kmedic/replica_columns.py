@@ -87,6 +87,20 @@ class ReplicaColumns:
             )
         )
 
+    def updated(self, newer: ReplicaColumns) -> ReplicaColumns:
+        """These entries with ``newer``'s in place of any of the same partition, and
+        ``newer``'s others added (a record of scope moving over the last whole one)."""
+        leaders = [
+            np.concatenate([a, b])
+            for a, b in zip(self._columns()[:3], newer._columns()[:3], strict=True)
+        ]
+        followers = [
+            np.concatenate([a, b])
+            for a, b in zip(self._columns()[3:], newer._columns()[3:], strict=True)
+        ]
+        lead, follow = _last_rows(leaders[0]), _last_rows(followers[0])
+        return ReplicaColumns(*(c[lead] for c in leaders), *(c[follow] for c in followers))
+
     def _columns(self) -> tuple[npt.NDArray[np.generic], ...]:
         return (
             self.leader_key,
@@ -127,6 +141,12 @@ class AgentRecord:
     @classmethod
     def of(cls, stats: BrokerStats) -> AgentRecord:
         return cls(stripped(stats), ReplicaColumns.of(stats))
+
+
+def _last_rows(keys: Keys) -> npt.NDArray[np.intp]:
+    """The row of each key's last occurrence, in key order."""
+    _, first = np.unique(keys[::-1], return_index=True)
+    return len(keys) - 1 - first
 
 
 def last_wins(keys: Keys, values: npt.NDArray[np.generic]) -> tuple[Keys, npt.NDArray[np.generic]]:

@@ -60,7 +60,7 @@ class TopicsConfig(BaseModel):
 class ValidationConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    supported_schema_versions: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    supported_schema_versions: list[int] = Field(default_factory=lambda: [1, 2], min_length=1)
     # A record stamped later than now + this is refused (a broker clock gone wrong).
     max_future_skew: str = "5m"
     # Off by default. Set (at most the watermark), a record stamped earlier than its Kafka

@@ -116,6 +116,7 @@ def brokerstats_schema() -> StructType:
         ("agent_version", StringType()),
         ("kafka_version", StringType()),
         ("failure", failure),
+        ("scope", StringType()),
         ("leaders", ArrayType(leader)),
         ("followers", ArrayType(follower)),
         ("reassigning", ArrayType(reassigning)),

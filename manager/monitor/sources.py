@@ -81,18 +81,23 @@ def decode_agent(raw: bytes) -> AgentView:
 
 
 def merge_agent(old: AgentView | None, new: AgentView) -> AgentView:
-    """Newest record wins; the newest healthy one is kept beside it; chunks of one sample join."""
+    """Newest record wins; the newest healthy one is kept beside it; chunks of one sample join;
+    a record of scope moving updates the moving partitions' entries of the last whole one."""
     if old is None:
         return new
     if new.latest.timestamp_ms < old.latest.timestamp_ms:
         return old  # out of order (an agent restarted with a skewed clock): keep the newer
-    if new.healthy is None:
-        return AgentView(new.latest, old.last_healthy_ms, old.healthy)
+    if new.healthy is None:  # a failed sample: the last healthy one's replicas stand
+        return AgentView(new.latest, old.last_healthy_ms, old.healthy, old.replicas)
     if old.healthy is not None and old.healthy.sample_id == new.healthy.sample_id:
         joined = old.healthy.model_copy(
             update={"reassigning": old.healthy.reassigning + new.healthy.reassigning}
         )
         return AgentView(joined, new.last_healthy_ms, joined, old.replicas.joined(new.replicas))
+    if new.healthy.scope == "moving" and old.healthy is not None:
+        # Only the moving partitions' entries: the others stand as the last whole record said.
+        replicas = old.replicas.updated(new.replicas)
+        return AgentView(new.latest, new.last_healthy_ms, new.healthy, replicas)
     return new
 
 

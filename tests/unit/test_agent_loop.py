@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from agent.config import AgentConfig
 from agent.loop import Agent
 from agent.record import Header, failure_record
@@ -163,3 +165,60 @@ def test_the_agent_samples_faster_while_its_broker_takes_part_in_a_move() -> Non
     agent.run_once()
     agent.run_once()
     assert agent.interval_s == 2.0
+
+
+def test_between_whole_records_a_busy_sample_lists_only_the_moving_partitions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the busy interval the agent sends the moving partitions' entries only (scope
+    moving, version 2); a whole record at least every interval_s, and the first sample after
+    the move (it says where every replica is now). A failed sample is never cut."""
+    import agent.loop as loop
+
+    clock = [1000.0]
+    monkeypatch.setattr(loop.time, "monotonic", lambda: clock[0])
+
+    class Moving:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def sample(self) -> bs.BrokerStats:
+            self.calls += 1
+            record = _record(self.calls)
+            leaders = [
+                bs.LeaderReplica(
+                    topic="t",
+                    partition=p,
+                    bytes_in_per_s=1.0,
+                    bytes_out_per_s=1.0,
+                    messages_in_per_s=1.0,
+                    log_size_bytes=10,
+                    log_start_offset=0,
+                    log_end_offset=1,
+                    estimate="size_delta",
+                )
+                for p in range(3)
+            ]
+            moving = bs.ReassigningReplica(
+                topic="t", partition=0, replicas=[7, 8], adding_replicas=[8], removing_replicas=[]
+            )
+            busy = 2 <= self.calls <= 16
+            return record.model_copy(
+                update={
+                    "failure": None,
+                    "leaders": leaders,
+                    "reassigning": [moving] if busy else [],
+                }
+            )
+
+    config = CONFIG.model_copy(update={"interval_s": 60.0, "busy_interval_s": 5.0})
+    agent = Agent(config, sampler=Moving(), publisher=MemoryPublisher())  # type: ignore[arg-type]
+    scopes = []
+    for _ in range(17):
+        (chunk,) = agent.run_once()
+        scopes.append((chunk.scope, chunk.schema_version, len(chunk.leaders)))
+        clock[0] += agent.interval_s
+    whole, light = ("all", 1, 3), ("moving", 2, 1)
+    # 1: quiet; 2: the first busy sample is still whole (the last whole one was 60 s ago);
+    # then 5 s apart until 60 s after it; 14: whole again; 17: the move over, whole.
+    assert scopes == [whole, whole, *[light] * 11, whole, light, light, whole], scopes

@@ -185,9 +185,55 @@ def test_the_answer_to_kmedics_request_is_decoded_by_kmedic() -> None:
     request.with_header(correlation_id=1, client_id="t")
     answer = request.header.get_response_class()
     data = encoded([("t", 0, [(0, 1, [1, 2], [1, 2], [], 0)])], [], 13)
-    table = answer.decode(io.BytesIO(data))
+    raw = answer.decode(io.BytesIO(data))  # in the I/O loop: the bytes only
+    table = decode_metadata(raw.data, raw.version).table
     assert isinstance(table, PartitionTable) and table.row(0).replicas == (1, 2)
     plain = metadata_request(["t"])
     plain.API_VERSION = 13
     plain.with_header(correlation_id=2, client_id="t")
     assert plain.header.get_response_class() is MetadataResponse[13]
+
+
+def test_the_answer_is_decoded_in_the_callers_thread_not_kafka_pythons_io_loop() -> None:
+    """At 433,000 partitions the decode held kafka-python's I/O loop for 0.25 s (8 s on a
+    busy machine, bench_fleet_manager): logged as a warning every cycle, and every other
+    request on that loop timed out behind it. The loop hands over the bytes; the caller's
+    thread decodes them. A client whose loop runs in a thread of its own, as kafka-python's
+    does, shows where each step ran."""
+    import threading
+
+    from kmedic import kafka_admin
+
+    data = encoded([("t", 0, [(0, 1, [1, 2], [1, 2], [], 0)])], [], 13)
+    decoded_in: list[str] = []
+    real = kafka_admin.decode_metadata
+
+    def watched(body: bytes, version: int) -> Any:
+        decoded_in.append(threading.current_thread().name)
+        return real(body, version)
+
+    class Manager:
+        async def send(self, request: Any) -> Any:
+            request.API_VERSION = 13
+            request.with_header(correlation_id=1, client_id="t")
+            return request.header.get_response_class().decode(io.BytesIO(data))
+
+        def run(self, make: Any) -> Any:
+            import asyncio
+
+            out: list[Any] = []
+            loop = threading.Thread(target=lambda: out.append(asyncio.run(make())), name="io")
+            loop.start()
+            loop.join(10)
+            return out[0]
+
+    class Client:
+        _manager = Manager()
+
+    kafka_admin.decode_metadata = watched  # type: ignore[assignment]
+    try:
+        table = kafka_admin.describe_partitions(Client(), ["t"])
+    finally:
+        kafka_admin.decode_metadata = real
+    assert table.row(0).replicas == (1, 2)
+    assert decoded_in == [threading.current_thread().name] and "io" not in decoded_in

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from manager_fakes import stats
 from test_observe import _follower, _leader, observation
 
+from kmedic import brokerstats as bs
 from kmedic.replica_columns import partition_keys
 from manager.monitor.observe import AgentView
 from manager.monitor.partition_columns import partition_sizes
@@ -66,3 +67,64 @@ def test_a_record_is_kept_without_its_entries_and_chunks_join() -> None:
     assert joined.replicas.leader_size.tolist() == [7, 9]
     assert joined.replicas.follower_size.tolist() == [3, 3]
     assert joined.record().replicas is joined.replicas
+
+
+def test_a_failed_sample_keeps_the_last_healthy_ones_entries() -> None:
+    """A failure record after a healthy one dropped that record's entries (the healthy record
+    was kept, its columns were not): the broker's partition sizes vanished from the snapshot
+    for as long as its samples failed."""
+    healthy = stats(1, ts=5, leaders=[_leader("a", 0, 7)], followers=[_follower("b", 1, 1, 3)])
+    failed = stats(1, ts=10, failed=True)
+    view = merge_agent(
+        AgentView(latest=healthy, last_healthy_ms=5, healthy=healthy),
+        AgentView(latest=failed, last_healthy_ms=None, healthy=None),
+    )
+    assert view.latest.failure is not None and view.last_healthy_ms == 5
+    assert view.replicas.leader_size.tolist() == [7]
+    assert view.replicas.follower_size.tolist() == [3]
+
+
+def test_a_record_of_the_moving_partitions_updates_the_last_whole_ones() -> None:
+    """A busy sample lists only the partitions being moved (scope moving): their entries
+    replace the whole record's, every other entry stands, and the header (totals, time) is
+    the newer record's. Records of scope moving in a row keep updating."""
+    from kmedic.brokerstats import moving_only
+
+    whole = stats(
+        1,
+        ts=5,
+        leaders=[_leader("a", 0, 7), _leader("a", 1, 8)],
+        followers=[_follower("b", 1, 2, 3)],
+    )
+    moving = bs.ReassigningReplica(
+        topic="a", partition=1, replicas=[1, 2, 3], adding_replicas=[3], removing_replicas=[]
+    )
+    busy = stats(
+        1,
+        ts=10,
+        leaders=[_leader("a", 0, 70), _leader("a", 1, 80)],
+        followers=[_follower("b", 1, 2, 30)],
+        reassigning=[moving],
+    )
+    light = moving_only(busy)
+    assert (light.scope, light.schema_version) == ("moving", 2)
+    assert [(r.topic, r.partition) for r in light.leaders] == [("a", 1)] and not light.followers
+    view = merge_agent(
+        AgentView(latest=whole, last_healthy_ms=5, healthy=whole),
+        AgentView(latest=light, last_healthy_ms=10, healthy=light),
+    )
+    assert view.last_healthy_ms == 10 and view.latest.timestamp_ms == 10
+    assert view.replicas.leader_size.tolist() == [7, 80]  # a:0 as the whole record said
+    assert view.replicas.follower_size.tolist() == [3]
+    later = moving_only(
+        type(busy).model_validate(
+            {
+                **busy.model_dump(),
+                "timestamp_ms": 15,
+                "sample_id": "s1-15",
+                "leaders": [_leader("a", 1, 90)],
+            }
+        )
+    )
+    again = merge_agent(view, AgentView(latest=later, last_healthy_ms=15, healthy=later))
+    assert again.replicas.leader_size.tolist() == [7, 90]
