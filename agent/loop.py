@@ -120,7 +120,11 @@ class Agent:
         always when the move is over (the record then says where every replica is)."""
         if not (self._busy and stats.reassigning) or stats.failure is not None:
             return False
-        return self._whole_at is not None and now - self._whole_at < self.config.interval_s
+        if self._whole_at is None:
+            return False
+        # Half a sample's slack: a whole record is due at the sample nearest interval_s, not
+        # one sample later for a millisecond's drift (and never cut when busy is not faster).
+        return now - self._whole_at < self.config.interval_s - self.interval_s / 2
 
     def run(self, stop: threading.Event) -> None:
         """Sample on the interval grid until ``stop`` is set, then flush."""

@@ -20,6 +20,9 @@ measured cycles rather than ten minutes later, and move budgets that let a fleet
 through (observe mode, the shipped default: the heal is decided and audited, nothing is
 written).
 
+Prints the figures and replaces the ``## the real manager at fleet scale`` section of
+docs/bench.md (not with ``--quick`` or ``--every-sample-whole``).
+
 Usage: ``python bench/bench_fleet_manager.py [--scale 1.0] [--cycles 10] [--quick]``.
 """
 
@@ -44,6 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_docs import write_section  # noqa: E402
+
 from agent.config import AgentConfig  # noqa: E402
 from agent.publisher import ensure_topic  # noqa: E402
 from kmedic.localcluster import ClusterSpec, LocalCluster, process  # noqa: E402
@@ -52,6 +57,7 @@ from streaming.config import StreamConfig, duration_seconds  # noqa: E402
 from streaming.topics import ensure_output_topics  # noqa: E402
 
 MB = 1024 * 1024
+SECTION = "the real manager at fleet scale"
 TARGETS = {"rss_mb": 1024.0, "cycle_s": 3.0, "decide_s": 0.3}
 # The departures from the shipped policy, printed with the figures: the dead broker healed in
 # the measured cycles, not ten minutes later; and move budgets sized to the fleet - a fleet
@@ -194,9 +200,15 @@ def _lines(stream: Any, into: list[str]) -> threading.Thread:
     return thread
 
 
-def run(scale: float, cycles: int, shipped: Shipped, whole_s: float) -> dict[str, Any]:
+def run(
+    scale: float, cycles: int, shipped: Shipped, whole_s: float, core: int | None = None
+) -> dict[str, Any]:
     """One run; ``whole_s``: how often an agent's record is whole (the agent's interval;
-    0: every busy sample whole, as agents sent them before records of scope moving)."""
+    0: every busy sample whole, as agents sent them before records of scope moving);
+    ``core``: the manager alone on that core, everything else (Kafka, ZooKeeper, the fake
+    port, the feeder) on the others - the manager on a host of its own, in miniature."""
+    if core is not None:
+        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)) - {core})
     workdir = Path(tempfile.mkdtemp(prefix="kmedic-bench-fleet-manager-"))
     spec = ClusterSpec(brokers=1, racks=("/ops",), kafka_defaults=True, broker_heap_mb=1024)
     started = time.monotonic()
@@ -247,6 +259,7 @@ def run(scale: float, cycles: int, shipped: Shipped, whole_s: float) -> dict[str
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 text=True,
+                preexec_fn=None if core is None else lambda: os.sched_setaffinity(0, {core}),
             )
         children.append(manager)
         setup_s = time.monotonic() - started
@@ -346,7 +359,12 @@ def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
     lines = [
         f"{result['brokers']} live brokers, {result['partitions']:,} partitions; "
         f"{len(cycles)} cycles measured over {result['measured_s']:.0f} s "
-        f"(setup {result['setup_s']:.0f} s). {machine_line()}",
+        f"(setup {result['setup_s']:.0f} s). {machine_line()}"
+        + (
+            f" The manager alone on core {result['core']}, everything else on the other."
+            if result.get("core") is not None
+            else " Every process shares every core."
+        ),
         "",
         f"Settings: manager cycle {shipped.cycle_s:g} s, agents' busy interval "
         f"{shipped.agent_busy_s:g} s (every broker at it, taking part in the heal), "
@@ -427,8 +445,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--cycles", type=int, default=10)
-    parser.add_argument("--quick", action="store_true", help="1 %% of the fleet, 2 cycles")
+    parser.add_argument("--quick", action="store_true", help="1 %% of the fleet, 1 cycle")
     parser.add_argument("--json", type=Path, help="write the raw figures here")
+    parser.add_argument(
+        "--manager-core",
+        type=int,
+        help="the manager alone on this core, everything else on the others",
+    )
     parser.add_argument(
         "--every-sample-whole",
         action="store_true",
@@ -436,13 +459,23 @@ def main() -> None:
     )
     args = parser.parse_args()
     shipped = Shipped()
-    scale, cycles = (0.01, 2) if args.quick else (args.scale, args.cycles)
+    scale, cycles = (0.01, 1) if args.quick else (args.scale, args.cycles)
     whole_s = shipped.agent_s if not args.every_sample_whole else 0.0
-    result = run(scale, cycles, shipped, whole_s)
+    result = run(scale, cycles, shipped, whole_s, args.manager_core)
     result["whole_s"] = whole_s
+    result["core"] = args.manager_core
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
-    print("\n".join(report(result, shipped)))
+    lines = report(result, shipped)
+    print(f"## {SECTION}\n")
+    print("\n".join(lines))
+    if not args.quick and not args.every_sample_whole and args.manager_core is None:
+        intro = (__doc__ or "").split("\n\n")[0].replace("\n", " ")
+        write_section(
+            SECTION,
+            "\n".join([f"## {SECTION}", "", f"`bench/bench_fleet_manager.py`: {intro}", "", *lines])
+            + "\n",
+        )
 
 
 if __name__ == "__main__":

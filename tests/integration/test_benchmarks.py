@@ -21,6 +21,7 @@ SECTIONS = {
     "bench_audit.py": ("## audit", 300),
     "bench_clients.py": ("## clients", 600),
     "bench_cycle.py": ("## cycle", 300),
+    "bench_fleet_manager.py": ("## the real manager at fleet scale", 300),
     "bench_heal.py": ("## heal", 600),
     "bench_planner.py": ("## planner", 300),
     "bench_readiness.py": ("## readiness", 120),

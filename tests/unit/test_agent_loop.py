@@ -222,3 +222,11 @@ def test_between_whole_records_a_busy_sample_lists_only_the_moving_partitions(
     # 1: quiet; 2: the first busy sample is still whole (the last whole one was 60 s ago);
     # then 5 s apart until 60 s after it; 14: whole again; 17: the move over, whole.
     assert scopes == [whole, whole, *[light] * 11, whole, light, light, whole], scopes
+    # Sampling no faster while busy (interval_s at or under busy_interval_s): always whole,
+    # whatever a sample's start drifts.
+    slow = CONFIG.model_copy(update={"interval_s": 2.0, "busy_interval_s": 5.0})
+    agent = Agent(slow, sampler=Moving(), publisher=MemoryPublisher())  # type: ignore[arg-type]
+    for drift in (0.0, 2.0, 3.998, 5.999, 8.0):
+        clock[0] = 5000.0 + drift
+        (chunk,) = agent.run_once()
+        assert chunk.scope == "all", (drift, chunk.scope)
