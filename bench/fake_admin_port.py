@@ -25,6 +25,7 @@ import socketserver
 import struct
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ class Answers:
     def __init__(self, f: Fleet, port: int, *, fresh: bool = False) -> None:
         self.fleet, self.port = f, port
         self.fresh = fresh
+        self.timings: Path | None = None  # fresh: when each whole answer was built, how long
         self._encoded: dict[tuple[int, int], bytes] = {}
         self._lock = threading.Lock()
         self._live: dict[str, list[Any]] | None = None  # fresh: each topic's partitions
@@ -85,6 +87,10 @@ class Answers:
             for p in parts[start : start + 300]:
                 self._live[p.topic][p.number].leader_epoch = served + 1
             live = self._live
+        return self._response({n: ps for n, ps in live.items() if asked is None or n in asked})
+
+    def _response(self, topics: dict[str, list[Any]]) -> Any:
+        """The Metadata answer of these topics' partition entries."""
         topic_cls = MetadataResponse.MetadataResponseTopic
         broker_cls = MetadataResponse.MetadataResponseBroker
         f = self.fleet
@@ -97,8 +103,7 @@ class Answers:
             controller_id=f.live[0],
             topics=[
                 topic_cls(error_code=0, name=name, is_internal=False, partitions=parts)
-                for name, parts in live.items()
-                if asked is None or name in asked
+                for name, parts in topics.items()
             ],
         )
 
@@ -157,19 +162,7 @@ class Answers:
                     offline_replicas=[],
                 )
             )
-        broker_cls = MetadataResponse.MetadataResponseBroker
-        return MetadataResponse(
-            throttle_time_ms=0,
-            brokers=[
-                broker_cls(node_id=b, host=HOST, port=self.port, rack=f.rack[b]) for b in f.live
-            ],
-            cluster_id="bench",
-            controller_id=f.live[0],
-            topics=[
-                topic_cls(error_code=0, name=name, is_internal=False, partitions=parts)
-                for name, parts in topics.items()
-            ],
-        )
+        return self._response(topics)
 
     def _log_dirs(self) -> Any:
         """The log directory of the broker asked: a connection serves one broker id (the
@@ -292,8 +285,13 @@ class Answers:
         if api == 32:  # depends on the topics asked
             return self._encode(self.body(api, version, request), version, correlation_id)
         if api == 3 and self.fresh:
+            started = time.perf_counter()
             asked = _asked_topics(version, request)
-            return self._encode(self.fresh_metadata(asked), version, correlation_id)
+            answer = self._encode(self.fresh_metadata(asked), version, correlation_id)
+            if self.timings is not None and asked is None:  # the whole cluster's answer
+                with self.timings.open("a") as out:
+                    out.write(f"{time.time():.3f} {time.perf_counter() - started:.3f}\n")
+            return answer
         with self._lock:
             if key not in self._encoded:
                 self._encoded[key] = self._encode(self.body(api, version, request), version, 0)
@@ -325,9 +323,11 @@ def serve(
     quiet: bool = False,
     fresh: bool = False,
     moving: bool = True,
+    timings: Path | None = None,
 ) -> None:
     f = fleet(scale, broker_count=brokers, quiet=quiet, moving=moving)
     answers = Answers(f, port, fresh=fresh)
+    answers.timings = timings
     served: dict[str, int] = {}
     counted = threading.Lock()
 
@@ -388,6 +388,9 @@ def main() -> None:
     parser.add_argument(
         "--no-moves", action="store_true", help="the broker dead, no reassignment in flight"
     )
+    parser.add_argument(
+        "--timings", type=Path, help="with --fresh: a line per whole-cluster answer built"
+    )
     args = parser.parse_args()
     serve(
         args.scale,
@@ -397,6 +400,7 @@ def main() -> None:
         quiet=args.quiet,
         fresh=args.fresh,
         moving=not args.no_moves,
+        timings=args.timings,
     )
 
 
