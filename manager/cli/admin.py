@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from manager.cli.request_check import add_check, check_brokers
-from manager.cli.zk_args import ZkTarget, common_parser, zk_target
+from manager.cli.zk_args import ZkTarget, common_parser, warn_if_unknown, zk_target
 from manager.coordination.placement_store import ZkConfigStore
 from manager.coordination.session import zk_session
 from manager.coordination.znodes import require_cluster
@@ -115,11 +115,17 @@ def register(subparsers: Any) -> None:
 
 
 @contextmanager
-def _store(target: ZkTarget) -> Iterator[ZkConfigStore]:
-    """The cluster's placement store; a cluster no manager has stored is a typo (nothing is
-    written under it: the store would create its tree)."""
+def _store(target: ZkTarget, *, creating: bool = False) -> Iterator[ZkConfigStore]:
+    """The cluster's placement store. A cluster no manager has stored is a typo when read or
+    changed (nothing is written under it: the store would create its tree); a record created
+    for it is stored with a warning naming the known clusters - an operator sets failure
+    domains and isolation groups up before a cluster's first manager starts, so that its first
+    heal keeps them, as a mode may be set before it (`kmedic mode`)."""
     with zk_session(target.zk_connect, auth=target.auth) as client:
-        require_cluster(client, target.root, target.cluster)
+        if creating:
+            warn_if_unknown(client, target, "the record is stored")
+        else:
+            require_cluster(client, target.root, target.cluster)
         yield ZkConfigStore(client, target.cluster, target.root)
 
 
@@ -136,7 +142,7 @@ def _record_from(args: argparse.Namespace, kind: Kind, base: Record | None) -> R
 def _run(args: argparse.Namespace) -> int:
     kind: Kind = args.kind
     target = zk_target(args)
-    with _store(target) as store:
+    with _store(target, creating=args.verb == "create") as store:
         if args.verb == "list":
             items = store.load().items(kind)
             _print_items(args, [items[n] for n in sorted(items)])

@@ -193,16 +193,21 @@ def test_every_zookeeper_command_names_an_unknown_cluster_and_writes_nothing(
 ) -> None:
     """Issue 72.2, for every command that takes --zk (read from the parser, so a new one is
     held to it): a cluster no manager has stored is a typo - exit 1 ("not found"), the known
-    clusters named, nothing written under it. Setting a mode or switches is the exception:
-    they may be set before a cluster's first manager starts, so they are stored, with a
-    warning naming the known clusters."""
+    clusters named, nothing written under it. Setting a mode or switches, and creating a
+    placement record, are the exceptions: they may be done before a cluster's first manager
+    starts (observe from day one; isolation groups its first heal keeps), so they are stored,
+    with a warning naming the known clusters."""
     typo = f"{cluster}x"
     password = tmp_path / "zk-password"
     password.write_text("secret\n")
     auth = ["--zk-username", "kmedic", "--zk-password-file", str(password)]
     seen: dict[str, tuple[int, str]] = {}
+    creating = []
     for path, parser in COMMANDS:
         if "--zk" not in options(parser):
+            continue
+        if path[-1] == "create":
+            creating.append((path, parser))
             continue
         extra = auth if path[0] == "zk-acls" else []
         argv = [*path, *required_args(parser), "--zk", zk_hosts, "--cluster", typo, *extra]
@@ -216,12 +221,23 @@ def test_every_zookeeper_command_names_an_unknown_cluster_and_writes_nothing(
         or cluster not in v[1]
     }
     assert not wrong, wrong
-    assert len(seen) >= 30, sorted(seen)  # domains, groups, maintenance, requests, status...
+    assert len(seen) >= 26, sorted(seen)  # domains, groups, maintenance, requests, status...
     zk = KazooClient(hosts=zk_hosts)
     zk.start(timeout=15)
     try:
         assert zk.exists(f"/kmedic/{typo}") is None
         at = ["--zk", zk_hosts, "--cluster", typo]
+        # A record created for a cluster no manager has stored yet: kept, with the warning.
+        assert len(creating) == 4, creating  # domains, broker, isolation, anti-affinity groups
+        for path, parser in creating:
+            code, _, err = kmedic_in_process(capsys, *path, *required_args(parser), *at)
+            assert "warning: no cluster" in err and "the record is stored" in err, (path, err)
+            if zk.exists(f"/kmedic/{typo}") is not None:
+                zk.delete(f"/kmedic/{typo}", recursive=True)
+        code, _, err = kmedic_in_process(capsys, "domains", "create", "d1", "--brokers", "1", *at)
+        assert code == 0 and "warning" in err, err
+        assert kmedic_in_process(capsys, "domains", "list", *at)[1].strip() == "d1: brokers 1"
+        zk.delete(f"/kmedic/{typo}", recursive=True)
         code, _, err = kmedic_in_process(capsys, "mode", "--clear", *at)
         assert code == 0 and "warning: no cluster" in err and "nothing was set" in err, err
         # Stored: the cluster is known from here on, and the next is not warned of.
