@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -22,11 +23,41 @@ from kmedic.errors import KmedicError
 _PR_SET_PDEATHSIG = 1
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct free TCP ports, held open together so none is handed out twice."""
-    socks = []
+# Ports a node listens on are picked below the kernel's ephemeral range: a port from it (what
+# binding port 0 gives) may be handed to a client's outgoing connection as its source port
+# while the node is stopped, and the node's restart then fails ("Unable to start acceptor for
+# PLAINTEXT": a clean clone's run restarted a broker into its own port, taken).
+LISTEN_PORTS_FROM = 20_000
+
+
+def ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
+    """The kernel's range of ports for outgoing connections (Linux's default when unread)."""
     try:
-        for _ in range(count):
+        low, high = (int(v) for v in Path(path).read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32_768, 60_999
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct free TCP ports below the ephemeral range (else any free ones), held
+    open together so none is handed out twice."""
+    low, _ = ephemeral_range()
+    candidates = list(range(LISTEN_PORTS_FROM, low))
+    random.shuffle(candidates)
+    socks: list[socket.socket] = []
+    try:
+        for port in candidates:
+            if len(socks) == count:
+                break
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind((host, port))
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+        while len(socks) < count:  # no room below the range: any free port
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((host, 0))
             socks.append(s)
