@@ -100,9 +100,9 @@ def zk_target(args: argparse.Namespace) -> ZkTarget:
 
 
 def warn_if_unknown(client: KazooClient, target: ZkTarget, done: str) -> None:
-    """A mode or switches may be set before a cluster's first manager starts (observe from
-    day one), so an unknown cluster is written to; but it may be a typo, and stderr says so,
-    naming the known ones."""
+    """A mode, switches or a placement record may be set before a cluster's first manager
+    starts (observe from day one; groups its first heal keeps), so an unknown cluster is
+    written to; but it may be a typo, and stderr says so, naming the known ones."""
     try:
         require_cluster(client, target.root, target.cluster)
     except Unreachable:
