@@ -61,6 +61,7 @@ from manager.model.placement_config import PlacementConfig  # noqa: E402
 from manager.model.policy import GoalSwitches, Policy  # noqa: E402
 from manager.model.snapshot import Leadership  # noqa: E402
 from manager.monitor import sources as sources_module  # noqa: E402
+from manager.monitor.feed_pair import FeedPair  # noqa: E402
 from manager.monitor.load_columns import LoadStore  # noqa: E402
 from manager.monitor.observe import AgentView, CapacitySettings, LoadView, build_snapshot  # noqa: E402
 from manager.monitor.sources import ClusterSources  # noqa: E402
@@ -311,8 +312,10 @@ def run_cycles(
         request_timeout_s=120,
     )
     rss_before_feeds = _peak_rss_mb()
-    sources.agents._values = agent_views(f, now_ms)
-    fill_loads(sources.loads._store, f, now_ms, traffic)
+    pair = sources.feeds
+    assert isinstance(pair, FeedPair)  # the feeds filled by hand, in this process
+    pair.agents._values = agent_views(f, now_ms)
+    fill_loads(pair.loads._store, f, now_ms, traffic)
     feeds_mb = _peak_rss_mb() - rss_before_feeds  # the process only grew so far: peak = now
     # A heal of the whole dead broker in one plan, as bench/bench_planner.py plans it.
     policy = Policy(

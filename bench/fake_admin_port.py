@@ -31,6 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np
+import numpy.typing as npt
 from fleet import Fleet, fleet
 from kafka.protocol.admin import (
     DescribeClusterResponse,
@@ -42,6 +44,7 @@ from kafka.protocol.admin import (
 )
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
+from metadata_build import FIRST_VERSION, BrokerEntry, PartitionColumns, metadata_body
 
 HOST = "127.0.0.1"
 CONTROLLER = 9000
@@ -66,28 +69,33 @@ class Answers:
         self.timings: Path | None = None  # fresh: when each whole answer was built, how long
         self._encoded: dict[tuple[int, int], bytes] = {}
         self._lock = threading.Lock()
-        self._live: dict[str, list[Any]] | None = None  # fresh: each topic's partitions
+        self._columns: PartitionColumns | None = None  # fresh: every partition's entry
+        self._epochs = np.zeros(0, dtype=np.int32)
+        at = {(p.topic, p.number): row for row, p in enumerate(f.parts)}
+        self._moving_rows = np.array([at[p.topic, p.number] for p in f.reassigning], dtype=np.intp)
         self._served = 0  # fresh: Metadata answers built so far
 
-    def fresh_metadata(self, asked: frozenset[str] | None) -> Any:
-        """The Metadata answer of this request (``--fresh``): the partitions' entries kept
-        between requests as a broker's metadata cache keeps them, the ones that changed
-        since the last request updated, the answer assembled anew."""
+    def fresh_metadata(self, version: int, asked: frozenset[str] | None) -> bytes:
+        """The Metadata answer's body of this request (``--fresh``): the partitions' columns
+        kept between requests as a broker's metadata image keeps them, the leader epochs that
+        changed since the last request updated, every entry encoded anew
+        (bench/metadata_build.py; versions before 9 by kafka-python's classes)."""
         with self._lock:
-            if self._live is None:
-                self._live = {t.name: t.partitions for t in self.metadata(None).topics}
+            if self._columns is None:
+                self._columns = partition_columns(self.fleet)
+                self._epochs = np.ones(len(self._columns), dtype=np.int32)
             self._served += 1
             served = self._served
-            moving = {(p.topic, p.number) for p in self.fleet.reassigning}
-            for topic, number in moving:
-                self._live[topic][number].leader_epoch = served + 1
+            self._epochs[self._moving_rows] = served + 1
             # A few hundred partitions get a new leader epoch, a different few each time.
-            parts = self.fleet.parts
-            start = (served * 307) % max(1, len(parts))
-            for p in parts[start : start + 300]:
-                self._live[p.topic][p.number].leader_epoch = served + 1
-            live = self._live
-        return self._response({n: ps for n, ps in live.items() if asked is None or n in asked})
+            start = (served * 307) % max(1, len(self._epochs))
+            self._epochs[start : start + 300] = served + 1
+            epochs = self._epochs.copy()
+        if version < FIRST_VERSION:
+            return bytes(self.metadata(asked).encode(version=version))
+        f = self.fleet
+        brokers = [BrokerEntry(b, HOST, self.port, f.rack[b]) for b in f.live]
+        return metadata_body(version, brokers, "bench", f.live[0], self._columns, epochs, asked)
 
     def _response(self, topics: dict[str, list[Any]]) -> Any:
         """The Metadata answer of these topics' partition entries."""
@@ -287,7 +295,7 @@ class Answers:
         if api == 3 and self.fresh:
             started = time.perf_counter()
             asked = _asked_topics(version, request)
-            answer = self._encode(self.fresh_metadata(asked), version, correlation_id)
+            answer = _framed(self.fresh_metadata(version, asked), version >= 9, correlation_id)
             if self.timings is not None and asked is None:  # the whole cluster's answer
                 with self.timings.open("a") as out:
                     out.write(f"{time.time():.3f} {time.perf_counter() - started:.3f}\n")
@@ -304,8 +312,35 @@ class Answers:
         ApiVersions always v0), body."""
         encoded = bytes(body.encode(version=version))
         flexible = type(body).flexible_version_q(version) and type(body).API_KEY != 18
-        header = struct.pack(">i", correlation_id) + (b"\x00" if flexible else b"")
-        return struct.pack(">i", len(header) + len(encoded)) + header + encoded
+        return _framed(encoded, flexible, correlation_id)
+
+
+def _framed(encoded: bytes, flexible: bool, correlation_id: int) -> bytes:
+    header = struct.pack(">i", correlation_id) + (b"\x00" if flexible else b"")
+    return struct.pack(">i", len(header) + len(encoded)) + header + encoded
+
+
+def partition_columns(f: Fleet) -> PartitionColumns:
+    """The fleet's partitions as the builder's columns (its parts are grouped by topic)."""
+    names: list[str] = []
+    starts: list[int] = []
+    for row, p in enumerate(f.parts):
+        if not names or names[-1] != p.topic:
+            names.append(p.topic)
+            starts.append(row)
+    width = max((len(p.replicas) for p in f.parts), default=0)
+
+    def padded(lists: list[tuple[int, ...]]) -> npt.NDArray[np.int32]:
+        return np.array([[*ids, *[-1] * (width - len(ids))] for ids in lists], dtype=np.int32)
+
+    return PartitionColumns(
+        names,
+        np.array(starts, dtype=np.int64),
+        np.array([p.number for p in f.parts], dtype=np.int32),
+        np.array([p.leader for p in f.parts], dtype=np.int32),
+        padded([p.replicas for p in f.parts]),
+        padded([p.isr for p in f.parts]),
+    )
 
 
 def _asked_topics(version: int, request: bytes) -> frozenset[str] | None:

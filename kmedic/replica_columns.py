@@ -36,12 +36,24 @@ class TopicIds:
         with self._lock:
             return np.array([ids.setdefault(n, len(ids)) for n in names], dtype=np.int64)
 
+    def names(self) -> list[str]:
+        """Every name, at its id (another process's keys are translated by it: ``rekeyed``)."""
+        with self._lock:
+            return list(self._ids)
+
 
 TOPIC_IDS = TopicIds()
 
 
 def keys_of(topic_ids: npt.NDArray[np.int64], partitions: npt.NDArray[np.integer]) -> Keys:
     return (topic_ids << 32) | partitions.astype(np.int64)
+
+
+def rekeyed(keys: Keys, ids: npt.NDArray[np.int64]) -> Keys:
+    """``keys`` of another process's topic ids in this one's: ``ids[i]`` is this process's id
+    of that process's topic ``i``."""
+    translated: Keys = (ids[keys >> 32] << 32) | (keys & 0xFFFFFFFF)
+    return translated
 
 
 def partition_keys(
@@ -100,6 +112,18 @@ class ReplicaColumns:
         ]
         lead, follow = _last_rows(leaders[0]), _last_rows(followers[0])
         return ReplicaColumns(*(c[lead] for c in leaders), *(c[follow] for c in followers))
+
+    def rekeyed(self, ids: npt.NDArray[np.int64]) -> ReplicaColumns:
+        """These entries with their keys in other topic ids (module ``rekeyed``); the rows keep
+        their order."""
+        return ReplicaColumns(
+            rekeyed(self.leader_key, ids),
+            self.leader_size,
+            self.leader_bytes_in,
+            rekeyed(self.follower_key, ids),
+            self.follower_size,
+            self.follower_leader,
+        )
 
     def _columns(self) -> tuple[npt.NDArray[np.generic], ...]:
         return (

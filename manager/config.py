@@ -129,6 +129,13 @@ class ManagerConfig(_Settings):
     stats_lookback_s: float = Field(
         default=3600.0, gt=0, description="how far back the stats topic is read at start"
     )
+    feed_process: bool = Field(
+        default=True,
+        description="tail and decode the stats and loads topics in a child process of the "
+        "manager (kmedic-feeds), which hands each cycle a copy: at fleet scale their decoding "
+        "takes 0.4 s of CPU a second, and in the manager's own process it held the interpreter "
+        "a cycle runs in (docs/bench.md). false: in threads of the manager's process",
+    )
     blind_alert_after_s: float = Field(
         default=60.0,
         ge=0,

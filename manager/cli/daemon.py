@@ -141,7 +141,7 @@ def take_snapshot(cfg: ManagerConfig, wait_s: float) -> Snapshot:
     from manager.daemon.wiring import sources_for
     from manager.model.snapshot import Leadership
 
-    sources = sources_for(cfg).start()
+    sources = sources_for(cfg, feed_process=False).start()
     try:
         deadline = time.monotonic() + wait_s
         # ZooKeeper first, while the feeds start: a ZooKeeper that does not answer ends the

@@ -19,7 +19,9 @@ from manager.monitor.traffic import AgentTraffic
 log = get_logger(__name__)
 
 
-def sources_for(cfg: ManagerConfig) -> ClusterSources:
+def sources_for(cfg: ManagerConfig, *, feed_process: bool | None = None) -> ClusterSources:
+    """The sources of ``cfg``; ``feed_process`` over the config's (a command's one-off read
+    keeps its feeds in its own process)."""
     return ClusterSources(
         cluster=cfg.cluster,
         bootstrap=cfg.cluster_client,
@@ -27,6 +29,7 @@ def sources_for(cfg: ManagerConfig) -> ClusterSources:
         stats_topic=cfg.topics.brokerstats,
         loads_topic=cfg.topics.replica_loads,
         stats_lookback_s=cfg.stats_lookback_s,
+        feed_process=cfg.feed_process if feed_process is None else feed_process,
     )
 
 
@@ -52,7 +55,7 @@ def build_manager(cfg: ManagerConfig, *, mode_flag: Mode | None = None) -> Manag
         retry_interval_s=cfg.audit.retry_interval_s,
     )
     sources = sources_for(cfg)
-    traffic = AgentTraffic(sources, cfg.capacity)
+    traffic = AgentTraffic(lambda: sources.feeds.take().agents, cfg.capacity)
     manager = Manager(
         cfg,
         instance=instance,

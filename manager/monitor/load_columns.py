@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kmedic.kafka_client import Cluster
-from kmedic.replica_columns import TOPIC_IDS, Keys, join
+from kmedic.replica_columns import TOPIC_IDS, Keys, join, rekeyed
 from manager.monitor.feeds import LatestByKey
 
 TopicPartition = tuple[str, int]
@@ -56,6 +56,20 @@ class LoadColumns:
 
     def __len__(self) -> int:
         return len(self.key)
+
+    def rekeyed(self, ids: npt.NDArray[np.int64]) -> LoadColumns:
+        """These rows with their keys in other topic ids (``kmedic.replica_columns.rekeyed``),
+        sorted by the new keys."""
+        keys = rekeyed(self.key, ids)
+        order = np.argsort(keys, kind="stable")
+        return LoadColumns(
+            keys[order],
+            self.bytes_in[order],
+            self.bytes_out[order],
+            self.messages_in[order],
+            self.last_report_ms[order],
+            self.samples[order],
+        )
 
     def at(self, wanted: Keys) -> tuple[npt.NDArray[np.bool_], dict[str, npt.NDArray[Any]]]:
         """For each wanted key: whether a record is held, and its fields (NaN / 0 if not)."""

@@ -8,13 +8,11 @@ and copied at the start of a cycle, so one cycle sees one consistent picture.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from typing import Any
 
 import numpy as np
 
-from kmedic.brokerstats import from_json
 from kmedic.errors import Unreachable
 from kmedic.forwarders import Forwarders
 from kmedic.kafka_admin import (
@@ -32,14 +30,14 @@ from kmedic.metadata import (
     parse_reassignments,
 )
 from kmedic.partition_table import PartitionTable
-from kmedic.replica_columns import AgentRecord
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.monitor.broker_settings import broker_settings
-from manager.monitor.feeds import FeedStatus, LatestByKey
+from manager.monitor.feed_pair import FeedPair, Feeds, FeedSpec
+from manager.monitor.feed_process import ProcessFeeds
+from manager.monitor.feeds import FeedStatus
 from manager.monitor.leader_rebalance import LeaderRebalanceSetting
-from manager.monitor.load_columns import LoadFeed
-from manager.monitor.observe import AgentView, LoadView, Observation, TopicPartition
+from manager.monitor.observe import AgentView, Observation, TopicPartition
 from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
 from manager.monitor.quorum import QuorumReader
 from manager.monitor.registrations import RegistrationWatch
@@ -70,55 +68,6 @@ class AdminUnavailable(Unreachable):
     """The Admin API could not be read this cycle; the manager takes no action."""
 
 
-def decode_agent(raw: bytes) -> AgentView:
-    stats = from_json(raw)
-    healthy = stats.failure is None
-    return AgentView(
-        latest=stats,
-        last_healthy_ms=stats.timestamp_ms if healthy else None,
-        healthy=stats if healthy else None,
-    )
-
-
-def merge_agent(old: AgentView | None, new: AgentView) -> AgentView:
-    """Newest record wins; the newest healthy one is kept beside it; chunks of one sample join;
-    a record of scope moving updates the moving partitions' entries of the last whole one."""
-    if old is None:
-        return new
-    if new.latest.timestamp_ms < old.latest.timestamp_ms:
-        return old  # out of order (an agent restarted with a skewed clock): keep the newer
-    if new.healthy is None:  # a failed sample: the last healthy one's replicas stand
-        return AgentView(new.latest, old.last_healthy_ms, old.healthy, old.replicas)
-    if old.healthy is not None and old.healthy.sample_id == new.healthy.sample_id:
-        joined = old.healthy.model_copy(
-            update={"reassigning": old.healthy.reassigning + new.healthy.reassigning}
-        )
-        return AgentView(joined, new.last_healthy_ms, joined, old.replicas.joined(new.replicas))
-    if new.healthy.scope == "moving" and old.healthy is not None:
-        # Only the moving partitions' entries: the others stand as the last whole record said.
-        replicas = old.replicas.updated(new.replicas)
-        return AgentView(new.latest, new.last_healthy_ms, new.healthy, replicas)
-    return new
-
-
-def _number(doc: dict[str, Any], name: str) -> float | None:
-    value = doc.get(name)
-    return float(value) if isinstance(value, int | float) else None
-
-
-def decode_load(raw: bytes) -> LoadView:
-    doc = json.loads(raw)
-    if not isinstance(doc, dict) or "last_report_ms" not in doc:
-        raise ValueError("not a replica-load record (no last_report_ms)")
-    return LoadView(
-        bytes_in_per_s=_number(doc, "bytes_in_per_s"),
-        bytes_out_per_s=_number(doc, "bytes_out_per_s"),
-        messages_in_per_s=_number(doc, "messages_in_per_s"),
-        last_report_ms=int(doc["last_report_ms"]),
-        samples=int(doc.get("samples") or 0),
-    )
-
-
 class ClusterSources:
     """Everything a cycle reads, except ZooKeeper (the coordinator and config store own it)."""
 
@@ -132,22 +81,20 @@ class ClusterSources:
         stats_lookback_s: float,
         request_timeout_s: float = 4.0,
         feeds: Cluster | None = None,
+        feed_process: bool = False,
     ) -> None:
         """``bootstrap``: the cluster looked after (its Admin reads); ``feeds``: where the
-        stats and loads topics are, when elsewhere (the manager's own_topics_bootstrap)."""
+        stats and loads topics are, when elsewhere (the manager's own_topics_bootstrap);
+        ``feed_process``: tail them in a child process (manager.monitor.feed_process), not in
+        threads of this one."""
         self.cluster = cluster
         self._bootstrap = bootstrap
         self._timeout_ms = int(request_timeout_s * 1000)
         self._admin: Any = None
-        feeds = bootstrap if feeds is None else feeds
-        self.agents: LatestByKey[AgentView] = LatestByKey(
-            feeds,
-            stats_topic,
-            decode_agent,
-            lookback_ms=int(stats_lookback_s * 1000),
-            merge=merge_agent,
+        spec = FeedSpec(
+            bootstrap if feeds is None else feeds, stats_topic, loads_topic, stats_lookback_s
         )
-        self.loads = LoadFeed(feeds, loads_topic, decode_load)
+        self.feeds: Feeds = ProcessFeeds(spec) if feed_process else FeedPair(spec)
         # Memory across cycles: when each broker was first seen missing, and its last rack.
         self.first_absent_ms: dict[int, int] = {}
         self.returned_ms: dict[int, int] = {}
@@ -168,14 +115,12 @@ class ClusterSources:
         self._reassignments: dict[TopicPartition, Reassignment] = {}  # the last listing
 
     def start(self) -> ClusterSources:
-        self.agents.start()
-        self.loads.start()
+        self.feeds.start()
         self.registrations.start()
         return self
 
     def stop(self) -> None:
-        self.agents.stop()
-        self.loads.stop()
+        self.feeds.stop()
         self.registrations.stop()
         self.stop_admin_clients()
 
@@ -213,7 +158,7 @@ class ClusterSources:
         return frozenset(b for b, n in nodes.items() if not n.fenced)
 
     def feed_status(self) -> list[FeedStatus]:
-        return [self.agents.status(), self.loads.status()]
+        return self.feeds.status()
 
     def _client(self) -> Any:
         if self._admin is None:
@@ -255,8 +200,8 @@ class ClusterSources:
             if not unconfirmed(self.offline_on_live, previous):
                 break
             time.sleep(OFFLINE_CONFIRM_S)  # a fencing settles; a failed directory stays
-        agents = {int(k): v for k, v in self.agents.values().items() if k.isdigit()}
-        loads = self.loads.columns()
+        copy = self.feeds.take()
+        agents, loads = copy.agents, copy.loads
         replica_ids = set(np.unique(partitions.replicas.values).tolist())
         returns, away = self.registrations.take()
         agents = {b: v for b, v in agents.items() if b in live or b not in retired}
@@ -383,8 +328,3 @@ class ClusterSources:
         for b, a in agents.items():
             if a.latest.rack and b not in self.known_racks:
                 self.known_racks[b] = a.latest.rack
-
-
-def newest_stats(sources: ClusterSources) -> dict[int, AgentRecord]:
-    """The newest record of each broker's agent, its replicas as columns."""
-    return {b: v.record() for b, v in ((int(k), v) for k, v in sources.agents.values().items())}

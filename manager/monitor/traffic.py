@@ -13,24 +13,24 @@ import numpy as np
 from kmedic.replica_columns import TOPIC_IDS, AgentRecord, join, keys_of, last_wins
 from manager.model.adaptive_throttle import Link, Traffic, broker_traffic
 from manager.model.moves import TopicPartition
-from manager.monitor.observe import CapacitySettings, network_capacity
-from manager.monitor.sources import ClusterSources, newest_stats
+from manager.monitor.observe import AgentView, CapacitySettings, network_capacity
 
 
 class AgentTraffic:
     def __init__(
         self,
-        sources: ClusterSources,
+        agents: Callable[[], Mapping[int, AgentView]],
         capacity: CapacitySettings,
         wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
-        self._sources = sources
+        """``agents``: each broker's agent view as the feeds hold it now."""
+        self._agents = agents
         self._settings = capacity
         self._wall_ms = wall_ms
         self._newest: Mapping[int, AgentRecord] = {}
 
     def traffic(self) -> Mapping[int, Traffic]:
-        self._newest = newest_stats(self._sources)
+        self._newest = {b: v.record() for b, v in self._agents().items()}
         return broker_traffic(self._newest, self._wall_ms())
 
     def capacity(self, broker: int) -> Link:

@@ -253,34 +253,26 @@ def test_a_rate_change_reads_as_a_sentence() -> None:
 
 
 def test_the_daemons_feed_reads_the_agents_newest_records_and_the_configured_capacity() -> None:
-    class Agents:
-        def values(self) -> dict[str, AgentView]:
-            fresh = stats(1, ts=NOW, totals=_totals(3 * MB, 4 * MB))
-            return {"1": AgentView(fresh, NOW, fresh), "2": AgentView(stats(2, ts=0), 0, None)}
-
-    class Sources:
-        agents = Agents()
+    def agents() -> dict[int, AgentView]:
+        fresh = stats(1, ts=NOW, totals=_totals(3 * MB, 4 * MB))
+        return {1: AgentView(fresh, NOW, fresh), 2: AgentView(stats(2, ts=0), 0, None)}
 
     capacity = CapacitySettings(network_in_bytes_per_s=1e9, network_out_bytes_per_s=2e9)
-    feed = AgentTraffic(Sources(), capacity, wall_ms=lambda: NOW)  # type: ignore[arg-type]
+    feed = AgentTraffic(agents, capacity, wall_ms=lambda: NOW)
     assert feed.traffic() == {1: Traffic(3 * MB, 4 * MB)}  # broker 2's agent went quiet
     assert feed.capacity(7) == Link(1e9, 2e9, "the capacity config")
 
 
 def _feed_with_links(capacity: CapacitySettings, **nics: Nic) -> AgentTraffic:
-    class Agents:
-        def values(self) -> dict[str, AgentView]:
-            views = {}
-            for name, nic in nics.items():
-                b = int(name[1:])
-                record = stats(b, ts=NOW, totals=_totals(MB, MB)).model_copy(update={"nic": nic})
-                views[str(b)] = AgentView(record, NOW, record)
-            return views
+    def agents() -> dict[int, AgentView]:
+        views = {}
+        for name, nic in nics.items():
+            b = int(name[1:])
+            record = stats(b, ts=NOW, totals=_totals(MB, MB)).model_copy(update={"nic": nic})
+            views[b] = AgentView(record, NOW, record)
+        return views
 
-    class Sources:
-        agents = Agents()
-
-    feed = AgentTraffic(Sources(), capacity, wall_ms=lambda: NOW)  # type: ignore[arg-type]
+    feed = AgentTraffic(agents, capacity, wall_ms=lambda: NOW)
     feed.traffic()
     return feed
 
@@ -370,16 +362,12 @@ def test_the_outpace_floor_is_said_in_the_rate_change() -> None:
 
 
 def test_the_daemons_feed_knows_each_partitions_writes_from_its_leaders_agent() -> None:
-    class Agents:
-        def values(self) -> dict[str, AgentView]:
-            one = stats(1, ts=NOW, leaders=[_leader("t", 0, 3 * MB), _leader("u", 2, MB)])
-            two = stats(2, ts=NOW, leaders=[_leader("t", 1, 2 * MB)])
-            return {"1": AgentView(one, NOW, one), "2": AgentView(two, NOW, two)}
+    def agents() -> dict[int, AgentView]:
+        one = stats(1, ts=NOW, leaders=[_leader("t", 0, 3 * MB), _leader("u", 2, MB)])
+        two = stats(2, ts=NOW, leaders=[_leader("t", 1, 2 * MB)])
+        return {1: AgentView(one, NOW, one), 2: AgentView(two, NOW, two)}
 
-    class Sources:
-        agents = Agents()
-
-    feed = AgentTraffic(Sources(), CapacitySettings(), wall_ms=lambda: NOW)  # type: ignore[arg-type]
+    feed = AgentTraffic(agents, CapacitySettings(), wall_ms=lambda: NOW)
     assert feed.writes([("t", 0)]) == {}  # nothing read yet
     feed.traffic()
     assert feed.writes([("t", 0), ("t", 1), ("u", 2), ("v", 0)]) == {

@@ -75,6 +75,7 @@ def test_kmedics_own_topics_may_live_on_an_operations_cluster(
     its Admin reads on the cluster looked after."""
     import manager.monitor.feeds as feeds
     from manager.daemon.wiring import sources_for
+    from manager.monitor.feed_process import ProcessFeeds
 
     made = tmp_path / "ops.yaml"
     made.write_text(
@@ -90,7 +91,10 @@ def test_kmedics_own_topics_may_live_on_an_operations_cluster(
             servers.append(str(conf["bootstrap.servers"]))
 
     monkeypatch.setattr(feeds, "Consumer", Consumer)
-    sources = sources_for(cfg)
+    sources = sources_for(cfg)  # as shipped: the feeds' child process is given the address
+    assert isinstance(sources.feeds, ProcessFeeds) and sources.feeds._spec.cluster == "ops:9092"
+    assert sources._bootstrap == "kafka:9092"
+    sources = sources_for(cfg.model_copy(update={"feed_process": False}))
     assert servers == ["ops:9092", "ops:9092"]  # the stats feed and the loads feed
     assert sources._bootstrap == "kafka:9092"
     bare = tmp_path / "bare.yaml"

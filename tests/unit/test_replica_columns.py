@@ -13,10 +13,12 @@ from manager_fakes import stats
 from test_observe import _follower, _leader, observation
 
 from kmedic import brokerstats as bs
-from kmedic.replica_columns import partition_keys
+from kmedic.replica_columns import TOPIC_IDS, ReplicaColumns, TopicIds, partition_keys
+from manager.monitor.feed_pair import FeedCopy, merge_agent
+from manager.monitor.feed_process import adopted
+from manager.monitor.load_columns import LoadColumns
 from manager.monitor.observe import AgentView
 from manager.monitor.partition_columns import partition_sizes
-from manager.monitor.sources import merge_agent
 
 TOPICS = ("a", "b", "c.d")
 entry = st.tuples(st.sampled_from(TOPICS), st.integers(0, 5), st.integers(0, 10**12))
@@ -128,3 +130,59 @@ def test_a_record_of_the_moving_partitions_updates_the_last_whole_ones() -> None
     )
     again = merge_agent(view, AgentView(latest=later, last_healthy_ms=15, healthy=later))
     assert again.replicas.leader_size.tolist() == [7, 90]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    names=st.lists(
+        st.text("abcdef.-", min_size=1, max_size=6), min_size=1, max_size=8, unique=True
+    ),
+    order=st.randoms(use_true_random=False),
+    partitions=st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=6),
+)
+def test_a_copy_from_the_feed_process_joins_by_this_processs_topic_ids(
+    names: list[str], order: Any, partitions: list[int]
+) -> None:
+    """The feed process numbers topics in the order it meets them, this process in its own:
+    an adopted copy's load rows and replica entries are found by this process's keys, with
+    the values the child held for them."""
+    suffix = f"-{order.random()}"
+    child_names = [n + suffix for n in names]
+    child = TopicIds()
+    child_ids = child.of(child_names)
+    mine = list(child_names)
+    order.shuffle(mine)
+    TOPIC_IDS.of(mine)  # met in another order here
+    rows = [(t, p) for t in range(len(names)) for p in partitions]
+    keys = np.array([int(child_ids[t]) << 32 | p for t, p in rows], dtype=np.int64)
+    rates = np.arange(len(rows), dtype=np.float64)
+    order_of = np.argsort(keys, kind="stable")
+    unique = np.unique(keys[order_of], return_index=True)[1]
+    picked = order_of[unique]  # one row per key, sorted by the child's keys
+    loads = LoadColumns(
+        keys[picked],
+        rates[picked],
+        rates[picked],
+        rates[picked],
+        picked.astype(np.int64),
+        picked.astype(np.int64),
+    )
+    view = AgentView(latest=stats(1, ts=5), last_healthy_ms=5, healthy=stats(1, ts=5))
+    view = AgentView(view.latest, 5, view.healthy, replace_leaders(view, keys, rates))
+    copy = adopted(child.names(), FeedCopy({1: view}, loads))
+    wanted = np.array(
+        [int(TOPIC_IDS.of([child_names[t]])[0]) << 32 | p for t, p in rows], dtype=np.int64
+    )
+    found, fields = copy.loads.at(wanted)
+    assert found.all()
+    by_row = {rows[int(r)]: float(rates[r]) for r in picked}
+    assert fields["bytes_in"].tolist() == [by_row[row] for row in rows]
+    assert copy.agents[1].replicas.leader_key.tolist() == wanted.tolist()
+    assert copy.agents[1].replicas.leader_bytes_in.tolist() == rates.tolist()
+
+
+def replace_leaders(view: AgentView, keys: Any, rates: Any) -> ReplicaColumns:
+    empty = view.replicas
+    return ReplicaColumns(
+        keys, keys * 0, rates, empty.follower_key, empty.follower_size, empty.follower_leader
+    )
