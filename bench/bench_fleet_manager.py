@@ -92,13 +92,18 @@ class Watch:
     cycles: list[dict[str, Any]] = field(default_factory=list)
     threads: dict[str, float] = field(default_factory=dict)  # CPU seconds by thread group
     peak_rss_mb: float = 0.0
+    child_peak_rss_mb: dict[int, float] = field(default_factory=dict)  # by process id
     pressure: list[float] = field(default_factory=list)
     _last: tuple[float, float, float, float] | None = None
     _cpu_at: dict[int, tuple[str, float]] = field(default_factory=dict)
 
     def sample(self) -> None:
         self.peak_rss_mb = max(self.peak_rss_mb, _status_kb(self.pid, "VmHWM") / 1024)
-        self._thread_cpu()
+        for child in _children(self.pid):  # the feed process (manager.monitor.feed_process)
+            peak = _status_kb(child, "VmHWM") / 1024
+            self.child_peak_rss_mb[child] = max(self.child_peak_rss_mb.get(child, 0.0), peak)
+            self._thread_cpu(child, "feed process: ")
+        self._thread_cpu(self.pid, "")
         self.pressure.append(_cpu_pressure())
         try:
             text = urllib.request.urlopen(self.metrics_url, timeout=5).read().decode()
@@ -123,9 +128,13 @@ class Watch:
             )
         self._last = now
 
-    def _thread_cpu(self) -> None:
+    def _thread_cpu(self, pid: int, prefix: str) -> None:
         tick = os.sysconf("SC_CLK_TCK")
-        for task in Path(f"/proc/{self.pid}/task").iterdir():
+        try:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            return
+        for task in tasks:
             try:
                 comm = (task / "comm").read_text().strip()
                 fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
@@ -133,7 +142,7 @@ class Watch:
                 continue
             cpu = (int(fields[11]) + int(fields[12])) / tick
             tid = int(task.name)
-            group = _group(comm, tid == self.pid)
+            group = prefix + _group(comm, tid == pid and not prefix)
             before = self._cpu_at.get(tid, (group, 0.0))[1]
             self.threads[group] = self.threads.get(group, 0.0) + cpu - before
             self._cpu_at[tid] = (group, cpu)
@@ -144,11 +153,27 @@ def _group(comm: str, main: bool) -> str:
         return "cycle (main thread)"
     if comm.startswith("feed-"):
         return f"feed thread {comm}"
+    if comm == "kmedic-feeds":
+        return "main thread (copies handed to the manager)"
     if comm.startswith("rdk:"):
         return "librdkafka threads (feeds' fetches, audit producer)"
     if comm in ("readiness", "registrations"):
         return f"{comm} thread"
     return "other threads (ZooKeeper, HTTP, kafka-python)"
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
 
 
 def _status_kb(pid: int, key: str) -> float:
@@ -293,6 +318,8 @@ def run(
             "outcomes": [o for o in _outcomes(log_path) if o["at"] >= measured_from - 1],
             "threads_cpu_per_s": {k: v / measured_s for k, v in watch.threads.items()},
             "peak_rss_mb": watch.peak_rss_mb,
+            "feed_process_peak_rss_mb": max(watch.child_peak_rss_mb.values(), default=0.0),
+            "feed_processes": len(watch.child_peak_rss_mb),
             "pressure": watch.pressure,
             "feeder": json.loads(feeds_said[-1]) if feeds_said else {},
             "sweeps": _sweeps(log_path),
@@ -367,6 +394,8 @@ def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
     walls = sorted(c["cycle_s"] for c in cycles)
     decides = sorted(c["decide_s"] for c in cycles if c["decide_s"] is not None)
     pressure = [p for p in result["pressure"] if p == p]
+    feed_rss = result.get("feed_process_peak_rss_mb", 0.0)
+    both = result["peak_rss_mb"] + feed_rss
     lines = [
         f"{result['brokers']} live brokers, {result['partitions']:,} partitions; "
         f"{len(cycles)} cycles measured over {result['measured_s']:.0f} s "
@@ -396,16 +425,19 @@ def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
         "| --- | ---: | ---: | ---: | --- |",
         _row("a whole cycle (s)", walls, TARGETS["cycle_s"]),
         _row("`decide()` (s)", decides, TARGETS["decide_s"]),
-        f"| peak RSS (MB) | | {result['peak_rss_mb']:,.0f} | {TARGETS['rss_mb']:,.0f} | "
-        f"{'met' if result['peak_rss_mb'] <= TARGETS['rss_mb'] else '**not met**'} |",
+        f"| peak RSS of the manager's process (MB) | | {result['peak_rss_mb']:,.0f} | | |",
+        f"| peak RSS of its feed process (MB) | | {feed_rss:,.0f} | | |",
+        f"| peak RSS, both (MB) | | {both:,.0f} | {TARGETS['rss_mb']:,.0f} | "
+        f"{'met' if both <= TARGETS['rss_mb'] else '**not met**'} |",
         "",
         f"The fake port built each whole-cluster Metadata answer in "
         f"{_median(result.get('fake_port_s', [])):.2f} s (median; max "
         f"{max(result.get('fake_port_s', []), default=float('nan')):.2f} s, "
-        f"{len(result.get('fake_port_s', []))} answers): part of the cycle's wall time that a "
-        "broker's Java would shorten (kafka-python's classes encode it here).",
+        f"{len(result.get('fake_port_s', []))} answers; every entry encoded for its request, "
+        "bench/metadata_build.py): part of the cycle's wall time, as a broker's is.",
         "",
-        "The manager's CPU by thread, seconds per second over the measured cycles:",
+        "The manager's CPU by thread (its feed process's threads named so), seconds per "
+        "second over the measured cycles:",
         "",
         "| threads | CPU s/s |",
         "| --- | ---: |",

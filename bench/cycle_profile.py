@@ -9,6 +9,7 @@ main thread from the same bytes.
 
 from __future__ import annotations
 
+import os
 import cProfile
 import pstats
 import re
@@ -25,7 +26,7 @@ from kmedic.gc_pause import collector_paused
 from kmedic.metadata_wire import decode_metadata
 from kmedic.partition_table import PartitionTable
 
-TOP = 8
+TOP = int(os.environ.get("KMEDIC_BENCH_PROFILE_TOP", "8"))
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -9,7 +9,12 @@ and 0.02 s of system time, an eighth of its CPU (docs/readiness.md). Told to kee
 512 MB free and to map only blocks over 32 MB, glibc reuses what it has; the peak resident
 memory is the same (measured there: 801 and 805 MB).
 
-Every kmedic process calls ``keep_freed_memory`` once, at start (composition.cli). On a C
+The threads of a process share two arenas (glibc gives each new thread one of its own, up to
+eight a core): what the readiness thread frees, the cycle reuses, instead of each keeping
+its own freed memory apart.
+
+Every kmedic process calls ``keep_freed_memory`` once, at start (composition.cli), before
+it starts a thread. On a C
 library without ``mallopt`` (musl) it does nothing.
 """
 
@@ -21,6 +26,8 @@ import sys
 
 M_TRIM_THRESHOLD = -1  # glibc's malloc.h
 M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
+ARENAS = 2  # glibc's default is eight a core
 MB = 1 << 20
 KEEP_FREE = 512 * MB  # free memory at the top of the heap kept, not handed back
 MAP_ABOVE = 32 * MB  # blocks larger than this are mapped alone (glibc's own maximum)
@@ -38,4 +45,8 @@ def keep_freed_memory() -> bool:
     if mallopt is None:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    return bool(mallopt(M_MMAP_THRESHOLD, MAP_ABOVE)) and bool(mallopt(M_TRIM_THRESHOLD, KEEP_FREE))
+    return (
+        bool(mallopt(M_ARENA_MAX, ARENAS))
+        and bool(mallopt(M_MMAP_THRESHOLD, MAP_ABOVE))
+        and bool(mallopt(M_TRIM_THRESHOLD, KEEP_FREE))
+    )

@@ -81,11 +81,18 @@ def choose_target(
         for load, b in order.keys:
             if b in others or b in avoid or (allowed is not None and b not in allowed):
                 continue
-            if not state.fits(b, d_in, d_out, size):
-                continue
             loc = state.loc[b]
             new_top = loc.top not in taken_tops
             new_rack = loc.rack not in taken_racks
+            if best is not None and (
+                # Sorted by load: a broker of a worse spread cannot win, nor, outside an
+                # anti-affinity group, one of the same spread (its load is no lower).
+                (-new_top, -new_rack) > best[0][:2]
+                or (group is None and (-new_top, -new_rack) == best[0][:2])
+            ):
+                continue
+            if not state.fits(b, d_in, d_out, size):
+                continue
             if group is None:
                 key = (-new_top, -new_rack, 0, 0, load)
                 if new_top and new_rack:  # sorted by load: nothing later can beat this

@@ -24,6 +24,8 @@ from kmedic.thread_names import named_thread
 log = get_logger(__name__)
 
 V = TypeVar("V")
+QUEUED_KB = 16 * 1024
+FETCH_MAX_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,10 @@ class LatestByKey(Generic[V]):
                     "client.id": client_id,
                     "enable.partition.eof": True,
                     "topic.metadata.refresh.interval.ms": 10000,
+                    # Records fetched ahead of the decoding: a few seconds of the busiest feed
+                    # at fleet scale (4 MB/s), not librdkafka's 64 MB a consumer.
+                    "queued.max.messages.kbytes": QUEUED_KB,
+                    "fetch.max.bytes": FETCH_MAX_BYTES,
                     # librdkafka's own lines go through logging like everything else.
                     "logger": logging.getLogger(f"{__name__}.rdkafka.{topic}"),
                 },
