@@ -199,10 +199,19 @@ def _metric(text: str, name: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def _manager_config(path: Path, fake: str, ops: str, zk: str, http_port: int, spool: Path) -> None:
+def _manager_config(
+    path: Path,
+    fake: str,
+    ops: str,
+    zk: str,
+    http_port: int,
+    spool: Path,
+    extra: dict[str, Any] | None = None,
+) -> None:
     path.write_text(
         json.dumps(
-            {
+            (extra or {})
+            | {
                 "cluster": "fleet",
                 "bootstrap": fake,
                 "own_topics_bootstrap": ops,
@@ -226,7 +235,12 @@ def _lines(stream: Any, into: list[str]) -> threading.Thread:
 
 
 def run(
-    scale: float, cycles: int, shipped: Shipped, whole_s: float, core: int | None = None
+    scale: float,
+    cycles: int,
+    shipped: Shipped,
+    whole_s: float,
+    core: int | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One run; ``whole_s``: how often an agent's record is whole (the agent's interval;
     0: every busy sample whole, as agents sent them before records of scope moving);
@@ -276,7 +290,9 @@ def run(
         ready = json.loads(feeder.stdout.readline())
         _lines(feeder.stdout, feeds_said)
         config = workdir / "manager.json"
-        _manager_config(config, f"127.0.0.1:{fake_port}", ops, zk, http_port, workdir / "spool")
+        _manager_config(
+            config, f"127.0.0.1:{fake_port}", ops, zk, http_port, workdir / "spool", extra
+        )
         log_path = workdir / "manager.log"
         with log_path.open("w") as log_file:
             manager = subprocess.Popen(
@@ -419,7 +435,8 @@ def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
         "observe mode (all shipped defaults). Departures: "
         + ", ".join(f"policy.{k} {v:,}" for k, v in POLICY.items())
         + " (the heal in the measured cycles; the shipped budgets of 2,000 a cycle and 4,000 "
-        "an hour refuse a fleet broker's heal whole).",
+        "an hour refuse a fleet broker's heal whole)"
+        + (f"; and the config {json.dumps(result['extra'])}." if result.get("extra") else "."),
         "",
         "| figure | median | max | target | |",
         "| --- | ---: | ---: | ---: | --- |",
@@ -502,6 +519,11 @@ def main() -> None:
         help="the manager alone on this core, everything else on the others",
     )
     parser.add_argument(
+        "--extra",
+        type=json.loads,
+        help="more of the manager's config, as JSON (a departure: printed, docs not written)",
+    )
+    parser.add_argument(
         "--every-sample-whole",
         action="store_true",
         help="every busy sample whole, as agents sent them before records of scope moving",
@@ -510,15 +532,16 @@ def main() -> None:
     shipped = Shipped()
     scale, cycles = (0.01, 1) if args.quick else (args.scale, args.cycles)
     whole_s = shipped.agent_s if not args.every_sample_whole else 0.0
-    result = run(scale, cycles, shipped, whole_s, args.manager_core)
+    result = run(scale, cycles, shipped, whole_s, args.manager_core, args.extra)
     result["whole_s"] = whole_s
     result["core"] = args.manager_core
+    result["extra"] = args.extra
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     lines = report(result, shipped)
     print(f"## {SECTION}\n")
     print("\n".join(lines))
-    if not args.quick and not args.every_sample_whole and args.manager_core is None:
+    if not (args.quick or args.every_sample_whole or args.extra) and args.manager_core is None:
         intro = (__doc__ or "").split("\n\n")[0].replace("\n", " ")
         write_section(
             SECTION,

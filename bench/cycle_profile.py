@@ -9,8 +9,8 @@ main thread from the same bytes.
 
 from __future__ import annotations
 
-import os
 import cProfile
+import os
 import pstats
 import re
 import time
@@ -26,6 +26,7 @@ from kmedic.gc_pause import collector_paused
 from kmedic.metadata_wire import decode_metadata
 from kmedic.partition_table import PartitionTable
 
+# The functions listed per profile; KMEDIC_BENCH_PROFILE_TOP=40 lists more, when reading one.
 TOP = int(os.environ.get("KMEDIC_BENCH_PROFILE_TOP", "8"))
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -36,6 +36,14 @@ class TopicIds:
         with self._lock:
             return np.array([ids.setdefault(n, len(ids)) for n in names], dtype=np.int64)
 
+    def one(self, name: str) -> int:
+        """The id of one name (a record's, as it arrives)."""
+        found = self._ids.get(name)
+        if found is not None:
+            return found
+        with self._lock:
+            return self._ids.setdefault(name, len(self._ids))
+
     def names(self) -> list[str]:
         """Every name, at its id (another process's keys are translated by it: ``rekeyed``)."""
         with self._lock:

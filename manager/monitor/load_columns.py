@@ -82,36 +82,46 @@ class LoadColumns:
 
 
 class LoadStore:
-    """Rows by key, in arrays grown by doubling; a removed key's row is left empty."""
+    """Rows in arrays grown by doubling, found by topic id then partition number (an array of
+    rows per topic, never a Python object per partition); a removed key's row is left empty
+    and used again."""
 
     def __init__(self) -> None:
-        self._rows: dict[int, int] = {}  # key -> row
+        self._rows: list[npt.NDArray[np.int64]] = []  # by topic id: each partition's row, -1
+        self._count = 0
         self._free: list[int] = []
         self._key = np.zeros(0, dtype=np.int64)
         self._floats = np.zeros((3, 0))
         self._ints = np.zeros((2, 0), dtype=np.int64)
 
     def put(self, topic: str, partition: int, view: LoadView) -> None:
-        key = int(TOPIC_IDS.of([topic])[0]) << 32 | partition
-        row = self._rows.get(key)
-        if row is None:
-            row = self._free.pop() if self._free else len(self._rows)
+        tid = TOPIC_IDS.one(topic)
+        rows = self._topic_rows(tid, partition)
+        row = int(rows[partition])
+        if row < 0:
+            row = self._free.pop() if self._free else self._count
             if row >= len(self._key):
                 self._grow()
-            self._rows[key] = row
-            self._key[row] = key
+            self._count += 1
+            rows[partition] = row
+            self._key[row] = tid << 32 | partition
         rates = (view.bytes_in_per_s, view.bytes_out_per_s, view.messages_in_per_s)
         self._floats[:, row] = [NAN if r is None else r for r in rates]
         self._ints[:, row] = (view.last_report_ms, view.samples)
 
     def remove(self, topic: str, partition: int) -> None:
-        row = self._rows.pop(int(TOPIC_IDS.of([topic])[0]) << 32 | partition, None)
-        if row is not None:
+        tid = TOPIC_IDS.one(topic)
+        if tid >= len(self._rows) or partition >= len(self._rows[tid]):
+            return
+        row = int(self._rows[tid][partition])
+        if row >= 0:
+            self._rows[tid][partition] = -1
             self._key[row] = -1
             self._free.append(row)
+            self._count -= 1
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._count
 
     def columns(self) -> LoadColumns:
         held = np.flatnonzero(self._key[: self._end()] >= 0)
@@ -125,8 +135,18 @@ class LoadStore:
             self._ints[1, order],
         )
 
+    def _topic_rows(self, tid: int, partition: int) -> npt.NDArray[np.int64]:
+        while tid >= len(self._rows):
+            self._rows.append(np.full(0, -1, dtype=np.int64))
+        rows = self._rows[tid]
+        if partition >= len(rows):
+            grown = np.full(max(8, 2 * len(rows), partition + 1), -1, dtype=np.int64)
+            grown[: len(rows)] = rows
+            rows = self._rows[tid] = grown
+        return rows
+
     def _end(self) -> int:
-        return len(self._rows) + len(self._free)
+        return self._count + len(self._free)
 
     def _grow(self) -> None:
         size = max(1024, 2 * len(self._key))
