@@ -8,8 +8,9 @@ child process (``python -m manager.monitor.feed_process``) tails and decodes bot
 over a pipe: one byte asked, one pickle answered, its numpy columns sent beside it as raw
 buffers (pickle protocol 5) that the manager reads straight into the arrays' memory.
 
-The child ends when its stdin closes, so it never outlives the manager however the manager
-ends. A child that has exited, or that does not answer within ``answer_timeout_s``, is
+The child runs at a lower CPU priority than the manager (``NICE``): on a busy host the cycle
+comes first. The child ends when its stdin closes, so it never outlives the manager however
+the manager ends. A child that has exited, or that does not answer within ``answer_timeout_s``, is
 replaced (at most every ``RESPAWN_EVERY_S``); until the new one answers, ``take`` returns the
 last copy taken (its records carry their own times, so they age as they would) and ``status``
 says the feeds are not caught up, naming what happened.
@@ -51,6 +52,7 @@ _HEAD = struct.Struct(">QI")  # an answer's pickle length, its buffers' count
 ANSWER_TIMEOUT_S = 20.0
 RESPAWN_EVERY_S = 5.0
 PROCESS_NAME = "kmedic-feeds"
+NICE = 10  # added to the manager's niceness, before the child starts a thread
 
 
 class FeedProcessError(Exception):
@@ -283,6 +285,9 @@ def main() -> None:
     spec, level, json_logs = pickle.loads(inp.read(length))
     setup_logging(level, json=json_logs)
     name_this_thread(PROCESS_NAME)
+    # Below the manager's priority: where the two share a busy core, the cycle runs first and
+    # the feeds catch up after it (their records wait in Kafka and in the consumers' queues).
+    os.nice(NICE)
     with contextlib.suppress(BrokenPipeError):  # the manager has gone
         _serve(spec, inp, out)
 
