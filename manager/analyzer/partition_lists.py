@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import threading
 import weakref
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,10 +47,11 @@ class PartitionLists:
     replicas: list[tuple[int, ...]]
     isr: list[tuple[int, ...]]
     leader: list[int | None]
-    size: list[int]
-    bin: list[float]  # loads: 0.0 where unknown
-    bout: list[float]
-    msgs: list[float]
+    # Read only, so kept as arrays (``_read_only``): an element read is a Python number.
+    size: Sequence[int]
+    bin: Sequence[float]  # loads: 0.0 where unknown
+    bout: Sequence[float]
+    msgs: Sequence[float]
     valid_load: int  # partitions with a trusted load window
     replica_row: npt.NDArray[np.intp]  # the row of each replica in the replicas column
 
@@ -160,17 +163,17 @@ def _built(topics: Sequence[Topic], structure: _Structure | None = None) -> Part
         if n and leader.min() >= 0
         else [None if b < 0 else b for b in leader.tolist()]
     )
-    size = table.size.tolist() if table.size is not None else [0] * n
+    size = _read_only("q", table.size if table.size is not None else np.zeros(n, np.int64))
     loads = table.loads
     if loads is not None:
         known = loads.known
         bin_, bout, msgs = (
-            np.where(known, column, 0.0).tolist()
+            _read_only("d", np.where(known, column, 0.0))
             for column in (loads.bytes_in, loads.bytes_out, loads.messages_in)
         )
         valid = int(np.count_nonzero(known & loads.valid))
     else:
-        bin_, bout, msgs = [0.0] * n, [0.0] * n, [0.0] * n
+        bin_, bout, msgs = (_read_only("d", np.zeros(n)) for _ in range(3))
         valid = 0
     return PartitionLists(
         topic=structure.topic,
@@ -185,6 +188,15 @@ def _built(topics: Sequence[Topic], structure: _Structure | None = None) -> Part
         valid_load=valid,
         replica_row=structure.replica_row,
     )
+
+
+def _read_only(code: str, column: npt.NDArray[np.generic]) -> Sequence[Any]:
+    """A column the planner only reads, a partition at a time: an ``array`` of its values
+    (one copy of the bytes; an element becomes a Python number when it is read), not a list
+    of 433,000 Python numbers made every cycle."""
+    values = array(code)
+    values.frombytes(np.ascontiguousarray(column, dtype=np.dtype(code)).tobytes())
+    return values
 
 
 def _with_rows(base: PartitionLists, topics: Topics, rows: Sequence[int]) -> PartitionLists:

@@ -11,7 +11,7 @@ replica carries the partition's size on disk.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -64,10 +64,10 @@ class ClusterState:
         self.replicas: list[tuple[int, ...]] = []
         self.isr: list[tuple[int, ...]] = []
         self.leader: list[int | None] = []
-        self.size: list[int] = []
-        self.bin: list[float] = []
-        self.bout: list[float] = []
-        self.msgs: list[float] = []
+        self.size: Sequence[int] = []
+        self.bin: Sequence[float] = []
+        self.bout: Sequence[float] = []
+        self.msgs: Sequence[float] = []
         self.valid_load = 0
         self.load_in = dict.fromkeys(self.broker_ids, 0.0)
         self.load_out = dict.fromkeys(self.broker_ids, 0.0)
