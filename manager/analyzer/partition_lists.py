@@ -155,8 +155,9 @@ def _built(topics: Sequence[Topic], structure: _Structure | None = None) -> Part
     replicas = structure.replicas
     # An in-sync partition's ISR is its replicas, in order, nearly always: the same tuple.
     isr = list(replicas)
-    for p in np.flatnonzero(~table.isr.same_rows(table.replicas)).tolist():
-        isr[p] = table.isr.row(p)
+    short = np.flatnonzero(~table.isr.same_rows(table.replicas))
+    for p, in_sync in zip(short.tolist(), table.isr.take(short).rows(), strict=True):
+        isr[p] = in_sync
     leader = table.leader
     leaders: list[int | None] = (
         leader.tolist()

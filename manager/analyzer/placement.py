@@ -165,6 +165,8 @@ def diagnose(
 def rack_shortfall(state: ClusterState, replicas: tuple[int, ...]) -> str | None:
     """A sentence if the replica set spans fewer racks (zones) than enforced, else None."""
     need = required_units(state, len(replicas))
+    if need == 0 or (need == 1 and replicas):  # nothing enforced, or any set spans one
+        return None
     have = min_rack_units((state.loc[b] for b in replicas), state.kind)
     if have >= need:
         return None
