@@ -110,6 +110,10 @@ class Coordinator:
         self._epoch_version = -1
         self._pending_reacquire: int | None = None
         self._shutdown_reason: str | None = None
+        # The session that owns the leader znode this instance holds, read from the znode's
+        # own stat: kazoo's ``client_id`` reads None the moment a connection drops, and a
+        # leader that compared against it would resign over a drop its session outlives.
+        self._held_session: int | None = None
 
     # -- ACLs ------------------------------------------------------------------------------
 
@@ -324,16 +328,21 @@ class Coordinator:
             return
         if self._is_leader:
             stat = self._client.exists(self.leader_path)
-            if stat is None or stat.ephemeralOwner != self.session_id():
+            if stat is None or stat.ephemeralOwner != self._held_session:
                 self._lost("the leader znode was deleted or taken over")
             return
         self._try_acquire()
 
     def _try_acquire(self) -> None:
         try:
-            self._client.create(
-                self.leader_path, self._leader_payload(None), ephemeral=True, makepath=True
+            _, created = self._client.create(
+                self.leader_path,
+                self._leader_payload(None, self.session_id()),
+                ephemeral=True,
+                makepath=True,
+                include_data=True,
             )
+            owner = created.ephemeralOwner
         except NodeExistsError:
             # Wake up as soon as the leader goes away instead of waiting for the next tick.
             stat = self._client.exists(
@@ -341,27 +350,27 @@ class Coordinator:
             )
             if stat is None or stat.ephemeralOwner != self.session_id():
                 return
+            owner = stat.ephemeralOwner
             # This session's own znode: an acquisition cut off after the create (its reply
             # lost to a connection drop, or the epoch bump and the release both failed). Left
             # alone it names a leader that never leads; finished, it does.
             log.warning("leadership_acquisition_resumed", instance=self.instance_id)
         try:
             epoch, version = bump_epoch(self._client, self.epoch_path)
-            self._client.set(self.leader_path, self._leader_payload(epoch))
+            self._client.set(self.leader_path, self._leader_payload(epoch, owner))
         except Exception:
             self._release_leader_node()
             raise
         with self._lock:
             self._epoch, self._epoch_version = epoch, version
+            self._held_session = owner
         self._set_leader(True)
         log.info("leadership_acquired", instance=self.instance_id, epoch=epoch)
         if self._on_acquired is not None:
             self._on_acquired(epoch)
 
-    def _leader_payload(self, epoch: int | None) -> bytes:
-        return LeaderRecord(
-            instance=self.instance_id, epoch=epoch, session=self.session_id()
-        ).to_bytes()
+    def _leader_payload(self, epoch: int | None, session: int | None) -> bytes:
+        return LeaderRecord(instance=self.instance_id, epoch=epoch, session=session).to_bytes()
 
     def _release_leader_node(self) -> None:
         try:

@@ -204,6 +204,34 @@ def test_reconnect_reacquires_when_nobody_else_took_over(
     assert a.verify_leadership()
 
 
+def test_a_connection_dropped_just_after_the_leader_check_answers_keeps_leadership(
+    make: Callable[..., tuple[Coordinator, Recorder]], proxy: TcpProxy
+) -> None:
+    """A clean clone's CI run: the leader's periodic check read its znode, the connection
+    dropped before the owner was compared, kazoo's ``client_id`` read None, and a leader
+    whose session was still alive resigned ("the leader znode was deleted or taken over")."""
+    a, rec_a = make("a", hosts=proxy.address)
+    wait_for(a.may_act, timeout=10, what="a to lead")
+    client = a._client
+    answered = client.exists
+
+    def exists_then_drop(path: str, watch: Any = None) -> Any:
+        stat = answered(path, watch=watch)
+        proxy.block()
+        wait_for(lambda: a.session_id() is None, timeout=10, what="kazoo to see the drop")
+        return stat
+
+    client.exists = exists_then_drop  # type: ignore[method-assign]
+    try:
+        a._reconcile()
+    finally:
+        client.exists = answered  # type: ignore[method-assign]
+        proxy.unblock()
+    assert rec_a.lost == []
+    wait_for(a.may_act, timeout=20, what="a to act again on the same session")
+    assert rec_a.acquired == [a.epoch] and a.verify_leadership()
+
+
 def test_shutdown_policy_gives_up_on_session_expiry(
     make: Callable[..., tuple[Coordinator, Recorder]], zk_hosts: str
 ) -> None:
