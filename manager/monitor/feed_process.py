@@ -36,6 +36,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from kmedic.heap import hand_back_freed_memory
 from kmedic.logging import get_logger, setup_logging
 from kmedic.replica_columns import TOPIC_IDS
 from kmedic.thread_names import name_this_thread
@@ -162,9 +163,6 @@ class ProcessFeeds:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
-            # Two malloc arenas, not eight a core: its threads' freed blocks are reused by the
-            # others, not kept apart (a smaller peak RSS for the same work).
-            env={"MALLOC_ARENA_MAX": "2", **os.environ},
         )
         assert child.stdin is not None
         root = logging.getLogger()
@@ -283,6 +281,7 @@ def main() -> None:
     if not length:
         raise SystemExit("kmedic-feeds: started without its setup (it is started by a manager)")
     spec, level, json_logs = pickle.loads(inp.read(length))
+    hand_back_freed_memory()  # kmedic.heap: a burst's blocks are not kept after it
     setup_logging(level, json=json_logs)
     name_this_thread(PROCESS_NAME)
     # Below the manager's priority: where the two share a busy core, the cycle runs first and

@@ -24,8 +24,12 @@ from kmedic.thread_names import named_thread
 log = get_logger(__name__)
 
 V = TypeVar("V")
-QUEUED_KB = 16 * 1024
-FETCH_MAX_BYTES = 8 * 1024 * 1024
+# Records fetched ahead of the decoding, which is what bounds a feed, not the fetch: about a
+# second of the busiest feed at fleet scale (4 MB/s; a whole agent record is up to 1 MB),
+# not librdkafka's 64 MB a consumer (at 16 MB and 8 MB the feed process peaked 30 MB higher
+# for the same feeds, docs/bench.md).
+QUEUED_KB = 4 * 1024
+FETCH_MAX_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -69,8 +73,6 @@ class LatestByKey(Generic[V]):
                     "client.id": client_id,
                     "enable.partition.eof": True,
                     "topic.metadata.refresh.interval.ms": 10000,
-                    # Records fetched ahead of the decoding: a few seconds of the busiest feed
-                    # at fleet scale (4 MB/s), not librdkafka's 64 MB a consumer.
                     "queued.max.messages.kbytes": QUEUED_KB,
                     "fetch.max.bytes": FETCH_MAX_BYTES,
                     # librdkafka's own lines go through logging like everything else.
