@@ -21,14 +21,13 @@ Callbacks run on the coordinator's supervisor thread, never on kazoo's event thr
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState, KeeperState
-from kazoo.exceptions import KazooException, NodeExistsError, RolledBackError, ZookeeperError
+from kazoo.exceptions import KazooException, NodeExistsError, ZookeeperError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
@@ -36,7 +35,7 @@ from kmedic.logging import get_logger
 from manager.coordination.acls import fix_tree, kazoo_security, tree_problems
 from manager.coordination.connection import CoordinationConfig, default_instance_id
 from manager.coordination.cordon_ledger import CordonLedger
-from manager.coordination.epoch import bump_epoch, read_epoch
+from manager.coordination.epoch import bump_epoch, commit_fenced, read_epoch
 from manager.coordination.fenced import FencedError
 from manager.coordination.plan_store import PlanStore
 from manager.coordination.request_store import RequestStore
@@ -257,23 +256,8 @@ class Coordinator:
             raise FencedError(f"instance {self.instance_id} never held leadership: cannot {what}")
         if self._shutdown_reason is not None:
             raise FencedError(f"instance {self.instance_id} has shut down: cannot {what}")
-        tx = self._client.transaction()
-        tx.check(self.epoch_path, self._epoch_version)
-        add_op(tx)
-        try:
-            results: list[Any] = tx.commit()
-        except (KazooException, KazooTimeoutError) as exc:
-            raise CoordinationError(f"ZooKeeper unreachable: cannot {what}: {exc!r}") from exc
-        # A failed transaction reports RolledBackError for the operations that were fine.
-        if isinstance(results[0], Exception) and not isinstance(results[0], RolledBackError):
-            newest = "unknown"
-            with contextlib.suppress(CoordinationError):
-                newest = str(self.current_epoch())
-            raise FencedError(
-                f"instance {self.instance_id} holds epoch {self._epoch} but a newer leader "
-                f"(epoch {newest}) exists: refused to {what}"
-            )
-        return results
+        held = (self._epoch, self._epoch_version)
+        return commit_fenced(self._client, self.epoch_path, held, add_op, what, self.instance_id)
 
     # -- supervisor ------------------------------------------------------------------------
 
