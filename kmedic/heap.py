@@ -9,9 +9,11 @@ and 0.02 s of system time, an eighth of its CPU (docs/readiness.md). Told to kee
 512 MB free and to map only blocks over 32 MB, glibc reuses what it has; the peak resident
 memory is the same (measured there: 801 and 805 MB).
 
-The threads of a process share two arenas (glibc gives each new thread one of its own, up to
-eight a core): what the readiness thread frees, the cycle reuses, instead of each keeping
-its own freed memory apart.
+The threads of a process share one arena (glibc gives each new thread one of its own, up to
+eight a core): what the readiness thread frees, the cycle reuses, instead of each arena
+keeping its own freed memory apart, its high-water mark added to the others'. A Python
+thread allocates holding the interpreter lock, so one arena makes none of them wait. The
+manager at fleet scale: 714 MB at its peak with one arena, 779 MB with two (docs/bench.md).
 
 Every kmedic process calls ``keep_freed_memory`` once, at start (composition.cli), before
 it starts a thread. On a C
@@ -35,7 +37,8 @@ import sys
 M_TRIM_THRESHOLD = -1  # glibc's malloc.h
 M_MMAP_THRESHOLD = -3
 M_ARENA_MAX = -8
-ARENAS = 2  # glibc's default is eight a core
+ARENAS = 1  # glibc's default is eight a core
+FEED_ARENAS = 2  # the feed process: the Kafka client's threads allocate outside the GIL
 MB = 1 << 20
 KEEP_FREE = 512 * MB  # free memory at the top of the heap kept, not handed back
 MAP_ABOVE = 32 * MB  # blocks larger than this are mapped alone (glibc's own maximum)
@@ -44,16 +47,16 @@ HAND_BACK_ABOVE = 128 << 10  # glibc's starting threshold, held there
 
 def keep_freed_memory() -> bool:
     """Tell glibc to keep freed memory for reuse; False where it cannot be told."""
-    return _tell_malloc(MAP_ABOVE, KEEP_FREE)
+    return _tell_malloc(ARENAS, MAP_ABOVE, KEEP_FREE)
 
 
 def hand_back_freed_memory() -> bool:
     """Tell glibc to map every block over 128 kB alone and trim its heaps' tops at 128 kB,
     whatever has been freed before; False where it cannot be told."""
-    return _tell_malloc(HAND_BACK_ABOVE, HAND_BACK_ABOVE)
+    return _tell_malloc(FEED_ARENAS, HAND_BACK_ABOVE, HAND_BACK_ABOVE)
 
 
-def _tell_malloc(map_above: int, keep_free: int) -> bool:
+def _tell_malloc(arenas: int, map_above: int, keep_free: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -65,7 +68,7 @@ def _tell_malloc(map_above: int, keep_free: int) -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     return (
-        bool(mallopt(M_ARENA_MAX, ARENAS))
+        bool(mallopt(M_ARENA_MAX, arenas))
         and bool(mallopt(M_MMAP_THRESHOLD, map_above))
         and bool(mallopt(M_TRIM_THRESHOLD, keep_free))
     )

@@ -92,3 +92,43 @@ def test_the_feed_process_hands_a_bursts_memory_back() -> None:
     held at 128 kB, each megabyte block is unmapped when freed."""
     assert _kept_after_burst_mb("default") > 100
     assert _kept_after_burst_mb("hand back") < 20
+
+
+TWO_THREADS = textwrap.dedent(
+    """
+    import sys, threading
+    from kmedic import heap
+    heap.ARENAS = int(sys.argv[1])
+    assert heap.keep_freed_memory()
+    def hwm_mb():
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    def work():  # a stage's arrays: 120 MB in blocks of a megabyte, then freed
+        blocks = [bytearray(1 << 20) for _ in range(120)]
+        del blocks
+    before = hwm_mb()
+    work()  # the cycle, in the main thread
+    other = threading.Thread(target=work)  # then the readiness sweep, in a thread of its own
+    other.start()
+    other.join()
+    print(round(hwm_mb() - before))
+    """
+)
+
+
+def _two_threads_peak_mb(arenas: int) -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", TWO_THREADS, str(arenas)], capture_output=True, text=True, check=True
+    )
+    return int(done.stdout)
+
+
+@needs_glibc
+def test_what_one_thread_frees_another_reuses() -> None:
+    """Freed memory is kept (for the page faults it saves); in one arena, a thread that frees
+    120 MB and another that then takes 120 MB peak at 120 MB together, not 240 MB."""
+    from kmedic.heap import ARENAS
+
+    assert _two_threads_peak_mb(2) > 200  # an arena each: each keeps its own
+    assert _two_threads_peak_mb(ARENAS) < 150
