@@ -94,7 +94,7 @@ class Watch:
     peak_rss_mb: float = 0.0
     child_peak_rss_mb: dict[int, float] = field(default_factory=dict)  # by process id
     pressure: list[float] = field(default_factory=list)
-    _last: tuple[float, float, float, float] | None = None
+    _last: tuple[float, float, float, float, float] | None = None
     _cpu_at: dict[int, tuple[str, float]] = field(default_factory=dict)
 
     def sample(self) -> None:
@@ -114,6 +114,7 @@ class Watch:
             _metric(text, "kmedic_cycle_duration_seconds_sum"),
             _metric(text, "kmedic_plan_duration_seconds_count"),
             _metric(text, "kmedic_plan_duration_seconds_sum"),
+            _metric(text, "kmedic_observe_duration_seconds_sum"),
         )
         if self._last is not None and now[0] > self._last[0]:
             decided = now[2] - self._last[2]
@@ -123,6 +124,7 @@ class Watch:
                     "cycles": now[0] - self._last[0],
                     "cycle_s": (now[1] - self._last[1]) / (now[0] - self._last[0]),
                     "decide_s": (now[3] - self._last[3]) / decided if decided else None,
+                    "observe_s": (now[4] - self._last[4]) / (now[0] - self._last[0]),
                     "rss_mb": _status_kb(self.pid, "VmRSS") / 1024,
                 }
             )
@@ -409,6 +411,7 @@ def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
     cycles = result["cycles"]
     walls = sorted(c["cycle_s"] for c in cycles)
     decides = sorted(c["decide_s"] for c in cycles if c["decide_s"] is not None)
+    observes = sorted(c.get("observe_s", float("nan")) for c in cycles)
     pressure = [p for p in result["pressure"] if p == p]
     feed_rss = result.get("feed_process_peak_rss_mb", 0.0)
     both = result["peak_rss_mb"] + feed_rss
@@ -442,6 +445,8 @@ def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
         "| --- | ---: | ---: | ---: | --- |",
         _row("a whole cycle (s)", walls, TARGETS["cycle_s"]),
         _row("`decide()` (s)", decides, TARGETS["decide_s"]),
+        "| of a cycle, observing: the Admin answers, the feeds' copy, the snapshot (s) | "
+        f"{_median(observes):.2f} | {max(observes, default=float('nan')):.2f} | | |",
         f"| peak RSS of the manager's process (MB) | | {result['peak_rss_mb']:,.0f} | | |",
         f"| peak RSS of its feed process (MB) | | {feed_rss:,.0f} | | |",
         f"| peak RSS, both (MB) | | {both:,.0f} | {TARGETS['rss_mb']:,.0f} | "
@@ -463,6 +468,13 @@ def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
             for name, cpu in sorted(result["threads_cpu_per_s"].items(), key=lambda kv: -kv[1])
         ),
         f"| **all** | {sum(result['threads_cpu_per_s'].values()):.3f} |",
+        "",
+        "Each cycle, in order (whole / observing / deciding, s): "
+        + "; ".join(
+            f"{c['cycle_s']:.2f} / {c.get('observe_s', float('nan')):.2f} / "
+            f"{c['decide_s'] if c['decide_s'] is not None else float('nan'):.2f}"
+            for c in cycles
+        ),
         "",
         "Decisions: "
         + "; ".join(

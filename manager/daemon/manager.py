@@ -237,10 +237,7 @@ class Manager:
             self.keeper.catch_up_report.forget()
             self.moves.forget()  # dropped, not done: no "plan done" record
         if not coord.connected:
-            self._zk_outage.blind_cycle(self.clock.time())
-            return CycleOutcome(
-                "blind", "blind: ZooKeeper is unreachable, so leadership cannot be proven"
-            )
+            return self._zk_outage.blind_cycle(self.clock.time())
         if reading := self._warm_up.still_reading(self.sources.feed_status):
             topics = ", ".join(reading)
             return CycleOutcome("wait", f"wait: reading {topics} to the end before deciding")
@@ -328,6 +325,7 @@ class Manager:
             current_epoch=state.current_epoch,
             is_leader=self.coordinator.may_act(),
         )
+        started = self.clock.monotonic()
         snap = observe_cluster(
             self.cfg,
             self.sources,
@@ -341,6 +339,7 @@ class Manager:
         snap = self.slow.judge(with_stalled(snap, self.executor.stalled_destinations()))
         if state.requests:
             snap = self.requests.served(snap, state.requests)
+        self.metrics.observe_observation(self.clock.monotonic() - started)
         self.last_snapshot = snap
         if self.cfg.snapshot_path is not None:
             save_snapshot(self.cfg.snapshot_path, snap)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.outcome import CycleOutcome
 from manager.model.reasons import ReasonCode
 
 ZK_OUTAGE: ReasonCode = "coordination_unreachable"
@@ -16,10 +17,13 @@ class ZkOutage:
     def __init__(self) -> None:
         self._seen: tuple[float, int] | None = None  # since (wall clock), blind cycles
 
-    def blind_cycle(self, now_s: float) -> None:
-        """A cycle that could not reach ZooKeeper."""
+    def blind_cycle(self, now_s: float) -> CycleOutcome:
+        """A cycle that could not reach ZooKeeper: counted, and what it amounts to."""
         since, cycles = self._seen or (now_s, 0)
         self._seen = (since, cycles + 1)
+        return CycleOutcome(
+            "blind", "blind: ZooKeeper is unreachable, so leadership cannot be proven"
+        )
 
     def forget(self) -> None:
         """A standby: the leader tells it."""

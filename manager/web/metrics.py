@@ -164,6 +164,13 @@ class ManagerMetrics:
             buckets=DURATION_BUCKETS,
             registry=r,
         )
+        self.observe_duration = Histogram(
+            "kmedic_observe_duration_seconds",
+            "Time to observe the cluster: the Admin answers, the feeds' copy, the snapshot",
+            c,
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
         self.cycle_duration = Histogram(
             "kmedic_cycle_duration_seconds",
             "Time for a whole cycle",
@@ -303,6 +310,9 @@ class ManagerMetrics:
 
     def observe_plan(self, seconds: float) -> None:
         self.plan_duration.labels(self.cluster).observe(seconds)
+
+    def observe_observation(self, seconds: float) -> None:
+        self.observe_duration.labels(self.cluster).observe(seconds)
 
     def observe_cycle(self, seconds: float, finished_at_s: float) -> None:
         self.cycle_duration.labels(self.cluster).observe(seconds)

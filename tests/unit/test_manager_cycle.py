@@ -663,3 +663,20 @@ def test_unexplained_lag_is_refused_each_cycle_and_pages_only_once_it_lasts(rig:
     [alert] = rig.summaries("alert_raised")
     assert alert.startswith("alert refused:unexplained_under_replication: ")
     assert "broker 3 behind leader" in alert
+
+
+def test_each_cycle_says_how_long_it_spent_observing(rig: Rig) -> None:
+    """The cycle's time has a part of its own for the observation (the Admin answers, the feeds'
+    copy, the snapshot), so a slow cycle says whether reading or deciding took the time."""
+    observe = rig.sources.observe
+
+    def slow_observe(*args: Any, **kwargs: Any) -> Any:
+        rig.clock.advance(2.5)  # the Admin answers took 2.5 s
+        return observe(*args, **kwargs)
+
+    rig.sources.observe = slow_observe  # type: ignore[method-assign]
+    rig.manager.cycle()
+    rig.manager.cycle()
+    assert _gauge(rig, "kmedic_observe_duration_seconds_count") == 2
+    assert _gauge(rig, "kmedic_observe_duration_seconds_sum") == 5.0
+    assert _gauge(rig, "kmedic_cycle_duration_seconds_sum") == 5.0
