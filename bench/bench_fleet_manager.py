@@ -116,7 +116,11 @@ class Watch:
             _metric(text, "kmedic_plan_duration_seconds_sum"),
             _metric(text, "kmedic_observe_duration_seconds_sum"),
         )
-        if self._last is not None and now[0] > self._last[0]:
+        # Deltas from one cycle's end to the next: a sample taken inside a cycle (its
+        # observation counted, its end not yet) must not take that cycle's share.
+        if self._last is None:
+            self._last = now
+        elif now[0] > self._last[0]:
             decided = now[2] - self._last[2]
             self.cycles.append(
                 {
@@ -128,7 +132,7 @@ class Watch:
                     "rss_mb": _status_kb(self.pid, "VmRSS") / 1024,
                 }
             )
-        self._last = now
+            self._last = now
 
     def _thread_cpu(self, pid: int, prefix: str) -> None:
         tick = os.sysconf("SC_CLK_TCK")
