@@ -58,6 +58,7 @@ from streaming.topics import ensure_output_topics  # noqa: E402
 
 MB = 1024 * 1024
 SECTION = "the real manager at fleet scale"
+SECTION_OWN_CORE = "the real manager at fleet scale, on a core of its own"
 TARGETS = {"rss_mb": 1024.0, "cycle_s": 3.0, "decide_s": 0.3}
 # The departures from the shipped policy, printed with the figures: the dead broker healed in
 # the measured cycles, not ten minutes later; and move budgets sized to the fleet - a fleet
@@ -250,7 +251,8 @@ def run(
 ) -> dict[str, Any]:
     """One run; ``whole_s``: how often an agent's record is whole (the agent's interval;
     0: every busy sample whole, as agents sent them before records of scope moving);
-    ``core``: the manager alone on that core, everything else (Kafka, ZooKeeper, the fake
+    ``core``: the manager (and its feed process, which inherits where it may run) on that
+    core, everything else (Kafka, ZooKeeper, the fake
     port, the feeder) on the others - the manager on a host of its own, in miniature."""
     if core is not None:
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)) - {core})
@@ -424,7 +426,9 @@ def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
         f"{len(cycles)} cycles measured over {result['measured_s']:.0f} s "
         f"(setup {result['setup_s']:.0f} s). {machine_line()}"
         + (
-            f" The manager alone on core {result['core']}, everything else on the other."
+            f" The manager and its feed process on core {result['core']}, everything else"
+            " (the broker, ZooKeeper, the fake port, the feeder) on the other: the manager on a"
+            " host of its own, in miniature."
             if result.get("core") is not None
             else " Every process shares every core."
         ),
@@ -532,7 +536,7 @@ def main() -> None:
     parser.add_argument(
         "--manager-core",
         type=int,
-        help="the manager alone on this core, everything else on the others",
+        help="the manager and its feed process on this core, everything else on the others",
     )
     parser.add_argument(
         "--extra",
@@ -557,11 +561,15 @@ def main() -> None:
     lines = report(result, shipped)
     print(f"## {SECTION}\n")
     print("\n".join(lines))
-    if not (args.quick or args.every_sample_whole or args.extra) and args.manager_core is None:
+    if not (args.quick or args.every_sample_whole or args.extra):
+        # Two sections: every process sharing both cores (the bench's own load - the broker,
+        # the feeder, the fake port - beside the manager), and the manager with its feed
+        # process on a core of its own, as on a host of its own.
+        section = SECTION if args.manager_core is None else SECTION_OWN_CORE
         intro = (__doc__ or "").split("\n\n")[0].replace("\n", " ")
         write_section(
-            SECTION,
-            "\n".join([f"## {SECTION}", "", f"`bench/bench_fleet_manager.py`: {intro}", "", *lines])
+            section,
+            "\n".join([f"## {section}", "", f"`bench/bench_fleet_manager.py`: {intro}", "", *lines])
             + "\n",
         )
 

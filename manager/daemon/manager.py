@@ -46,7 +46,7 @@ from manager.daemon.slow_tracker import SlowTracker
 from manager.daemon.startup import start_coordination
 from manager.daemon.stepping import Stepper
 from manager.daemon.switches import SwitchTracker
-from manager.daemon.warm_up import WarmUp
+from manager.daemon.warm_up import WarmUp, rehearsal
 from manager.daemon.zk_outage import ZkOutage
 from manager.model.decision import Decision
 from manager.model.reasons import ReasonCode
@@ -89,7 +89,8 @@ class Manager:
         self.metrics.follow_leadership(coordinator)
         self.server: ApiServer | None = None
         self._stop = threading.Event()
-        self._warm_up = WarmUp(self.clock.monotonic)
+        rehearse = rehearsal(cfg, sources, coordinator, instance, self.clock.time)
+        self._warm_up = WarmUp(self.clock.monotonic, rehearse)
         self._last_cycle_ok = self.clock.monotonic()
         self.last_decision: Decision | None = None
         self.last_snapshot: Snapshot | None = None

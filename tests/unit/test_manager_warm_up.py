@@ -32,8 +32,11 @@ def test_nothing_is_decided_until_every_topic_is_read_to_its_end(rig: Rig) -> No
         "wait",
         "wait: reading loads to the end before deciding",
     )
-    assert rig.coordinator.reads == 0 and rig.sources.calls == []
+    # One rehearsal while it reads: the cluster observed and a decision planned, thrown away.
+    assert rig.coordinator.reads == 1 and len(rig.sources.calls) == 1
     assert rig.summaries() == []  # nothing audited
+    assert rig.manager.cycle().kind == "wait"
+    assert rig.coordinator.reads == 1 and len(rig.sources.calls) == 1  # once, not each look
     started = rig.clock.monotonic()
     assert rig.manager._next_cycle_at(started) == started + MIN_CYCLE_GAP_S
 
@@ -56,3 +59,33 @@ def test_it_happens_once_a_topic_falling_behind_later_is_judged_as_it_is(rig: Ri
     rig.sources.feeds = [feed("loads", False)]
     rig.clock.advance(1)
     assert rig.manager.cycle().kind != "wait"
+
+
+def test_the_rehearsal_builds_the_planners_lists_the_first_decision_reuses(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first real decision finds the lists the rehearsal built (refreshed, not made anew)."""
+    from manager.analyzer import partition_lists
+
+    built: list[object] = []
+    made = partition_lists._built
+
+    def counted(*args: object, **kwargs: object) -> object:
+        built.append(args[1] if len(args) > 1 else kwargs.get("structure"))
+        return made(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(partition_lists, "_LAST", [])
+    monkeypatch.setattr(partition_lists, "_built", counted)
+    assert rig.manager.cycle().kind == "wait"
+    assert built == [None]  # the rehearsal: made from nothing
+    rig.sources.feeds = [feed("stats", True), feed("loads", True)]
+    assert rig.manager.cycle().kind == "act"
+    assert len(built) == 2 and built[1] is not None  # the first decision: the kept structure
+
+
+def test_a_cluster_unobservable_while_rehearsing_is_left_to_the_first_cycle(rig: Rig) -> None:
+    rig.sources.unavailable = "Admin API unreachable"
+    assert rig.manager.cycle().kind == "wait"
+    rig.sources.unavailable = None
+    rig.sources.feeds = [feed("stats", True), feed("loads", True)]
+    assert rig.manager.cycle().kind == "act"
