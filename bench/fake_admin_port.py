@@ -46,6 +46,15 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from metadata_build import FIRST_VERSION, BrokerEntry, PartitionColumns, metadata_body
 
+BROKER = 4  # DescribeConfigs' resource type of a broker
+# A broker at Kafka's defaults answers with these (the replication settings kmedic reads).
+BROKER_DEFAULTS = (
+    ("replication.quota.window.num", "11"),
+    ("replication.quota.window.size.seconds", "1"),
+    ("replica.fetch.backoff.ms", "1000"),
+    ("replica.fetch.wait.max.ms", "500"),
+)
+TOPIC_CONFIGS = (("min.insync.replicas", "2"),)
 HOST = "127.0.0.1"
 CONTROLLER = 9000
 RESPONSES: dict[int, Any] = {
@@ -243,14 +252,17 @@ class Answers:
                     resource_name=r.resource_name,
                     configs=[
                         config_cls(
-                            name="min.insync.replicas",
-                            value="2",
+                            name=name,
+                            value=value,
                             read_only=False,
                             config_source=1,
                             is_sensitive=False,
                             synonyms=[],
                             config_type=3,
                             documentation=None,
+                        )
+                        for name, value in (
+                            BROKER_DEFAULTS if r.resource_type == BROKER else TOPIC_CONFIGS
                         )
                     ],
                 )

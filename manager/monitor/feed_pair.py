@@ -122,10 +122,6 @@ class FeedPair:
         self.agents.stop()
         self.loads.stop()
 
-    def decoding_threads(self) -> list[int]:
-        """The kernel's ids of the two threads that decode the feeds (started)."""
-        return [t for t in (self.agents.thread_id, self.loads.thread_id) if t is not None]
-
     def take(self) -> FeedCopy:
         agents = {int(k): v for k, v in self.agents.values().items() if k.isdigit()}
         return FeedCopy(agents, self.loads.columns())

@@ -8,15 +8,17 @@ child process (``python -m manager.monitor.feed_process``) tails and decodes bot
 over a pipe: one byte asked, one pickle answered, its numpy columns sent beside it as raw
 buffers (pickle protocol 5) that the manager reads straight into the arrays' memory.
 
-The child's two decoding threads run at a lower CPU priority than the manager (``NICE``): on
-a busy host the cycle comes first. The thread that answers keeps the manager's: a cycle asking
-for its copy waits for no decoding (a whole child at nice 10 kept cycles waiting up to a
-second for a 52 MB copy whose CPU is 0.05 s, docs/bench.md). The child ends when its stdin
-closes, so it never outlives the manager however the manager ends. A child that has exited,
-or that does not answer within ``answer_timeout_s``, is replaced (at most every
-``RESPAWN_EVERY_S``); until the new one answers, ``take`` returns the last copy taken (its
-records carry their own times, so they age as they would) and ``status`` says the feeds are
-not caught up, naming what happened.
+The child runs at the manager's CPU priority. Lowered, it kept the cycle waiting for its
+copy: the thread that answers needs the child's interpreter lock, which a decoding thread at
+nice 10 holds through a whole record and on a busy host gets the CPU to give back only late
+(0.2-2.0 s of a cycle's wall time for a copy of 0.05-0.1 s of CPU, at fleet scale, with the
+decoding threads alone at nice 10; docs/bench.md).
+
+The child ends when its stdin closes, so it never outlives the manager however the manager
+ends. A child that has exited, or that does not answer within ``answer_timeout_s``, is
+replaced (at most every ``RESPAWN_EVERY_S``); until the new one answers, ``take`` returns the
+last copy taken (its records carry their own times, so they age as they would) and ``status``
+says the feeds are not caught up, naming what happened.
 
 Topic ids (kmedic.replica_columns: ``TOPIC_IDS``) are per process: a copy comes with the child's
 table of names, and its keys are translated into the manager's ids as it is adopted.
@@ -56,7 +58,6 @@ _HEAD = struct.Struct(">QI")  # an answer's pickle length, its buffers' count
 ANSWER_TIMEOUT_S = 20.0
 RESPAWN_EVERY_S = 5.0
 PROCESS_NAME = "kmedic-feeds"
-NICE = 10  # added to the manager's niceness, for the decoding threads
 
 
 class FeedProcessError(Exception):
@@ -260,11 +261,6 @@ def adopted(names: list[str], copy: FeedCopy) -> FeedCopy:
 
 def _serve(spec: FeedSpec, inp: IO[bytes], out: IO[bytes]) -> None:
     pair = FeedPair(spec).start()
-    # Below the manager's priority: where the two share a busy core, the cycle runs first and
-    # the feeds catch up after it (their records wait in Kafka and in the consumers' queues).
-    # Niceness is a thread's own on Linux: this one, which answers the cycle, keeps its.
-    for thread in pair.decoding_threads():
-        os.setpriority(os.PRIO_PROCESS, thread, os.getpriority(os.PRIO_PROCESS, 0) + NICE)
     try:
         while question := inp.read(1):
             answer: Any

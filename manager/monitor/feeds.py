@@ -95,11 +95,6 @@ class LatestByKey(Generic[V]):
         self._thread.start()
         return self
 
-    @property
-    def thread_id(self) -> int | None:
-        """The decoding thread's id in the kernel (None until started)."""
-        return self._thread.native_id
-
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)

@@ -132,12 +132,11 @@ def test_the_feed_process_hands_both_feeds_over_in_the_managers_topic_ids_and_is
         )
         copy = feeds.take()
         assert sorted(copy.agents) == [1, 2, 3]
-        # Its decoding below the manager's CPU priority: on a busy core the cycle runs first;
-        # the thread that answers the cycle at the manager's, so a copy waits for no decoding.
-        ours = os.getpriority(os.PRIO_PROCESS, 0)
-        assert _niceness(first) == ours
-        decoding = {n: v for n, v in _thread_niceness(first).items() if n.startswith("feed-")}
-        assert len(decoding) == 2 and set(decoding.values()) == {ours + feed_process.NICE}, decoding
+        # Every thread at the manager's CPU priority: a decoding thread lowered holds the
+        # child's interpreter lock, which the thread answering the cycle waits for.
+        niceness = _thread_niceness(first)
+        assert set(niceness.values()) == {os.getpriority(os.PRIO_PROCESS, 0)}, niceness
+        assert sum(name.startswith("feed-") for name in niceness) == 2, niceness
         keys = partition_keys([data], np.zeros(4, dtype=np.int32), np.arange(4, dtype=np.int32))
         found, fields = copy.loads.at(keys)
         assert found.all() and fields["bytes_in"].tolist() == [500.0, 501.0, 502.0, 503.0]

@@ -86,6 +86,32 @@ def test_a_new_broker_is_read_at_once_every_broker_every_refresh_and_a_failure_k
     assert set(settings.read(client, {1, 3})) == {1, 3}  # a broker gone is forgotten
 
 
+def test_a_broker_answered_without_its_settings_waits_for_the_refresh(monkeypatch: Any) -> None:
+    """Kafka answered, but not with these settings (an old broker, a config it does not
+    report): asking again every cycle would cost a round trip to every such broker each cycle;
+    it is asked again at the refresh, and a broker new to the reader still at once."""
+    from kmedic import kafka_admin
+
+    client = Client({1: ReplicationTiming(11.0, 1000, 500)})
+
+    def describe(c: Client, brokers: list[int]) -> dict[int, ReplicationTiming]:
+        c.asked.append(brokers)
+        return {b: c.answers[b] for b in brokers if b in c.answers}
+
+    monkeypatch.setattr(kafka_admin, "describe_replication_timings", describe)
+    now = [0.0]
+    settings = broker_settings(refresh_s=600, clock=lambda: now[0])
+    assert set(settings.read(client, {1, 2})) == {1}
+    now[0] = 30.0
+    assert set(settings.read(client, {1, 2})) == {1}
+    assert client.asked == [[1, 2]]  # broker 2 not asked again within the refresh
+    settings.read(client, {1, 2, 3})
+    assert client.asked[-1] == [3]  # new to it: at once
+    now[0] = 601.0
+    settings.read(client, {1, 2, 3})
+    assert client.asked[-1] == [1, 2, 3]  # the refresh asks every broker
+
+
 def _snapshot() -> Any:
     brokers = [
         broker(1, "/r1", replication=KAFKAS.model_dump()),
