@@ -38,11 +38,16 @@ needs_glibc = pytest.mark.skipif(
 )
 
 
-def _faults(mode: str) -> int:
+def _printed(script: str, arg: str) -> int:
+    """The number ``script`` prints, run in a fresh interpreter with ``arg``."""
     done = subprocess.run(
-        [sys.executable, "-c", REPEATED, mode], capture_output=True, text=True, check=True
+        [sys.executable, "-c", script, arg], capture_output=True, text=True, check=True
     )
     return int(done.stdout)
+
+
+def _faults(mode: str) -> int:
+    return _printed(REPEATED, mode)
 
 
 @needs_glibc
@@ -80,10 +85,7 @@ BURST = textwrap.dedent(
 
 
 def _kept_after_burst_mb(mode: str) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", BURST, mode], capture_output=True, text=True, check=True
-    )
-    return int(done.stdout)
+    return _printed(BURST, mode)
 
 
 @needs_glibc
@@ -118,10 +120,7 @@ TWO_THREADS = textwrap.dedent(
 
 
 def _two_threads_peak_mb(arenas: int) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", TWO_THREADS, str(arenas)], capture_output=True, text=True, check=True
-    )
-    return int(done.stdout)
+    return _printed(TWO_THREADS, str(arenas))
 
 
 @needs_glibc
