@@ -2,7 +2,9 @@
 cuts every relayed connection and refuses new ones - a network partition for the clients
 behind this relay only, while everything else still reaches the service; ``unblock()`` heals
 it. The soak cuts a leading manager off ZooKeeper this way (it still reaches Kafka), and so do
-the failover tests."""
+the failover tests. ``freeze()`` is the silent kind: connections stay open and new ones are
+accepted, but nothing is relayed either way (a switch dropping packets): the client learns
+only when its own reads time out, and its ZooKeeper session expires on the server's clock."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ class TcpProxy:
         self._conns: list[socket.socket] = []
         self._listener: socket.socket | None = None
         self._closed = False
+        self._frozen = threading.Event()
+        self._held: list[socket.socket] = []  # accepted while frozen: never answered
         # Chosen by the kernel at the first start, kept for every start after (the clients
         # behind the relay were told this port); never a port chosen first and bound later.
         self.port = 0
@@ -56,8 +60,22 @@ class TcpProxy:
     def unblock(self) -> None:
         self.start()
 
+    def freeze(self) -> None:
+        """Relay nothing more, silently: no reset, no refusal."""
+        self._frozen.set()
+
+    def thaw(self) -> None:
+        """Relay again; connections accepted while frozen are closed (their clients retry)."""
+        self._frozen.clear()
+        with self._lock:
+            held, self._held = self._held, []
+        for conn in held:
+            with contextlib.suppress(OSError):
+                conn.close()
+
     def stop(self) -> None:
         self._closed = True
+        self.thaw()
         self.block()
 
     def _accept(self, listener: socket.socket) -> None:
@@ -66,6 +84,10 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return
+            if self._frozen.is_set():
+                with self._lock:
+                    self._held.append(client)
+                continue
             try:
                 upstream = socket.create_connection(self._target, timeout=5)
             except OSError:
@@ -81,14 +103,14 @@ class TcpProxy:
             for src, dst in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
-                dst.sendall(data)
+                if not self._frozen.is_set():  # frozen: dropped, as a switch would
+                    dst.sendall(data)
         except OSError:
             pass
         finally:

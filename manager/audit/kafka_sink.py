@@ -48,7 +48,10 @@ class KafkaAuditSink:
 
     def _ensure_producer(self, timeout_s: float) -> Any:
         timeout_ms = max(1000, int(timeout_s * 1000))
-        if self._producer is not None and self._fatal is None and self._timeout_ms == timeout_ms:
+        # A shorter bound (a lease nearly spent) keeps the producer: what it has not
+        # delivered by then is purged (``send``).
+        kept = self._timeout_ms is not None and timeout_ms <= self._timeout_ms
+        if self._producer is not None and self._fatal is None and kept:
             return self._producer
         if self._producer is not None:
             log.warning("audit_producer_recreated", sink=self.name, fatal=str(self._fatal))
@@ -117,7 +120,12 @@ class KafkaAuditSink:
                     log.warning("audit_produce_failed", sink=self.name, error=str(exc))
                     outcome[i] = exc.args[0] if exc.args else None
                     break
-        producer.flush(timeout_s + 1.0)
+        if producer.flush(timeout_s) > 0:
+            # Not delivered within the bound: dropped from the producer, not retried in the
+            # background, so nothing of this write reaches the topic after the bound (a
+            # leader's lease: manager.audit.log). Their callbacks say so.
+            producer.purge()
+            producer.flush(0)
         acked = 0
         for result in outcome:
             if result is None:  # delivered without error

@@ -7,6 +7,14 @@ which sink took it. Spooled records are replayed to the primary, oldest first, b
 record is written there, so the topic keeps the order in which things happened. A record may
 reach the primary twice (a write that timed out and was delivered anyway, a crash between replay
 and cursor update); readers drop repeats by ``id``, so nothing is lost and nothing is doubled.
+
+A leader's records are written ``within_s`` its lease (manager.coordination.lease): the wait for
+the primary, the secondary and the spool's replay are bounded by what the lease has left, and
+what a sink has not delivered by then is purged from it, so nothing of an old epoch reaches the
+topic after its session could have expired. A record made once the lease has run out is
+*withheld*: written to the instance's own log in full, never produced (no spool: replayed later,
+it would reach the topic after the next leader's records). Spooled records are replayed only
+within a lease, so an instance that no longer leads keeps its spool until it leads again.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -40,7 +48,7 @@ AuditKind = Literal[
     "catch_up",  # a returning broker's copies throttled, or no longer (docs/planner.md, "Rejoin")
     "operator",  # an operator's write through the HTTP API: who, from where, what (docs/api.md)
 ]
-SinkName = Literal["primary", "secondary", "spool"]
+SinkName = Literal["primary", "secondary", "spool", "withheld"]
 
 
 class AuditRecord(BaseModel):
@@ -102,7 +110,13 @@ class AuditLog:
         self.retry_interval_s = retry_interval_s
         self.replay_batch = replay_batch
         self._next_retry = 0.0
-        self.counts: dict[str, int] = {"primary": 0, "secondary": 0, "spool": 0, "replayed": 0}
+        self.counts: dict[str, int] = {
+            "primary": 0,
+            "secondary": 0,
+            "spool": 0,
+            "replayed": 0,
+            "withheld": 0,
+        }
         # The cycle and the HTTP API's writes both write: one at a time, so the order of the
         # topic and of the spool is the order of the writes.
         self._lock = threading.RLock()
@@ -116,38 +130,62 @@ class AuditLog:
         """Write one record; returns it as stored (its ``sink`` says where it went)."""
         return self.write_all([record])[0]
 
-    def write_all(self, records: list[AuditRecord]) -> list[AuditRecord]:
+    def write_all(
+        self, records: list[AuditRecord], *, within_s: float | None = None, replay: bool = True
+    ) -> list[AuditRecord]:
         """Write ``records`` in order, to the primary in one send (one wait for its
         acknowledgement, not one per record); those it did not take within the bound fail
-        over, in order. Returns them as stored."""
+        over, in order. ``within_s``: the writer's lease left (None: not bounded by one); at 0
+        the records are withheld. ``replay``: the spool first (False: a standby's record waits
+        behind it). Returns them as stored."""
         with self._lock:
-            return self._write(records)
+            if within_s is not None and within_s <= 0:
+                return [self._withhold(r) for r in records]
+            return self._write(records, self._budget(within_s), replay=replay)
 
-    def _write(self, records: list[AuditRecord]) -> list[AuditRecord]:
+    def _budget(self, within_s: float | None) -> Callable[[], float]:
+        """Each send's bound: the write timeout, and what is left of the lease."""
+        if within_s is None:
+            return lambda: self.write_timeout_s
+        end = time.monotonic() + within_s
+        return lambda: min(self.write_timeout_s, end - time.monotonic())
+
+    def _withhold(self, record: AuditRecord) -> AuditRecord:
+        stored = record.model_copy(update={"sink": "withheld"})
+        self.counts["withheld"] += 1
+        log.warning("audit_withheld", why="the writer's lease has run out", record=stored.to_json())
+        return stored
+
+    def _write(
+        self, records: list[AuditRecord], left: Callable[[], float], *, replay: bool
+    ) -> list[AuditRecord]:
         if not records:
             return []
-        if self.on_failover:
-            self.replay()
+        if self.on_failover and replay:
+            self._replay(False, left)
         taken = 0
         if not self.on_failover:
-            taken = self.primary.send(records, self.write_timeout_s)
+            taken = _send(self.primary, records, left())
             self.counts["primary"] += taken
             if taken < len(records):
                 first = records[taken]
                 log.warning("audit_primary_unavailable", record=first.id, kind=first.kind)
                 self._next_retry = time.monotonic() + self.retry_interval_s
-        return records[:taken] + [self._fail_over(r) for r in records[taken:]]
+        return records[:taken] + [self._fail_over(r, left) for r in records[taken:]]
 
-    def replay(self, force: bool = False) -> int:
+    def replay(self, force: bool = False, *, within_s: float | None = None) -> int:
         """Send spooled records to the primary in order; returns how many were replayed.
 
         Tries at most once per ``retry_interval_s`` unless forced, so that a dead primary does
-        not slow every write down by the full timeout.
+        not slow every write down by the full timeout. ``within_s``: the lease left (0: not
+        now, the spool waits).
         """
+        if within_s is not None and within_s <= 0:
+            return 0
         with self._lock:
-            return self._replay(force)
+            return self._replay(force, self._budget(within_s))
 
-    def _replay(self, force: bool) -> int:
+    def _replay(self, force: bool, left: Callable[[], float]) -> int:
         if not self.on_failover or (not force and time.monotonic() < self._next_retry):
             return 0
         replayed = 0
@@ -161,7 +199,7 @@ class AuditLog:
                     valid.append((offset, AuditRecord.from_json(raw)))
                 except ValidationError as exc:
                     self.spool.quarantine(raw, f"not an audit record: {exc.error_count()} errors")
-            done = self.primary.send([r for _, r in valid], self.write_timeout_s)
+            done = _send(self.primary, [r for _, r in valid], left())
             replayed += done
             if done < len(valid):
                 if done:
@@ -180,11 +218,11 @@ class AuditLog:
             self.secondary.close()
         self.spool.close()
 
-    def _fail_over(self, record: AuditRecord) -> AuditRecord:
+    def _fail_over(self, record: AuditRecord, left: Callable[[], float]) -> AuditRecord:
         stored = record.model_copy(update={"sink": "spool"})
         if self.secondary is not None:
             candidate = record.model_copy(update={"sink": "secondary"})
-            if self.secondary.send([candidate], self.write_timeout_s) == 1:
+            if _send(self.secondary, [candidate], left()) == 1:
                 stored = candidate
                 self.counts["secondary"] += 1
         # Always spooled: the spool is what gets replayed to the primary, in order.
@@ -192,6 +230,11 @@ class AuditLog:
         self.counts["spool"] += 1
         log.warning("audit_failover", record=stored.id, sink=stored.sink)
         return stored
+
+
+def _send(sink: AuditSink, records: list[AuditRecord], timeout_s: float) -> int:
+    """``sink.send`` within ``timeout_s``; none at all once the bound has passed."""
+    return sink.send(records, timeout_s) if timeout_s > 0 else 0
 
 
 def render_line(record: AuditRecord, *, compact: bool = False) -> str:

@@ -1,21 +1,18 @@
 """Leader election, fencing epoch and the in-flight plan, kept in ZooKeeper through kazoo.
 
 One manager instance per Kafka cluster acts; the others are hot standbys. Under
-``<root>/<cluster>/manager`` live (besides the operators' requests, mode and switches):
-- ``leader``: ephemeral, JSON ``{instance, epoch, session}``. Whoever creates it leads.
-- ``epoch``: persistent counter, bumped with compare-and-set on every acquisition. The value is
-  the fencing epoch every action and audit record carries.
-- ``plan`` (manager.coordination.plan_store) and ``cordons`` (the cordons kmedic wrote,
-  manager.coordination.cordon_ledger): persistent JSON, each written in one ZooKeeper
-  transaction that also checks the ``epoch`` znode's version (:meth:`fenced_commit`), so a
-  stale leader (one whose epoch was superseded) can never overwrite them.
+``<root>/<cluster>/manager`` (besides the operators' requests, mode and switches): ``leader``,
+ephemeral JSON ``{instance, epoch, session}``, whoever creates it leads; ``epoch``, a counter
+bumped with compare-and-set on every acquisition, the fencing epoch every action and audit
+record carries; ``plan`` (plan_store) and ``cordons`` (cordon_ledger), each written in one
+transaction that checks the ``epoch`` znode's version (:meth:`fenced_commit`), so a stale
+leader can never overwrite them. A write as leader also asks the lease (``lease_left_s``).
 
 Session expiry follows the policy ``reconnect`` (default) or ``shutdown``. With ``reconnect``,
 after a new session starts the instance takes leadership back only if nobody else took it
 meanwhile (the epoch counter did not move); otherwise it becomes a standby and tells its owner to
 drop in-flight decisions. kazoo gives up after ``max_reconnect_tries`` failed connection
 attempts; the instance then shuts down. While ZooKeeper is unreachable ``may_act()`` is False.
-
 Callbacks run on the coordinator's supervisor thread, never on kazoo's event thread.
 """
 
@@ -23,6 +20,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +35,7 @@ from manager.coordination.connection import CoordinationConfig, default_instance
 from manager.coordination.cordon_ledger import CordonLedger
 from manager.coordination.epoch import bump_epoch, commit_fenced, read_epoch
 from manager.coordination.fenced import FencedError
+from manager.coordination.lease import Lease
 from manager.coordination.plan_store import PlanStore
 from manager.coordination.request_store import RequestStore
 from manager.coordination.state import CoordinationState, read_state
@@ -113,8 +112,8 @@ class Coordinator:
         # own stat: kazoo's ``client_id`` reads None the moment a connection drops, and a
         # leader that compared against it would resign over a drop its session outlives.
         self._held_session: int | None = None
-
-    # -- ACLs ------------------------------------------------------------------------------
+        # Renewed by each answered leader check (manager.coordination.lease).
+        self._lease = Lease(config.session_timeout_s)
 
     def acl_problems(self) -> dict[str, str]:
         """kmedic's znodes whose ACL is not kmedic's, with what they have (none without auth)."""
@@ -184,13 +183,16 @@ class Coordinator:
         return self._shutdown_reason
 
     def may_act(self) -> bool:
-        """True only while connected, leading with an epoch, and not shut down."""
-        return (
-            self._shutdown_reason is None
-            and self._connected
-            and self._is_leader
-            and self._epoch_version >= 0
-        )
+        """True only while connected, leading with an epoch and a lease, not shut down."""
+        return self.lease_left_s() > 0
+
+    def lease_left_s(self) -> float:
+        """Seconds this instance may still write as leader (0: none), what such a write
+        bounds its wait by: nothing it sends arrives after its session could have expired."""
+        held = self._connected and self._is_leader and self._epoch_version >= 0
+        if not held or self._shutdown_reason is not None:
+            return 0.0
+        return self._lease.left(time.monotonic())
 
     def wait_until_leader(self, timeout_s: float) -> bool:
         return self._leader_event.wait(timeout_s) and self.may_act()
@@ -244,8 +246,6 @@ class Coordinator:
         """A znode's JSON object and its stat, or None when the znode does not exist."""
         found = read_znode(self._client, path)
         return None if found is None else (decode_json(found[0], path), found[1])
-
-    # -- fenced writes ---------------------------------------------------------------------
 
     def fenced_commit(self, add_op: Callable[[Any], Any], what: str) -> list[Any]:
         """Run ``add_op``'s writes in one ZooKeeper transaction that also checks the epoch
@@ -311,13 +311,17 @@ class Coordinator:
                 self._lost(f"another instance took leadership (epoch {counter}) during the outage")
             return
         if self._is_leader:
+            sent = time.monotonic()
             stat = self._client.exists(self.leader_path)
             if stat is None or stat.ephemeralOwner != self._held_session:
                 self._lost("the leader znode was deleted or taken over")
+            else:
+                self._lease.renew(sent)
             return
         self._try_acquire()
 
     def _try_acquire(self) -> None:
+        sent = time.monotonic()
         try:
             _, created = self._client.create(
                 self.leader_path,
@@ -348,6 +352,7 @@ class Coordinator:
         with self._lock:
             self._epoch, self._epoch_version = epoch, version
             self._held_session = owner
+        self._lease.renew(sent)
         self._set_leader(True)
         log.info("leadership_acquired", instance=self.instance_id, epoch=epoch)
         if self._on_acquired is not None:
@@ -369,6 +374,7 @@ class Coordinator:
         if leading:
             self._leader_event.set()
         else:
+            self._lease.end()
             self._leader_event.clear()
 
     def _lost(self, reason: str) -> None:

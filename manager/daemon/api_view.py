@@ -49,21 +49,18 @@ def api_view(manager: RunningManager) -> ManagerView:
     cfg = manager.cfg
     zk = cfg.zookeeper
 
-    def audit(summary: str, details: dict[str, Any]) -> None:
-        manager.trail.record("operator", summary, details=details)
-
     return ManagerView(
         cluster=cfg.cluster,
         instance=manager.instance,
         zk_root=zk.root,
-        leads=lambda: manager.coordinator.is_leader,
+        leads=manager.coordinator.may_act,
         registry=manager.metrics.registry,
         health=manager.health,
         status_page=manager.status,
         decision=lambda: manager.last_decision,
         snapshot=lambda: manager.last_snapshot,
         readiness=manager.readiness.shown,
-        audit=audit,
+        audit=manager.trail.operator,
         zookeeper=partial(zk_session, zk.zk_connect, auth=zk.auth),
         kafka=cfg.own_topics_client,
         audit_topic=cfg.topics.actions,

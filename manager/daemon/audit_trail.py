@@ -4,10 +4,15 @@ Every record carries the cluster, the instance and its fencing epoch; where the 
 (primary, secondary, spool) is counted in the metrics. The records a step of the executor makes
 are gathered and written together at its end (``gathered``), and before any change it makes to
 the cluster: one wait for the audit topic's acknowledgement per step, not one per record.
+
+Every record but an operator's is the leader's, written within its lease (``lease``: seconds
+left; manager.audit.log says what is withheld and why). An operator's record (the HTTP API,
+leader or standby) is bounded by the lease only where there is one.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -52,6 +57,7 @@ class AuditTrail:
         cluster: str,
         instance: str,
         epoch: Callable[[], int],
+        lease: Callable[[], float] = lambda: math.inf,
         failover_alert_after_s: float = 60.0,
         blind_alert_after_s: float = 60.0,
         lag_alert_after_s: float = 300.0,
@@ -71,6 +77,7 @@ class AuditTrail:
         self._cluster = cluster
         self._instance = instance
         self._epoch = epoch
+        self._lease = lease
         self._alerts: dict[str, str] = {}
         self._waiting: frozenset[int] = frozenset()  # brokers of the wait last recorded
         # The newest records as stored, for the status page.
@@ -78,7 +85,28 @@ class AuditTrail:
         self._gathering = threading.local()  # .records: this thread's, while gathered
 
     def record(self, kind: str, summary: str, **fields: Any) -> None:
-        record = AuditRecord(
+        """A record of the leader's (written within its lease, or withheld)."""
+        record = self._made(kind, summary, **fields)
+        gathering: list[AuditRecord] | None = getattr(self._gathering, "records", None)
+        if gathering is not None:
+            gathering.append(record)
+            return
+        self._store([record])
+
+    def operator(self, summary: str, details: dict[str, Any]) -> None:
+        """An operator's write through the API, which any instance answers: written at once,
+        within the lease where this instance holds one, behind any spooled record otherwise."""
+        left = self._lease()
+        leading = left > 0
+        stored = self.log.write_all(
+            [self._made("operator", summary, details=details)],
+            within_s=left if leading else None,
+            replay=leading,
+        )
+        self._kept(stored)
+
+    def _made(self, kind: str, summary: str, **fields: Any) -> AuditRecord:
+        return AuditRecord(
             cluster=self._cluster,
             instance=self._instance,
             epoch=self._epoch(),
@@ -88,11 +116,6 @@ class AuditTrail:
             partitions=tuple(fields.pop("partitions", ())),
             **fields,
         )
-        gathering: list[AuditRecord] | None = getattr(self._gathering, "records", None)
-        if gathering is not None:
-            gathering.append(record)
-            return
-        self._store([record])
 
     @contextmanager
     def gathered(self) -> Iterator[None]:
@@ -122,7 +145,11 @@ class AuditTrail:
             self._store(records)
 
     def _store(self, records: list[AuditRecord]) -> None:
-        for stored in self.log.write_all(records):
+        left = self._lease()
+        self._kept(self.log.write_all(records, within_s=None if math.isinf(left) else left))
+
+    def _kept(self, records: list[AuditRecord]) -> None:
+        for stored in records:
             self.recent.append(stored)
             self._metrics.count_audit_record(stored.sink)
 

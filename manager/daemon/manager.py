@@ -105,6 +105,7 @@ class Manager:
             cluster=cfg.cluster,
             instance=instance,
             epoch=lambda: coordinator.epoch,
+            lease=coordinator.lease_left_s,
             failover_alert_after_s=cfg.audit.failover_alert_after_s,
             blind_alert_after_s=cfg.blind_alert_after_s,
             lag_alert_after_s=cfg.lag_alert_after_s,
@@ -173,7 +174,7 @@ class Manager:
                 log.warning("shutdown_step_failed", step=step, error=str(exc))
 
     def _stand_down(self) -> None:
-        self.keeper.stand_down(self.coordinator.is_leader and self._writing())
+        self.keeper.stand_down(self.coordinator.may_act() and self._writing())
 
     def run(self) -> None:
         while not self._stop.is_set():
@@ -230,14 +231,14 @@ class Manager:
     def cycle(self) -> CycleOutcome:
         t0 = self.clock.monotonic()
         coord = self.coordinator
-        self.audit.replay()
+        self.audit.replay(within_s=coord.lease_left_s())
         self.metrics.observe_audit(self.audit.on_failover, self.audit.spool.pending())
         if self.keeper.drop_moves.is_set():
             self.keeper.drop_moves.clear()
             self.executor.forget_moves()
             self.keeper.catch_up_report.forget()
             self.moves.forget()  # dropped, not done: no "plan done" record
-        if not coord.connected:
+        if not coord.connected or (coord.is_leader and not coord.may_act()):
             return self._zk_outage.blind_cycle(self.clock.time())
         if reading := self._warm_up.still_reading(self.sources.feed_status):
             topics = ", ".join(reading)
@@ -251,7 +252,7 @@ class Manager:
         self.trail.seen_clearly()
         facts = observe_snapshot(self.metrics, snap, self.cfg.policy, self.slow.cluster_slow)
         slow_changes = self.slow.take_changes()
-        if not coord.is_leader:
+        if not coord.may_act():
             self._zk_outage.forget()  # the leader tells it
             return CycleOutcome("standby", standby_sentence(state, facts.dead_brokers))
         self.trail.slowness(slow_changes)
@@ -305,7 +306,7 @@ class Manager:
         audits a refusal, and past the blind bound raises its alert (keeping the alerts it
         had: nothing shows they cleared)."""
         self.metrics.observe_observable(False)
-        if not self.coordinator.is_leader:
+        if not self.coordinator.may_act():
             return CycleOutcome("blind", f"blind: {why}")
         decision = blind(why)
         self.metrics.record_decision(decision.outcome, ["cluster_unobservable"], heal_needed=None)

@@ -43,8 +43,7 @@ class SweepCost:
 
 
 class Leading(Protocol):
-    @property
-    def is_leader(self) -> bool: ...
+    def may_act(self) -> bool: ...
 
 
 class ReadinessSweep:
@@ -91,7 +90,7 @@ class ReadinessSweep:
         while not self._stop.wait(wait):
             wait = 1.0  # no snapshot yet, or not leading: look again soon
             snap = self._offered
-            if snap is None or not self._coordinator.is_leader:
+            if snap is None or not self._coordinator.may_act():
                 continue
             try:
                 if self.sweep(snap) is not None:

@@ -100,7 +100,7 @@ class RequestFollower:
         # kmedic's own word for the brokers a request decides (the agents' lags a sample):
         # held, or released from its own cordon; a cordon it did not write stays as read.
         coord = self.coordinator
-        mine = (self.cordons.mine(coord.epoch) if coord.is_leader else self.cordons.owned) or {}
+        mine = (self.cordons.mine(coord.epoch) if coord.may_act() else self.cordons.owned) or {}
         brokers = [
             b.model_copy(update={"cordoned": b.id in held or (b.cordoned and b.id not in mine)})
             if b.id in intents
@@ -131,7 +131,7 @@ class RequestFollower:
             unknown = sorted(set(r.brokers) - known)
             if unknown and r.kind == "decommission" and not set(r.brokers) & known:
                 # Unregistered already (by this request, or by hand): nothing is left to do.
-                if self.coordinator.is_leader:
+                if self.coordinator.may_act():
                     self._move(r, "done", f"brokers {unknown} are no longer in the cluster")
                 continue
             asked = Asked(r.kind, r.brokers, r.topic, r.replication_factor)
@@ -139,7 +139,7 @@ class RequestFollower:
             if why is None and unknown:  # a running request whose broker left meanwhile
                 why = f"the cluster has no broker {unknown}"
             if why is not None:
-                if self.coordinator.is_leader:
+                if self.coordinator.may_act():
                     self._move(r, "failed", why)
                 continue
             out.append(r.for_planner())
@@ -162,7 +162,7 @@ class RequestFollower:
             return
         if decision.unregister:
             # Not while held back (observe mode, or policy.goals.operator_requests off).
-            if writing and decision.would_act is None and self.coordinator.is_leader:
+            if writing and decision.would_act is None and self.coordinator.may_act():
                 self._unregister_all(request, decision.unregister)
             return
         note = _note(request, decision.summary)

@@ -65,7 +65,6 @@ class Stepper:
         return (
             self.acting()
             and bool(self.executor.active())
-            and coord.connected
-            and coord.is_leader
+            and coord.may_act()
             and not self.keeper.drop_moves.is_set()
         )

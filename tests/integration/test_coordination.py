@@ -42,13 +42,13 @@ def make(zk_hosts: str) -> Iterator[Callable[..., tuple[Coordinator, Recorder]]]
 
     def build(name: str, hosts: str | None = None, **cfg: Any) -> tuple[Coordinator, Recorder]:
         rec = Recorder()
-        config = CoordinationConfig(
-            zk_connect=hosts or zk_hosts,
-            session_timeout_s=6.0,
-            reconnect_delay_s=0.2,
-            reconnect_max_delay_s=1.0,
+        settings: dict[str, Any] = {
+            "session_timeout_s": 6.0,
+            "reconnect_delay_s": 0.2,
+            "reconnect_max_delay_s": 1.0,
             **cfg,
-        )
+        }
+        config = CoordinationConfig(zk_connect=hosts or zk_hosts, **settings)
         coord = Coordinator(
             config,
             cluster,
@@ -324,3 +324,33 @@ def test_an_acquisition_whose_create_reply_was_lost_is_finished(zk_hosts: str) -
         assert leader.epoch == coord.epoch == coord.current_epoch() >= 1
     finally:
         coord.stop()
+
+
+def test_a_leader_whose_packets_are_dropped_stops_acting_on_its_lease_not_its_reads(
+    make: Callable[..., tuple[Coordinator, Recorder]], proxy: TcpProxy
+) -> None:
+    """A silent drop: ZooKeeper hears nothing more from the leader, and nothing tells the
+    leader. kazoo notices only when its read times out (two thirds of the session timeout);
+    a write started before that could reach Kafka after the session expired and the standby
+    took over. The lease ends half a session timeout after the last answered check: the
+    leader stops well before kazoo would have told it, and long before the standby leads."""
+    session_s = 9.0
+    a, rec_a = make("a", hosts=proxy.address, session_timeout_s=session_s)
+    wait_for(a.may_act, timeout=10, what="a to lead")
+    b, _ = make("b", session_timeout_s=session_s)
+    assert 0 < a.lease_left_s() <= session_s / 2
+    proxy.freeze()
+    frozen_at = time.monotonic()
+    wait_for(lambda: not a.may_act(), timeout=session_s, what="a's lease to run out")
+    stopped_after = time.monotonic() - frozen_at
+    # kazoo's own read timeout (6 s here) had not passed: the lease, not the drop, stopped it.
+    assert stopped_after < session_s * 2 / 3, stopped_after
+    assert a.connected, "kazoo noticed first: the lease was not what stopped the leader"
+    assert a.lease_left_s() == 0
+    wait_for(b.may_act, timeout=3 * session_s, what="b to take over once a's session expired")
+    took_over_after = time.monotonic() - frozen_at
+    assert took_over_after >= session_s - 0.5, took_over_after
+    assert not a.may_act()
+    proxy.thaw()
+    wait_for(lambda: rec_a.lost, timeout=3 * session_s, what="a to learn it lost")
+    assert not a.may_act() and b.may_act()

@@ -218,6 +218,7 @@ class FakeCoordinator:
         self.is_leader = True
         self.epoch = EPOCH
         self.connected = True
+        self.lease_s = 10.0  # what the lease has left while leading (0: run out)
         self.shutdown_reason: str | None = None
         self.verified = True
         self.read_error: Exception | None = None
@@ -240,7 +241,10 @@ class FakeCoordinator:
         self.callbacks = callbacks
 
     def may_act(self) -> bool:
-        return self.is_leader and self.connected
+        return self.lease_left_s() > 0
+
+    def lease_left_s(self) -> float:
+        return self.lease_s if self.is_leader and self.connected else 0.0
 
     def verify_leadership(self) -> bool:
         return self.verified and self.may_act()

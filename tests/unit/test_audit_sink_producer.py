@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import pytest
 
 from manager.audit import kafka_sink
 from manager.audit.kafka_sink import KafkaAuditSink
+from manager.audit.log import AuditRecord
 
 
 def test_the_audit_producer_needs_no_producer_id_and_keeps_order(
@@ -25,3 +27,19 @@ def test_the_audit_producer_needs_no_producer_id_and_keeps_order(
     assert conf["max.in.flight.requests.per.connection"] == 1
     assert conf["acks"] == "all"
     assert conf["message.timeout.ms"] == 5000
+
+
+def test_a_send_bounded_shorter_keeps_the_producer_and_leaves_nothing_in_it() -> None:
+    """A leader's lease nearly spent bounds a send below the producer's own timeout: the
+    producer is kept (not rebuilt for every bound), and what it has not delivered by the bound
+    is purged, so no retry of it reaches the topic afterwards. Against a port nobody answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: connections to it are refused
+    sink = KafkaAuditSink("primary", f"127.0.0.1:{port}")
+    producer = sink._ensure_producer(30.0)
+    record = AuditRecord(cluster="c", instance="m1", epoch=1, kind="decision", summary="s")
+    assert sink.send([record], 0.3) == 0
+    assert sink._producer is producer
+    assert len(producer) == 0  # nothing queued or in flight: nothing sent after the bound
+    sink.close()
