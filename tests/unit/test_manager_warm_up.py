@@ -89,3 +89,29 @@ def test_a_cluster_unobservable_while_rehearsing_is_left_to_the_first_cycle(rig:
     rig.sources.unavailable = None
     rig.sources.feeds = [feed("stats", True), feed("loads", True)]
     assert rig.manager.cycle().kind == "act"
+
+
+def test_feeds_read_before_the_first_cycle_still_get_their_rehearsal(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the fleet bench: feeds caught up before the first cycle skipped the rehearsal,
+    and that first decision built the planner's lists from nothing (0.5-0.9 s at fleet scale)."""
+    from manager.analyzer import partition_lists
+
+    built: list[object] = []
+    made = partition_lists._built
+
+    def counted(*args: object, **kwargs: object) -> object:
+        built.append(args[1] if len(args) > 1 else kwargs.get("structure"))
+        return made(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(partition_lists, "_LAST", [])
+    monkeypatch.setattr(partition_lists, "_built", counted)
+    rig.sources.feeds = [feed("stats", True), feed("loads", True)]
+    assert rig.manager.cycle().kind == "act"
+    assert len(built) == 2 and built[0] is None and built[1] is not None
+    acts = [s for s in rig.summaries("decision") if s.startswith("act: heal dead brokers 4")]
+    assert len(acts) == 1  # the rehearsal's decision was thrown away, not audited
+    rig.clock.advance(1)
+    rig.manager.cycle()
+    assert len(built) == 3  # rehearsed once only
