@@ -8,6 +8,10 @@ problems it found, every one a sentence with its numbers; none found is a held i
   from a moment after the cut until its link is back (composition.soak.cuts), by the times
   it wrote in them, and by the times Kafka appended them (composition.soak.appended: the
   brokers' side of the same question);
+- a cut manager's lease, as the brokers saw it (Kafka's own request logs,
+  composition.soak.request_log): no write request of its (a reassignment, a config, an
+  election, a record to its audit topic) received after its lease could have ended, and none
+  after its successor's first write until its link is back;
 - no duplicate move: a move (partition and target) is started once until it completes or
   fails - a leader that takes over adopts a running move, it does not start it again;
 - each move's end audited once: one ``action_completed`` (or ``action_failed``) per start,
@@ -35,6 +39,7 @@ from dataclasses import dataclass
 
 from composition.soak.appended import Appended
 from composition.soak.cuts import IN_FLIGHT_MS, Cut
+from composition.soak.request_log import Seen
 from manager.audit.log import AuditRecord
 
 ACTION_KINDS = ("action_started", "action_progress", "action_completed", "action_failed")
@@ -257,3 +262,48 @@ def in_order(records: Iterable[AuditRecord]) -> Check:
             )
         last[key] = r
     return Check("the audit log in each manager's order", tuple(problems))
+
+
+def lease_as_the_brokers_saw(seen: Iterable[Seen], cuts: Iterable[Cut], unread: str = "") -> Check:
+    """No write request of a cut manager received by a broker after its lease could have
+    ended (``IN_FLIGHT_MS`` later: a write sent at its last moment still arriving), nor after
+    the first write of the manager that took over, until its link is back. ``seen``: every
+    node's requests from kmedic's writers; ``unread``: why they could not be read."""
+    cuts, writes = list(cuts), [s for s in seen if s.writes]
+    problems = [unread] if unread else []
+    for cut in cuts:
+        within = [s for s in writes if cut.start_ms <= s.received_ms <= cut.end_ms]
+        theirs = [s for s in within if s.instance == cut.instance]
+        successor = [s.received_ms for s in within if s.instance != cut.instance]
+        took_over = min(successor, default=cut.end_ms + 1)
+        after = min(cut.lease_end_ms + IN_FLIGHT_MS, took_over)
+        also = f", its successor wrote from +{took_over - cut.start_ms} ms" if successor else ""
+        problems += [
+            f"{s.sentence()}, {s.received_ms - cut.start_ms} ms into its cut off ZooKeeper "
+            f"({cut.kind}): its lease had ended at +{cut.lease_end_ms - cut.start_ms} ms{also}"
+            for s in theirs
+            if s.received_ms >= after
+        ]
+    return Check(
+        f"a cut manager's lease, as the brokers saw it: no write of its after the lease "
+        f"({len(cuts)} cuts, {len(writes)} write requests of kmedic's in the request logs)",
+        tuple(problems),
+    )
+
+
+def lease_verdicts(seen: Iterable[Seen], cuts: Iterable[Cut]) -> list[str]:
+    """For the report: each cut's last write by the cut manager and first by its successor,
+    as the brokers received them, against its lease's end."""
+    writes = [s for s in seen if s.writes]
+    lines = []
+    for cut in cuts:
+        within = [s for s in writes if cut.start_ms <= s.received_ms <= cut.end_ms]
+        theirs = [s.received_ms - cut.start_ms for s in within if s.instance == cut.instance]
+        others = [s.received_ms - cut.start_ms for s in within if s.instance != cut.instance]
+        last = f"its last write at +{max(theirs)} ms" if theirs else "no write of its"
+        first = f"the successor's first at +{min(others)} ms" if others else "no successor write"
+        lines.append(
+            f"{cut.instance} cut off ZooKeeper ({cut.kind}, {cut.end_ms - cut.start_ms} ms): "
+            f"lease over by +{cut.lease_end_ms - cut.start_ms} ms; {last}; {first}"
+        )
+    return lines

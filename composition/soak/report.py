@@ -14,6 +14,7 @@ from typing import Any
 
 from composition.soak import invariants, probes
 from composition.soak.appended import read_appended
+from composition.soak.request_log import read_requests
 from composition.soak.run import AUDIT_TOPIC, ISOLATED_BROKERS, ISOLATED_TOPIC, MANAGERS, Rig
 from composition.soak.schedule import Schedule
 from composition.soak.verifiable import consumed_count, tally
@@ -33,6 +34,8 @@ class Report:
     topics: list[dict[str, Any]]
     checks: list[invariants.Check]
     counts: dict[str, int] = field(default_factory=dict)
+    # Each cut manager's last write and its successor's first, as the brokers received them.
+    leases: list[str] = field(default_factory=list)
 
     @property
     def held(self) -> bool:
@@ -46,6 +49,7 @@ class Report:
             "timeline": [{"at_s": at, "event": what} for at, what in self.timeline],
             "topics": self.topics,
             "counts": self.counts,
+            "leases": self.leases,
             "checks": [
                 {"name": c.name, "held": c.held, "problems": list(c.problems)} for c in self.checks
             ],
@@ -59,6 +63,7 @@ class Report:
                 f"{t['lost']} lost ({t['send_errors']} sends failed, never acknowledged)"
             )
         out.append("  " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())))
+        out.extend(f"  {line}" for line in self.leases)
         for check in self.checks:
             mark = "held" if check.held else "BROKEN"
             out.append(f"  [{mark}] {check.name}")
@@ -98,6 +103,10 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
     except KmedicError as exc:
         appended, unread = [], f"the audit topic as Kafka appended it could not be read: {exc}"
     fired = _fired(rig)
+    try:
+        seen, unseen = read_requests(rig.cluster.node_directories), ""
+    except OSError as exc:
+        seen, unseen = [], f"the brokers' request logs could not be read: {exc}"
     checks = [
         invariants.messages(
             {t.topic: len(t.lost) for t in tallies}, {t.topic: len(t.acked) for t in tallies}
@@ -105,6 +114,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         invariants.one_actor(records),
         invariants.quiet_when_cut(records, rig.cuts),
         invariants.quiet_as_kafka_saw(appended, rig.cuts, unread),
+        invariants.lease_as_the_brokers_saw(seen, rig.cuts, unseen),
         invariants.no_duplicate_move(records),
         invariants.one_end_per_move(records),
         invariants.alerts(records),
@@ -129,6 +139,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         topics=[t.summary() for t in tallies],
         checks=checks,
         counts=_counts(records, schedule),
+        leases=invariants.lease_verdicts(seen, rig.cuts),
     )
 
 

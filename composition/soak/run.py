@@ -26,7 +26,7 @@ from composition.pipeline import Pipeline
 from composition.prometheus import PrometheusServer
 from composition.soak import network, probes
 from composition.soak.appended import create_audit_topic
-from composition.soak.cuts import Cut, cut_leader
+from composition.soak.cuts import Cut, cut_leader, lease_end
 from composition.soak.schedule import Episode, Overlap, Schedule
 from composition.soak.verifiable import (
     ToolProcess,
@@ -231,6 +231,7 @@ def cluster_spec(settings: SoakSettings) -> ClusterSpec:
         # KmedicUnsafeTopic rightly warned of them in the shaped runs.
         min_insync_replicas=2,
         broker_overrides={"transaction.state.log.min.isr": "2"},
+        request_log=True,  # the brokers' witness of each manager's writes
     )
 
 
@@ -558,13 +559,14 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
         if overlap.kind == "session_loss" and before is not None:
             # Past its session the leader cannot prove its lease: judged like a cut leader.
             lost_ms = paused_ms + int(MANAGER_SESSION_S * 1000)
-            rig.cuts.append(Cut(before, lost_ms, int(time.time() * 1000)))
+            ended = lease_end(paused_ms, MANAGER_SESSION_S)
+            rig.cuts.append(Cut(before, lost_ms, int(time.time() * 1000), ended))
         if overlap.kind == "session_loss":
             probes.wait(lambda: rig.leader() is not None, 90, "a manager to lead again")
             say(f"{rig.leader()} leads after the session loss")
     elif overlap.kind in ("voter_kill", "quorum_leader_kill"):
         _controller_down(rig, overlap)
-    elif overlap.kind == "leader_cut":
+    elif overlap.kind in ("leader_cut", "leader_drop"):
 
         def ready() -> bool:  # one leads and the other runs (a kill's victim started again)
             running = all(m in rig.pipeline.roles and rig.pipeline.roles[m].running()
@@ -574,13 +576,18 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
         try:
             probes.wait(ready, 90, "a leading manager beside a running standby", interval_s=0.5)
         except KmedicError:
-            say("leader_cut: no manager led beside a running standby within 90 s; nothing cut")
+            say(f"{overlap.kind}: no manager led beside a running standby in 90 s; nothing cut")
             return
         leading = rig.leader()
         if leading is None:
-            say("leader_cut: no manager leads at that moment; nothing cut")
+            say(f"{overlap.kind}: no manager leads at that moment; nothing cut")
             return
-        rig.cuts.append(cut_leader(leading, rig.proxies, overlap.hold_s, rig.leader, say))
+        silent = overlap.kind == "leader_drop"
+        cut = cut_leader(
+            leading, rig.proxies, overlap.hold_s, rig.leader, say,
+            session_s=MANAGER_SESSION_S, silent=silent,
+        )  # fmt: skip
+        rig.cuts.append(cut)
         probes.wait(lambda: rig.leader() is not None, 90, "a manager to lead after the cut")
         say(f"{rig.leader()} leads after the cut")
     elif overlap.kind == "audit_cut":

@@ -54,7 +54,9 @@ session expires, the leader must stop writing once it cannot prove its lease, an
 of a new epoch adopts the plan in flight). A leader cut overlaps some others, from a fourth
 stream: ``leader_cut`` (the leading manager's own link to ZooKeeper cut for two to three
 sessions while it still reaches Kafka - the split-brain case fencing exists for: the other
-manager must take over and the cut one start nothing once cut, then come back a standby).
+manager must take over and the cut one start nothing once cut, then come back a standby),
+and from a fifth, ``leader_drop``: the same link silently dropped (nothing tells the manager;
+its session expires on ZooKeeper's clock, and its lease must have ended before).
 
 On a three-voter controller quorum, a second stream of the same seed adds controller faults
 to about a third of the episodes (the episodes themselves stay the seed's): ``voter_kill``
@@ -90,6 +92,7 @@ OverlapKind = Literal[
     "quorum_leader_kill",
     "session_loss",
     "leader_cut",
+    "leader_drop",
     "audit_cut",
 ]
 
@@ -110,6 +113,7 @@ QUORUM_KINDS: tuple[OverlapKind, ...] = ("voter_kill", "quorum_leader_kill")
 QUORUM_FAULT_SHARE = 0.35  # of the episodes that get a controller fault, on three voters
 SESSION_LOSS_SHARE = 0.15  # of the episodes whose managers lose their ZooKeeper sessions
 LEADER_CUT_SHARE = 0.15  # of the episodes whose leading manager is cut off ZooKeeper alone
+LEADER_DROP_SHARE = 0.15  # of those whose leading manager's packets to it are silently dropped
 AUDIT_CUT_SHARE = 0.15  # of the episodes whose leading manager is cut off its audit topic's leader
 # Length of each episode as measured on this machine (seed 4242, 15 minutes asked): a heal
 # 60 s (grace, copy at 1 MB/s, restart), a bounce 9 s, a pause 7-12 s, a hang 11-13 s, a disk
@@ -260,6 +264,7 @@ def draw(
     if manager_session_s is not None:
         episodes = _session_losses(seed, episodes, manager_session_s)
         episodes = _leader_cuts(seed, episodes, manager_session_s)
+        episodes = _leader_drops(seed, episodes, manager_session_s)
     if network:
         episodes = _audit_cuts(seed, episodes)
     return Schedule(seed, tuple(episodes))
@@ -277,7 +282,7 @@ def _audit_cuts(seed: int, episodes: list[Episode]) -> list[Episode]:
                 "audit_cut", round(rng.uniform(0.0, 6.0), 1), round(rng.uniform(10.0, 40.0), 1)
             )
             if episode.kind != "audit_outage" and all(
-                o.kind != "leader_cut" for o in episode.overlaps
+                o.kind not in ("leader_cut", "leader_drop") for o in episode.overlaps
             ):
                 episode = replace(episode, overlaps=(*episode.overlaps, fault))
         out.append(episode)
@@ -307,6 +312,16 @@ def _leader_cuts(seed: int, episodes: list[Episode], session_s: float) -> list[E
     return _past_sessions(
         random.Random(f"{seed}:cut"), episodes, "leader_cut", LEADER_CUT_SHARE, session_s,
         beside_none_of={"zookeeper_pause", "session_loss"},
+    )  # fmt: skip
+
+
+def _leader_drops(seed: int, episodes: list[Episode], session_s: float) -> list[Episode]:
+    """The leading manager's packets to ZooKeeper silently dropped on about
+    ``LEADER_DROP_SHARE`` of ``episodes``, from a stream of its own (the other draws stay as
+    they were); not beside another fault of ZooKeeper or of the leader's link to it."""
+    return _past_sessions(
+        random.Random(f"{seed}:drop"), episodes, "leader_drop", LEADER_DROP_SHARE, session_s,
+        beside_none_of={"zookeeper_pause", "session_loss", "leader_cut"},
     )  # fmt: skip
 
 

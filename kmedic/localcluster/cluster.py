@@ -166,6 +166,11 @@ class LocalCluster:
         return [n for n in self._nodes if n.kind == "broker"]
 
     @property
+    def node_directories(self) -> list[Path]:
+        """Every Kafka node's directory (brokers and controllers): its logs, its config."""
+        return [Path(n.directory) for n in self._nodes if n.kind in ("broker", "controller")]
+
+    @property
     def broker_ids(self) -> list[int]:
         return [n.node_id for n in self.brokers]
 

@@ -80,6 +80,11 @@ class ClusterSpec:
     # SHAPED_REPLICATION on a shaped link; the controller's 6 s broker session);
     # ``broker_overrides`` and ``controller_overrides`` still apply.
     kafka_defaults: bool = False
+    # Each node's requests from kmedic's writers (client ids ``kmedic-executor-<instance>``,
+    # ``kmedic-audit-<instance>``) logged by Kafka's own request logger to ``requests.log``
+    # in the node's directory: what the brokers saw a manager send, and when
+    # (composition.request_log reads them).
+    request_log: bool = False
 
     def __post_init__(self) -> None:
         if self.kafka_jars not in KAFKA_LINES:
@@ -346,8 +351,34 @@ def zookeeper_properties(port: int, data_dir: str, host: str = HOST) -> str:
     )
 
 
-def log4j2_properties(log_file: str) -> str:
-    """Kafka's log4j2 config: one file per node, INFO, the noisy request loggers quiet."""
+# Kafka's request logger at DEBUG logs every request a node completes, one JSON object a
+# line; kept to those of kmedic's writers, by their client ids.
+KMEDIC_WRITERS = '.*"clientId":"kmedic-(executor|audit)-.*'
+
+
+def log4j2_properties(log_file: str, requests_file: str | None = None) -> str:
+    """Kafka's log4j2 config: one file per node, INFO, the noisy request loggers quiet (or,
+    with ``requests_file``, kmedic's writers' requests there, stamped in epoch ms)."""
+    if requests_file is not None:
+        return _base_log4j2(log_file).replace(
+            "logger.request.level = WARN\n",
+            "logger.request.level = DEBUG\n"
+            "logger.request.additivity = false\n"
+            "logger.request.appenderRef.requests.ref = REQUESTS\n"
+            "appender.requests.type = File\n"
+            "appender.requests.name = REQUESTS\n"
+            f"appender.requests.fileName = {requests_file}\n"
+            "appender.requests.layout.type = PatternLayout\n"
+            "appender.requests.layout.pattern = %d{UNIX_MILLIS} %m%n\n"
+            "appender.requests.filter.writers.type = RegexFilter\n"
+            f"appender.requests.filter.writers.regex = {KMEDIC_WRITERS}\n"
+            "appender.requests.filter.writers.onMatch = ACCEPT\n"
+            "appender.requests.filter.writers.onMismatch = DENY\n",
+        )
+    return _base_log4j2(log_file)
+
+
+def _base_log4j2(log_file: str) -> str:
     return (
         "status = warn\n"
         "appender.file.type = File\n"

@@ -146,8 +146,9 @@ def plan_nodes(spec: ClusterSpec, workdir: Path, security: ClusterSecurity | Non
         cfg = node_dir / "server.properties"
         cfg.write_text(props)
         cfg.chmod(0o600)  # a secured broker's file holds the inter-broker password
+        requests = str(node_dir / "requests.log") if spec.request_log else None
         (node_dir / "log4j2.properties").write_text(
-            configs.log4j2_properties(str(node_dir / "server.log"))
+            configs.log4j2_properties(str(node_dir / "server.log"), requests)
         )
         agent = None
         if exporter_port is not None:

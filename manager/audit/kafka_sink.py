@@ -33,9 +33,16 @@ class KafkaAuditSink:
     same record (its id): readers keep the first (docs/audit.md)."""
 
     def __init__(
-        self, name: str, cluster: Cluster, topic: str = DEFAULT_TOPIC, *, create_topic: bool = False
+        self,
+        name: str,
+        cluster: Cluster,
+        topic: str = DEFAULT_TOPIC,
+        *,
+        create_topic: bool = False,
+        client_id: str = "kmedic-audit",
     ) -> None:
         self.name = name
+        self.client_id = client_id  # names this instance's records in the brokers' request logs
         self.cluster = cluster
         self.bootstrap_servers = client_settings(cluster).bootstrap
         self.topic = topic
@@ -63,6 +70,7 @@ class KafkaAuditSink:
             confluent_conf(
                 self.cluster,
                 {
+                    "client.id": self.client_id,
                     "enable.idempotence": False,
                     "max.in.flight.requests.per.connection": 1,
                     "acks": "all",

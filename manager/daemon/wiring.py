@@ -47,10 +47,20 @@ def build_manager(cfg: ManagerConfig, *, mode_flag: Mode | None = None) -> Manag
     secondary = cfg.secondary_client
     audit = AuditLog(
         KafkaAuditSink(
-            "primary", cfg.own_topics_client, cfg.topics.actions, create_topic=topic_missing
+            "primary",
+            cfg.own_topics_client,
+            cfg.topics.actions,
+            create_topic=topic_missing,
+            client_id=f"kmedic-audit-{instance}",
         ),
         cfg.audit.spool_dir,
-        secondary=KafkaAuditSink("secondary", secondary, cfg.topics.actions) if secondary else None,
+        secondary=(
+            KafkaAuditSink(
+                "secondary", secondary, cfg.topics.actions, client_id=f"kmedic-audit-{instance}"
+            )
+            if secondary
+            else None
+        ),
         write_timeout_s=cfg.audit.write_timeout_s,
         retry_interval_s=cfg.audit.retry_interval_s,
     )
@@ -61,7 +71,12 @@ def build_manager(cfg: ManagerConfig, *, mode_flag: Mode | None = None) -> Manag
         instance=instance,
         sources=sources,
         coordinator=Coordinator(cfg.zookeeper, cfg.cluster, instance),
-        executor=Executor(cfg.cluster_client, cfg.executor, traffic=traffic),
+        executor=Executor(
+            cfg.cluster_client,
+            cfg.executor,
+            traffic=traffic,
+            client_id=f"kmedic-executor-{instance}",
+        ),
         audit=audit,
         mode_flag=mode_flag,
     )

@@ -50,8 +50,15 @@ class AdminCalls:
     not be replaced (the cluster unreachable that moment) is connected again by the next call:
     never a closed client kept for the next one."""
 
-    def __init__(self, bootstrap: Cluster, request_timeout_s: float, retry_s: float) -> None:
+    def __init__(
+        self,
+        bootstrap: Cluster,
+        request_timeout_s: float,
+        retry_s: float,
+        client_id: str = "kmedic-executor",
+    ) -> None:
         self._bootstrap = bootstrap
+        self._client_id = client_id  # names this instance's writes in the brokers' request logs
         self._timeout_ms = int(request_timeout_s * 1000)
         self._retry_s = retry_s
         self._client: KafkaAdminClient | None = None
@@ -67,7 +74,7 @@ class AdminCalls:
     def _connect(self, reach_ms: int | None = None) -> KafkaAdminClient:
         client: KafkaAdminClient = connect_admin(
             self._bootstrap,
-            client_id="kmedic-executor",
+            client_id=self._client_id,
             timeout_ms=self._timeout_ms,
             reach_ms=reach_ms,
         )

@@ -17,6 +17,8 @@ from composition.soak.invariants import (
     alerts,
     end_state,
     in_order,
+    lease_as_the_brokers_saw,
+    lease_verdicts,
     messages,
     no_duplicate_move,
     one_actor,
@@ -27,6 +29,7 @@ from composition.soak.invariants import (
     roles_running,
     tail_readable,
 )
+from composition.soak.request_log import Seen
 from composition.soak.run import SoakSettings, cluster_spec
 from composition.soak.schedule import NETWORK_KINDS, Overlap, draw, peer_of
 from kmedic.localcluster.layout import plan_nodes
@@ -286,7 +289,7 @@ def test_a_long_run_cuts_a_leader_off_zookeeper() -> None:
 
 
 def test_a_manager_cut_off_zookeeper_starts_nothing() -> None:
-    cut = Cut("m1", start_ms=10_000, end_ms=25_000)
+    cut = Cut("m1", start_ms=10_000, end_ms=25_000, lease_end_ms=13_000)
     fine = [
         record("action_started", 10_500, 3, "m1"),  # a cycle begun before the cut
         record("action_started", 14_000, 4, "m2"),  # the one that took over
@@ -336,7 +339,7 @@ def test_an_hour_on_a_shaped_cluster_draws_every_network_fault() -> None:
 
 
 def test_a_cut_manager_is_judged_by_when_kafka_appended_its_records_too() -> None:
-    cut = Cut("m1", start_ms=10_000, end_ms=25_000)
+    cut = Cut("m1", start_ms=10_000, end_ms=25_000, lease_end_ms=13_000)
     fine = [
         Appended(record("action_started", 9_000, 3, "m1"), 14_000),  # made before: a replay
         Appended(record("action_started", 14_000, 4, "m2"), 14_050),  # the one that took over
@@ -440,3 +443,55 @@ def _wait_without_pauses(check: Any, timeout_s: float, what: str, interval_s: fl
     while not (found := check()):
         pass
     return found
+
+
+def seen(instance: str, api: str, at_ms: int, writer: str = "executor") -> Seen:
+    client = f"kmedic-{writer}-{instance}"
+    return Seen("broker-1", instance, client, api, at_ms, at_ms + 3, "127.0.1.1:9092-x-1")
+
+
+def test_a_cut_managers_writes_are_judged_by_the_brokers_request_logs() -> None:
+    # A silent drop at 10 s, a session of 6 s: the lease over by 13 s at the latest.
+    cut = Cut("m1", start_ms=10_000, end_ms=25_000, lease_end_ms=13_000, silent=True)
+    fine = [
+        seen("m1", "ALTER_PARTITION_REASSIGNMENTS", 9_000),  # before the cut
+        seen("m1", "PRODUCE", 13_900, "audit"),  # sent at its lease's last moment
+        seen("m1", "DESCRIBE_CONFIGS", 20_000),  # a read: no write
+        seen("m2", "INCREMENTAL_ALTER_CONFIGS", 16_500),  # the one that took over
+        seen("m1", "PRODUCE", 26_000, "audit"),  # back, and leading again
+    ]
+    assert lease_as_the_brokers_saw(fine, [cut]).held
+    late = seen("m1", "PRODUCE", 14_300, "audit")  # the measured case: after its lease
+    (problem,) = lease_as_the_brokers_saw([*fine, late], [cut]).problems
+    assert problem == (
+        "PRODUCE from kmedic-audit-m1 received by broker-1 at 14300, 4300 ms into its cut off "
+        "ZooKeeper (a silent drop): its lease had ended at +3000 ms, its successor wrote from "
+        "+6500 ms"
+    )
+    # Interleaved: a write of the cut manager after its successor's first, lease or not.
+    early = Cut("m1", start_ms=10_000, end_ms=25_000, lease_end_ms=30_000)
+    after_successor = seen("m1", "ELECT_LEADERS", 17_000)
+    assert not lease_as_the_brokers_saw([*fine, after_successor], [early]).held
+    assert lease_as_the_brokers_saw([late], []).held  # no cut, nothing to judge
+    unread = lease_as_the_brokers_saw([], [cut], "the request logs could not be read: gone")
+    assert unread.problems == ("the request logs could not be read: gone",)
+    assert lease_verdicts(fine, [cut]) == [
+        "m1 cut off ZooKeeper (a silent drop, 15000 ms): lease over by +3000 ms; its last "
+        "write at +3900 ms; the successor's first at +6500 ms"
+    ]
+
+
+def test_an_hour_draws_both_kinds_of_leader_cut() -> None:
+    drawn = draw(
+        4242, length_s=3600, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0,
+        manager_session_s=6.0,
+    )  # fmt: skip
+    kinds = {o.kind for e in drawn.episodes for o in e.overlaps}
+    assert {"leader_cut", "leader_drop"} <= kinds
+    for episode in drawn.episodes:
+        drops = [o for o in episode.overlaps if o.kind == "leader_drop"]
+        if drops:
+            assert not {"zookeeper_pause", "session_loss", "leader_cut"} & {
+                o.kind for o in episode.overlaps
+            }
+            assert all(12.0 <= d.hold_s <= 18.0 for d in drops)
