@@ -19,6 +19,9 @@ from kmedic.exits import Exit
 if TYPE_CHECKING:
     from composition.soak.run import SoakSettings
 
+# Runs at least this long get the episode whose page must fire (about 3 minutes of it).
+WARRANTED_FROM_MIN = 10.0
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("soak", help="the chaos soak: faults under Kafka's verifiable clients")
@@ -66,6 +69,14 @@ def register(sub: Any) -> None:
         "the cluster's own, each broker's link held to N Mbit/s each way; the schedule then "
         "draws the network's faults too (a broker cut off from the controllers, two brokers "
         "cut off from each other, a slow link). Needs root, ip, tc and iptables",
+    )
+    p.add_argument(
+        "--warranted-page",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="an episode whose page must fire (two brokers dead, one more than the soak's "
+        "max_dead_brokers, for about 3 minutes), second in the schedule; auto: in runs of "
+        f"{WARRANTED_FROM_MIN:g} minutes or more",
     )
     p.add_argument(
         "--audit-outage",
@@ -116,6 +127,8 @@ def _soak(args: argparse.Namespace) -> int:
         stream=not args.no_stream,
         ballast_mb=args.ballast_mb,
         audit_outage=args.audit_outage,
+        warranted_page=args.warranted_page == "yes"
+        or (args.warranted_page == "auto" and args.minutes >= WARRANTED_FROM_MIN),
         controllers=args.controllers,
         nic_mbps=args.nic_mbps,
         stop_after_s=None if args.stop_after is None else args.stop_after * 60,
@@ -149,6 +162,8 @@ def run_soak(settings: SoakSettings) -> tuple[int, list[str]]:
         manager_session_s=MANAGER_SESSION_S,
         network=settings.nic_mbps is not None,
     )
+    if settings.warranted_page:
+        schedule = schedule.with_warranted_page(GRACE_S)
     if settings.audit_outage:
         schedule = schedule.with_audit_outage(GRACE_S)
     (settings.workdir / "schedule.json").write_text(schedule.dumps())

@@ -19,8 +19,9 @@ problems it found, every one a sentence with its numbers; none found is a held i
 - the alerts raised: none (no episode calls for one: a restart in grace, a pause, a hang, a
   failed disk, an outage of the audit topic's brokers inside the grace and a completed heal
   never page);
-- the pages on-call would get: no alert of the shipped rules reached *firing* in the run's
-  Prometheus, which scraped every kmedic process (the same episodes warrant none);
+- the pages on-call would get, in the run's Prometheus, which scraped every kmedic process:
+  each alert of the shipped rules that reached *firing* matched to the episode that warranted
+  it (two brokers dead, one more than max_dead_brokers), and each warranted one fired;
 - the audit topic in each manager's order: an instance's records of one epoch appear in the
   order it wrote them, spooled ones included;
 - the end state: every partition fully replicated, the isolated topic inside its group, no
@@ -37,6 +38,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from composition.prometheus import FiredAlert
 from composition.soak.appended import Appended
 from composition.soak.cuts import IN_FLIGHT_MS, Cut
 from composition.soak.request_log import Seen
@@ -186,11 +188,54 @@ def alerts(records: Iterable[AuditRecord]) -> Check:
     return Check("no alert raised", tuple(problems))
 
 
-def pages(fired: list[str]) -> Check:
-    """Every alert of the shipped rules that reached *firing* in Prometheus, with when (or why
-    it could not be asked): the rules wait out what the schedule draws (``for``), so any is a
-    page for nothing."""
-    return Check("no alert fired in Prometheus", tuple(fired))
+@dataclass(frozen=True)
+class Warranted:
+    """An episode whose fault must page: ``alerts`` must fire between ``start_s`` and
+    ``end_s`` (seconds since the epoch) plus ``PAGE_SLACK_S``."""
+
+    episode: str
+    alerts: tuple[str, ...]
+    start_s: float
+    end_s: float
+
+    def covers(self, alert: FiredAlert) -> bool:
+        return (
+            alert.name in self.alerts
+            and self.start_s <= alert.first_firing_s <= self.end_s + PAGE_SLACK_S
+        )
+
+
+PAGE_SLACK_S = 60.0  # a rule's evaluation and a scrape after the episode's end
+
+
+def pages(
+    fired: list[FiredAlert],
+    warranted: list[Warranted] = [],  # noqa: B006 - read only
+    since_s: float = 0.0,
+    unjudged: list[str] = [],  # noqa: B006 - read only
+) -> Check:
+    """The pages on-call got, matched to the episodes that warranted them: every alert that
+    reached *firing* in Prometheus must be one a warranted episode names, within it (the
+    rules wait out what else the schedule draws, so any other is a page for nothing), and
+    every warranted alert must have fired. ``unjudged``: why some could not be asked."""
+    problems = list(unjudged)
+    problems += [
+        f"{a.sentence(since_s)}: a page for nothing (no episode warranted it)"
+        for a in fired
+        if not any(w.covers(a) for w in warranted)
+    ]
+    problems += [
+        f"{alert} did not fire during {w.episode} (+{w.start_s - since_s:.0f} s to "
+        f"+{w.end_s - since_s:.0f} s): a page that should have woken someone"
+        for w in warranted
+        for alert in w.alerts
+        if not any(a.name == alert and w.covers(a) for a in fired)
+    ]
+    matched = sum(1 for a in fired if any(w.covers(a) for w in warranted))
+    return Check(
+        f"the pages: {matched} fired as warranted by {len(warranted)} episodes, none other",
+        tuple(problems),
+    )
 
 
 def messages(lost: dict[str, int], acked: dict[str, int]) -> Check:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from composition.prometheus import FiredAlert
 from composition.soak import invariants, probes
 from composition.soak.appended import read_appended
 from composition.soak.request_log import read_requests
@@ -102,7 +103,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         unread = ""
     except KmedicError as exc:
         appended, unread = [], f"the audit topic as Kafka appended it could not be read: {exc}"
-    fired = _fired(rig)
+    fired, unjudged = _fired(rig)
     try:
         seen, unseen = read_requests(rig.cluster.node_directories), ""
     except OSError as exc:
@@ -118,7 +119,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         invariants.no_duplicate_move(records),
         invariants.one_end_per_move(records),
         invariants.alerts(records),
-        invariants.pages(fired),
+        invariants.pages(fired, rig.warranted, rig.timeline.started_wall, unjudged),
         invariants.in_order(records),
         invariants.roles_running(
             [n for n, role in rig.pipeline.roles.items() if role.pid and not role.running()]
@@ -234,21 +235,20 @@ def stop(rig: Rig) -> list[str]:
     return left
 
 
-def _fired(rig: Rig) -> list[str]:
-    """Each alert that reached firing in the run's Prometheus, timed from the faults' start
-    (the timeline's); a Prometheus that cannot be asked is a problem of its own."""
+def _fired(rig: Rig) -> tuple[list[FiredAlert], list[str]]:
+    """Each alert that reached firing in the run's Prometheus, and what kept some from being
+    judged (a Prometheus that cannot be asked, a target never scraped)."""
     prometheus = rig.prometheus
     if prometheus is None or prometheus.started_at is None:
-        return ["no Prometheus ran: the pages were not judged"]
-    since = rig.timeline.started_wall
+        return [], ["no Prometheus ran: the pages were not judged"]
     try:
         fired = prometheus.fired(prometheus.started_at)
         scraped = prometheus.scraped(prometheus.started_at)
     except (KmedicError, OSError, ValueError) as exc:
-        return [f"Prometheus at {prometheus.url} could not be asked which alerts fired: {exc}"]
+        return [], [f"Prometheus at {prometheus.url} could not be asked which alerts fired: {exc}"]
     unseen = [
         f"Prometheus never scraped {target} ({job}): its alerts were not judged"
         for job, targets in prometheus.targets_by_job().items()
         for target in sorted(targets - scraped.get(job, set()))
     ]
-    return unseen + [a.sentence(since) for a in fired]
+    return fired, unseen

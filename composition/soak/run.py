@@ -27,7 +27,8 @@ from composition.prometheus import PrometheusServer
 from composition.soak import network, probes
 from composition.soak.appended import create_audit_topic
 from composition.soak.cuts import Cut, cut_leader, lease_end
-from composition.soak.schedule import Episode, Overlap, Schedule
+from composition.soak.invariants import Warranted
+from composition.soak.schedule import Episode, Overlap, Schedule, peer_of
 from composition.soak.verifiable import (
     ToolProcess,
     acked_count,
@@ -75,6 +76,7 @@ class SoakSettings:
     throughput: int = 200  # messages per second, per soak topic
     ballast_mb: int = 8  # per partition of the ballast topic
     audit_outage: bool = False  # end with every broker of the audit topic killed at once
+    warranted_page: bool = False  # second, an episode whose page must fire
     stream: bool = True  # run the Spark job (the short variant in `make test` leaves it out)
     controllers: int = 3  # KRaft voters: three, so that one may die (and the leader)
     # Each broker's link in Mbit/s: the cluster runs in a network namespace of its own, and
@@ -125,6 +127,8 @@ class Rig:
     # Each manager's own relay to ZooKeeper (a leader_cut blocks one), and the cuts made.
     proxies: dict[str, TcpProxy] = field(default_factory=dict)
     cuts: list[Cut] = field(default_factory=list)
+    # The episodes whose faults must page, with when they ran.
+    warranted: list[Warranted] = field(default_factory=list)
 
     # Set once the episode's fault is over (a heal done): a fault timed "mid-heal" that is
     # still waiting for moves gives up instead of waiting for moves that will never run.
@@ -435,6 +439,14 @@ def run_episode(rig: Rig, number: int, episode: Episode) -> None:
         network.peer_cut(rig, episode)
     elif episode.kind == "slow_link":
         network.slow_link(rig, episode)
+    elif episode.kind == "refused_heal":
+        peer = peer_of(broker, len(cluster.broker_ids))
+        began = time.time()
+        killed = f"brokers {broker} and {peer} killed together (max_dead_brokers is 1)"
+        back = f"brokers {broker} and {peer} restarted after {episode.hold_s:.0f} s"
+        _down_for(rig, [broker, peer], episode, killed, back)
+        warrant = Warranted(f"episode {number}", episode.warrants, began, time.time())
+        rig.warranted.append(warrant)
 
 
 def _down_for(rig: Rig, brokers: list[int], episode: Episode, killed: str, back: str) -> None:

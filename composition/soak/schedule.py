@@ -83,6 +83,7 @@ EpisodeKind = Literal[
     "isolate",
     "peer_cut",
     "slow_link",
+    "refused_heal",
 ]
 OverlapKind = Literal[
     "manager_kill",
@@ -132,6 +133,14 @@ EPISODE_S: dict[EpisodeKind, float] = {
 }
 
 
+# The pages an episode warrants: each must fire in the run's Prometheus within its episode
+# (and a minute after, for the rules' evaluation and a scrape), and nothing else may.
+WARRANTED: dict[str, tuple[str, ...]] = {"refused_heal": ("KmedicRefusingToHeal",)}
+# How long past the grace two dead brokers stay dead: KmedicRefusingToHeal's `for` (2 m)
+# and 45 s for the cycle, the scrape and the evaluation to see it.
+REFUSED_HOLD_S = 165.0
+
+
 @dataclass(frozen=True)
 class Overlap:
     kind: OverlapKind
@@ -152,6 +161,11 @@ class Episode:
     hold_s: float  # bounce: down this long; pause: stopped this long; else 0
     overlaps: tuple[Overlap, ...] = ()
 
+    @property
+    def warrants(self) -> tuple[str, ...]:
+        """The alerts this episode must page with (composition.soak.invariants.pages)."""
+        return WARRANTED.get(self.kind, ())
+
     def sentence(self) -> str:
         what = {
             "heal": f"broker {self.broker} killed past its grace (a heal)",
@@ -166,6 +180,9 @@ class Episode:
             "peer_cut": f"brokers {self.broker} and {peer_of(self.broker)} cut off from each "
             f"other for {self.hold_s:.0f} s",
             "slow_link": f"broker {self.broker}'s link slowed to a tenth for {self.hold_s:.0f} s",
+            "refused_heal": f"brokers {self.broker} and {peer_of(self.broker)} killed together "
+            f"for {self.hold_s:.0f} s, one more than max_dead_brokers: the heal refused, a page "
+            f"warranted ({', '.join(self.warrants)})",
         }[self.kind]
         extra = "; ".join(o.sentence() for o in self.overlaps)
         return what + (f", with {extra}" if extra else "")
@@ -191,6 +208,13 @@ class Schedule:
     def first(self, count: int) -> Schedule:
         """The first ``count`` episodes (those a time-boxed run got to)."""
         return Schedule(self.seed, self.episodes[:count])
+
+    def with_warranted_page(self, grace_s: float) -> Schedule:
+        """This schedule with, second (after the failover every run sees), an episode whose
+        page must fire: two brokers dead at once, one more than the soak's max_dead_brokers,
+        held past the grace and the refusal's page ``for`` (``REFUSED_HOLD_S`` beyond)."""
+        refused = Episode("refused_heal", 2, round(grace_s + REFUSED_HOLD_S, 1))
+        return Schedule(self.seed, (*self.episodes[:1], refused, *self.episodes[1:]))
 
     def with_audit_outage(self, grace_s: float) -> Schedule:
         """This schedule and, at its end, every broker of the audit topic killed at once."""

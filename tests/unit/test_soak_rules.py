@@ -14,6 +14,7 @@ from composition.prometheus import FiredAlert
 from composition.soak.appended import Appended
 from composition.soak.cuts import Cut
 from composition.soak.invariants import (
+    Warranted,
     alerts,
     end_state,
     in_order,
@@ -247,7 +248,9 @@ def test_an_alert_that_fired_in_prometheus_is_a_page_for_nothing_told_with_its_t
     fired = FiredAlert("KmedicStuckMove", {"cluster": "soak-1", "severity": "page"}, 1_130.0)
     sentence = fired.sentence(1_000.0)
     assert sentence == "KmedicStuckMove{cluster=soak-1, severity=page} firing from +130 s"
-    assert pages([sentence]).problems == (sentence,)
+    assert pages([fired], since_s=1_000.0).problems == (
+        f"{sentence}: a page for nothing (no episode warranted it)",
+    )
 
 
 @given(st.integers(min_value=0, max_value=2**32))
@@ -495,3 +498,49 @@ def test_an_hour_draws_both_kinds_of_leader_cut() -> None:
                 o.kind for o in episode.overlaps
             }
             assert all(12.0 <= d.hold_s <= 18.0 for d in drops)
+
+
+def test_a_run_with_a_warranted_page_gets_it_second() -> None:
+    drawn = draw(20261125, length_s=60, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0)
+    with_page = drawn.with_warranted_page(15.0)
+    assert with_page.episodes[0] == drawn.episodes[0]  # the failover every run sees, first
+    refused = with_page.episodes[1]
+    assert (refused.kind, refused.warrants, refused.hold_s) == (
+        "refused_heal",
+        ("KmedicRefusingToHeal",),
+        180.0,
+    )
+    assert with_page.episodes[2:] == drawn.episodes[1:]
+    assert with_page.lines()[1] == (
+        "2. brokers 2 and 3 killed together for 180 s, one more than max_dead_brokers: the "
+        "heal refused, a page warranted (KmedicRefusingToHeal)"
+    )
+    assert all(e.warrants == () for e in drawn.episodes)
+
+
+def test_every_page_is_matched_to_the_episode_that_warranted_it() -> None:
+    since = 1_000.0
+    refused = Warranted("episode 2", ("KmedicRefusingToHeal",), 1_100.0, 1_280.0)
+    page = FiredAlert("KmedicRefusingToHeal", {"cluster": "soak-1"}, 1_250.0)
+    held = pages([page], [refused], since)
+    assert held.held and held.name.startswith("the pages: 1 fired as warranted by 1 episodes")
+    # Warranted and silent: the page that should have woken someone.
+    (missing,) = pages([], [refused], since).problems
+    assert missing == (
+        "KmedicRefusingToHeal did not fire during episode 2 (+100 s to +280 s): a page that "
+        "should have woken someone"
+    )
+    # Fired outside its episode (and its minute of slack), or another alert: for nothing.
+    late = FiredAlert("KmedicRefusingToHeal", {"cluster": "soak-1"}, 1_341.0)
+    other = FiredAlert("KmedicStuckMove", {"cluster": "soak-1"}, 1_200.0)
+    problems = pages([late, other], [refused], since).problems
+    assert problems == (
+        "KmedicRefusingToHeal{cluster=soak-1} firing from +341 s: a page for nothing (no "
+        "episode warranted it)",
+        "KmedicStuckMove{cluster=soak-1} firing from +200 s: a page for nothing (no episode "
+        "warranted it)",
+        "KmedicRefusingToHeal did not fire during episode 2 (+100 s to +280 s): a page that "
+        "should have woken someone",
+    )
+    unjudged = pages([], [], since, ["Prometheus never scraped m1"])
+    assert unjudged.problems == ("Prometheus never scraped m1",)
