@@ -177,17 +177,6 @@ def one_end_per_move(records: Iterable[AuditRecord]) -> Check:
     return Check("each move's end audited once", tuple(problems))
 
 
-def alerts(records: Iterable[AuditRecord]) -> Check:
-    """Every alert raised, with its time: no episode of the schedule calls for one (a heal,
-    a restart or stop inside the grace, an outage shorter than the grace never page)."""
-    problems = [
-        f"{r.time_ms}: {r.summary} ({r.instance}, epoch {r.epoch})"
-        for r in records
-        if r.kind == "alert_raised"
-    ]
-    return Check("no alert raised", tuple(problems))
-
-
 @dataclass(frozen=True)
 class Warranted:
     """An episode whose fault must page: ``alerts`` must fire between ``start_s`` and
@@ -206,6 +195,26 @@ class Warranted:
 
 
 PAGE_SLACK_S = 60.0  # a rule's evaluation and a scrape after the episode's end
+
+
+def alerts(
+    records: Iterable[AuditRecord],
+    warranted: Iterable[Warranted] = (),
+) -> Check:
+    """Every alert raised outside the episodes that warrant one, with its time: no other
+    episode of the schedule calls for one (a heal, a restart or stop inside the grace, an
+    outage shorter than the grace never page)."""
+    windows = [(w.start_s * 1000, (w.end_s + PAGE_SLACK_S) * 1000) for w in warranted]
+    raised = [r for r in records if r.kind == "alert_raised"]
+    problems = [
+        f"{r.time_ms}: {r.summary} ({r.instance}, epoch {r.epoch})"
+        for r in raised
+        if not any(start <= r.time_ms <= end for start, end in windows)
+    ]
+    return Check(
+        f"no alert raised but where an episode warranted one ({len(raised) - len(problems)})",
+        tuple(problems),
+    )
 
 
 def pages(

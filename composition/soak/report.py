@@ -118,7 +118,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         invariants.lease_as_the_brokers_saw(seen, rig.cuts, unseen),
         invariants.no_duplicate_move(records),
         invariants.one_end_per_move(records),
-        invariants.alerts(records),
+        invariants.alerts(records, rig.warranted),
         invariants.pages(fired, rig.warranted, rig.timeline.started_wall, unjudged),
         invariants.in_order(records),
         invariants.roles_running(

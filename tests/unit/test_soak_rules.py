@@ -151,6 +151,9 @@ def test_alerts_lost_messages_and_the_end_state_are_told_with_numbers() -> None:
     )  # fmt: skip
     assert alerts([raised]).problems == ("7: alert refused:x: y (a, epoch 1)",)
     assert alerts([]).held
+    # Raised where an episode warranted a page (7 ms: inside 0-0.001 s and its slack).
+    assert alerts([raised], [Warranted("episode 2", ("P",), 0.0, 0.001)]).held
+    assert not alerts([raised], [Warranted("episode 2", ("P",), 0.008, 1.0)]).held
     assert messages({"a": 2, "b": 0}, {"a": 10, "b": 5}).problems == (
         "a: 2 of 10 acknowledged messages never consumed",
     )
