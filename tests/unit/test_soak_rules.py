@@ -35,6 +35,7 @@ from composition.soak.run import SoakSettings, cluster_spec
 from composition.soak.schedule import NETWORK_KINDS, Overlap, draw, peer_of
 from kmedic.localcluster.layout import plan_nodes
 from manager.audit.log import AuditRecord
+from manager.model.replication_settings import ReplicationSettings, settings_off
 
 BROKERS = [1, 2, 3, 4, 5, 6]
 
@@ -384,6 +385,15 @@ def test_a_topic_without_settings_loses_no_acknowledged_write_on_the_soaks_clust
     broker = Path(next(n for n in kafka if n.kind == "broker").config).read_text().splitlines()
     assert "transaction.state.log.min.isr=2" in broker
     assert "transaction.state.log.min.isr=1" not in broker
+    # Found by a 4-minute run's Prometheus: at Kafka's defaults KmedicBrokerReplicationSettingOff
+    # stood pending from the start, a warning that would fire in any run past 10 minutes.
+    values = dict(line.split("=", 1) for line in broker if "=" in line)
+    settings = ReplicationSettings(
+        quota_window_s=int(values["replication.quota.window.num"]) * 1.0,
+        fetch_backoff_ms=int(values["replica.fetch.backoff.ms"]),
+        fetch_wait_ms=int(values["replica.fetch.wait.max.ms"]),
+    )
+    assert settings_off(1, settings) == []
 
 
 def test_a_time_box_starts_no_episode_once_its_minutes_are_over(monkeypatch: Any) -> None:
