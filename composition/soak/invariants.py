@@ -361,3 +361,30 @@ def lease_verdicts(seen: Iterable[Seen], cuts: Iterable[Cut]) -> list[str]:
             f"lease over by +{cut.lease_end_ms - cut.start_ms} ms; {last}; {first}"
         )
     return lines
+
+
+BEHIND_SHARE = 1.2  # a run whose episodes took longer than this share of their estimate
+
+
+def on_schedule(elapsed_s: float, estimated_s: float, judged: bool = True) -> Check:
+    """The run kept to its schedule: its episodes took no more than ``BEHIND_SHARE`` of what
+    they take on a good day. One that fell further behind ran on a machine too busy for its
+    load, and its verdicts are of a different run than the one drawn. ``judged`` False (a
+    run of a few episodes, whose length its start and its first failover dominate): said,
+    not held against it."""
+    ratio = elapsed_s / estimated_s if estimated_s else 0.0
+    problems = (
+        (
+            f"the episodes took {elapsed_s / 60:.1f} minutes, {ratio:.2f}x the "
+            f"{estimated_s / 60:.1f} minutes estimated: behind its schedule by more than a fifth",
+        )
+        if ratio > BEHIND_SHARE and judged
+        else ()
+    )
+    return Check(
+        f"the run kept to its schedule ({elapsed_s / 60:.1f} minutes of episodes, "
+        f"{ratio:.2f}x the estimate; at most {BEHIND_SHARE}x"
+        + ("" if judged else ", not judged in a run under 10 minutes")
+        + ")",
+        problems,
+    )

@@ -16,7 +16,14 @@ from composition.prometheus import FiredAlert
 from composition.soak import invariants, probes
 from composition.soak.appended import read_appended
 from composition.soak.request_log import read_requests
-from composition.soak.run import AUDIT_TOPIC, ISOLATED_BROKERS, ISOLATED_TOPIC, MANAGERS, Rig
+from composition.soak.run import (
+    AUDIT_TOPIC,
+    ISOLATED_BROKERS,
+    ISOLATED_TOPIC,
+    MANAGERS,
+    Rig,
+    cpu_pressure_us,
+)
 from composition.soak.schedule import Schedule
 from composition.soak.verifiable import consumed_count, tally
 from kmedic.errors import KmedicError
@@ -104,6 +111,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
     except KmedicError as exc:
         appended, unread = [], f"the audit topic as Kafka appended it could not be read: {exc}"
     fired, unjudged = _fired(rig)
+    pressure = _cpu_pressure(rig)
     try:
         seen, unseen = read_requests(rig.cluster.node_directories), ""
     except OSError as exc:
@@ -121,6 +129,9 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         invariants.alerts(records, rig.warranted),
         invariants.pages(fired, rig.warranted, rig.timeline.started_wall, unjudged),
         invariants.in_order(records),
+        invariants.on_schedule(
+            rig.episodes_s, schedule.estimated_s(), judged=rig.settings.length_s >= 600
+        ),
         invariants.roles_running(
             [n for n, role in rig.pipeline.roles.items() if role.pid and not role.running()]
         ),
@@ -139,7 +150,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         timeline=list(rig.timeline.events),
         topics=[t.summary() for t in tallies],
         checks=checks,
-        counts=_counts(records, schedule),
+        counts={**_counts(records, schedule), **pressure},
         leases=invariants.lease_verdicts(seen, rig.cuts),
     )
 
@@ -201,6 +212,15 @@ def _wait_consumed(consumer_out: Path, acked: int) -> None:
         elif time.monotonic() - since > 30:
             return
         time.sleep(2)
+
+
+def _cpu_pressure(rig: Rig) -> dict[str, int]:
+    """The share of the episodes' time some runnable task waited for a CPU, in percent."""
+    now, then = cpu_pressure_us(), rig.timeline.pressure_us
+    span_s = time.monotonic() - rig.timeline.started
+    if now is None or then is None or span_s <= 0:
+        return {}
+    return {"cpu_pressure_pct": round(100 * (now - then) / 1e6 / span_s)}
 
 
 def _counts(records: list[AuditRecord], schedule: Schedule) -> dict[str, int]:

@@ -87,12 +87,23 @@ class SoakSettings:
     stop_after_s: float | None = None
 
 
+def cpu_pressure_us() -> int | None:
+    """Microseconds some runnable task has waited for a CPU since boot (None: no PSI)."""
+    try:
+        first = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+        return int(first.rsplit("total=", 1)[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 @dataclass
 class Timeline:
     """What happened when, in seconds from the start of the faults."""
 
     started: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)  # the same moment, for Prometheus
+    # The machine's CPU pressure counter at the start (/proc/pressure/cpu, "some", µs).
+    pressure_us: int | None = field(default_factory=lambda: cpu_pressure_us())
     events: list[tuple[float, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -127,6 +138,8 @@ class Rig:
     # Each manager's own relay to ZooKeeper (a leader_cut blocks one), and the cuts made.
     proxies: dict[str, TcpProxy] = field(default_factory=dict)
     cuts: list[Cut] = field(default_factory=list)
+    # How long the episodes took (set when the schedule ends).
+    episodes_s: float = 0.0
     # The episodes whose faults must page, with when they ran.
     warranted: list[Warranted] = field(default_factory=list)
 
@@ -650,6 +663,7 @@ def run_schedule(
         run_episode(rig, number, episode)
         ran = number
         on_episode(number)
+    rig.episodes_s = time.monotonic() - rig.timeline.started
     return ran
 
 

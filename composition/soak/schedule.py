@@ -130,6 +130,8 @@ EPISODE_S: dict[EpisodeKind, float] = {
     "isolate": 70.0,
     "peer_cut": 45.0,
     "slow_link": 40.0,
+    # Not drawn: the grace, REFUSED_HOLD_S, and the two brokers' restart.
+    "refused_heal": 210.0,
 }
 
 
@@ -201,6 +203,10 @@ class Schedule:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, sort_keys=True)
+
+    def estimated_s(self) -> float:
+        """How long its episodes take on this machine on a good day (``EPISODE_S``)."""
+        return sum(EPISODE_S[e.kind] for e in self.episodes)
 
     def fault_count(self) -> int:
         return sum(1 + len(e.overlaps) for e in self.episodes)

@@ -22,6 +22,7 @@ from composition.soak.invariants import (
     lease_verdicts,
     messages,
     no_duplicate_move,
+    on_schedule,
     one_actor,
     one_end_per_move,
     pages,
@@ -557,3 +558,17 @@ def test_every_page_is_matched_to_the_episode_that_warranted_it() -> None:
     )
     unjudged = pages([], [], since, ["Prometheus never scraped m1"])
     assert unjudged.problems == ("Prometheus never scraped m1",)
+
+
+def test_a_run_that_falls_behind_its_schedule_by_more_than_a_fifth_is_broken() -> None:
+    drawn = draw(4242, length_s=3600, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0)
+    estimated = drawn.estimated_s()
+    assert 3000 <= estimated <= 3600  # the draw fits the hour asked, by its own estimate
+    assert on_schedule(1.2 * estimated, estimated).held
+    (problem,) = on_schedule(1.5 * estimated, estimated).problems
+    assert problem == (
+        f"the episodes took {1.5 * estimated / 60:.1f} minutes, 1.50x the "
+        f"{estimated / 60:.1f} minutes estimated: behind its schedule by more than a fifth"
+    )
+    assert on_schedule(1.5 * estimated, estimated, judged=False).held
+    assert drawn.with_warranted_page(15.0).estimated_s() == estimated + 210.0
