@@ -242,13 +242,17 @@ def draw(
 ) -> Schedule:
     """Episodes that fit in about ``length_s``. The first is always a heal whose leading
     manager is killed in the middle of it, overlapped by a second fault: the faults a run of
-    any length must see. Without the Spark job (``stream`` False) none kills it. With three
+    any length must see. Without the Spark job (``stream`` False) none kills it, and no drain
+    is drawn: its fill is a balance, which waits for loads the job alone writes (found by a
+    4-minute run: the fill refused on stale loads for its whole 400 s). With three
     controllers or more, controller faults overlap some episodes (``_quorum_faults``); with
     the managers' session timeout given, session losses overlap some (``_session_losses``).
     With ``network`` (a shaped cluster) the network's episodes are drawn among the others;
     without it every seed draws what it drew before they existed."""
     rng = random.Random(seed)
     episode_kinds = EPISODE_KINDS + NETWORK_KINDS if network else EPISODE_KINDS
+    if not stream:
+        episode_kinds = tuple(k for k in episode_kinds if k != "drain")
     kinds = OVERLAP_KINDS if stream else tuple(k for k in OVERLAP_KINDS if k != "stream_kill")
     second = [k for k in kinds if k != "manager_kill"]
     first = Episode(

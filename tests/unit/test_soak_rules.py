@@ -572,3 +572,10 @@ def test_a_run_that_falls_behind_its_schedule_by_more_than_a_fifth_is_broken() -
     )
     assert on_schedule(1.5 * estimated, estimated, judged=False).held
     assert drawn.with_warranted_page(15.0).estimated_s() == estimated + 210.0
+
+
+@given(st.integers(min_value=0, max_value=2**32))
+def test_a_run_without_the_spark_job_draws_no_drain(seed: int) -> None:
+    kwargs = {"length_s": 1800, "brokers": BROKERS, "grace_s": 15.0, "session_timeout_s": 9.0}
+    drawn = draw(seed, stream=False, **kwargs)  # type: ignore[arg-type]
+    assert all(e.kind != "drain" for e in drawn.episodes)
