@@ -11,6 +11,7 @@ from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.leadership import Coordinator, default_instance_id
 from manager.daemon.manager import Manager
+from manager.executor.admin_calls import AdminCalls
 from manager.executor.executor import Executor
 from manager.model.mode import Mode
 from manager.monitor.sources import ClusterSources
@@ -65,18 +66,23 @@ def build_manager(cfg: ManagerConfig, *, mode_flag: Mode | None = None) -> Manag
         retry_interval_s=cfg.audit.retry_interval_s,
     )
     sources = sources_for(cfg)
+    coordinator = Coordinator(cfg.zookeeper, cfg.cluster, instance)
+    # The executor's Admin calls, named for this instance in the brokers' request logs and
+    # retried only while it may act.
+    calls = AdminCalls(
+        cfg.cluster_client,
+        cfg.executor.request_timeout_s,
+        cfg.executor.admin_retry_s,
+        client_id=f"kmedic-executor-{instance}",
+        may_retry=coordinator.may_act,
+    )
     traffic = AgentTraffic(lambda: sources.feeds.take().agents, cfg.capacity)
     manager = Manager(
         cfg,
         instance=instance,
         sources=sources,
-        coordinator=Coordinator(cfg.zookeeper, cfg.cluster, instance),
-        executor=Executor(
-            cfg.cluster_client,
-            cfg.executor,
-            traffic=traffic,
-            client_id=f"kmedic-executor-{instance}",
-        ),
+        coordinator=coordinator,
+        executor=Executor(cfg.cluster_client, cfg.executor, traffic=traffic, calls=calls),
         audit=audit,
         mode_flag=mode_flag,
     )

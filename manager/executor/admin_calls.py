@@ -56,9 +56,13 @@ class AdminCalls:
         request_timeout_s: float,
         retry_s: float,
         client_id: str = "kmedic-executor",
+        may_retry: Callable[[], bool] = lambda: True,
     ) -> None:
         self._bootstrap = bootstrap
         self._client_id = client_id  # names this instance's writes in the brokers' request logs
+        # Asked before each retry: a leader whose lease has ended sends nothing more (a
+        # reassignment retried after a broker's death reached Kafka past the lease otherwise).
+        self._may_retry = may_retry
         self._timeout_ms = int(request_timeout_s * 1000)
         self._retry_s = retry_s
         self._client: KafkaAdminClient | None = None
@@ -103,6 +107,11 @@ class AdminCalls:
                     self._forwarders.failed(self._client._controller_id, time.monotonic())
                 if time.monotonic() >= deadline:
                     raise KmedicError(f"cannot {what}: {exc!r}") from exc
+                if not self._may_retry():
+                    raise KmedicError(
+                        f"cannot {what}: {exc!r}; not retried: this instance may no longer act "
+                        "(its lease has ended)"
+                    ) from exc
                 log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
                 time.sleep(retry_pause(attempt, exc))
                 if attempt == 1 and self._client is not None:

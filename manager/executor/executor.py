@@ -69,15 +69,15 @@ class Executor:
         traffic: TrafficFeed | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-        client_id: str = "kmedic-executor",
+        calls: AdminCalls | None = None,
     ) -> None:
         self.config = config or ExecutorConfig()
         self.on_event = on_event
         self.on_rates: RateCallback | None = None  # adaptive rates changed, with their figures
         self.before_change: ChangeGuard | None = None
         self._clock, cfg = clock, self.config
-        self._retrying = AdminCalls(
-            bootstrap_servers, cfg.request_timeout_s, cfg.admin_retry_s, client_id
+        self._retrying = calls or AdminCalls(
+            bootstrap_servers, cfg.request_timeout_s, cfg.admin_retry_s
         )
         self.book = MoveBook()
         self.throttling = Throttling(self.config, self._retrying, self._retrying.once)

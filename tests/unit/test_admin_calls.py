@@ -151,3 +151,16 @@ def test_the_call_retries_a_refused_connection_without_waiting(
     calls = AdminCalls("unused:9092", request_timeout_s=1, retry_s=60)
     assert calls(ask, "describe topics") == "only"
     assert pauses == [0.0]
+
+
+def test_a_call_is_not_retried_once_the_instance_may_no_longer_act(
+    connects: list[Any],
+) -> None:
+    """A leader whose lease ended mid-call: its retry would reach Kafka past the lease (a
+    reassignment sent again after a broker's death, to another broker)."""
+    first = FakeClient("first", works=False)
+    connects += [first, FakeClient("second", works=True)]
+    calls = AdminCalls("unused:9092", request_timeout_s=1, retry_s=60, may_retry=lambda: False)
+    with pytest.raises(KmedicError, match=r"not retried: this instance may no longer act"):
+        calls(lambda c: c.ask(), "ask")
+    assert first.calls == 1
