@@ -151,6 +151,7 @@ class Manager:
         self.sources.start()
         if not start_coordination(self.coordinator, self._stop):
             return self  # stopped while waiting for ZooKeeper
+        self._warm_up.rehearse_once()  # before the first cycle, whatever the feeds have read
         self.readiness.start()
         log.info(
             "manager_started",
@@ -302,9 +303,8 @@ class Manager:
         return outcome
 
     def _refuse_blind(self, why: str) -> CycleOutcome:
-        """A cycle that could not read the cluster: a standby only says so; the leader also
-        audits a refusal, and past the blind bound raises its alert (keeping the alerts it
-        had: nothing shows they cleared)."""
+        """A cycle that could not read the cluster: the leader also audits a refusal, and past
+        the blind bound raises its alert (keeping those it had: nothing shows they cleared)."""
         self.metrics.observe_observable(False)
         if not self.coordinator.may_act():
             return CycleOutcome("blind", f"blind: {why}")

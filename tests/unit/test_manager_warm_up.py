@@ -91,12 +91,16 @@ def test_a_cluster_unobservable_while_rehearsing_is_left_to_the_first_cycle(rig:
     assert rig.manager.cycle().kind == "act"
 
 
-def test_feeds_read_before_the_first_cycle_still_get_their_rehearsal(
+def test_an_instance_rehearses_as_it_starts_whatever_its_feeds_have_read(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Found by the fleet bench: feeds caught up before the first cycle skipped the rehearsal,
-    and that first decision built the planner's lists from nothing (0.5-0.9 s at fleet scale)."""
+    """Found by the fleet bench: feeds read before the first cycle skipped the rehearsal, and
+    that first decision built the planner's lists from nothing (0.5-0.9 s at fleet scale).
+    Now it rehearses as it starts; its first cycle decides once, on the lists it built."""
+    from types import SimpleNamespace
+
     from manager.analyzer import partition_lists
+    from manager.daemon import manager as manager_module
 
     built: list[object] = []
     made = partition_lists._built
@@ -107,11 +111,17 @@ def test_feeds_read_before_the_first_cycle_still_get_their_rehearsal(
 
     monkeypatch.setattr(partition_lists, "_LAST", [])
     monkeypatch.setattr(partition_lists, "_built", counted)
+    monkeypatch.setattr(manager_module, "serve_api", lambda m: SimpleNamespace(port=0))
     rig.sources.feeds = [feed("stats", True), feed("loads", True)]
-    assert rig.manager.cycle().kind == "act"
-    assert len(built) == 2 and built[0] is None and built[1] is not None
-    acts = [s for s in rig.summaries("decision") if s.startswith("act: heal dead brokers 4")]
-    assert len(acts) == 1  # the rehearsal's decision was thrown away, not audited
-    rig.clock.advance(1)
-    rig.manager.cycle()
-    assert len(built) == 3  # rehearsed once only
+    rig.manager.start()
+    try:
+        assert built == [None]  # the rehearsal, before any cycle: made from nothing
+        assert rig.summaries() == []  # nothing audited
+        assert rig.manager.cycle().kind == "act"
+        assert len(built) == 2 and built[1] is not None  # the first decision: kept structure
+        assert rig.coordinator.reads == 2  # the rehearsal's read, the cycle's
+        rig.clock.advance(1)
+        rig.manager.cycle()
+        assert len(built) == 3  # rehearsed once only
+    finally:
+        rig.manager.readiness.stop()
