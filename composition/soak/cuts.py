@@ -32,11 +32,7 @@ class Cut:
     start_ms: int
     end_ms: int
     lease_end_ms: int
-    silent: bool = False
-
-    @property
-    def kind(self) -> str:
-        return "a silent drop" if self.silent else "a reset"
+    kind: str = "a reset"  # or "a silent drop", "a session loss"
 
 
 def lease_end(start_ms: int, session_s: float) -> int:
@@ -77,4 +73,5 @@ def cut_leader(
         f"{leader}'s link to ZooKeeper back after {hold_s:.0f} s"
         + ("" if taken_by else "; no other manager took over meanwhile")
     )
-    return Cut(leader, start_ms, end_ms, lease_end(start_ms, session_s), silent)
+    kind = "a silent drop" if silent else "a reset"
+    return Cut(leader, start_ms, end_ms, lease_end(start_ms, session_s), kind)

@@ -334,7 +334,7 @@ def lease_as_the_brokers_saw(seen: Iterable[Seen], cuts: Iterable[Cut], unread: 
         also = f", its successor wrote from +{took_over - cut.start_ms} ms" if successor else ""
         problems += [
             f"{s.sentence()}, {s.received_ms - cut.start_ms} ms into its cut off ZooKeeper "
-            f"({cut.kind}): its lease had ended at +{cut.lease_end_ms - cut.start_ms} ms{also}"
+            f"({cut.kind}): its lease had ended at {cut.lease_end_ms - cut.start_ms:+d} ms{also}"
             for s in theirs
             if s.received_ms >= after
         ]
@@ -358,7 +358,7 @@ def lease_verdicts(seen: Iterable[Seen], cuts: Iterable[Cut]) -> list[str]:
         first = f"the successor's first at +{min(others)} ms" if others else "no successor write"
         lines.append(
             f"{cut.instance} cut off ZooKeeper ({cut.kind}, {cut.end_ms - cut.start_ms} ms): "
-            f"lease over by +{cut.lease_end_ms - cut.start_ms} ms; {last}; {first}"
+            f"lease over by {cut.lease_end_ms - cut.start_ms:+d} ms; {last}; {first}"
         )
     return lines
 

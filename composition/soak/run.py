@@ -593,7 +593,8 @@ def _overlap(rig: Rig, overlap: Overlap) -> None:
             # Past its session the leader cannot prove its lease: judged like a cut leader.
             lost_ms = paused_ms + int(MANAGER_SESSION_S * 1000)
             ended = lease_end(paused_ms, MANAGER_SESSION_S)
-            rig.cuts.append(Cut(before, lost_ms, int(time.time() * 1000), ended))
+            cut = Cut(before, lost_ms, int(time.time() * 1000), ended, "a session loss")
+            rig.cuts.append(cut)
         if overlap.kind == "session_loss":
             probes.wait(lambda: rig.leader() is not None, 90, "a manager to lead again")
             say(f"{rig.leader()} leads after the session loss")

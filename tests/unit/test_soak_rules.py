@@ -469,7 +469,7 @@ def seen(instance: str, api: str, at_ms: int, writer: str = "executor") -> Seen:
 
 def test_a_cut_managers_writes_are_judged_by_the_brokers_request_logs() -> None:
     # A silent drop at 10 s, a session of 6 s: the lease over by 13 s at the latest.
-    cut = Cut("m1", start_ms=10_000, end_ms=25_000, lease_end_ms=13_000, silent=True)
+    cut = Cut("m1", start_ms=10_000, end_ms=25_000, lease_end_ms=13_000, kind="a silent drop")
     fine = [
         seen("m1", "ALTER_PARTITION_REASSIGNMENTS", 9_000),  # before the cut
         seen("m1", "PRODUCE", 13_900, "audit"),  # sent at its lease's last moment
