@@ -33,7 +33,7 @@ from composition.soak.invariants import (
 )
 from composition.soak.request_log import Seen
 from composition.soak.run import SoakSettings, cluster_spec
-from composition.soak.schedule import NETWORK_KINDS, Overlap, draw, peer_of
+from composition.soak.schedule import EPISODE_S, NETWORK_KINDS, Overlap, draw, peer_of
 from kmedic.localcluster.layout import plan_nodes
 from manager.audit.log import AuditRecord
 from manager.model.replication_settings import ReplicationSettings, settings_off
@@ -263,7 +263,9 @@ def test_a_session_loss_pauses_zookeeper_past_the_managers_session_alone(seed: i
     kwargs = {"length_s": 1800, "brokers": BROKERS, "grace_s": 15.0, "session_timeout_s": 9.0}
     plain = draw(seed, **kwargs)  # type: ignore[arg-type]
     drawn = draw(seed, manager_session_s=6.0, **kwargs)  # type: ignore[arg-type]
-    assert [e.kind for e in drawn.episodes] == [e.kind for e in plain.episodes]
+    # The same episodes, fewer of them where the losses make them longer than asked.
+    kinds = [e.kind for e in drawn.episodes]
+    assert kinds == [e.kind for e in plain.episodes][: len(kinds)]
     assert drawn.episodes[0] == plain.episodes[0]  # the first failover stays a manager kill
     for episode in drawn.episodes:
         losses = [o for o in episode.overlaps if o.kind == "session_loss"]
@@ -571,7 +573,7 @@ def test_a_run_that_falls_behind_its_schedule_by_more_than_a_fifth_is_broken() -
         f"{estimated / 60:.1f} minutes estimated: behind its schedule by more than a fifth"
     )
     assert on_schedule(1.5 * estimated, estimated, judged=False).held
-    assert drawn.with_warranted_page(15.0).estimated_s() == estimated + 210.0
+    assert drawn.with_warranted_page(15.0).estimated_s() == estimated + 250.0
 
 
 @given(st.integers(min_value=0, max_value=2**32))
@@ -579,3 +581,14 @@ def test_a_run_without_the_spark_job_draws_no_drain(seed: int) -> None:
     kwargs = {"length_s": 1800, "brokers": BROKERS, "grace_s": 15.0, "session_timeout_s": 9.0}
     drawn = draw(seed, stream=False, **kwargs)  # type: ignore[arg-type]
     assert all(e.kind != "drain" for e in drawn.episodes)
+
+
+@given(st.integers(min_value=0, max_value=2**32))
+def test_an_hours_schedule_fits_the_hour_with_what_its_overlaps_add(seed: int) -> None:
+    drawn = draw(
+        seed, length_s=3600, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0,
+        controllers=3, manager_session_s=6.0,
+    )  # fmt: skip
+    assert drawn.estimated_s() <= 3600 or len(drawn.episodes) == 1
+    kills = sum(o.kind == "stream_kill" for e in drawn.episodes for o in e.overlaps)
+    assert drawn.estimated_s() >= sum(EPISODE_S[e.kind] for e in drawn.episodes) + 150 * kills
