@@ -68,13 +68,13 @@ def build_manager(cfg: ManagerConfig, *, mode_flag: Mode | None = None) -> Manag
     sources = sources_for(cfg)
     coordinator = Coordinator(cfg.zookeeper, cfg.cluster, instance)
     # The executor's Admin calls, named for this instance in the brokers' request logs and
-    # retried only while it may act.
+    # sent (and retried) only while it may act.
     calls = AdminCalls(
         cfg.cluster_client,
         cfg.executor.request_timeout_s,
         cfg.executor.admin_retry_s,
         client_id=f"kmedic-executor-{instance}",
-        may_retry=coordinator.may_act,
+        may_call=coordinator.may_act,
     )
     traffic = AgentTraffic(lambda: sources.feeds.take().agents, cfg.capacity)
     manager = Manager(

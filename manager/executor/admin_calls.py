@@ -56,13 +56,13 @@ class AdminCalls:
         request_timeout_s: float,
         retry_s: float,
         client_id: str = "kmedic-executor",
-        may_retry: Callable[[], bool] = lambda: True,
+        may_call: Callable[[], bool] = lambda: True,
     ) -> None:
         self._bootstrap = bootstrap
         self._client_id = client_id  # names this instance's writes in the brokers' request logs
-        # Asked before each retry: a leader whose lease has ended sends nothing more (a
-        # reassignment retried after a broker's death reached Kafka past the lease otherwise).
-        self._may_retry = may_retry
+        # Asked before each attempt: a leader whose lease has ended sends nothing more (a
+        # reassignment retried after a broker's death would reach Kafka past the lease).
+        self._may_call = may_call
         self._timeout_ms = int(request_timeout_s * 1000)
         self._retry_s = retry_s
         self._client: KafkaAdminClient | None = None
@@ -100,6 +100,10 @@ class AdminCalls:
         attempt = 0
         while True:
             attempt += 1
+            if not self._may_call():
+                raise KmedicError(
+                    f"cannot {what}: this instance may no longer act (its lease ended)"
+                )
             try:
                 return call(self.client)
             except (KpKafkaError, KmedicError) as exc:  # KmedicError: could not reconnect
@@ -107,11 +111,6 @@ class AdminCalls:
                     self._forwarders.failed(self._client._controller_id, time.monotonic())
                 if time.monotonic() >= deadline:
                     raise KmedicError(f"cannot {what}: {exc!r}") from exc
-                if not self._may_retry():
-                    raise KmedicError(
-                        f"cannot {what}: {exc!r}; not retried: this instance may no longer act "
-                        "(its lease has ended)"
-                    ) from exc
                 log.warning("admin_call_retry", call=what, attempt=attempt, error=repr(exc))
                 time.sleep(retry_pause(attempt, exc))
                 if attempt == 1 and self._client is not None:
@@ -134,6 +133,8 @@ class AdminCalls:
         KmedicError naming ``what`` if it fails. Retried, it would wait on that same broker -
         one cut off from the manager held a whole cycle for half a minute; the caller asks
         again on its next step."""
+        if not self._may_call():
+            raise KmedicError(f"cannot {what}: this instance may no longer act (its lease ended)")
         try:
             return call(self.client)
         except (KpKafkaError, KmedicError) as exc:

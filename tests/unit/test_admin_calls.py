@@ -160,7 +160,14 @@ def test_a_call_is_not_retried_once_the_instance_may_no_longer_act(
     reassignment sent again after a broker's death, to another broker)."""
     first = FakeClient("first", works=False)
     connects += [first, FakeClient("second", works=True)]
-    calls = AdminCalls("unused:9092", request_timeout_s=1, retry_s=60, may_retry=lambda: False)
-    with pytest.raises(KmedicError, match=r"not retried: this instance may no longer act"):
+    leading = iter([True, False])
+    calls = AdminCalls(
+        "unused:9092", request_timeout_s=1, retry_s=60, may_call=lambda: next(leading)
+    )
+    with pytest.raises(KmedicError, match=r"this instance may no longer act \(its lease ended\)"):
         calls(lambda c: c.ask(), "ask")
     assert first.calls == 1
+    # Nor is a call sent once it has ended, retried or not.
+    once = AdminCalls("unused:9092", request_timeout_s=1, retry_s=60, may_call=lambda: False)
+    with pytest.raises(KmedicError, match=r"cannot ask: this instance may no longer act"):
+        once.once(lambda c: c.ask(), "ask")
