@@ -9,6 +9,7 @@ facts as arguments. Nothing here reads a clock: "now" is the snapshot's ``taken_
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.under_replication import under_replication
@@ -59,10 +60,17 @@ def gate_quorum(snap: Snapshot) -> list[Reason]:
 
 
 def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
+    return _dead_brokers(snap, state)[0]
+
+
+def _dead_brokers(snap: Snapshot, state: ClusterState) -> tuple[list[Reason], list[Reason]]:
+    """The dead brokers' gates in the order told, and those of them that are a broker's grace
+    (what ``goals.writes`` shortens for write-unavailable partitions)."""
     policy = snap.policy
     dead = [b for b in snap.brokers if not b.alive]
     waiting = [b for b in dead if b.in_grace(snap.taken_at, policy.dead_grace_ms)]
-    out = []
+    out: list[Reason] = []
+    grace: list[Reason] = []
     if _too_many_dead(len(dead), len(snap.brokers), policy):
         # Brokers that fail together often come back together (a switch, a power blip):
         # while the count is over the limit only by brokers still in their grace, it is a
@@ -81,16 +89,16 @@ def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
     for b in dead:
         if b.in_grace(snap.taken_at, policy.dead_grace_ms):
             dead_for = b.dead_for_ms(snap.taken_at)
-            out.append(
-                Reason(
-                    "dead_within_grace",
-                    f"broker {b.id} has been dead {dead_for / 1000:.0f} s of its "
-                    f"{policy.dead_grace_ms / 1000:.0f} s grace period "
-                    f"({(policy.dead_grace_ms - dead_for) / 1000:.0f} s left)"
-                    + _writes_unavailable_on(b.id, dead_for, state, policy),
-                    wait=True,
-                )
+            within = Reason(
+                "dead_within_grace",
+                f"broker {b.id} has been dead {dead_for / 1000:.0f} s of its "
+                f"{policy.dead_grace_ms / 1000:.0f} s grace period "
+                f"({(policy.dead_grace_ms - dead_for) / 1000:.0f} s left)"
+                + _writes_unavailable_on(b.id, dead_for, state, policy),
+                wait=True,
             )
+            out.append(within)
+            grace.append(within)
         if b.id in state.kept_out.frozen:
             out.append(
                 Reason(
@@ -99,7 +107,7 @@ def gate_dead_brokers(snap: Snapshot, state: ClusterState) -> list[Reason]:
                     "which is under maintenance",
                 )
             )
-    return out
+    return out, grace
 
 
 def _writes_unavailable_on(b: int, dead_for: int, state: ClusterState, policy: Policy) -> str:
@@ -215,6 +223,36 @@ def gate_budget(snap: Snapshot, moves: int) -> list[Reason]:
     return out
 
 
+@dataclass(frozen=True)
+class Gates:
+    """A cycle's failing gates (``told``, in the order ``failing_gates`` tells them) and what
+    each holds back, decided here where each is made - never read back from a reason's code:
+    ``authority``, this instance's right to act (``gate_leadership``); ``loads``, the load
+    data, which holds back a balance and never a heal (``gate_load_data``); ``grace``, a dead
+    broker's grace period (``gate_dead_brokers``), which ``goals.writes`` shortens for
+    partitions that refuse writes meanwhile."""
+
+    told: tuple[Reason, ...] = ()
+    authority: tuple[Reason, ...] = ()
+    loads: tuple[Reason, ...] = ()
+    grace: tuple[Reason, ...] = ()
+
+    @classmethod
+    def of(cls, snap: Snapshot, state: ClusterState) -> Gates:
+        authority = gate_leadership(snap)
+        dead, grace = _dead_brokers(snap, state)
+        loads = gate_load_data(snap, state)
+        told = [
+            *authority,
+            *gate_quorum(snap),
+            *dead,
+            *gate_under_replication(snap, state),
+            *gate_failed_disks(snap, state),
+            *loads,
+        ]
+        return cls(tuple(told), tuple(authority), tuple(loads), tuple(grace))
+
+
 def failing_gates(
     snap: Snapshot,
     state: ClusterState,
@@ -223,12 +261,7 @@ def failing_gates(
     violations: Sequence[str] = (),
 ) -> list[Reason]:
     """Every failing gate. Plan gates run only when a plan exists (``plan_moves`` given)."""
-    reasons = gate_leadership(snap)
-    reasons += gate_quorum(snap)
-    reasons += gate_dead_brokers(snap, state)
-    reasons += gate_under_replication(snap, state)
-    reasons += gate_failed_disks(snap, state)
-    reasons += gate_load_data(snap, state)
+    reasons = list(Gates.of(snap, state).told)
     if plan_moves is not None:
         reasons += gate_plan_constraints(violations)
         reasons += gate_budget(snap, plan_moves)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
+from manager.analyzer.gates import Gates
 from manager.analyzer.heal import HealPlan
 from manager.analyzer.moves import LeaderMove, ReplicaMove
 from manager.analyzer.placement import Blocked
@@ -23,7 +24,6 @@ from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.spread import OutOfBand, out_of_band
 from manager.analyzer.under_replication import recovering
 from manager.model.decision import BrokerLoad, PlanKind, Reason
-from manager.model.reasons import AUTHORITY_CODES
 from manager.model.snapshot import Snapshot
 
 
@@ -47,30 +47,36 @@ class Context:
     """One cycle's view for every goal: the snapshot, the planner's index of it (with loads),
     the loads before any move, and every failing gate. Built once by ``decide()``."""
 
-    def __init__(self, snap: Snapshot, state: ClusterState, gates: list[Reason]) -> None:
+    def __init__(self, snap: Snapshot, state: ClusterState, gates: Gates) -> None:
         self.snap = snap
         self.state = state
-        self.gates = tuple(gates)
+        self.failing = gates  # each gate with what it holds back
+        self.gates = gates.told
         self.before = broker_loads(state)
         self.totals = BrokerTotals.of(state)
         self.over: dict[int, list[str]] = {
             b: o for b in state.broker_ids if state.usable(b) and (o := state.over_limits(b))
         }
 
-    @cached_property
+    @property
     def stale(self) -> tuple[Reason, ...]:
         """The load-data gates that failed: they hold back balancing, never a heal."""
-        return tuple(r for r in self.gates if r.code == "stale_load_data")
+        return self.failing.loads
+
+    @property
+    def grace(self) -> tuple[Reason, ...]:
+        """The dead brokers' grace periods still running (``goals.writes`` shortens them)."""
+        return self.failing.grace
 
     @cached_property
     def heal_gates(self) -> tuple[Reason, ...]:
         """The failing gates that hold back a heal (and a drain or demote)."""
-        return tuple(r for r in self.gates if r.code != "stale_load_data")
+        return tuple(r for r in self.gates if r not in self.failing.loads)
 
     @cached_property
     def health(self) -> tuple[Reason, ...]:
         """The failing gates about the cluster, not about this instance's authority."""
-        return tuple(r for r in self.gates if r.code not in AUTHORITY_CODES)
+        return tuple(r for r in self.gates if r not in self.failing.authority)
 
     @cached_property
     def calm(self) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TypeGuard
 
 from manager.analyzer.finish import finish, held_back
-from manager.analyzer.gates import failing_gates
+from manager.analyzer.gates import Gates
 from manager.analyzer.goal import Context, Goal, Held, Outcome, Proposal, Settled
 from manager.analyzer.goals.balance import BALANCE
 from manager.analyzer.goals.heal import HEAL
@@ -58,7 +58,7 @@ def decide(snap: Snapshot, situation: Situation | None = None) -> Decision:
 
 def _planned(snap: Snapshot) -> Decision:
     state = ClusterState(snap)
-    ctx = Context(snap, state, failing_gates(snap, state))
+    ctx = Context(snap, state, Gates.of(snap, state))
     if any(r.started_by_kmedic for r in snap.reassignments):
         return finish(ctx, _hold_for_own_moves(ctx))
     tidy: Decision | None = None  # the first tidying plan its switch held back
@@ -73,7 +73,7 @@ def _planned(snap: Snapshot) -> Decision:
                 if tidy is None and decision.outcome == "act":
                     tidy = held_back(decision, disabled_why(off), off, tidying=True)
                 if isinstance(proposed, Proposal) and proposed.move_count:
-                    ctx = Context(snap, ClusterState(snap), list(ctx.gates))
+                    ctx = Context(snap, ClusterState(snap), ctx.failing)
                 continue
             if off:  # decided and audited, never carried out; nothing after it runs
                 return held_back(decision, disabled_why(off), off)
@@ -100,7 +100,7 @@ def _hold_for_own_moves(ctx: Context) -> Outcome:
     if state.dead or state.offline:
         blocking = ctx.heal_gates
     else:
-        blocking = ctx.gates if ctx.over else _beyond_stale_loads(ctx.health)
+        blocking = ctx.gates if ctx.over else _beyond_stale_loads(ctx)
     if blocking:
         return Held(blocking)
     return Settled(
@@ -114,7 +114,7 @@ def _at_rest(ctx: Context) -> Outcome:
     refuse nothing here, alone or beside another gate: they hold back only a balance, and
     none is asked for (the load-age metric and its warning say the pipeline is down; a
     refusal would page)."""
-    if holding := _beyond_stale_loads(ctx.health):
+    if holding := _beyond_stale_loads(ctx):
         return Held(holding)
     state = ctx.state
     if ctx.stale:
@@ -129,7 +129,8 @@ def _at_rest(ctx: Context) -> Outcome:
     return Settled(summary, (*told, *catching_up(ctx)), placement_violations=left)
 
 
-def _beyond_stale_loads(gates: tuple[Reason, ...]) -> tuple[Reason, ...]:
-    """The gates but stale loads: where nothing asks for a balance, stale loads hold nothing
-    back, so they are no reason to refuse (nor to page, beside a gate that does hold)."""
-    return tuple(r for r in gates if r.code != "stale_load_data")
+def _beyond_stale_loads(ctx: Context) -> tuple[Reason, ...]:
+    """The gates about the cluster but stale loads: where nothing asks for a balance, stale
+    loads hold nothing back, so they are no reason to refuse (nor to page, beside a gate that
+    does hold)."""
+    return tuple(r for r in ctx.health if r not in ctx.stale)

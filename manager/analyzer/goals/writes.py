@@ -49,9 +49,7 @@ class RestoreWrites:
 
     def applies(self, ctx: Context) -> bool:
         # Only while the heal waits for a broker's grace; after it, the heal takes them first.
-        return bool(ctx.state.writes_unavailable) and any(
-            r.code == "dead_within_grace" for r in ctx.heal_gates
-        )
+        return bool(ctx.state.writes_unavailable) and bool(ctx.grace)
 
     def propose(self, ctx: Context) -> Proposal | None:
         due = due_replicas(ctx)
@@ -70,7 +68,7 @@ class RestoreWrites:
         if plan.exact is not None and not plan.blocked:
             told.append(Reason("heal_exact_placement", plan.exact))
         # The grace is what this goal shortens; every other gate still holds it back.
-        gates = tuple(r for r in ctx.heal_gates if r.code != "dead_within_grace")
+        gates = tuple(r for r in ctx.heal_gates if r not in ctx.grace)
         return partial_heal(state, plan, summary, told, gates)
 
     def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
