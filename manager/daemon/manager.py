@@ -341,7 +341,7 @@ class Manager:
         snap = self.slow.judge(with_stalled(snap, self.executor.stalled_destinations()))
         if state.requests:
             snap = self.requests.served(snap, state.requests)
-        self.metrics.observe_observation(self.clock.monotonic() - started)
+        self.metrics.observe_observation(self.clock.monotonic() - started, self.sources.stages)
         self.last_snapshot = snap
         if self.cfg.snapshot_path is not None:
             save_snapshot(self.cfg.snapshot_path, snap)

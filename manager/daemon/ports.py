@@ -55,6 +55,11 @@ class Sources(Protocol):
 
     def feed_status(self) -> list[FeedStatus]: ...
 
+    @property
+    def stages(self) -> Mapping[str, float]:
+        """The last observation's wall seconds by stage."""
+        ...
+
     def observe(
         self,
         now_ms: int,

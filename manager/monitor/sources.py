@@ -103,6 +103,10 @@ class ClusterSources:
         self.shutdowns = Shutdowns()
         # Offline replicas on live brokers at the last read (manager.monitor.offline).
         self.offline_on_live: OfflineOnLive = {}
+        # The last observation's wall seconds by stage: the quorum, the Admin reads (offline
+        # replicas confirmed), the feeds' copy, and the settings (topic and broker configs,
+        # eligible leaders, the registrations' memory).
+        self.stages: dict[str, float] = {}
         # Brokers fenced and back between two cycles (manager.monitor.registrations).
         self._watch_admin: Any = None
         self._watch_failures = 0
@@ -191,7 +195,10 @@ class ClusterSources:
     ) -> Observation:
         # First: without a quorum leader the reassignments cannot be listed (the request
         # waits for the controller) and cannot change either; the last listing stands.
+        clock = time.monotonic
+        began = clock()
         quorum = self.quorum.read(now_ms)
+        read_at = clock()
         leaderless = quorum.state == "leaderless"
         for _ in range(OFFLINE_READS):
             live, raw, reassignments = self._read_admin(list_reassignments=not leaderless)
@@ -200,7 +207,9 @@ class ClusterSources:
             if not unconfirmed(self.offline_on_live, previous):
                 break
             time.sleep(OFFLINE_CONFIRM_S)  # a fencing settles; a failed directory stays
+        copy_at = clock()
         copy = self.feeds.take()
+        copied_at = clock()
         agents, loads = copy.agents, copy.loads
         replica_ids = set(np.unique(partitions.replicas.values).tolist())
         returns, away = self.registrations.take()
@@ -216,6 +225,13 @@ class ClusterSources:
         rebalance = self.leader_rebalance.read(self._admin, live) if self._admin else None
         settings = self.broker_settings.read(self._admin, set(live)) if self._admin else {}
         eligible = self._eligible_leaders(partitions, min_insync)
+        done = clock()
+        self.stages = {
+            "quorum": read_at - began,
+            "admin": copy_at - read_at,
+            "feeds": copied_at - copy_at,
+            "settings": done - copied_at,
+        }
         return Observation(
             taken_at_ms=now_ms,
             cluster=self.cluster,

@@ -164,6 +164,13 @@ class ManagerMetrics:
             buckets=DURATION_BUCKETS,
             registry=r,
         )
+        self.observe_stage = Gauge(
+            "kmedic_observe_stage_seconds",
+            "The last cycle's observation, wall seconds by stage: quorum, admin (the Admin "
+            "reads), feeds (the agents' and loads' copy), settings (configs, eligible leaders)",
+            [*c, "stage"],
+            registry=r,
+        )
         self.observe_duration = Histogram(
             "kmedic_observe_duration_seconds",
             "Time to observe the cluster: the Admin answers, the feeds' copy, the snapshot",
@@ -311,8 +318,12 @@ class ManagerMetrics:
     def observe_plan(self, seconds: float) -> None:
         self.plan_duration.labels(self.cluster).observe(seconds)
 
-    def observe_observation(self, seconds: float) -> None:
+    def observe_observation(
+        self, seconds: float, stages: Mapping[str, float] | None = None
+    ) -> None:
         self.observe_duration.labels(self.cluster).observe(seconds)
+        for stage, spent in (stages or {}).items():
+            self.observe_stage.labels(self.cluster, stage).set(spent)
 
     def observe_cycle(self, seconds: float, finished_at_s: float) -> None:
         self.cycle_duration.labels(self.cluster).observe(seconds)

@@ -52,6 +52,9 @@ def test_a_dying_broker_does_not_blind_the_manager(healthy_cluster: Any) -> None
     sources = sources_for(cluster)
     try:
         assert victim in read(sources)
+        # The observation timed by stage (kmedic_observe_stage_seconds).
+        assert set(sources.stages) == {"quorum", "admin", "feeds", "settings"}
+        assert all(0 <= s < 30 for s in sources.stages.values()), sources.stages
         cluster.kill(victim)
         killed_at = time.monotonic()
         reads, failures, fresh = 0, [], 0

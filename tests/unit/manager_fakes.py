@@ -112,6 +112,7 @@ class FakeSources:
         self.calls: list[dict[str, Any]] = []
         self.feeds: list[FeedStatus] = []
         self.stats_age_ms = 0  # how old the agents' newest stats are
+        self.stages = {"admin": 0.25, "feeds": 0.5}  # what the last observation spent, by stage
         # Replica lists the metadata shows instead of the initial ones (moves it has seen).
         self.replicas: dict[tuple[str, int], tuple[int, ...]] = {}
         # Leaders other than the preferred one (an election that did not happen).

@@ -680,3 +680,12 @@ def test_each_cycle_says_how_long_it_spent_observing(rig: Rig) -> None:
     assert _gauge(rig, "kmedic_observe_duration_seconds_count") == 2
     assert _gauge(rig, "kmedic_observe_duration_seconds_sum") == 5.0
     assert _gauge(rig, "kmedic_cycle_duration_seconds_sum") == 5.0
+    # And by stage, as the sources timed their last observation.
+    registry = rig.manager.metrics.registry
+    by_stage = {
+        stage: registry.get_sample_value(
+            "kmedic_observe_stage_seconds", {"cluster": "c", "stage": stage}
+        )
+        for stage in ("admin", "feeds")
+    }
+    assert by_stage == {"admin": 0.25, "feeds": 0.5}
