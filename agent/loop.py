@@ -56,12 +56,13 @@ class Agent:
         self.on_record = on_record
         self._topic_ready = not config.create_topic
         self._topic_backoff = Backoff(initial_s=config.interval_s, max_s=config.max_backoff_s)
-        self._busy = False  # the last sample listed a reassignment of this broker's
+        self._busy = False  # the last sample listed a reassignment, or its broker not running
         self._whole_at: float | None = None  # when the last whole record was published
 
     @property
     def interval_s(self) -> float:
-        """The wait until the next sample: shorter while the broker takes part in a move."""
+        """The wait until the next sample: shorter while the broker takes part in a move, or
+        is not running (starting, recovering, shutting down, gone)."""
         if self._busy:
             return min(self.config.interval_s, self.config.busy_interval_s)
         return self.config.interval_s
@@ -94,7 +95,11 @@ class Agent:
                 size += len(value)
                 self.publisher.publish(chunk, value)
         self.metrics.record_sample(stats, time.monotonic() - started, size)
-        self._busy = bool(stats.reassigning)
+        # Busy while its broker moves data, and while it is not running: a start, a log
+        # recovery and an exit are seen at the busy rate (the manager's wait-or-heal evidence).
+        self._busy = bool(stats.reassigning) or (
+            stats.process is not None and stats.process.state not in ("running", "unknown")
+        )
         if stats.failure is None:
             log.info(
                 "sample_published",

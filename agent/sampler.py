@@ -30,6 +30,7 @@ from agent.exporter import (
 )
 from agent.nic import configured_nic, nic_for
 from agent.probe import Prober
+from agent.process import ProcessGauges, ProcessWatch, read_gauges
 from agent.record import Header, failure_record, full_record
 from kmedic import __version__
 from kmedic import brokerstats as bs
@@ -107,6 +108,12 @@ class Sampler:
         self._metadata_at: float | None = None
         self._samples_without_gauges = 0
         self.prober = Prober(self.admin.probe_ms, timeout_s=min(1.0, config.interval_s / 2))
+        # The broker's process, sample after sample (agent.process); what this sample found of
+        # it: its listener (None: not tried) and its exporter's process gauges (None: no page).
+        self.process = ProcessWatch()
+        self._listening: bool | None = None
+        self._gauges: ProcessGauges | None = None
+        self._looked = False
 
     def probe(self) -> None:
         """Probe the broker between samples (agent.probe), while the Admin client is up."""
@@ -162,6 +169,25 @@ class Sampler:
         return result
 
     def sample(self) -> bs.BrokerStats:
+        """One record, with the broker's process as this sample found it."""
+        self._listening, self._gauges, self._looked = None, None, False
+        record = self._sample()
+        if not self._looked:  # it stopped before the listener (unregistered, fenced): look
+            self._look()
+        process = self.process.observe(record.timestamp_ms, self._gauges, self._listening)
+        return record.model_copy(update={"process": process})
+
+    def _look(self) -> None:
+        """The listener and the exporter's process gauges, for a record that read neither."""
+        timeout = min(self.config.request_timeout_s, self.config.interval_s)
+        if self._address is not None:
+            self._listening = tcp_reachable(*self._address, timeout)
+        try:
+            self._gauges = read_gauges(fetch_page(self.config.exporter_url, timeout))
+        except ExporterUnreachable:
+            self._gauges = None
+
+    def _sample(self) -> bs.BrokerStats:
         now_ms = self._clock_ms()
         bid = self.config.broker_id
         admin_error: str | None = None
@@ -179,16 +205,25 @@ class Sampler:
         except AdminApiError as exc:
             admin_error = str(exc)
         timeout = min(self.config.request_timeout_s, self.config.interval_s)
-        if self._address is not None and not tcp_reachable(*self._address, timeout):
-            host, port = self._address
+        self._looked = True
+        if self._address is not None:
+            self._listening = tcp_reachable(*self._address, timeout)
+        try:
+            page = fetch_page(self.config.exporter_url, timeout)
+        except ExporterUnreachable as exc:
+            if self._listening is False:
+                host, port = self._address or ("?", 0)
+                reason = f"broker {bid} listener {host}:{port} unreachable"
+                return self._fail(now_ms, "broker_unreachable", reason)
+            return self._fail(now_ms, "exporter_unreachable", str(exc))
+        self._gauges = read_gauges(page)
+        if self._listening is False:
+            host, port = self._address or ("?", 0)
             return self._fail(
                 now_ms, "broker_unreachable", f"broker {bid} listener {host}:{port} unreachable"
             )
         try:
-            page = fetch_page(self.config.exporter_url, timeout)
             scrape = self._parser.parse(page, time.monotonic())
-        except ExporterUnreachable as exc:
-            return self._fail(now_ms, "exporter_unreachable", str(exc))
         except ExporterParseError as exc:
             return self._fail(now_ms, "exporter_parse_error", str(exc))
         if admin_error is not None:

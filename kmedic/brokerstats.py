@@ -183,6 +183,52 @@ class Latency(_Record):
     )
 
 
+ProcessState = Literal[
+    "running", "starting", "recovering", "shutting_down", "not_running", "unknown"
+]
+
+
+class Process(_Record):
+    """The broker's process as its agent sees it on the broker's host: Kafka's own
+    ``BrokerState`` (through the exporter in the broker's JVM), its log recovery's progress
+    (KIP-831), whether its listener accepts connections, and how often it came back lately."""
+
+    state: ProcessState = Field(
+        description="running, starting, recovering (log recovery), shutting_down (controlled "
+        "shutdown), not_running (neither its listener nor its exporter answers: exited, or its "
+        "host is unreachable), unknown (the agent cannot tell)."
+    )
+    broker_state: int | None = Field(
+        description="Kafka's BrokerState as the broker reports it (0 not running, 1 starting, "
+        "2 recovery, 3 running, 6 pending controlled shutdown, 7 shutting down); null when its "
+        "exporter did not answer."
+    )
+    logs_to_recover: int | None = Field(
+        ge=0,
+        description="Logs still to recover, summed over its log directories "
+        "(LogManager remainingLogsToRecover); null when not exported (no recovery under way).",
+    )
+    segments_to_recover: int | None = Field(
+        ge=0,
+        description="Segments still to recover, summed (LogManager remainingSegmentsToRecover); "
+        "null when not exported.",
+    )
+    listening: bool | None = Field(
+        description="Whether the broker's listener accepted a connection this sample; null when "
+        "its address is not known yet."
+    )
+    down_since_ms: int | None = Field(
+        description="When this agent first saw it not running in the current spell (Unix ms); "
+        "null while it runs, starts or recovers."
+    )
+    restarts: int = Field(
+        ge=0,
+        description="Times this agent saw it come back (not running, then starting, recovering "
+        "or running) in the last restart_window_s.",
+    )
+    restart_window_s: float = Field(gt=0, description="The window ``restarts`` counts in (s).")
+
+
 class Totals(_Record):
     """Broker-wide figures (for the whole sample, identical in every chunk)."""
 
@@ -260,6 +306,11 @@ class BrokerStats(_Record):
         default=None,
         description="How long the broker took to answer since the previous sample (every "
         "chunk); null from agents before this field.",
+    )
+    process: Process | None = Field(
+        default=None,
+        description="The broker's process as its agent sees it (every chunk); null from agents "
+        "before this field.",
     )
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 # Fields that may be null in a valid record; every other field is required.
 NULLABLE_TOP_LEVEL = frozenset(
-    {"rack", "rate_window_s", "kafka_version", "failure", "nic", "latency"}
+    {"rack", "rate_window_s", "kafka_version", "failure", "nic", "latency", "process"}
 )
 NULLABLE_LOG_DIR = frozenset({"total_bytes", "free_bytes", "replica_bytes", "error", "cordoned"})
 
@@ -89,6 +89,16 @@ def brokerstats_schema() -> StructType:
         ("produce_local_ms", DoubleType()),
         ("log_flush_ms", DoubleType()),
     )
+    process = struct(
+        ("state", StringType()),
+        ("broker_state", IntegerType()),
+        ("logs_to_recover", LongType()),
+        ("segments_to_recover", LongType()),
+        ("listening", BooleanType()),
+        ("down_since_ms", LongType()),
+        ("restarts", IntegerType()),
+        ("restart_window_s", DoubleType()),
+    )
     totals = struct(
         ("bytes_in_per_s", DoubleType()),
         ("bytes_out_per_s", DoubleType()),
@@ -124,4 +134,5 @@ def brokerstats_schema() -> StructType:
         ("totals", totals),
         ("nic", nic),
         ("latency", latency),
+        ("process", process),
     )

@@ -230,3 +230,39 @@ def test_between_whole_records_a_busy_sample_lists_only_the_moving_partitions(
         clock[0] = 5000.0 + drift
         (chunk,) = agent.run_once()
         assert chunk.scope == "all", (drift, chunk.scope)
+
+
+def test_the_agent_samples_faster_while_its_broker_is_not_running() -> None:
+    """A restart's start, its log recovery and an exit are seen at the busy rate: the
+    manager's evidence for waiting on a restart rather than healing it."""
+
+    class Restarting:
+        def __init__(self) -> None:
+            self.states: list[bs.ProcessState | None] = [
+                "running", "not_running", "starting", "recovering", "running", "unknown", None,
+            ]  # fmt: skip
+
+        def sample(self) -> bs.BrokerStats:
+            state = self.states.pop(0)
+            record = _record(len(self.states))
+            if state is None:
+                return record
+            process = bs.Process(
+                state=state, broker_state=None, logs_to_recover=None, segments_to_recover=None,
+                listening=None, down_since_ms=None, restarts=0, restart_window_s=600.0,
+            )  # fmt: skip
+            return record.model_copy(update={"process": process})
+
+        def close(self) -> None:
+            pass
+
+        def probe(self) -> None:
+            pass
+
+    config = CONFIG.model_copy(update={"interval_s": 60.0, "busy_interval_s": 5.0})
+    agent = Agent(config, sampler=Restarting(), publisher=MemoryPublisher())  # type: ignore[arg-type]
+    waits = []
+    for _ in range(7):
+        agent.run_once()
+        waits.append(agent.interval_s)
+    assert waits == [60.0, 5.0, 5.0, 5.0, 60.0, 60.0, 60.0]

@@ -280,3 +280,40 @@ def test_an_exporter_without_partition_gauges_falls_back_to_metadata_every_sampl
         assert [(r.topic, r.partition) for r in rec.leaders] == [("orders", 1)]
     assert admin.metadata_reads == GAUGES_MISSING_WARN_AFTER + 2
     assert capsys.readouterr().err.count("exporter_lacks_partition_gauges") == 1
+
+
+def test_each_record_says_what_the_agent_sees_of_the_brokers_process(
+    server: PageServer, tmp_path: Path
+) -> None:
+    """Running; then its listener closed while its JVM recovers its logs (the exporter's
+    page has only the process gauges yet); then gone (neither answers); then back."""
+    sampler, admin = _sampler(server, tmp_path)
+    running = sampler.sample().process
+    assert running is not None and (running.state, running.listening) == ("running", True)
+    assert running.broker_state == 3 and running.restarts == 0
+    listener = BrokerNode("127.0.0.1", _free_port(), "/r1", fenced=False)
+    admin.nodes_answer = {1: listener}
+    server.page = (
+        b"kafka_server_kafkaserver_brokerstate 2.0\n"
+        b'kafka_log_logmanager_remaininglogstorecover{dir="/d",thread="",} 7.0\n'
+    )
+    recovering = sampler.sample()
+    assert recovering.failure is not None and recovering.failure.reason == "broker_unreachable"
+    assert recovering.process is not None
+    assert (recovering.process.state, recovering.process.logs_to_recover) == ("recovering", 7)
+    assert recovering.process.listening is False
+    gone_at = _sampler(server, tmp_path, exporter_url=f"http://127.0.0.1:{_free_port()}/m")
+    sampler.config = gone_at[0].config  # the exporter gone too: the process is
+    gone = sampler.sample().process
+    assert gone is not None and gone.state == "not_running" and gone.down_since_ms is not None
+    # Fenced by the controller, the agent still looks at the process itself.
+    admin.nodes_answer = {1: BrokerNode("127.0.0.1", listener.port, "/r1", fenced=True)}
+    fenced = sampler.sample()
+    assert fenced.failure is not None and "fenced" in fenced.failure.message
+    assert fenced.process is not None and fenced.process.state == "not_running"
+    assert fenced.process.down_since_ms == gone.down_since_ms
+    sampler.config = _sampler(server, tmp_path)[0].config
+    admin.nodes_answer = {1: BrokerNode("127.0.0.1", server.port, "/r1", fenced=False)}
+    server.page = (DATA / "exporter_broker1_t0.prom").read_bytes()
+    back = sampler.sample().process
+    assert back is not None and (back.state, back.restarts) == ("running", 1)
