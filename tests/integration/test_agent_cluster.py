@@ -308,6 +308,12 @@ def test_sigkill_gives_failure_records_and_restart_recovers(
         assert delay_s <= 2 * INTERVAL_S, f"first failure record {delay_s:.1f}s after the kill"
         print(f"first failure record {delay_s:.2f}s after the kill: {first.failure.message}")
         assert first.rack == cluster.rack(broker)
+        # The process as the agent saw it: gone, neither its listener nor its exporter
+        # answering, dated from the first sample that found it so (agent.process).
+        assert first.process is not None and first.process.state == "not_running", first.process
+        assert first.process.listening is False and first.process.down_since_ms is not None
+        healthy = [r for r in agent.since(0) if r.failure is None]
+        assert healthy[0].process is not None and healthy[0].process.state == "running"
         time.sleep(2 * INTERVAL_S)  # it keeps reporting while the broker is down
         assert len([r for r in agent.since(killed_at) if r.failure is not None]) >= 2
         # Well past the controller's fencing of the dead broker (broker session timeout).
@@ -326,11 +332,14 @@ def test_sigkill_gives_failure_records_and_restart_recovers(
         assert not any(failed_elsewhere.values()), failed_elsewhere
         restarted_at = time.monotonic()
         cluster.restart(broker)
-        wait_for(
+        back = wait_for(
             lambda: [r for r in agent.since(restarted_at) if r.failure is None and r.rate_window_s],
             timeout=90,
             what="normal records with rates after the restart",
         )
+        # Back: running again, one restart in its window.
+        assert back[0].process is not None and back[0].process.state == "running"
+        assert back[0].process.restarts == 1 and back[0].process.down_since_ms is None
         reasons = {
             r.failure.reason for r in _published(cluster, topic, broker, started_ms) if r.failure
         }
