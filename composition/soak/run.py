@@ -483,13 +483,39 @@ def _down_for(rig: Rig, brokers: list[int], episode: Episode, killed: str, back:
     _join(threads)
 
 
+def partition_dirs(directory: Path) -> list[str]:
+    """The partition directories a log directory holds (``topic-N``; KRaft's metadata log,
+    ``__cluster_metadata-0``, is not a replica kmedic heals)."""
+    if not directory.is_dir():
+        return []
+    return sorted(
+        d.name
+        for d in directory.iterdir()
+        if d.is_dir()
+        and d.name.rpartition("-")[2].isdigit()
+        and not d.name.startswith("__cluster_metadata")
+    )
+
+
 def _disk(rig: Rig, broker: int, overlaps: tuple[Overlap, ...]) -> None:
     """Fail the broker's second log directory (the first holds its metadata log), wait for
     Kafka to take it offline and for kmedic to heal its replicas, then replace the disk."""
     say, cluster = rig.timeline.say, rig.cluster
+    held = partition_dirs(cluster.log_dirs(broker)[FAILED_DIR])
     path = cluster.break_log_dir(broker, FAILED_DIR)
     say(f"broker {broker}: log directory {path.name} made unusable")
     threads = _overlaps(rig, overlaps, None)
+    if not held:
+        # Found by a 60-minute run: a broker emptied by an earlier heal holds nothing there,
+        # so Kafka never touches the directory and never takes it offline: nothing to heal.
+        say(f"broker {broker} held no replica in {path.name}: nothing goes offline")
+        rig.episode_over.set()
+        _join(threads)
+        cluster.kill(broker)
+        cluster.repair_log_dir(broker, FAILED_DIR)
+        cluster.restart(broker)
+        say(f"broker {broker} restarted with the disk replaced (empty)")
+        return
     probes.wait(lambda: not rig.whole(), 120, f"broker {broker}'s failed directory seen offline")
     say(f"broker {broker}: its replicas in {path.name} are offline")
     probes.wait(rig.whole, 420, f"the replicas of broker {broker}'s failed disk healed", 2)

@@ -592,3 +592,20 @@ def test_an_hours_schedule_fits_the_hour_with_what_its_overlaps_add(seed: int) -
     assert drawn.estimated_s() <= 3600 or len(drawn.episodes) == 1
     kills = sum(o.kind == "stream_kill" for e in drawn.episodes for o in e.overlaps)
     assert drawn.estimated_s() >= sum(EPISODE_S[e.kind] for e in drawn.episodes) + 150 * kills
+
+
+def test_a_disk_without_replicas_is_known_before_it_fails(tmp_path: Path) -> None:
+    # Found by a 60-minute run: a broker emptied by an earlier heal held nothing on the disk
+    # the episode failed; Kafka never took it offline and the soak waited for that in vain.
+    from composition.soak.run import partition_dirs
+
+    data = tmp_path / "data-2"
+    assert partition_dirs(data) == []  # not there at all
+    data.mkdir()
+    for name in ("__cluster_metadata-0", "orders-3.abc-delete", "orders-1.abc-future", "x"):
+        (data / name).mkdir()
+    (data / "meta.properties").write_text("")
+    assert partition_dirs(data) == []
+    (data / "orders-0").mkdir()
+    (data / "soak.rf3-12").mkdir()
+    assert partition_dirs(data) == ["orders-0", "soak.rf3-12"]
