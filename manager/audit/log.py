@@ -13,8 +13,9 @@ the primary, the secondary and the spool's replay are bounded by what the lease 
 what a sink has not delivered by then is purged from it, so nothing of an old epoch reaches the
 topic after its session could have expired. A record made once the lease has run out is
 *withheld*: written to the instance's own log in full, never produced (no spool: replayed later,
-it would reach the topic after the next leader's records). Spooled records are replayed only
-within a lease, so an instance that no longer leads keeps its spool until it leads again.
+it would reach the topic after the next leader's records). The spool is replayed within the
+lease, or unbounded by a connected standby (manager.daemon.audit_trail.replay_bound); never
+while the instance cannot tell whether it leads.
 """
 
 from __future__ import annotations

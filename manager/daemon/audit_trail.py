@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol
 
 from manager.analyzer.health import in_grace, is_refusal_alert, refusal_alert
 from manager.analyzer.slowness import Change
@@ -322,3 +322,24 @@ class AuditTrail:
         )
         details = {"plan": progress.to_field(), "elapsed_s": round(elapsed_s, 1)}
         self.record("action_progress", said, details=details)
+
+
+class Leading(Protocol):
+    @property
+    def connected(self) -> bool: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    def lease_left_s(self) -> float: ...
+
+
+def replay_bound(coordinator: Leading) -> float | None:
+    """How long this instance may spend replaying its audit spool: within the lease while it
+    leads; unbounded (the write timeout alone) as a connected standby, which knows it leads
+    nothing - its spooled records are of an epoch it held before, and reach the topic tagged
+    with it, outside any spell in which it could still have been taken for the leader; not at
+    all (0) while it cannot tell: disconnected, or leading without a lease."""
+    if not coordinator.connected:
+        return 0.0
+    return coordinator.lease_left_s() if coordinator.is_leader else None

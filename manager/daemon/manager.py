@@ -22,7 +22,7 @@ from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
 from manager.daemon.api_view import serve_api
-from manager.daemon.audit_trail import AuditTrail
+from manager.daemon.audit_trail import AuditTrail, replay_bound
 from manager.daemon.blind import blind
 from manager.daemon.deciding import decide_cycle
 from manager.daemon.foreign_watch import ForeignWatch
@@ -232,7 +232,7 @@ class Manager:
     def cycle(self) -> CycleOutcome:
         t0 = self.clock.monotonic()
         coord = self.coordinator
-        self.audit.replay(within_s=coord.lease_left_s())
+        self.audit.replay(within_s=replay_bound(coord))
         self.metrics.observe_audit(self.audit.on_failover, self.audit.spool.pending())
         if self.keeper.drop_moves.is_set():
             self.keeper.drop_moves.clear()

@@ -105,3 +105,23 @@ def test_a_leader_whose_lease_ran_out_decides_nothing_and_audits_nothing(
     outcome = rig.manager.cycle()
     assert outcome.kind == "blind", outcome.sentence
     assert rig.sink.records == [] and rig.executor.submitted == []
+
+
+def test_a_standby_replays_its_spool_a_leader_without_its_lease_does_not(tmp_path: Path) -> None:
+    """A leader that spooled records during an audit-topic outage and then lost leadership (a
+    kill, a cut) replays them once it is a connected standby, which knows it leads nothing
+    (the soak's end state: every spool empty); never while it cannot tell."""
+    rig = Rig(tmp_path)
+    rig.manager.audit.retry_interval_s = 0.0
+    rig.manager.audit.spool.append(rec(1).to_json())
+    rig.coordinator.lease_s = 0.0  # leading, its lease run out: it cannot tell
+    rig.manager.cycle()
+    assert rig.manager.audit.on_failover and rig.sink.records == []
+    rig.coordinator.connected = False  # nor while cut off
+    rig.coordinator.is_leader = False
+    rig.manager.cycle()
+    assert rig.manager.audit.on_failover
+    rig.coordinator.connected = True  # back, a standby
+    rig.manager.cycle()
+    assert not rig.manager.audit.on_failover
+    assert [r.summary for r in rig.sink.records] == ["r1"]
