@@ -129,11 +129,17 @@ class KafkaAuditSink:
                     outcome[i] = exc.args[0] if exc.args else None
                     break
         if producer.flush(timeout_s) > 0:
-            # Not delivered within the bound: dropped from the producer, not retried in the
-            # background, so nothing of this write reaches the topic after the bound (a
-            # leader's lease: manager.audit.log). Their callbacks say so.
+            # Not delivered within the bound: purged (their callbacks say so) and the producer
+            # dropped with its connections, so nothing of this write reaches the topic after
+            # the bound (a leader's lease: manager.audit.log). Purging alone is not enough: a
+            # request librdkafka had built behind one still awaiting its acknowledgement (one
+            # in flight at a time) was sent once that one was answered - a cut leader's
+            # records reached the audit topic 3.4 and 4.0 s after its lease (the soak, seed
+            # 7401). The next send connects anew.
             producer.purge()
             producer.flush(0)
+            self._producer = None
+            del producer  # librdkafka destroyed: its queued requests go with it
         acked = 0
         for result in outcome:
             if result is None:  # delivered without error
