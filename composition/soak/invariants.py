@@ -388,3 +388,20 @@ def on_schedule(elapsed_s: float, estimated_s: float, judged: bool = True) -> Ch
         + ")",
         problems,
     )
+
+
+def heal_times(timeline: Iterable[tuple[float, str]]) -> list[float]:
+    """Each heal's time from its broker's kill to every partition whole (seconds), read off
+    the run's timeline: "broker N killed" then "broker N healed: ..." (a heal episode's words;
+    an isolated broker's heal is told the same way)."""
+    killed: dict[str, float] = {}
+    out = []
+    for at, what in timeline:
+        words = what.split(" ")
+        if len(words) >= 3 and words[0] == "broker" and words[2] == "killed" and len(words) == 3:
+            killed[words[1]] = at
+        elif what.startswith("broker ") and " healed: " in what:
+            broker = words[1]
+            if broker in killed:
+                out.append(round(at - killed.pop(broker), 1))
+    return out

@@ -150,7 +150,7 @@ def finish(rig: Rig, schedule: Schedule) -> Report:
         timeline=list(rig.timeline.events),
         topics=[t.summary() for t in tallies],
         checks=checks,
-        counts={**_counts(records, schedule), **pressure},
+        counts={**_counts(records, schedule), **pressure, **_heals(rig)},
         leases=invariants.lease_verdicts(seen, rig.cuts),
     )
 
@@ -212,6 +212,18 @@ def _wait_consumed(consumer_out: Path, acked: int) -> None:
         elif time.monotonic() - since > 30:
             return
         time.sleep(2)
+
+
+def _heals(rig: Rig) -> dict[str, int]:
+    """The heals' times from kill to whole: how many, their median and their longest (s)."""
+    times = sorted(invariants.heal_times(rig.timeline.events))
+    if not times:
+        return {}
+    return {
+        "heals": len(times),
+        "heal_median_s": round(times[len(times) // 2]),
+        "heal_max_s": round(times[-1]),
+    }
 
 
 def _cpu_pressure(rig: Rig) -> dict[str, int]:

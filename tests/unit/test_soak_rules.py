@@ -17,6 +17,7 @@ from composition.soak.invariants import (
     Warranted,
     alerts,
     end_state,
+    heal_times,
     in_order,
     lease_as_the_brokers_saw,
     lease_verdicts,
@@ -609,3 +610,17 @@ def test_a_disk_without_replicas_is_known_before_it_fails(tmp_path: Path) -> Non
     (data / "orders-0").mkdir()
     (data / "soak.rf3-12").mkdir()
     assert partition_dirs(data) == ["orders-0", "soak.rf3-12"]
+
+
+def test_heal_times_are_read_off_the_timeline_from_kill_to_whole() -> None:
+    timeline = [
+        (10.0, "episode 1: broker 3 killed past its grace (a heal), with manager_kill at +2 s"),
+        (10.1, "broker 3 killed"),
+        (40.0, "broker 5 killed"),  # a bounce: never healed
+        (42.0, "broker 5 restarted after 2 s, inside its grace"),
+        (71.4, "broker 3 healed: it holds no replica, every partition is whole"),
+        (80.0, "broker 2 killed"),
+        (138.0, "broker 2 healed: it holds no replica, every partition is whole"),
+    ]
+    assert heal_times(timeline) == [61.3, 58.0]
+    assert heal_times([]) == []
