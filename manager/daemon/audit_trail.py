@@ -324,7 +324,7 @@ class AuditTrail:
         self.record("action_progress", said, details=details)
 
 
-class Leading(Protocol):
+class LeaseHolder(Protocol):
     @property
     def connected(self) -> bool: ...
 
@@ -334,7 +334,7 @@ class Leading(Protocol):
     def lease_left_s(self) -> float: ...
 
 
-def replay_bound(coordinator: Leading) -> float | None:
+def replay_bound(coordinator: LeaseHolder) -> float | None:
     """How long this instance may spend replaying its audit spool: within the lease while it
     leads; unbounded (the write timeout alone) as a connected standby, which knows it leads
     nothing - its spooled records are of an epoch it held before, and reach the topic tagged
