@@ -61,21 +61,28 @@ def test_it_happens_once_a_topic_falling_behind_later_is_judged_as_it_is(rig: Ri
     assert rig.manager.cycle().kind != "wait"
 
 
-def test_the_rehearsal_builds_the_planners_lists_the_first_decision_reuses(
-    rig: Rig, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The first real decision finds the lists the rehearsal built (refreshed, not made anew)."""
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Each time the planner's per-partition lists are built: the structure it was handed
+    (None: made from nothing)."""
     from manager.analyzer import partition_lists
 
-    built: list[object] = []
+    seen: list[object] = []
     made = partition_lists._built
 
     def counted(*args: object, **kwargs: object) -> object:
-        built.append(args[1] if len(args) > 1 else kwargs.get("structure"))
+        seen.append(args[1] if len(args) > 1 else kwargs.get("structure"))
         return made(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(partition_lists, "_LAST", [])
     monkeypatch.setattr(partition_lists, "_built", counted)
+    return seen
+
+
+def test_the_rehearsal_builds_the_planners_lists_the_first_decision_reuses(
+    rig: Rig, built: list[object]
+) -> None:
+    """The first real decision finds the lists the rehearsal built (refreshed, not made anew)."""
     assert rig.manager.cycle().kind == "wait"
     assert built == [None]  # the rehearsal: made from nothing
     rig.sources.feeds = [feed("stats", True), feed("loads", True)]
@@ -92,25 +99,15 @@ def test_a_cluster_unobservable_while_rehearsing_is_left_to_the_first_cycle(rig:
 
 
 def test_an_instance_rehearses_as_it_starts_whatever_its_feeds_have_read(
-    rig: Rig, monkeypatch: pytest.MonkeyPatch
+    rig: Rig, built: list[object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Found by the fleet bench: feeds read before the first cycle skipped the rehearsal, and
     that first decision built the planner's lists from nothing (0.5-0.9 s at fleet scale).
     Now it rehearses as it starts; its first cycle decides once, on the lists it built."""
     from types import SimpleNamespace
 
-    from manager.analyzer import partition_lists
     from manager.daemon import manager as manager_module
 
-    built: list[object] = []
-    made = partition_lists._built
-
-    def counted(*args: object, **kwargs: object) -> object:
-        built.append(args[1] if len(args) > 1 else kwargs.get("structure"))
-        return made(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(partition_lists, "_LAST", [])
-    monkeypatch.setattr(partition_lists, "_built", counted)
     monkeypatch.setattr(manager_module, "serve_api", lambda m: SimpleNamespace(port=0))
     rig.sources.feeds = [feed("stats", True), feed("loads", True)]
     rig.manager.start()
