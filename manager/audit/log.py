@@ -10,12 +10,12 @@ and cursor update); readers drop repeats by ``id``, so nothing is lost and nothi
 
 A leader's records are written ``within_s`` its lease (manager.coordination.lease): the wait for
 the primary, the secondary and the spool's replay are bounded by what the lease has left, and
-what a sink has not delivered by then is purged from it, so nothing of an old epoch reaches the
-topic after its session could have expired. A record made once the lease has run out is
-*withheld*: written to the instance's own log in full, never produced (no spool: replayed later,
-it would reach the topic after the next leader's records). The spool is replayed within the
-lease, or unbounded by a connected standby (manager.daemon.audit_trail.replay_bound); never
-while the instance cannot tell whether it leads.
+what a sink has not delivered by then is dropped from it, so nothing of an old epoch reaches the
+topic after its session could have expired. A record made once the lease has run out goes to the
+spool alone: a move started within the lease and told just after it is still told (the soak saw
+one withheld once), later, tagged with its epoch - replayed within the lease, or by a connected
+standby (manager.daemon.audit_trail.replay_bound), never while the instance cannot tell whether
+it leads.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ AuditKind = Literal[
     "catch_up",  # a returning broker's copies throttled, or no longer (docs/planner.md, "Rejoin")
     "operator",  # an operator's write through the HTTP API: who, from where, what (docs/api.md)
 ]
-SinkName = Literal["primary", "secondary", "spool", "withheld"]
+SinkName = Literal["primary", "secondary", "spool"]
 
 
 class AuditRecord(BaseModel):
@@ -116,7 +116,6 @@ class AuditLog:
             "secondary": 0,
             "spool": 0,
             "replayed": 0,
-            "withheld": 0,
         }
         # The cycle and the HTTP API's writes both write: one at a time, so the order of the
         # topic and of the spool is the order of the writes.
@@ -137,11 +136,12 @@ class AuditLog:
         """Write ``records`` in order, to the primary in one send (one wait for its
         acknowledgement, not one per record); those it did not take within the bound fail
         over, in order. ``within_s``: the writer's lease left (None: not bounded by one); at 0
-        the records are withheld. ``replay``: the spool first (False: a standby's record waits
-        behind it). Returns them as stored."""
+        the records go to the spool alone. ``replay``: the spool first (False: a standby's
+        record waits behind it). Returns them as stored."""
         with self._lock:
             if within_s is not None and within_s <= 0:
-                return [self._withhold(r) for r in records]
+                log.warning("audit_spooled_past_lease", records=len(records))
+                return [self._fail_over(r, lambda: 0.0) for r in records]
             return self._write(records, self._budget(within_s), replay=replay)
 
     def _budget(self, within_s: float | None) -> Callable[[], float]:
@@ -150,12 +150,6 @@ class AuditLog:
             return lambda: self.write_timeout_s
         end = time.monotonic() + within_s
         return lambda: min(self.write_timeout_s, end - time.monotonic())
-
-    def _withhold(self, record: AuditRecord) -> AuditRecord:
-        stored = record.model_copy(update={"sink": "withheld"})
-        self.counts["withheld"] += 1
-        log.warning("audit_withheld", why="the writer's lease has run out", record=stored.to_json())
-        return stored
 
     def _write(
         self, records: list[AuditRecord], left: Callable[[], float], *, replay: bool

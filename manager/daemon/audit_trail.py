@@ -6,7 +6,7 @@ are gathered and written together at its end (``gathered``), and before any chan
 the cluster: one wait for the audit topic's acknowledgement per step, not one per record.
 
 Every record but an operator's is the leader's, written within its lease (``lease``: seconds
-left; manager.audit.log says what is withheld and why). An operator's record (the HTTP API,
+left; manager.audit.log says what is spooled and why). An operator's record (the HTTP API,
 leader or standby) is bounded by the lease only where there is one.
 """
 
@@ -85,7 +85,7 @@ class AuditTrail:
         self._gathering = threading.local()  # .records: this thread's, while gathered
 
     def record(self, kind: str, summary: str, **fields: Any) -> None:
-        """A record of the leader's (written within its lease, or withheld)."""
+        """A record of the leader's (written within its lease, or spooled past it)."""
         record = self._made(kind, summary, **fields)
         gathering: list[AuditRecord] | None = getattr(self._gathering, "records", None)
         if gathering is not None:
