@@ -60,7 +60,7 @@ from zk_support import TcpProxy
 
 from composition.pipeline import Pipeline
 from composition.soak.appended import create_audit_topic, read_appended
-from composition.soak.cuts import Cut
+from composition.soak.cuts import Cut, lease_end
 from composition.soak.invariants import quiet_as_kafka_saw
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from kmedic.traffic import PartitionRate, TrafficGenerator
@@ -541,7 +541,8 @@ def test_a_leader_cut_off_past_its_session_hands_over_and_comes_back_a_standby(
     ]
     assert acted == [], [(r.kind, r.summary) for r in after_cut]
     # From the brokers' side: nothing of it that acts was appended by Kafka after the cut.
-    cut = Cut(leader, int(cut_at * 1000), int(time.time() * 1000))
+    start_ms = int(cut_at * 1000)
+    cut = Cut(leader, start_ms, int(time.time() * 1000), lease_end(start_ms, ZK_SESSION_S))
     kafka_saw = quiet_as_kafka_saw(read_appended(fleet.bootstrap, AUDIT_TOPIC), [cut])
     assert kafka_saw.held, kafka_saw.problems
     assert fleet.sampler.issued_twice(cut_at) == {}
