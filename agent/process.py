@@ -74,6 +74,9 @@ class ProcessWatch:
         self._down_since_ms: int | None = None
         self._comebacks: deque[int] = deque()  # Unix ms of each return seen
         self._was: bs.ProcessState | None = None
+        # The start's progress: when it last moved forward, and how much was left to recover.
+        self._progress_ms: int | None = None
+        self._left: tuple[int, int] | None = None
 
     def observe(
         self, now_ms: int, gauges: ProcessGauges | None, listening: bool | None
@@ -88,6 +91,7 @@ class ProcessWatch:
             if self._was == "not_running":
                 self._comebacks.append(now_ms)
             self._down_since_ms = None
+        self._track_progress(now_ms, state, gauges)
         if state != "unknown":
             self._was = state
         while self._comebacks and now_ms - self._comebacks[0] > self.window_s * 1000:
@@ -101,7 +105,34 @@ class ProcessWatch:
             down_since_ms=self._down_since_ms if state == "not_running" else None,
             restarts=len(self._comebacks),
             restart_window_s=self.window_s,
+            progress_ms=self._progress_ms if state in _STARTING else None,
         )
+
+    def _track_progress(
+        self, now_ms: int, state: bs.ProcessState, gauges: ProcessGauges | None
+    ) -> None:
+        """A start moves forward when its state advances (not running, starting, recovering)
+        or fewer logs or segments are left to recover; the first sample of a start counts."""
+        if state not in _STARTING:
+            if state != "unknown":
+                self._progress_ms, self._left = None, None
+            return
+        left = (
+            (gauges.logs_to_recover or 0, gauges.segments_to_recover or 0)
+            if gauges is not None
+            else None
+        )
+        if (
+            self._progress_ms is None
+            or self._was != state
+            or (left is not None and self._left is not None and left < self._left)
+        ):
+            self._progress_ms = now_ms
+        if left is not None:
+            self._left = left
+
+
+_STARTING = ("starting", "recovering")
 
 
 def _state(gauges: ProcessGauges | None, listening: bool | None) -> bs.ProcessState:

@@ -227,6 +227,13 @@ class Process(_Record):
         "or running) in the last restart_window_s.",
     )
     restart_window_s: float = Field(gt=0, description="The window ``restarts`` counts in (s).")
+    progress_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="When this agent last saw the broker's start move forward (Unix ms): its "
+        "state advanced, or fewer logs or segments were left to recover; null while it runs or "
+        "is not running, and from agents before this field.",
+    )
 
 
 class Totals(_Record):

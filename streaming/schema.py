@@ -98,6 +98,7 @@ def brokerstats_schema() -> StructType:
         ("down_since_ms", LongType()),
         ("restarts", IntegerType()),
         ("restart_window_s", DoubleType()),
+        ("progress_ms", LongType()),
     )
     totals = struct(
         ("bytes_in_per_s", DoubleType()),

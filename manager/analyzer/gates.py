@@ -15,7 +15,7 @@ from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.under_replication import under_replication
 from manager.model.decision import Reason
 from manager.model.policy import Policy
-from manager.model.snapshot import Snapshot
+from manager.model.snapshot import Broker, Snapshot
 
 MAX_EXAMPLES = 5
 
@@ -91,10 +91,8 @@ def _dead_brokers(snap: Snapshot, state: ClusterState) -> tuple[list[Reason], li
             dead_for = b.dead_for_ms(snap.taken_at)
             within = Reason(
                 "dead_within_grace",
-                f"broker {b.id} has been dead {dead_for / 1000:.0f} s of its "
-                f"{policy.dead_grace_ms / 1000:.0f} s grace period "
-                f"({(policy.dead_grace_ms - dead_for) / 1000:.0f} s left)"
-                + _writes_unavailable_on(b.id, dead_for, state, policy),
+                _grace_left(b, dead_for, snap.taken_at, policy)
+                + _writes_unavailable_on(b, dead_for, snap.taken_at, state, policy),
                 wait=True,
             )
             out.append(within)
@@ -110,11 +108,37 @@ def _dead_brokers(snap: Snapshot, state: ClusterState) -> tuple[list[Reason], li
     return out, grace
 
 
-def _writes_unavailable_on(b: int, dead_for: int, state: ClusterState, policy: Policy) -> str:
-    """What the grace holds back that fails writes now (``goals.writes`` heals it early)."""
+def _grace_left(b: Broker, dead_for: int, now: int, policy: Policy) -> str:
+    """How long a dead broker has been dead of its grace, and what its class holds."""
+    death = b.death
+    if death is not None and death.wait_until_ms is not None and now < death.wait_until_ms:
+        return (
+            f"broker {b.id} is restarting, dead {dead_for / 1000:.0f} s ({death.evidence}; "
+            f"{(death.wait_until_ms - now) / 1000:.0f} s left)"
+        )
+    return (
+        f"broker {b.id} has been dead {dead_for / 1000:.0f} s of its "
+        f"{policy.dead_grace_ms / 1000:.0f} s grace period "
+        f"({(policy.dead_grace_ms - dead_for) / 1000:.0f} s left)"
+    )
+
+
+def _writes_unavailable_on(
+    broker: Broker, dead_for: int, now: int, state: ClusterState, policy: Policy
+) -> str:
+    """What the grace holds back that fails writes now (``goals.writes`` heals it early, but
+    not while its broker restarts and moves forward)."""
+    b = broker.id
     held = sum(b in state.replicas[p] for p in state.writes_unavailable)
     if not held:
         return ""
+    if broker.in_grace(now, policy.write_unavailable_grace_ms) and (
+        dead_for >= policy.write_unavailable_grace_ms
+    ):
+        return (
+            f"; {held} of its partitions are under min.insync.replicas (acks=all writes fail) "
+            "and wait for its restart too"
+        )
     left = max(0, policy.write_unavailable_grace_ms - dead_for)
     return (
         f"; {held} of its partitions are under min.insync.replicas (acks=all writes fail) "

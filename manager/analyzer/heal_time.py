@@ -57,6 +57,14 @@ def heal_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
     return snap.policy.dead_grace_ms / 1000 + copy_seconds(snap, actions, pace)
 
 
+def host_lost_heal_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float:
+    """The same when the broker's host is lost with it, counted from the moment its agent's
+    next record was due (up to the agents' ``interval_s`` after the loss): healed once the
+    confirmation has passed too (manager.model.death), not after the grace."""
+    confirm = snap.policy.wait_or_heal.host_lost_confirm_ms / 1000
+    return confirm + copy_seconds(snap, actions, pace)
+
+
 def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float:
     table = topics_table(snap.topics)  # not every partition: a heal moves few of them
     dead = {b.id for b in snap.brokers if not b.alive}

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from manager.analyzer.heal_time import Pace, heal_seconds
+from manager.analyzer.heal_time import Pace, heal_seconds, host_lost_heal_seconds
 from manager.analyzer.planner import decide
 from manager.model.decision import Decision, Reason
 from manager.model.plan_progress import duration
@@ -77,6 +77,9 @@ class Verdict:
     moves: int
     busiest_after: tuple[int, float] | None  # (broker, network utilisation) after the heal
     heal_s: float | None = None  # estimated loss to fully replicated; None: nothing is healed
+    # The same if its host is lost with it (its agent silent: healed without the grace,
+    # manager.model.death); None: nothing is healed, or policy.wait_or_heal.early_heal is off.
+    host_lost_heal_s: float | None = None
 
     @property
     def standing(self) -> Standing:
@@ -104,6 +107,9 @@ class Verdict:
             "bytes_to_copy": self.bytes_to_copy,
             "moves": self.moves,
             "heal_s": None if self.heal_s is None else round(self.heal_s, 1),
+            "host_lost_heal_s": (
+                None if self.host_lost_heal_s is None else round(self.host_lost_heal_s, 1)
+            ),
             "busiest_after": (
                 {"broker": busiest[0], "network_util": round(busiest[1], 3)} if busiest else None
             ),
@@ -116,6 +122,11 @@ class Verdict:
         )
         if self.healable:
             took = f", about {duration(self.heal_s)} to fully replicated" if self.heal_s else ""
+            if self.heal_s and self.host_lost_heal_s is not None:
+                took += (
+                    f" ({duration(self.host_lost_heal_s)} after its agent's next record is "
+                    "missed, if its host is lost with it)"
+                )
             return (
                 f"{lost}: healable, {self.moves} moves, {self.bytes_to_copy / 1e6:.0f} MB to copy"
                 f"{took}"
@@ -259,6 +270,11 @@ def verdict(
         moves=len(decision.actions),
         busiest_after=(busiest[0], busiest[1].network_util) if busiest else None,
         heal_s=heal_seconds(dead, decision.actions, pace) if decision.outcome == "act" else None,
+        host_lost_heal_s=(
+            host_lost_heal_seconds(dead, decision.actions, pace)
+            if decision.outcome == "act" and dead.policy.wait_or_heal.early_heal
+            else None
+        ),
     )
 
 

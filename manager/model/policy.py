@@ -17,6 +17,40 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
+class WaitOrHeal(_Frozen):
+    """When a dead broker's agent evidence replaces the grace timer (manager.model.death)."""
+
+    early_heal: bool = Field(
+        default=True,
+        description="heal a crash-looping broker, or one whose host is lost, without waiting out "
+        "its grace; off: the timer alone shortens nothing",
+    )
+    host_lost_confirm_ms: int = Field(
+        default=10_000,
+        ge=0,
+        description="how long a fenced broker's agent must be silent past the next record it "
+        "promised (its interval_s), and the broker fenced, before its host counts as lost",
+    )
+    crash_loop_restarts: int = Field(
+        default=3,
+        ge=1,
+        description="times it came back and died again within its agent's restart window "
+        "(10 minutes) that make a crash loop",
+    )
+    restart_stall_ms: int = Field(
+        default=120_000,
+        gt=0,
+        description="a start (log recovery) that has not moved forward for this long is no "
+        "longer evidence of a restart",
+    )
+    restart_wait_cap_ms: int = Field(
+        default=1_800_000,
+        ge=0,
+        description="how long after its death a restarting broker that keeps moving forward is "
+        "waited for, its write-unavailable partitions too; 0: no longer than the timer",
+    )
+
+
 class Limits(_Frozen):
     network_in_fraction: float = Field(default=0.8, gt=0, le=1)
     network_out_fraction: float = Field(default=0.8, gt=0, le=1)
@@ -130,6 +164,7 @@ class Policy(_Frozen):
         description="how long after a broker comes back its replicas outside the ISR count as "
         "catching up (explained), not as unexplained under-replication",
     )
+    wait_or_heal: WaitOrHeal = WaitOrHeal()
     max_dead_brokers: int = Field(default=2, ge=0)
     max_dead_fraction: float = Field(default=0.25, ge=0, le=1)
     max_failed_disk_brokers: int = Field(

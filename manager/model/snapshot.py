@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from manager.model.death import Death
 from manager.model.frozen import Frozen as _Frozen
 from manager.model.partition_models import INT32_MAX
 from manager.model.partition_models import Partition as Partition
@@ -109,6 +110,11 @@ class Broker(_Frozen):
         description="it takes no new replica: its agent read every log directory cordoned "
         "(KIP-1066), or a drain or decommission holds it (manager.model.cordons)",
     )
+    death: Death | None = Field(
+        default=None,
+        description="a dead broker's class from its agent's evidence (manager.model.death); "
+        "None: alive, or not judged (the timer alone)",
+    )
 
     @property
     def is_slow(self) -> bool:
@@ -116,7 +122,9 @@ class Broker(_Frozen):
         return self.alive and self.slowness is not None and self.slowness.state == "slow"
 
     # The grace rule, in one place: a dead broker is healed only once it has been dead for
-    # the grace period; a broker dead since an unknown time counts as dead since ``now``.
+    # the grace period; a broker dead since an unknown time counts as dead since ``now``. Its
+    # class (``death``) may end the grace at once (two witnesses: it is not coming back soon)
+    # or hold it while it restarts and moves forward.
 
     def dead_for_ms(self, now_ms: int) -> int:
         """How long the broker has been dead at ``now_ms`` (0 when alive)."""
@@ -132,11 +140,21 @@ class Broker(_Frozen):
             stats = "no healthy stats seen"
         else:
             stats = f"last healthy stats {(now_ms - self.last_stats_ms) / 1000:.0f}s ago"
-        return f"broker {self.id}: absent from cluster metadata, {stats}"
+        told = f"; {self.death.kind}: {self.death.evidence}" if self.death is not None else ""
+        return f"broker {self.id}: absent from cluster metadata, {stats}{told}"
 
     def in_grace(self, now_ms: int, grace_ms: int) -> bool:
-        """Dead, but not for ``grace_ms`` yet: kmedic waits for it to come back."""
-        return not self.alive and self.dead_for_ms(now_ms) < grace_ms
+        """Dead, but not for ``grace_ms`` yet (nor past its class's hold): kmedic waits for it
+        to come back; never when its class says heal now."""
+        if self.alive:
+            return False
+        death = self.death
+        if death is not None:
+            if death.heal_now:
+                return False
+            if death.wait_until_ms is not None and now_ms < death.wait_until_ms:
+                return True
+        return self.dead_for_ms(now_ms) < grace_ms
 
     def shutting_down(self, now_ms: int) -> bool:
         """Live and in a controlled shutdown's shape, first seen less than SHUTDOWN_BOUND_MS
@@ -152,6 +170,11 @@ class Broker(_Frozen):
         """When its grace period ends (None: alive, or dead since an unknown time)."""
         if self.alive or self.dead_since_ms is None:
             return None
+        death = self.death
+        if death is not None and death.heal_now:
+            return self.dead_since_ms
+        if death is not None and death.wait_until_ms is not None:
+            return max(self.dead_since_ms + grace_ms, death.wait_until_ms)
         return self.dead_since_ms + grace_ms
 
 

@@ -34,6 +34,7 @@ from manager.model.snapshot import (
     Snapshot,
 )
 from manager.model.snapshot import Reassignment as SnapReassignment
+from manager.monitor.dead_class import classify
 from manager.monitor.load_columns import LoadView as LoadView
 from manager.monitor.observation import AgentView as AgentView
 from manager.monitor.observation import Observation as Observation
@@ -103,11 +104,25 @@ def _log_dir_total(stats: BrokerStats | None) -> int | None:
     return sum(totals) if totals else None
 
 
-def _broker(b: int, obs: Observation, capacity: CapacitySettings, default: Capacity) -> Broker:
+def _broker(
+    b: int, obs: Observation, capacity: CapacitySettings, default: Capacity, policy: Policy
+) -> Broker:
     agent = obs.agents.get(b)
     node = obs.live.get(b)
     rack = (node.rack if node else None) or (agent.latest.rack if agent else None)
     since = dead_since(obs, b)
+    death = (
+        None
+        if since is None
+        else classify(
+            obs.taken_at_ms,
+            obs.first_absent_ms.get(b, obs.taken_at_ms),
+            since,
+            agent,
+            policy.wait_or_heal,
+            policy.dead_grace_ms,
+        )
+    )
     own_capacity, source = broker_capacity(agent, capacity, default)
     return Broker(
         id=b,
@@ -123,6 +138,7 @@ def _broker(b: int, obs: Observation, capacity: CapacitySettings, default: Capac
         latency=_latency(agent),
         replication=_replication(obs.replication_settings.get(b)),
         cordoned=_cordoned(agent.healthy if agent else None),
+        death=death,
     )
 
 
@@ -234,7 +250,7 @@ def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings)
         taken_at=obs.taken_at_ms,
         cluster=obs.cluster,
         default_capacity=default,
-        brokers=tuple(_broker(b, obs, capacity, default) for b in known_brokers(obs)),
+        brokers=tuple(_broker(b, obs, capacity, default, policy) for b in known_brokers(obs)),
         topics=snapshot_topics(obs, policy.max_stats_age_ms),
         reassignments=tuple(
             SnapReassignment(

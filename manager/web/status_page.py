@@ -152,6 +152,7 @@ def _brokers(snap: Snapshot, loads: Mapping[int, BrokerLoad]) -> list[dict[str, 
                 "capacity": capacity,
                 "limits": {k: v * fractions[k] for k, v in capacity.items()},
                 "slowness": b.slowness.model_dump() if b.slowness else None,
+                "death": b.death.model_dump() if b.death else None,
             }
         )
     return out
@@ -299,7 +300,7 @@ def _down(brokers: Iterable[Mapping[str, Any]]) -> str:
         [
             str(b["id"]),
             b["domain"],
-            b["state"],
+            f"{b['state']}, {d['kind']}: {d['evidence']}" if (d := b.get("death")) else b["state"],
             _ms(b["dead_since_ms"]),
             _ms(b["grace_ends_ms"]) if b["state"] == "waiting" else "over: may be healed",
         ]

@@ -80,3 +80,16 @@ def test_restarts_count_every_return_from_gone(seen: list[str]) -> None:
             last = what
         assert view.restarts == returns
         assert (view.down_since_ms is not None) == (view.state == "not_running")
+
+
+def test_a_start_is_dated_by_its_last_step_forward() -> None:
+    watch = ProcessWatch()
+    assert watch.observe(0, None, False).progress_ms is None  # gone: no start under way
+    assert watch.observe(5_000, ProcessGauges(broker_state=1), False).progress_ms == 5_000
+    assert watch.observe(10_000, ProcessGauges(broker_state=1), False).progress_ms == 5_000
+    recovering = ProcessGauges(broker_state=2, logs_to_recover=9, segments_to_recover=80)
+    assert watch.observe(15_000, recovering, False).progress_ms == 15_000  # the state moved
+    assert watch.observe(20_000, recovering, False).progress_ms == 15_000  # nothing left fell
+    fewer = ProcessGauges(broker_state=2, logs_to_recover=9, segments_to_recover=60)
+    assert watch.observe(25_000, fewer, False).progress_ms == 25_000
+    assert watch.observe(30_000, ProcessGauges(broker_state=3), True).progress_ms is None

@@ -133,7 +133,8 @@ def test_a_dead_broker_carries_both_signals_of_its_death() -> None:
     b4 = brokers(snapshot(obs))[4]
     assert not b4.alive
     assert b4.death_evidence(NOW) == (
-        "broker 4: absent from cluster metadata, last healthy stats 30s ago"
+        "broker 4: absent from cluster metadata, last healthy stats 30s ago; unknown: its "
+        "agent does not report the process: the 600 s grace applies"
     )
 
 

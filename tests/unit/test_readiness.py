@@ -65,7 +65,10 @@ def test_each_broker_alone_is_healable_with_its_bytes() -> None:
     assert verdicts["1"].heal_s == pytest.approx(651.0)
     assert verdicts["1"].sentence() == (
         "losing broker 1: healable, 2 moves, 2000 MB to copy, about 11 min to fully replicated"
+        " (61 s after its agent's next record is missed, if its host is lost with it)"
     )
+    # Its host lost with it: the 10 s confirmation instead of the grace, then the same copy.
+    assert verdicts["1"].host_lost_heal_s == pytest.approx(61.0)
     # The real planner on the same snapshot decides the same heal.
     direct = decide(killed(snap, (1,)))
     assert direct.bytes_to_move == verdicts["1"].bytes_to_copy

@@ -1,0 +1,134 @@
+"""A dead broker's class, judged once per cycle from two witnesses (manager.model.death).
+
+The controller's fencing (the broker absent from the metadata: ``observe.dead_since``) is one
+witness; the agent beside the broker is the other - what it says of the process (starting,
+recovering and how far, exited, how often it came back lately) and its silence, which counts
+only once it has missed the next record it promised (a record says how far apart its records
+come: ``interval_s``). One witness alone never shortens the grace:
+
+- **host_lost** - fenced for the confirmation, and its agent silent that long past its promise:
+  the host went with the broker. Heal now.
+- **crash_looping** - it came back and died again ``crash_loop_restarts`` times within its
+  agent's restart window, its agent still speaking. Heal now.
+- **restarting** - its agent sees it starting or recovering its logs, moving forward within
+  ``restart_stall_ms``: wait (no copy, no page), its write-unavailable partitions too, up to
+  ``restart_wait_cap_ms`` after its death.
+- **unknown** - anything else (no agent, an agent before the process field, an agent that cannot
+  see the process, an exit not yet repeated, a start that stalled): the timer, as before.
+
+Pure: the observation in, the verdict out; the thresholds are the policy's ``wait_or_heal``.
+"""
+
+from __future__ import annotations
+
+from kmedic.brokerstats import BrokerStats
+from manager.model.death import Death
+from manager.model.policy import WaitOrHeal
+from manager.monitor.observation import AgentView
+
+_STARTING = ("starting", "recovering")
+
+
+def _s(ms: float) -> str:
+    return f"{ms / 1000:.0f} s"
+
+
+def classify(
+    now_ms: int,
+    fenced_since_ms: int,
+    dead_since_ms: int,
+    agent: AgentView | None,
+    rules: WaitOrHeal,
+    grace_ms: int,
+) -> Death:
+    """The class of a dead broker at ``now_ms``: fenced (absent from the metadata) since
+    ``fenced_since_ms``, dead since ``dead_since_ms``; ``grace_ms`` is the timer it replaces."""
+    timer = f"the {_s(grace_ms)} grace applies"
+    latest = agent.latest if agent is not None else None
+    process = latest.process if latest is not None else None
+    if latest is None or process is None or process.state == "unknown":
+        seen = (
+            "no record from its agent"
+            if latest is None
+            else "its agent does not report the process"
+            if process is None
+            else "its agent cannot see the process"
+        )
+        return Death(kind="unknown", evidence=f"{seen}: {timer}")
+    early = rules.early_heal
+    fenced_for = now_ms - fenced_since_ms
+    silent_past = now_ms - latest.timestamp_ms - int(latest.interval_s * 1000)
+    if silent_past >= rules.host_lost_confirm_ms and fenced_for >= rules.host_lost_confirm_ms:
+        return Death(
+            kind="host_lost",
+            evidence=f"fenced {_s(fenced_for)} ago and its agent silent {_s(silent_past)} past "
+            f"the record it promised (every {latest.interval_s:.0f} s at most): "
+            + _heal_now_or(early, grace_ms),
+            heal_now=early,
+        )
+    deaths = _deaths_after_comeback(latest)
+    if deaths >= rules.crash_loop_restarts:
+        return Death(
+            kind="crash_looping",
+            evidence=f"its agent saw it come back and die again {deaths} times in "
+            f"{process.restart_window_s / 60:.0f} minutes: " + _heal_now_or(early, grace_ms),
+            heal_now=early,
+        )
+    if process.state in _STARTING:
+        moved = process.progress_ms
+        if moved is not None and now_ms - moved <= rules.restart_stall_ms:
+            left = _left_to_recover(latest)
+            cap = rules.restart_wait_cap_ms
+            return Death(
+                kind="restarting",
+                evidence=f"its agent sees it {process.state}{left}, moving forward "
+                f"{_s(now_ms - moved)} ago: "
+                + (
+                    f"waiting, up to {_s(cap)} after its death, its write-unavailable "
+                    "partitions too"
+                    if cap > 0
+                    else timer
+                ),
+                wait_until_ms=dead_since_ms + cap if cap > 0 else None,
+            )
+        stalled = "never seen moving" if moved is None else f"not moved for {_s(now_ms - moved)}"
+        return Death(
+            kind="unknown", evidence=f"its agent sees it {process.state}, {stalled}: {timer}"
+        )
+    if process.state == "not_running" and process.down_since_ms is not None:
+        return Death(
+            kind="unknown",
+            evidence=f"its agent saw it exit {_s(now_ms - process.down_since_ms)} ago "
+            f"({process.restarts} comebacks in {process.restart_window_s / 60:.0f} minutes): "
+            f"{timer}",
+        )
+    return Death(kind="unknown", evidence=f"its agent sees it {process.state}: {timer}")
+
+
+def _heal_now_or(early: bool, grace_ms: int) -> str:
+    if early:
+        return f"healing now, not after the {_s(grace_ms)} grace"
+    return f"the {_s(grace_ms)} grace applies (policy.wait_or_heal.early_heal is off)"
+
+
+def _deaths_after_comeback(stats: BrokerStats) -> int:
+    """Times it came back and died again within the agent's window: each comeback the agent
+    counted, but the latest while it is still starting (that one has not died yet)."""
+    process = stats.process
+    if process is None:
+        return 0
+    if process.state == "not_running":
+        return process.restarts
+    if process.state in _STARTING:
+        return max(0, process.restarts - 1)
+    return 0
+
+
+def _left_to_recover(stats: BrokerStats) -> str:
+    process = stats.process
+    if process is None or (process.logs_to_recover is None and process.segments_to_recover is None):
+        return ""
+    return (
+        f" ({process.logs_to_recover or 0} logs, {process.segments_to_recover or 0} segments left "
+        "to recover)"
+    )

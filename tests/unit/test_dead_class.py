@@ -1,0 +1,183 @@
+"""A dead broker's class from its agent's evidence (manager.monitor.dead_class), and what the
+grace rule and the planner make of it: two witnesses to heal early, never one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from manager_fakes import stats
+from test_observe import NOW, node, observation
+
+from kmedic.brokerstats import BrokerStats
+from manager.analyzer.planner import decide
+from manager.model.death import Death
+from manager.model.policy import Policy, WaitOrHeal
+from manager.model.snapshot import Broker
+from manager.monitor.dead_class import classify
+from manager.monitor.observe import AgentView, CapacitySettings, build_snapshot
+
+GRACE = 600_000
+RULES = WaitOrHeal()
+
+
+def process(state: str, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "state": state,
+        "broker_state": None,
+        "logs_to_recover": None,
+        "segments_to_recover": None,
+        "listening": state != "not_running",
+        "down_since_ms": None,
+        "restarts": 0,
+        "restart_window_s": 600.0,
+    }
+    return body | extra
+
+
+def record(ts: int, proc: dict[str, Any] | None, *, failed: bool = True) -> BrokerStats:
+    return stats(4, ts=ts, failed=failed, process=proc)
+
+
+def agent(ts: int, proc: dict[str, Any] | None) -> AgentView:
+    return AgentView(latest=record(ts, proc), last_healthy_ms=NOW - 3_600_000, healthy=None)
+
+
+def judge(view: AgentView | None, *, fenced_for: int = 20_000, rules: WaitOrHeal = RULES) -> Death:
+    return classify(NOW, NOW - fenced_for, NOW - fenced_for, view, rules, GRACE)
+
+
+def test_an_agent_silent_past_its_promise_with_the_broker_fenced_is_a_lost_host() -> None:
+    # The records come at most 10 s apart; the last one is 21 s old: 11 s past its promise.
+    death = judge(agent(NOW - 21_000, process("running")), fenced_for=12_000)
+    assert (death.kind, death.heal_now) == ("host_lost", True)
+    assert death.evidence == (
+        "fenced 12 s ago and its agent silent 11 s past the record it promised (every 10 s at "
+        "most): healing now, not after the 600 s grace"
+    )
+
+
+def test_one_witness_alone_is_no_lost_host() -> None:
+    # The agent silent, the broker fenced only a moment ago (a metadata blip, a restart).
+    assert judge(agent(NOW - 60_000, process("running")), fenced_for=5_000).kind == "unknown"
+    # The broker fenced long ago, its agent still speaking inside its promise.
+    assert judge(agent(NOW - 15_000, process("not_running")), fenced_for=60_000).kind == ("unknown")
+
+
+def test_an_agent_that_cannot_see_the_process_leaves_the_timer() -> None:
+    for view in (None, agent(NOW - 60_000, None), agent(NOW - 60_000, process("unknown"))):
+        death = judge(view)
+        assert (death.kind, death.heal_now, death.wait_until_ms) == ("unknown", False, None)
+        assert death.evidence.endswith("the 600 s grace applies")
+
+
+def test_a_broker_that_keeps_dying_as_it_comes_back_is_crash_looping() -> None:
+    down = process("not_running", restarts=3, down_since_ms=NOW - 2_000)
+    death = judge(agent(NOW - 1_000, down))
+    assert (death.kind, death.heal_now) == ("crash_looping", True)
+    assert "come back and die again 3 times in 10 minutes" in death.evidence
+    # Starting for the fourth time: three deaths after a comeback so far.
+    starting = process("starting", restarts=4, progress_ms=NOW - 1_000)
+    assert judge(agent(NOW - 1_000, starting)).kind == "crash_looping"
+    # Twice is not a loop: a restart, then one more.
+    twice = process("not_running", restarts=2, down_since_ms=NOW - 2_000)
+    assert judge(agent(NOW - 1_000, twice)).kind == "unknown"
+
+
+def test_a_recovering_broker_moving_forward_is_waited_for_up_to_the_cap() -> None:
+    recovering = process(
+        "recovering", logs_to_recover=40, segments_to_recover=900, progress_ms=NOW - 3_000
+    )
+    death = judge(agent(NOW - 2_000, recovering), fenced_for=700_000)
+    assert (death.kind, death.heal_now) == ("restarting", False)
+    assert death.wait_until_ms == NOW - 700_000 + RULES.restart_wait_cap_ms
+    assert "recovering (40 logs, 900 segments left to recover), moving forward 3 s ago" in (
+        death.evidence
+    )
+    # A start that has not moved for longer than the stall bound is no evidence.
+    stalled = recovering | {"progress_ms": NOW - RULES.restart_stall_ms - 1}
+    assert judge(agent(NOW - 2_000, stalled)).kind == "unknown"
+
+
+def test_the_switch_leaves_the_class_told_and_the_timer_in_charge() -> None:
+    off = WaitOrHeal(early_heal=False)
+    death = judge(agent(NOW - 60_000, process("running")), rules=off)
+    assert (death.kind, death.heal_now) == ("host_lost", False)
+    assert death.evidence.endswith("(policy.wait_or_heal.early_heal is off)")
+
+
+def _dead(death: Death | None, dead_for: int) -> Broker:
+    return Broker(id=4, alive=False, dead_since_ms=NOW - dead_for, death=death)
+
+
+@given(
+    state=st.sampled_from(
+        ["running", "starting", "recovering", "shutting_down", "not_running", "unknown"]
+    ),
+    restarts=st.integers(0, 6),
+    age=st.integers(0, 200_000),
+    fenced_for=st.integers(0, 200_000),
+    progress_age=st.none() | st.integers(0, 300_000),
+    early=st.booleans(),
+    dead_for=st.integers(0, 3_000_000),
+)
+def test_no_single_witness_shortens_the_grace(
+    state: str,
+    restarts: int,
+    age: int,
+    fenced_for: int,
+    progress_age: int | None,
+    early: bool,
+    dead_for: int,
+) -> None:
+    proc = process(
+        state,
+        restarts=restarts,
+        progress_ms=None if progress_age is None else NOW - progress_age,
+        down_since_ms=NOW - age if state == "not_running" else None,
+    )
+    rules = WaitOrHeal(early_heal=early)
+    death = classify(NOW, NOW - fenced_for, NOW - dead_for, agent(NOW - age, proc), rules, GRACE)
+    timer = _dead(None, dead_for)
+    judged = _dead(death, dead_for)
+    for grace in (GRACE, 60_000):
+        if judged.in_grace(NOW, grace) != timer.in_grace(NOW, grace):
+            shortened = not judged.in_grace(NOW, grace)
+            if shortened:
+                # Ended early only on two witnesses, and only with the switch on.
+                assert early and death.heal_now
+                assert fenced_for >= rules.host_lost_confirm_ms or death.kind == "crash_looping"
+                silent = age - 10_000 >= rules.host_lost_confirm_ms
+                assert silent or death.kind == "crash_looping"
+            else:
+                # Held longer only by a start moving forward, never past the cap.
+                assert death.kind == "restarting" and state in ("starting", "recovering")
+                assert dead_for < rules.restart_wait_cap_ms
+    if death.kind == "unknown":
+        assert judged.in_grace(NOW, GRACE) == timer.in_grace(NOW, GRACE)
+
+
+def _planned(agents: dict[int, AgentView], first_absent: int) -> Any:
+    live = {1: node("/r1"), 2: node("/r2"), 3: node("/r1"), 5: node("/r2")}
+    obs = observation(live=live, agents=agents, first_absent_ms={4: first_absent})
+    return decide(build_snapshot(obs, Policy(), CapacitySettings()))
+
+
+def test_the_planner_heals_a_lost_host_at_once_and_waits_for_a_restart_past_the_grace() -> None:
+    # Broker 4 holds a replica of t-1; it has been fenced 15 s.
+    lost = {4: agent(NOW - 40_000, process("running"))}
+    decision = _planned(lost, NOW - 15_000)
+    assert (decision.outcome, decision.kind) == ("act", "heal"), decision.summary
+    # Fenced 15 s with its agent speaking: the 600 s timer.
+    speaking = {4: agent(NOW - 1_000, process("not_running", down_since_ms=NOW - 16_000))}
+    decision = _planned(speaking, NOW - 15_000)
+    assert decision.outcome == "wait"
+    assert "has been dead 15 s of its 600 s grace period" in decision.reasons[0].message
+    # Dead 11 minutes, recovering and moving forward: still a wait, naming the restart.
+    recovering = process("recovering", logs_to_recover=3, progress_ms=NOW - 4_000)
+    decision = _planned({4: agent(NOW - 2_000, recovering)}, NOW - 660_000)
+    assert decision.outcome == "wait", decision.summary
+    assert "broker 4 is restarting, dead 660 s (its agent sees it recovering" in (
+        decision.reasons[0].message
+    )
