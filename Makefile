@@ -52,15 +52,18 @@ demo: bootstrap
 
 # The chaos soak (docs/reliability.md): MINUTES of seeded faults under Kafka's verifiable
 # producer and consumer; SEED=N reproduces a run.
-MINUTES ?= 15
+MINUTES ?= 60
+THROUGHPUT ?= 100
 soak: bootstrap
-	$(VENV_BIN)/kmedic soak --minutes $(MINUTES) $(if $(SEED),--seed $(SEED))
+	$(VENV_BIN)/kmedic soak --minutes $(MINUTES) --throughput $(THROUGHPUT) $(if $(SEED),--seed $(SEED))
 
-# The short seeded variant (about 2 minutes): one heal whose leading manager is killed mid-heal
-# while ZooKeeper is paused and the controller quorum's leader is killed; `make test` runs it
-# (tests/e2e/test_soak_short.py).
+# The short seeded variant (about 5 minutes): one heal whose leading manager is killed mid-heal
+# while ZooKeeper is paused and the controller quorum's leader is killed, then two brokers dead
+# past the grace (the page must fire) while the leader's ZooKeeper packets are dropped; `make
+# test` runs it (tests/e2e/test_soak_short.py).
 soak-short: bootstrap
-	$(VENV_BIN)/kmedic soak --minutes 1 --no-stream --throughput 100 --seed 20261125
+	$(VENV_BIN)/kmedic soak --minutes 1 --no-stream --throughput 100 --seed 20261125 \
+	  --warranted-page yes --leader-drop
 
 # The container image: docker when an engine runs, podman otherwise (scripts/image.py).
 image:

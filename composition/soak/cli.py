@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from composition.soak.schedule import draw
 from kmedic.cluster_cli import parse_link_mbps
+from kmedic.errors import UsageError
 from kmedic.exits import Exit
 
 if TYPE_CHECKING:
@@ -79,6 +80,12 @@ def register(sub: Any) -> None:
         f"{WARRANTED_FROM_MIN:g} minutes or more",
     )
     p.add_argument(
+        "--leader-drop",
+        action="store_true",
+        help="drop the leading manager's packets to ZooKeeper silently in the second episode "
+        "(the warranted page's, which this needs): its session must expire on its own",
+    )
+    p.add_argument(
         "--audit-outage",
         action="store_true",
         help="end with every broker of the audit topic killed at once, whatever the seed drew",
@@ -116,6 +123,14 @@ def _soak(args: argparse.Namespace) -> int:
     # SIGTERM (a `timeout`, a CI runner giving up) ends the run as Ctrl-C does: through the
     # stop that ends every process it started and removes a shaped cluster's namespace.
     signal.signal(signal.SIGTERM, _interrupted)
+    warranted = args.warranted_page == "yes" or (
+        args.warranted_page == "auto" and args.minutes >= WARRANTED_FROM_MIN
+    )
+    if args.leader_drop and not warranted:
+        raise UsageError(
+            "--leader-drop drops the leader's packets in the warranted page's episode: add "
+            f"--warranted-page yes (auto gives one only from {WARRANTED_FROM_MIN:g} minutes)"
+        )
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="kmedic-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -127,8 +142,8 @@ def _soak(args: argparse.Namespace) -> int:
         stream=not args.no_stream,
         ballast_mb=args.ballast_mb,
         audit_outage=args.audit_outage,
-        warranted_page=args.warranted_page == "yes"
-        or (args.warranted_page == "auto" and args.minutes >= WARRANTED_FROM_MIN),
+        leader_drop=args.leader_drop,
+        warranted_page=warranted,
         controllers=args.controllers,
         nic_mbps=args.nic_mbps,
         stop_after_s=None if args.stop_after is None else args.stop_after * 60,
@@ -164,6 +179,9 @@ def run_soak(settings: SoakSettings) -> tuple[int, list[str]]:
     )
     if settings.warranted_page:
         schedule = schedule.with_warranted_page(GRACE_S)
+    if settings.leader_drop:
+        # Once the two deaths are past their grace: the cut leader is refusing, and auditing it.
+        schedule = schedule.with_leader_drop(MANAGER_SESSION_S, at_s=GRACE_S + 10.0)
     if settings.audit_outage:
         schedule = schedule.with_audit_outage(GRACE_S)
     (settings.workdir / "schedule.json").write_text(schedule.dumps())

@@ -77,6 +77,7 @@ class SoakSettings:
     ballast_mb: int = 8  # per partition of the ballast topic
     audit_outage: bool = False  # end with every broker of the audit topic killed at once
     warranted_page: bool = False  # second, an episode whose page must fire
+    leader_drop: bool = False  # in the second episode, the leader's ZooKeeper packets dropped
     stream: bool = True  # run the Spark job (the short variant in `make test` leaves it out)
     controllers: int = 3  # KRaft voters: three, so that one may die (and the leader)
     # Each broker's link in Mbit/s: the cluster runs in a network namespace of its own, and

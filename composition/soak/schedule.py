@@ -233,6 +233,18 @@ class Schedule:
         refused = Episode("refused_heal", 2, round(grace_s + REFUSED_HOLD_S, 1))
         return Schedule(self.seed, (*self.episodes[:1], refused, *self.episodes[1:]))
 
+    def with_leader_drop(self, session_s: float, at_s: float) -> Schedule:
+        """This schedule with the leading manager's packets to ZooKeeper silently dropped in
+        its second episode (the first has its manager kill), ``at_s`` into it, for two and a
+        half of the managers' sessions: a short run sees its lease lost the silent way too."""
+        if len(self.episodes) < 2:
+            raise ValueError("a leader drop needs a second episode (the warranted page's)")
+        second = self.episodes[1]
+        drop = Overlap("leader_drop", round(at_s, 1), round(2.5 * session_s, 1))
+        kept = tuple(o for o in second.overlaps if o.kind not in ("leader_cut", "session_loss"))
+        second = replace(second, overlaps=(*kept, drop))
+        return Schedule(self.seed, (self.episodes[0], second, *self.episodes[2:]))
+
     def with_audit_outage(self, grace_s: float) -> Schedule:
         """This schedule and, at its end, every broker of the audit topic killed at once."""
         outage = Episode("audit_outage", 0, round(0.3 * grace_s, 1))

@@ -1,13 +1,16 @@
 """The short chaos soak, as `make soak-short` runs it (docs/reliability.md): its own 6-broker
 cluster on 3 racks, agents, two managers and Kafka's verifiable producer and consumer; one heal
 whose leading manager is SIGKILLed mid-heal while ZooKeeper is paused and the controller
-quorum's leader is killed (three voters). Every invariant must
-hold: no acknowledged message lost, one manager acting per epoch, no duplicate move, no alert,
-the cluster whole at the end, no process left behind."""
+quorum's leader is killed (three voters); then two brokers dead past the grace, whose page
+must fire in Prometheus, while the leading manager's packets to ZooKeeper are silently dropped.
+Every invariant must hold: no acknowledged message lost, one manager acting per epoch, nothing
+written by the cut manager after its lease as the brokers' request logs saw it, no duplicate
+move, no alert but the warranted one, the cluster whole at the end, no process left behind."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,7 +21,10 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 # The Makefile's soak-short: the same seed, so a failure here reproduces with `make soak-short`.
-SHORT = ["--minutes", "1", "--no-stream", "--throughput", "100", "--seed", "20261125"]
+SHORT = [
+    *("--minutes", "1", "--no-stream", "--throughput", "100", "--seed", "20261125"),
+    *("--warranted-page", "yes", "--leader-drop"),
+]
 
 
 def first(events: list[str], test: Callable[[str], bool], what: str) -> int:
@@ -52,3 +58,12 @@ def test_the_short_soak_loses_nothing_and_pages_nobody(tmp_path: Path) -> None:
     down = first(events, lambda e: e.startswith("the quorum's leader"), "the quorum leader killed")
     back = first(events, lambda e: e.startswith("controller "), "the controller started again")
     assert down < healed and down < back, events
+    # Then two brokers dead past the grace: the refusal's page must fire in Prometheus (the
+    # pages invariant matches it to its episode), and meanwhile the leading manager's packets
+    # to ZooKeeper are dropped: its lease judged from the brokers' request logs.
+    pages = [c["name"] for c in report["checks"] if c["name"].startswith("the pages: ")]
+    assert pages and re.match(r"the pages: [1-9]\d* fired as warranted by 1 episodes", pages[0]), (
+        f"the warranted page did not fire: {pages}"
+    )
+    drops = [line for line in report["leases"] if "(leader_drop," in line]
+    assert drops, f"no silent drop judged by the brokers: {report['leases']}"

@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -515,6 +516,18 @@ def test_an_hour_draws_both_kinds_of_leader_cut() -> None:
                 o.kind for o in episode.overlaps
             }
             assert all(12.0 <= d.hold_s <= 18.0 for d in drops)
+
+
+def test_a_short_run_drops_the_leaders_packets_in_its_warranted_episode() -> None:
+    drawn = draw(20261125, length_s=60, brokers=BROKERS, grace_s=15.0, session_timeout_s=9.0)
+    with pytest.raises(ValueError, match="needs a second episode"):
+        drawn.with_leader_drop(6.0, at_s=25.0)
+    paged = drawn.with_warranted_page(15.0)
+    dropped = paged.with_leader_drop(6.0, at_s=25.0)
+    assert dropped.episodes[0] == paged.episodes[0]
+    assert dropped.episodes[1].overlaps[-1] == Overlap("leader_drop", 25.0, 15.0)
+    assert dropped.episodes[1].warrants == ("KmedicRefusingToHeal",)
+    assert dropped.estimated_s() > paged.estimated_s()  # the drop's overlap is counted
 
 
 def test_a_run_with_a_warranted_page_gets_it_second() -> None:
