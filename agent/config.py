@@ -46,6 +46,13 @@ class AgentConfig(BaseModel):
         description="sampling interval while the broker takes part in a reassignment (the "
         "adaptive throttle reacts to its traffic); never longer than interval_s",
     )
+    heartbeat_interval_s: float | None = Field(
+        default=5.0,
+        ge=0.5,
+        description="between samples, a heartbeat at most this far apart (after a look at the "
+        "broker's listener): the agent's silence is then evidence within seconds "
+        "(docs/brokerstats.md, 'Heartbeats'); null: none, the samples alone",
+    )
     topic: str = Field(default="kmedic.brokerstats", min_length=1)
     publish_bootstrap: str | None = Field(
         default=None, description="where to publish records; default: the watched cluster"

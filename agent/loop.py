@@ -58,6 +58,9 @@ class Agent:
         self._topic_backoff = Backoff(initial_s=config.interval_s, max_s=config.max_backoff_s)
         self._busy = False  # the last sample listed a reassignment, or its broker not running
         self._whole_at: float | None = None  # when the last whole record was published
+        # When the last record (sample or heartbeat) was taken, and the broker's state then.
+        self._spoke_at: float | None = None
+        self._state: bs.ProcessState | None = None
 
     @property
     def interval_s(self) -> float:
@@ -79,6 +82,7 @@ class Agent:
         """Take one sample and queue it (in chunks if large); returns what was queued."""
         self._ensure_topic()
         started = time.monotonic()
+        self._spoke_at = started
         # A broker's page and record are tens of thousands of small objects, freed by
         # reference counting: the collector's passes over them found nothing and cost a
         # quarter of a sample (kmedic.gc_pause).
@@ -100,6 +104,7 @@ class Agent:
         self._busy = bool(stats.reassigning) or (
             stats.process is not None and stats.process.state not in ("running", "unknown")
         )
+        self._state = stats.process.state if stats.process is not None else None
         if stats.failure is None:
             log.info(
                 "sample_published",
@@ -119,6 +124,37 @@ class Agent:
         if self.on_record is not None:
             self.on_record(stats)
         return chunks
+
+    def heartbeat_if_due(self) -> bool:
+        """Between samples: when a heartbeat is due, look at the broker's listener and publish
+        one. False when the look found a running broker's listener closed: the caller samples
+        at once, so that the exit is in a record within seconds."""
+        every = self.config.heartbeat_interval_s
+        now = time.monotonic()
+        if every is None or (self._spoke_at is not None and now - self._spoke_at < every):
+            return True
+        listening = self.sampler.listening_now()
+        if listening is False and self._state == "running":
+            return False
+        self._spoke_at = now
+        beat = bs.Heartbeat(
+            heartbeat=1,
+            cluster=self.config.cluster,
+            broker_id=self.config.broker_id,
+            timestamp_ms=int(time.time() * 1000),
+            next_within_s=min(every, self.interval_s),
+            listening=listening,
+        )
+        self.publisher.publish(beat)
+        return True
+
+    def _heartbeat(self) -> bool:
+        try:
+            return self.heartbeat_if_due()
+        except Exception:
+            # As a crashed sample: the agent goes on; its next sample speaks for it.
+            log.exception("heartbeat_crashed", broker=self.config.broker_id)
+            return True
 
     def _moving_only(self, stats: bs.BrokerStats, now: float) -> bool:
         """A busy sample between whole records: a whole one at least every interval_s, and
@@ -149,6 +185,9 @@ class Agent:
                 while not stop.is_set() and (left := next_at - time.monotonic()) > 0:
                     self.publisher.poll(min(left, 0.25))
                     self.sampler.probe()
+                    if not self._heartbeat():
+                        next_at = time.monotonic()  # its broker just went: sample now
+                        break
         finally:
             undelivered = self.publisher.flush(FLUSH_TIMEOUT_S)
             self.sampler.close()

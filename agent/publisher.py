@@ -141,7 +141,7 @@ class Publisher:
             for _ in range(lost):
                 self._on_delivery(None, f"lost with a failed producer: {why}")
 
-    def publish(self, record: bs.BrokerStats, value: bytes | None = None) -> bool:
+    def publish(self, record: bs.BrokerStats | bs.Heartbeat, value: bytes | None = None) -> bool:
         """Queue one record (``value``: its JSON, when the caller has it already); False (and
         counted as an error) when the queue is full."""
         sent_at = time.monotonic()
@@ -173,8 +173,9 @@ class Publisher:
         self.poll(0)
         return True
 
-    def _dropped(self, record: bs.BrokerStats, why: str) -> bool:
-        log.warning("record_dropped", reason=why, sample=record.sample_id)
+    def _dropped(self, record: bs.BrokerStats | bs.Heartbeat, why: str) -> bool:
+        sample = record.sample_id if isinstance(record, bs.BrokerStats) else "heartbeat"
+        log.warning("record_dropped", reason=why, sample=sample)
         if self._on_delivery is not None:
             self._on_delivery(None, why)
         return False

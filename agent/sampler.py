@@ -115,6 +115,13 @@ class Sampler:
         self._gauges: ProcessGauges | None = None
         self._looked = False
 
+    def listening_now(self) -> bool | None:
+        """Whether the broker's listener accepts a connection now (None: its address is not
+        known yet): the heartbeat's look, between samples."""
+        if self._address is None:
+            return None
+        return tcp_reachable(*self._address, min(1.0, self.config.request_timeout_s))
+
     def probe(self) -> None:
         """Probe the broker between samples (agent.probe), while the Admin client is up."""
         if self.admin.connected and self.admin_backoff.ready():

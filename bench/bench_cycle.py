@@ -61,7 +61,7 @@ from manager.model.placement_config import PlacementConfig  # noqa: E402
 from manager.model.policy import GoalSwitches, Policy  # noqa: E402
 from manager.model.snapshot import Leadership  # noqa: E402
 from manager.monitor import sources as sources_module  # noqa: E402
-from manager.monitor.feed_pair import FeedPair  # noqa: E402
+from manager.monitor.feed_pair import AgentValue, FeedPair  # noqa: E402
 from manager.monitor.load_columns import LoadStore  # noqa: E402
 from manager.monitor.observe import AgentView, CapacitySettings, LoadView, build_snapshot  # noqa: E402
 from manager.monitor.sources import ClusterSources  # noqa: E402
@@ -164,7 +164,7 @@ class Clock:
         return run
 
 
-def agent_views(f: Fleet, now_ms: int) -> dict[bytes, AgentView]:
+def agent_views(f: Fleet, now_ms: int) -> dict[bytes, AgentValue]:
     """Each live broker's newest stats record, as the feed holds it: one record's models at a
     time (built without validation, as the feed's own objects are once validated), made an
     AgentView - its entries kept as columns - before the next is built, as records arrive."""

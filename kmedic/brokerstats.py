@@ -363,9 +363,50 @@ def write_json_schema(path: Path = SCHEMA_PATH) -> Path:
     return path
 
 
-def to_json(stats: BrokerStats) -> bytes:
+HEARTBEAT_PREFIX = b'{"heartbeat":'
+"""How a heartbeat's JSON begins (its first field): readers tell it from a sample by it, the
+stream job without parsing it."""
+
+
+class Heartbeat(_Record):
+    """The agent is alive and its next record comes within ``next_within_s``: published
+    between samples, so that an agent's silence is evidence within seconds, not a minute (the
+    manager's wait-or-heal decision: docs/brokerstats.md, "Heartbeats"). Keyed as the agent's
+    samples are; never a sample: it carries no figure but whether the broker's listener
+    accepted a connection."""
+
+    heartbeat: Literal[1] = Field(description="The heartbeat format's version (always first).")
+    cluster: str = Field(min_length=1, description="Cluster name from the agent configuration.")
+    broker_id: int = Field(ge=0, description="Broker id of the agent's broker.")
+    timestamp_ms: int = Field(ge=0, description="When the agent published it (Unix ms).")
+    next_within_s: float = Field(
+        gt=0, description="The longest gap to the agent's next record, sample or heartbeat (s)."
+    )
+    listening: bool | None = Field(
+        description="Whether the broker's listener accepted a connection just before; null "
+        "when its address is not known yet."
+    )
+
+
+def to_json(stats: BrokerStats | Heartbeat) -> bytes:
     """Wire encoding: compact UTF-8 JSON."""
     return stats.model_dump_json().encode()
+
+
+def is_heartbeat(data: bytes) -> bool:
+    return data.startswith(HEARTBEAT_PREFIX)
+
+
+def heartbeat_from_json(data: bytes) -> Heartbeat:
+    """Parse one heartbeat; a bad one raises KmedicError naming the offending fields."""
+    try:
+        return Heartbeat.model_validate_json(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
+            for e in exc.errors()[:5]
+        )
+        raise KmedicError(f"invalid heartbeat record: {problems}") from exc
 
 
 def from_json(data: bytes | str) -> BrokerStats:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kmedic.brokerstats import HEARTBEAT_PREFIX
 from streaming.checks import CORRUPT_COLUMN, ElementCheck, all_checks, suspect_column
 from streaming.config import ValidationConfig
 from streaming.schema import brokerstats_schema
@@ -53,6 +54,9 @@ def parse_and_validate(raw: DataFrame, cfg: ValidationConfig) -> DataFrame:
     schema = brokerstats_schema()
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT_COLUMN, StringType(), True)])
     text = F.col("value").cast("string")
+    # An agent's heartbeats share the topic with its samples and carry no figure: left out
+    # here, before anything parses them (they are no bad record either).
+    raw = raw.filter(~F.coalesce(text.startswith(HEARTBEAT_PREFIX.decode()), F.lit(False)))
     parsed = _materialize(
         raw,
         {

@@ -119,6 +119,16 @@ def next_grace_end_ms(snap: Snapshot) -> int | None:
         for b in snap.brokers
         if b.in_grace(snap.taken_at, grace) and (end := b.grace_ends_ms(grace)) is not None
     ]
+    # And when a waiting broker's class may change with no new word from its agent (its
+    # silence passing the confirmation: a lost host is healed then, not at the next tick).
+    ends += [
+        b.death.recheck_at_ms
+        for b in snap.brokers
+        if b.in_grace(snap.taken_at, policy.dead_grace_ms)
+        and b.death is not None
+        and b.death.recheck_at_ms is not None
+        and b.death.recheck_at_ms > snap.taken_at
+    ]
     return min(ends, default=None)
 
 

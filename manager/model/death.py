@@ -34,6 +34,12 @@ class Death(Frozen):
         description="two witnesses agree the broker is not coming back soon (the controller's "
         "fencing and its agent's silence or report): no grace is waited out",
     )
+    recheck_at_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="when its class may change with no new word from its agent (its silence "
+        "passing the confirmation): the daemon holds a cycle then; None: no such moment",
+    )
     wait_until_ms: int | None = Field(
         default=None,
         ge=0,

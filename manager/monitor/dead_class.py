@@ -21,7 +21,7 @@ Pure: the observation in, the verdict out; the thresholds are the policy's ``wai
 
 from __future__ import annotations
 
-from kmedic.brokerstats import BrokerStats
+from kmedic.brokerstats import BrokerStats, Process
 from manager.model.death import Death
 from manager.model.policy import WaitOrHeal
 from manager.monitor.observation import AgentView
@@ -44,28 +44,46 @@ def classify(
     """The class of a dead broker at ``now_ms``: fenced (absent from the metadata) since
     ``fenced_since_ms``, dead since ``dead_since_ms``; ``grace_ms`` is the timer it replaces."""
     timer = f"the {_s(grace_ms)} grace applies"
-    latest = agent.latest if agent is not None else None
-    process = latest.process if latest is not None else None
-    if latest is None or process is None or process.state == "unknown":
-        seen = (
-            "no record from its agent"
-            if latest is None
-            else "its agent does not report the process"
-            if process is None
-            else "its agent cannot see the process"
-        )
-        return Death(kind="unknown", evidence=f"{seen}: {timer}")
+    if agent is None:
+        return Death(kind="unknown", evidence=f"no record from its agent: {timer}")
+    latest = agent.latest
+    process = latest.process
+    if process is None or process.state == "unknown":
+        seen = "does not report" if process is None else "cannot see"
+        return Death(kind="unknown", evidence=f"its agent {seen} the process: {timer}")
     early = rules.early_heal
     fenced_for = now_ms - fenced_since_ms
-    silent_past = now_ms - latest.timestamp_ms - int(latest.interval_s * 1000)
+    last_ms, promise_s = _last_word(agent)
+    silent_past = now_ms - last_ms - int(promise_s * 1000)
     if silent_past >= rules.host_lost_confirm_ms and fenced_for >= rules.host_lost_confirm_ms:
         return Death(
             kind="host_lost",
             evidence=f"fenced {_s(fenced_for)} ago and its agent silent {_s(silent_past)} past "
-            f"the record it promised (every {latest.interval_s:.0f} s at most): "
+            f"the record it promised (every {promise_s:.0f} s at most): "
             + _heal_now_or(early, grace_ms),
             heal_now=early,
         )
+    # Silent that long and the class is host_lost: the daemon looks again then.
+    recheck = max(
+        last_ms + int(promise_s * 1000) + rules.host_lost_confirm_ms,
+        fenced_since_ms + rules.host_lost_confirm_ms,
+    )
+    return _by_report(now_ms, dead_since_ms, latest, process, rules, grace_ms).model_copy(
+        update={"recheck_at_ms": recheck if rules.early_heal else None}
+    )
+
+
+def _by_report(
+    now_ms: int,
+    dead_since_ms: int,
+    latest: BrokerStats,
+    process: Process,
+    rules: WaitOrHeal,
+    grace_ms: int,
+) -> Death:
+    """The class from what the agent (still speaking) reports of the process."""
+    timer = f"the {_s(grace_ms)} grace applies"
+    early = rules.early_heal
     deaths = _deaths_after_comeback(latest)
     if deaths >= rules.crash_loop_restarts:
         return Death(
@@ -103,6 +121,15 @@ def classify(
             f"{timer}",
         )
     return Death(kind="unknown", evidence=f"its agent sees it {process.state}: {timer}")
+
+
+def _last_word(agent: AgentView) -> tuple[int, float]:
+    """When the agent last spoke and how far apart it promised its records: an agent that
+    heartbeats promises its heartbeats' gap (seconds), one that does not its samples'."""
+    latest, heard = agent.latest, agent.heard
+    if heard is None:
+        return latest.timestamp_ms, latest.interval_s
+    return max(latest.timestamp_ms, heard.timestamp_ms), heard.next_within_s
 
 
 def _heal_now_or(early: bool, grace_ms: int) -> str:

@@ -7,10 +7,10 @@ copies over a pipe, so the decoding never holds the interpreter a cycle runs in.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from kmedic.brokerstats import from_json
+from kmedic.brokerstats import Heartbeat, from_json, heartbeat_from_json, is_heartbeat
 from kmedic.kafka_client import Cluster
 from manager.monitor.feeds import FeedStatus, LatestByKey
 from manager.monitor.load_columns import LoadColumns, LoadFeed, LoadStore, LoadView
@@ -51,7 +51,12 @@ class Feeds(Protocol):
     def status(self) -> list[FeedStatus]: ...
 
 
-def decode_agent(raw: bytes) -> AgentView:
+AgentValue = AgentView | Heartbeat  # a key's state: its records, or heartbeats alone so far
+
+
+def decode_agent(raw: bytes) -> AgentValue:
+    if is_heartbeat(raw):
+        return heartbeat_from_json(raw)
     stats = from_json(raw)
     healthy = stats.failure is None
     return AgentView(
@@ -61,9 +66,24 @@ def decode_agent(raw: bytes) -> AgentView:
     )
 
 
-def merge_agent(old: AgentView | None, new: AgentView) -> AgentView:
-    """Newest record wins; the newest healthy one is kept beside it; chunks of one sample join;
-    a record of scope moving updates the moving partitions' entries of the last whole one."""
+def merge_agent(old: AgentValue | None, new: AgentValue) -> AgentValue:
+    """A heartbeat is kept beside the records (the newest one); of the records, the newest
+    wins, the newest healthy one is kept beside it, chunks of one sample join, and a record of
+    scope moving updates the moving partitions' entries of the last whole one."""
+    if isinstance(new, Heartbeat):
+        if isinstance(old, AgentView):
+            if old.heard is not None and new.timestamp_ms < old.heard.timestamp_ms:
+                return old
+            return replace(old, heard=new)
+        return old if old is not None and new.timestamp_ms < old.timestamp_ms else new
+    if isinstance(old, Heartbeat):
+        return replace(new, heard=old)
+    merged = _merge_records(old, new)
+    heard = old.heard if old is not None else None
+    return merged if merged.heard is heard else replace(merged, heard=heard)
+
+
+def _merge_records(old: AgentView | None, new: AgentView) -> AgentView:
     if old is None:
         return new
     if new.latest.timestamp_ms < old.latest.timestamp_ms:
@@ -104,7 +124,7 @@ class FeedPair:
     """Both feeds, tailed in threads of this process."""
 
     def __init__(self, spec: FeedSpec) -> None:
-        self.agents: LatestByKey[AgentView] = LatestByKey(
+        self.agents: LatestByKey[AgentValue] = LatestByKey(
             spec.cluster,
             spec.stats_topic,
             decode_agent,
@@ -123,7 +143,11 @@ class FeedPair:
         self.loads.stop()
 
     def take(self) -> FeedCopy:
-        agents = {int(k): v for k, v in self.agents.values().items() if k.isdigit()}
+        agents = {
+            int(k): v
+            for k, v in self.agents.values().items()
+            if k.isdigit() and isinstance(v, AgentView)
+        }
         return FeedCopy(agents, self.loads.columns())
 
     def status(self) -> list[FeedStatus]:

@@ -253,7 +253,7 @@ def adopted(names: list[str], copy: FeedCopy) -> FeedCopy:
     if np.array_equal(ids, np.arange(len(ids))):
         return copy  # the same ids in both processes: nothing to translate
     agents = {
-        b: AgentView(v.latest, v.last_healthy_ms, v.healthy, v.replicas.rekeyed(ids))
+        b: AgentView(v.latest, v.last_healthy_ms, v.healthy, v.replicas.rekeyed(ids), v.heard)
         for b, v in copy.agents.items()
     }
     return FeedCopy(agents, copy.loads.rekeyed(ids))

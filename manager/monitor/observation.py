@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kmedic.brokerstats import BrokerStats
+from kmedic.brokerstats import BrokerStats, Heartbeat
 from kmedic.kafka_admin import ReplicationTiming
 from kmedic.metadata import BrokerNode, Reassignment
 from kmedic.partition_table import PartitionTable
@@ -29,6 +29,7 @@ class AgentView:
     last_healthy_ms: int | None  # newest record without a failure
     healthy: BrokerStats | None  # that record (sizes and disk come from it)
     replicas: ReplicaColumns = EMPTY  # the healthy record's replica entries
+    heard: Heartbeat | None = None  # the newest heartbeat between samples, if any
 
     def __post_init__(self) -> None:
         healthy = self.healthy

@@ -103,7 +103,7 @@ def test_agent_process_publishes_and_stops_cleanly(healthy_cluster: Any, tmp_pat
     try:
         while time.monotonic() < deadline and len(records) < 3:
             msg = consumer.poll(1.0)
-            if msg is not None and not msg.error():
+            if msg is not None and not msg.error() and not bs.is_heartbeat(msg.value()):
                 assert msg.key() == str(broker).encode()
                 records.append(bs.from_json(msg.value()))
     finally:

@@ -253,8 +253,8 @@ def _published(cluster: Any, topic: str, broker: int, since_ms: int) -> list[bs.
                 if out:
                     break
                 continue
-            if msg.error() or msg.key() != str(broker).encode():
-                continue
+            if msg.error() or msg.key() != str(broker).encode() or bs.is_heartbeat(msg.value()):
+                continue  # a heartbeat (a slow sample's gap) is no sample
             rec = bs.from_json(msg.value())
             if rec.timestamp_ms >= since_ms:
                 out.append(rec)

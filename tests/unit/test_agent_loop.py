@@ -266,3 +266,55 @@ def test_the_agent_samples_faster_while_its_broker_is_not_running() -> None:
         agent.run_once()
         waits.append(agent.interval_s)
     assert waits == [60.0, 5.0, 5.0, 5.0, 60.0, 60.0, 60.0]
+
+
+class ListeningSampler:
+    """A running broker's samples; its listener answers as ``listening`` says."""
+
+    def __init__(self) -> None:
+        self.listening: bool | None = True
+
+    def sample(self) -> bs.BrokerStats:
+        running = bs.Process(
+            state="running",
+            broker_state=3,
+            logs_to_recover=None,
+            segments_to_recover=None,
+            listening=True,
+            down_since_ms=None,
+            restarts=0,
+            restart_window_s=600.0,
+        )
+        return _record(1).model_copy(update={"process": running})
+
+    def listening_now(self) -> bool | None:
+        return self.listening
+
+    def probe(self) -> None:
+        pass
+
+
+def test_between_samples_a_heartbeat_says_the_agent_lives_and_a_closed_listener_samples() -> None:
+    config = CONFIG.model_copy(update={"interval_s": 60.0, "heartbeat_interval_s": 5.0})
+    sampler, publisher = ListeningSampler(), MemoryPublisher()
+    agent = Agent(config, sampler=sampler, publisher=publisher)  # type: ignore[arg-type]
+    agent.run_once()
+    assert agent.heartbeat_if_due() and len(publisher.published) == 1  # not due yet
+    agent._spoke_at = time.monotonic() - 5.0  # five seconds on
+    assert agent.heartbeat_if_due()
+    beat = publisher.published[-1]
+    assert isinstance(beat, bs.Heartbeat)
+    assert (beat.broker_id, beat.next_within_s, beat.listening) == (7, 5.0, True)
+    assert bs.to_json(beat).startswith(bs.HEARTBEAT_PREFIX)
+    # The listener of a broker last seen running closed: no heartbeat, a sample at once.
+    agent._spoke_at = time.monotonic() - 5.0
+    sampler.listening = False
+    assert not agent.heartbeat_if_due() and len(publisher.published) == 2
+    # Switched off: the samples alone.
+    quiet = Agent(
+        config.model_copy(update={"heartbeat_interval_s": None}),
+        sampler=sampler,  # type: ignore[arg-type]
+        publisher=publisher,  # type: ignore[arg-type]
+    )
+    quiet._spoke_at = time.monotonic() - 60.0
+    assert quiet.heartbeat_if_due() and len(publisher.published) == 2

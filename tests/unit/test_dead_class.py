@@ -3,6 +3,7 @@ grace rule and the planner make of it: two witnesses to heal early, never one.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given
@@ -10,12 +11,14 @@ from hypothesis import strategies as st
 from manager_fakes import stats
 from test_observe import NOW, node, observation
 
-from kmedic.brokerstats import BrokerStats
+from kmedic.brokerstats import BrokerStats, Heartbeat, to_json
+from manager.analyzer.health import next_grace_end_ms
 from manager.analyzer.planner import decide
 from manager.model.death import Death
 from manager.model.policy import Policy, WaitOrHeal
 from manager.model.snapshot import Broker
 from manager.monitor.dead_class import classify
+from manager.monitor.feed_pair import decode_agent, merge_agent
 from manager.monitor.observe import AgentView, CapacitySettings, build_snapshot
 
 GRACE = 600_000
@@ -181,3 +184,56 @@ def test_the_planner_heals_a_lost_host_at_once_and_waits_for_a_restart_past_the_
     assert "broker 4 is restarting, dead 660 s (its agent sees it recovering" in (
         decision.reasons[0].message
     )
+
+
+def beat(ts: int, every_s: float = 5.0) -> Heartbeat:
+    return Heartbeat(
+        heartbeat=1,
+        cluster="c",
+        broker_id=4,
+        timestamp_ms=ts,
+        next_within_s=every_s,
+        listening=True,
+    )
+
+
+def test_an_agent_that_heartbeats_is_judged_by_its_heartbeats_promise() -> None:
+    # Its last sample a minute old (its interval 10 s), its last heartbeat 16 s old (every 5 s):
+    # 11 s past the heartbeat's promise, fenced 12 s: its host is lost.
+    view = replace(agent(NOW - 60_000, process("running")), heard=beat(NOW - 16_000))
+    assert judge(view, fenced_for=12_000).kind == "host_lost"
+    # Heartbeating still: a broker fenced while its host lives (a cut between it and the
+    # controllers) waits out the timer, however old the last sample.
+    speaking = replace(view, heard=beat(NOW - 2_000))
+    assert judge(speaking, fenced_for=120_000).kind == "unknown"
+
+
+def test_heartbeats_are_kept_beside_the_records_and_never_taken_for_one() -> None:
+    first = beat(NOW - 9_000)
+    assert merge_agent(None, first) is first  # heartbeats alone so far
+    sample = agent(NOW - 8_000, process("running"))
+    joined = merge_agent(first, sample)
+    assert isinstance(joined, AgentView) and joined.heard == first
+    newer = beat(NOW - 3_000)
+    updated = merge_agent(joined, newer)
+    assert isinstance(updated, AgentView)
+    assert (updated.latest, updated.heard) == (sample.latest, newer)
+    assert merge_agent(updated, first) is updated  # an older heartbeat changes nothing
+    again = merge_agent(updated, agent(NOW - 1_000, process("running")))
+    assert isinstance(again, AgentView) and again.heard == newer
+    assert decode_agent(to_json(newer)) == newer
+
+
+def test_the_daemon_looks_again_when_an_agents_silence_would_confirm_a_lost_host() -> None:
+    live = {1: node("/r1"), 2: node("/r2"), 3: node("/r1"), 5: node("/r2")}
+    # Fenced 3 s ago; its agent's last heartbeat 2 s old, every 5 s: silent 10 s past that
+    # promise 13 s from now.
+    view = replace(agent(NOW - 30_000, process("running")), heard=beat(NOW - 2_000))
+    obs = observation(live=live, agents={4: view}, first_absent_ms={4: NOW - 3_000})
+    snap = build_snapshot(obs, Policy(), CapacitySettings())
+    death = {b.id: b for b in snap.brokers}[4].death
+    assert death is not None and death.recheck_at_ms == NOW + 13_000
+    assert next_grace_end_ms(snap) == NOW + 13_000
+    # Switched off: the next end is the timer's (the write-unavailable grace's, the shorter).
+    off = Policy(wait_or_heal=WaitOrHeal(early_heal=False))
+    assert next_grace_end_ms(build_snapshot(obs, off, CapacitySettings())) == NOW + 57_000

@@ -168,6 +168,17 @@ def test_a_record_of_the_moving_partitions_passes(spark: Any) -> None:
     assert (record["schema_version"], record["scope"]) == ("2", "moving")
 
 
+def test_an_agents_heartbeats_are_left_out_not_sent_to_the_dlq(spark: Any) -> None:
+    beat = bs.Heartbeat(
+        heartbeat=1, cluster="c", broker_id=1, timestamp_ms=1, next_within_s=5.0, listening=True
+    )
+    values = [bs.to_json(beat), json.dumps(_valid()).encode(), b'{"heartbeat": 2, "odd": 1}']
+    validated = _validate(spark, values).orderBy("offset")
+    # The sample passes; whatever begins as a heartbeat is the manager's to read (and to count
+    # as undecodable when it is no heartbeat it knows), not the job's.
+    assert [(r.offset, r.reason) for r in validated.collect()] == [(1, None)]
+
+
 def test_every_bad_record_class_gets_its_reason(spark: Any) -> None:
     bad_records = _bad_records()
     got = _reasons(spark, [value for _, value, _, _ in bad_records], LATENESS)
