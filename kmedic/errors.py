@@ -20,6 +20,11 @@ class Refused(KmedicError):
     met); the command exits ``Exit.NOT_DONE`` (kmedic.exits)."""
 
 
+class LeaseEnded(KmedicError):
+    """A write was not sent because this instance's lease to act had run out: nothing was
+    done, and nothing failed - the next leader does it. Not an action's failure to audit."""
+
+
 class ConfigError(KmedicError):
     """A configuration file or value is invalid; the message names the field."""
 

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, LeaseEnded
+from kmedic.logging import get_logger
 from manager.coordination.cordon_ledger import LedgerEntry, entry_now
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.ports import Cordons, Ledger
 from manager.executor.cordons import CORDONED_LOG_DIRS, Cordon
 from manager.model.cordons import CordonIntent, Request, cordon_intents
+
+log = get_logger(__name__)
 
 
 class CordonKeeper:
@@ -65,6 +68,9 @@ class CordonKeeper:
                 continue
             try:
                 self._settle(intent, self._cordons.read(broker))
+            except LeaseEnded as exc:  # no longer this instance's to do: the next leader does it
+                log.info("cordon_left_to_the_next_leader", broker=broker, why=str(exc))
+                return
             except KmedicError as exc:
                 self._once(
                     broker,

@@ -99,7 +99,13 @@ class MoveReport:
         if plan is not None:
             details = {**details, "plan": plan.to_field()}
         if kind in ("action_completed", "action_failed"):
-            self._ended.append((kind, state, details))
+            # Held once: a move this instance already saw end, adopted again from the plan its
+            # failed write left listing it (its own session lost and taken back), ends again.
+            move = state.move
+            if not any(
+                s.move.tp == move.tp and s.move.target == move.target for _, s, _ in self._ended
+            ):
+                self._ended.append((kind, state, details))
         else:
             self.trail.move_event(kind, state, details)
         if kind == "action_completed":

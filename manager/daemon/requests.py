@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, LeaseEnded
 from kmedic.logging import get_logger
 from manager.analyzer.request_check import Asked, ClusterFacts, never_met
 from manager.coordination.request_store import RequestState, StoredRequest
@@ -209,6 +209,9 @@ class RequestFollower:
         for broker in brokers:
             try:
                 self._executor.unregister_broker(broker)
+            except LeaseEnded as exc:  # no longer this instance's to do: the next leader does it
+                log.info("unregister_left_to_the_next_leader", broker=broker, why=str(exc))
+                return
             except KmedicError as exc:  # the next cycle tries again
                 self.trail.record(
                     "action_failed",

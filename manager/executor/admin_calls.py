@@ -18,7 +18,7 @@ from kafka.errors import KafkaConnectionError as KpConnectionError
 from kafka.errors import KafkaError as KpKafkaError
 from kafka.errors import NodeNotReadyError
 
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, LeaseEnded
 from kmedic.forwarders import Forwarders
 from kmedic.kafka_admin import REACH_MS, connect_admin, describe_partitions, steer_requests
 from kmedic.kafka_client import Cluster
@@ -101,7 +101,7 @@ class AdminCalls:
         while True:
             attempt += 1
             if not self._may_call():
-                raise KmedicError(
+                raise LeaseEnded(
                     f"cannot {what}: this instance may no longer act (its lease ended)"
                 )
             try:
@@ -134,7 +134,7 @@ class AdminCalls:
         one cut off from the manager held a whole cycle for half a minute; the caller asks
         again on its next step."""
         if not self._may_call():
-            raise KmedicError(f"cannot {what}: this instance may no longer act (its lease ended)")
+            raise LeaseEnded(f"cannot {what}: this instance may no longer act (its lease ended)")
         try:
             return call(self.client)
         except (KpKafkaError, KmedicError) as exc:

@@ -30,6 +30,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -651,35 +652,7 @@ def test_a_rolling_restart_under_the_shipped_defaults_moves_nothing_and_pages_no
     under one manager with the shipped defaults and a real Prometheus evaluating the shipped
     rules every second: no data moves, no page-severity alert is ever active (not even
     pending), and the audit log tells each wait."""
-    for name in MANAGERS:
-        fleet.pipeline.stop_role(name)
-    # The heal tests before this one left the brokers they killed emptier, and the shipped
-    # defaults even a cluster out: a rolling restart starts from an even, settled cluster.
-    put_back(fleet.bootstrap, fleet.initial)
-    port = process.free_ports(1)[0]
-    shipped = {  # only what names this cluster and this machine; every policy as shipped
-        "cluster": fleet.pipeline.cluster_name,
-        "bootstrap": fleet.bootstrap,
-        "zookeeper": {"zk_connect": fleet.cluster.zk_connect},
-        "instance_id": "manager-shipped",
-        "http": {"port": port},
-        "audit": {"spool_dir": str(tmp_path / "spool")},
-    }
-    fleet.pipeline.start_role("manager-shipped", "manager", shipped)
-    prometheus = PrometheusServer(tmp_path / "prometheus", [f"127.0.0.1:{port}"]).start()
-    try:
-        # The window opens once the start is over: before the first scrape the manager is
-        # missing, and before it leads there is no leader. Neither is part of the restart.
-        wait_for(
-            lambda: (
-                prometheus.query("kmedic_is_leader == 1")
-                and not prometheus.query('ALERTS{severity="page"}')
-                and metric(port, "kmedic_last_decision", outcome="noop") == 1
-            ),
-            timeout=90,
-            what="the shipped manager to lead, scraped, find nothing to do, and no page alert "
-            "active or pending",
-        )
+    with shipped_manager(fleet, tmp_path) as (port, prometheus):
         started = time.time()
         seen_after: list[float] = []  # seconds from each stop to the manager's wait
         for turn, broker in enumerate(fleet.cluster.broker_ids):
@@ -740,7 +713,111 @@ def test_a_rolling_restart_under_the_shipped_defaults_moves_nothing_and_pages_no
                 s.startswith("wait") and not s.startswith("wait over") and f"broker {broker} " in s
                 for s in summaries
             ), f"the wait for broker {broker} is not audited: {summaries}"
+    fleet.restore()
+
+
+@contextmanager
+def shipped_manager(fleet: Fleet, tmp_path: Path) -> Iterator[tuple[int, PrometheusServer]]:
+    """One manager with the shipped defaults (the cluster's two stopped) and a real Prometheus
+    evaluating the shipped rules every second, from an even, settled cluster: once it leads,
+    is scraped, finds nothing to do and no page alert is active or pending."""
+    for name in MANAGERS:
+        fleet.pipeline.stop_role(name)
+    # The heal tests before left the brokers they killed emptier, and the shipped defaults
+    # even a cluster out: start from an even, settled cluster.
+    put_back(fleet.bootstrap, fleet.initial)
+    port = process.free_ports(1)[0]
+    shipped = {  # only what names this cluster and this machine; every policy as shipped
+        "cluster": fleet.pipeline.cluster_name,
+        "bootstrap": fleet.bootstrap,
+        "zookeeper": {"zk_connect": fleet.cluster.zk_connect},
+        "instance_id": "manager-shipped",
+        "http": {"port": port},
+        "audit": {"spool_dir": str(tmp_path / "spool")},
+    }
+    fleet.pipeline.start_role("manager-shipped", "manager", shipped)
+    prometheus = PrometheusServer(tmp_path / "prometheus", [f"127.0.0.1:{port}"]).start()
+    try:
+        # The window opens once the start is over: before the first scrape the manager is
+        # missing, and before it leads there is no leader. Neither is part of the test.
+        wait_for(
+            lambda: (
+                prometheus.query("kmedic_is_leader == 1")
+                and not prometheus.query('ALERTS{severity="page"}')
+                and metric(port, "kmedic_last_decision", outcome="noop") == 1
+            ),
+            timeout=90,
+            what="the shipped manager to lead, scraped, find nothing to do, and no page alert "
+            "active or pending",
+        )
+        yield port, prometheus
     finally:
         prometheus.stop()
         fleet.pipeline.stop_role("manager-shipped")
+
+
+# A lost host under the shipped 10-minute grace: fencing (broker.session.timeout.ms, 9 s), then
+# its agent's silence past its promise (its records 2 s apart here) and the 10 s confirmation.
+HOST_LOST_HEALED_WITHIN_S = 60
+
+
+@pytest.mark.timeout(420)
+def test_a_lost_host_is_healed_seconds_after_its_fencing_under_the_shipped_defaults(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """A broker and its agent SIGKILLed together - its host lost - under one manager with the
+    shipped defaults: the controller's fencing and the agent's silence are the two witnesses,
+    so the heal starts seconds after the fencing, not after the 10-minute grace; the decision
+    names the class and its evidence, and nothing pages."""
+    with shipped_manager(fleet, tmp_path) as (_port, prometheus):
+        victim = max(
+            fleet.cluster.broker_ids,
+            key=lambda b: sum(b in r for r, _ in fleet.partitions().values()),
+        )
+        start_ms = int(time.time() * 1000)
+        fleet.pipeline.stop_role(f"agent-{victim}", signal.SIGKILL)
+        fleet.cluster.kill(victim)
+        killed_at = time.monotonic()
+        try:
+
+            def first_move() -> list[AuditRecord]:
+                return [
+                    r
+                    for r in fleet.records(start_ms)
+                    if r.kind == "action_started" and victim in (r.before or {}).get("replicas", [])
+                ]
+
+            wait_for(
+                first_move,
+                timeout=HOST_LOST_HEALED_WITHIN_S,
+                interval=1,
+                what=f"the heal of broker {victim}'s lost host to start",
+            )
+            took = time.monotonic() - killed_at
+            print(f"the heal started {took:.1f}s after broker {victim} and its agent were killed")
+            heals = [
+                r
+                for r in fleet.records(start_ms)
+                if r.kind == "decision"
+                and r.summary.startswith("act")
+                and "heal dead brokers" in r.summary
+            ]
+            assert heals, "no heal decision audited"
+            evidence = [x for x in heals[0].reasons if x.startswith("dead_broker_evidence")]
+            assert any(
+                f"broker {victim}: absent from cluster metadata" in x
+                and "host_lost: fenced" in x
+                and "healing now, not after the 600 s grace" in x
+                for x in evidence
+            ), evidence
+            wait_for(
+                lambda: all(victim not in r for r, _ in fleet.partitions().values()),
+                timeout=180,
+                what=f"every replica moved off broker {victim}",
+            )
+            paged = prometheus.query('ALERTS{severity="page"}')
+            assert paged == [], f"page alerts: {[p['metric'] for p in paged]}"
+        finally:
+            fleet.cluster.restart(victim)
+            fleet.pipeline.start_agent(victim, interval_s=2)
     fleet.restore()

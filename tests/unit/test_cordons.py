@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 from manager_fakes import NOW_MS, Rig
 
+from kmedic.errors import LeaseEnded
 from manager.coordination.cordon_ledger import LedgerEntry
 from manager.coordination.request_store import RequestState, StoredRequest
+from manager.daemon.cordoning import CordonKeeper
 from manager.daemon.mode import ModeTracker
 from manager.model.cordons import cordon_intents, held_cordoned
 from manager.model.snapshot import RequestKind
@@ -357,3 +361,35 @@ def test_kmedics_word_wins_for_a_broker_a_request_decides(tmp_path: Path) -> Non
     assert snap is not None and not any(b.cordoned for b in snap.brokers)
     assert rig.executor.cordons.writes == [(4, False)]
     assert rig.coordinator.cordon_ledger.owned == {}
+
+
+class _LeaseGone:
+    """The cordons as an instance whose lease just ran out reaches them: every call refused."""
+
+    def read(self, broker: int) -> Any:
+        raise LeaseEnded(
+            f"cannot read the cordon of broker {broker}: this instance may no longer act"
+        )
+
+    def write(self, broker: int, value: bool) -> None:
+        raise AssertionError("nothing is written past the lease")
+
+
+class _Ledger:
+    def load(self) -> dict[int, LedgerEntry]:
+        return {}
+
+    def save(self, entries: dict[int, LedgerEntry]) -> None:
+        raise AssertionError("nothing is saved past the lease")
+
+
+def test_a_cordon_left_past_the_lease_is_no_failure_to_audit() -> None:
+    """Found by the 60-minute soak of seed 7401: a leader whose lease had run out audited
+    `action_failed` (cannot set the cordon ... may no longer act) 5.4 s into its cut off
+    ZooKeeper - a record of a failure that was none, from an instance that may not act."""
+    records: list[tuple[str, str]] = []
+    trail = SimpleNamespace(record=lambda kind, summary, **_: records.append((kind, summary)))
+    keeper = CordonKeeper(_LeaseGone(), _Ledger(), trail)  # type: ignore[arg-type]
+    keeper.follow([_request("fill", 6, state="done")], alive=[6], epoch=3)
+    keeper.follow([_request("drain", 6)], alive=[6], epoch=3)
+    assert records == []
