@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -717,10 +718,13 @@ def test_a_rolling_restart_under_the_shipped_defaults_moves_nothing_and_pages_no
 
 
 @contextmanager
-def shipped_manager(fleet: Fleet, tmp_path: Path) -> Iterator[tuple[int, PrometheusServer]]:
-    """One manager with the shipped defaults (the cluster's two stopped) and a real Prometheus
-    evaluating the shipped rules every second, from an even, settled cluster: once it leads,
-    is scraped, finds nothing to do and no page alert is active or pending."""
+def shipped_manager(
+    fleet: Fleet, tmp_path: Path, **departures: Any
+) -> Iterator[tuple[int, PrometheusServer]]:
+    """One manager with the shipped defaults but ``departures`` (the cluster's two stopped)
+    and a real Prometheus evaluating the shipped rules every second, from an even, settled
+    cluster: once it leads, is scraped, finds nothing to do and no page alert is active or
+    pending."""
     for name in MANAGERS:
         fleet.pipeline.stop_role(name)
     # The heal tests before left the brokers they killed emptier, and the shipped defaults
@@ -734,6 +738,7 @@ def shipped_manager(fleet: Fleet, tmp_path: Path) -> Iterator[tuple[int, Prometh
         "instance_id": "manager-shipped",
         "http": {"port": port},
         "audit": {"spool_dir": str(tmp_path / "spool")},
+        **departures,
     }
     fleet.pipeline.start_role("manager-shipped", "manager", shipped)
     prometheus = PrometheusServer(tmp_path / "prometheus", [f"127.0.0.1:{port}"]).start()
@@ -766,10 +771,11 @@ def test_a_lost_host_is_healed_seconds_after_its_fencing_under_the_shipped_defau
     fleet: Fleet, tmp_path: Path
 ) -> None:
     """A broker and its agent SIGKILLed together - its host lost - under one manager with the
-    shipped defaults: the controller's fencing and the agent's silence are the two witnesses,
-    so the heal starts seconds after the fencing, not after the 10-minute grace; the decision
-    names the class and its evidence, and nothing pages."""
-    with shipped_manager(fleet, tmp_path) as (_port, prometheus):
+    shipped defaults but act mode (observe is the shipped mode: it decides the same heal at the
+    same moment and audits it as would_act): the controller's fencing and the agent's silence
+    are the two witnesses, so the heal starts seconds after the fencing, not after the
+    10-minute grace; the decision names the class and its evidence, and nothing pages."""
+    with shipped_manager(fleet, tmp_path, mode="act") as (_port, prometheus):
         victim = max(
             fleet.cluster.broker_ids,
             key=lambda b: sum(b in r for r, _ in fleet.partitions().values()),

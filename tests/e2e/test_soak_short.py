@@ -65,5 +65,5 @@ def test_the_short_soak_loses_nothing_and_pages_nobody(tmp_path: Path) -> None:
     assert pages and re.match(r"the pages: [1-9]\d* fired as warranted by 1 episodes", pages[0]), (
         f"the warranted page did not fire: {pages}"
     )
-    drops = [line for line in report["leases"] if "(leader_drop," in line]
+    drops = [line for line in report["leases"] if "(a silent drop," in line]
     assert drops, f"no silent drop judged by the brokers: {report['leases']}"
