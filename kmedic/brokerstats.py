@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -399,26 +399,26 @@ def is_heartbeat(data: bytes) -> bool:
 
 def heartbeat_from_json(data: bytes) -> Heartbeat:
     """Parse one heartbeat; a bad one raises KmedicError naming the offending fields."""
-    try:
-        return Heartbeat.model_validate_json(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
-            for e in exc.errors()[:5]
-        )
-        raise KmedicError(f"invalid heartbeat record: {problems}") from exc
+    return _parsed(Heartbeat, data, "heartbeat")
 
 
 def from_json(data: bytes | str) -> BrokerStats:
     """Parse one record; a bad record raises KmedicError naming the offending fields."""
+    return _parsed(BrokerStats, data, "BrokerStats")
+
+
+_R = TypeVar("_R", bound="_Record")
+
+
+def _parsed(model: type[_R], data: bytes | str, what: str) -> _R:
     try:
-        return BrokerStats.model_validate_json(data)
+        return model.model_validate_json(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
             for e in exc.errors()[:5]
         )
-        raise KmedicError(f"invalid BrokerStats record: {problems}") from exc
+        raise KmedicError(f"invalid {what} record: {problems}") from exc
 
 
 def _mb(n: float) -> str:
