@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kmedic.brokerstats import BrokerStats
-from kmedic.errors import KmedicError
+from kmedic.errors import KmedicError, LeaseEnded
 from kmedic.metadata import BrokerNode, PartitionInfo, Reassignment
 from kmedic.partition_table import PartitionTable
 from manager.audit.log import AuditLog, AuditRecord
@@ -337,6 +337,7 @@ class FakeExecutor:
         self.fail_with: str | None = None  # after complete_all: every move fails, this why
         self.unregistered: list[int] = []
         self.unregister_refusal: str | None = None
+        self.lease_ended = False  # its calls refused: this instance's lease ran out
         self.catch_ups: list[CatchUp] = []  # as the keeper last handed them over
         self.tell_starts = False  # action_started for each move a step starts, as the real one
 
@@ -441,6 +442,10 @@ class FakeExecutor:
         return dict(self.owned.rates)
 
     def unregister_broker(self, broker_id: int) -> None:
+        if self.lease_ended:
+            raise LeaseEnded(
+                f"cannot unregister broker {broker_id}: this instance may no longer act"
+            )
         if self.unregister_refusal is not None:
             raise KmedicError(self.unregister_refusal)
         self.unregistered.append(broker_id)

@@ -200,6 +200,18 @@ def test_a_refused_unregister_is_audited_and_the_request_stays_open(tmp_path: Pa
     )
 
 
+def test_an_unregister_refused_by_the_lease_is_no_failure_and_the_request_stays_open(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path)
+    empty_and_stopped(rig, 4)
+    rig.executor.lease_ended = True
+    rig.coordinator.open_requests = (decommission(4),)
+    rig.manager.cycle()
+    assert rig.coordinator.requests.marked == []
+    assert [r.summary for r in rig.sink.records if r.kind == "action_failed"] == []
+
+
 def test_observe_mode_unregisters_nothing(tmp_path: Path) -> None:
     rig = Rig(tmp_path)
     rig.manager.mode = ModeTracker("observe")
