@@ -21,7 +21,7 @@ audited once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kmedic.errors import KmedicError, LeaseEnded
 from kmedic.logging import get_logger
@@ -35,10 +35,17 @@ log = get_logger(__name__)
 
 
 class CordonKeeper:
-    def __init__(self, cordons: Cordons, ledger: Ledger, trail: AuditTrail) -> None:
+    def __init__(
+        self,
+        cordons: Cordons,
+        ledger: Ledger,
+        trail: AuditTrail,
+        may_act: Callable[[], bool] = lambda: True,
+    ) -> None:
         self._cordons = cordons
         self._ledger = ledger
         self._trail = trail
+        self._may_act = may_act  # False once this instance's lease ran out
         self._epoch: int | None = None
         self._settled: dict[int, tuple[bool, bool]] = {}  # broker: (held, alive) settled
         self._told: set[tuple[int, str]] = set()  # (broker, what) said once
@@ -72,6 +79,9 @@ class CordonKeeper:
                 log.info("cordon_left_to_the_next_leader", broker=broker, why=str(exc))
                 return
             except KmedicError as exc:
+                if not self._may_act():  # its lease ran out meanwhile: the next leader's to tell
+                    log.info("cordon_left_to_the_next_leader", broker=broker, why=str(exc))
+                    return
                 self._once(
                     broker,
                     "action_failed",

@@ -75,7 +75,9 @@ class RequestFollower:
         self.trail = trail
         self.metrics = metrics
         self.latest: tuple[StoredRequest, ...] = ()  # as last read, for the status page
-        self.cordons = CordonKeeper(executor.cordons, coordinator.cordon_ledger, trail)
+        self.cordons = CordonKeeper(
+            executor.cordons, coordinator.cordon_ledger, trail, may_act=coordinator.may_act
+        )
         # Per request: the partitions of its last started plan, how many plans in a row
         # started exactly those and since when, and whether any plan before made progress.
         self._plans: dict[str, tuple[frozenset[str], int, float, bool]] = {}

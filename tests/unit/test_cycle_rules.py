@@ -187,6 +187,22 @@ def test_a_short_audit_failover_is_counted_not_alerted(tmp_path: Path) -> None:
     assert [r.summary for r in sink.records] == ["while the audit topic has no leader"]
 
 
+def test_an_instance_leading_again_counts_the_failover_from_its_new_epoch(tmp_path: Path) -> None:
+    """An instance that led, lost its lease with records spooled, and led again minutes later
+    raised audit_on_failover 4 s into its new epoch: its clock had run on from its last one."""
+    sink = _SwitchableSink()
+    log = AuditLog(sink, tmp_path, retry_interval_s=0.0)
+    epoch = [1]
+    trail = AuditTrail(log, ManagerMetrics("c"), cluster="c", instance="i", epoch=lambda: epoch[0])
+    sink.up = False
+    trail.record("decision", "spooled as the first epoch ends")
+    assert not trail.failover_alerting(now=0.0)
+    epoch[0] = 3  # minutes later, leading again; the audit topic's brokers are down meanwhile
+    assert not trail.failover_alerting(now=300.0)
+    assert not trail.failover_alerting(now=359.0)
+    assert trail.failover_alerting(now=360.0)
+
+
 def test_what_a_partial_heal_left_stays_paged_while_its_healed_part_moves(
     tmp_path: Path,
 ) -> None:
