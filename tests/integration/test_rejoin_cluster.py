@@ -167,7 +167,12 @@ def test_a_broker_back_within_its_grace_leads_again_once_caught_up_in_batches(
             [why] = [x for x in record.reasons if x.startswith("broker_rejoined:")]
             share = re.search(r"replicas in sync \((\d+)%\)", why)
             assert share is not None and int(share.group(1)) >= 95, why
-        assert set(elected) == preferred
+        # Every partition that listed it first is handed back, and only such partitions:
+        # Kafka's own topics may be created while the test runs (``__consumer_offsets`` at a
+        # group's first commit; CI saw two offsets partitions created after the first read,
+        # rightly handed back too).
+        listing_it_first = {tp for tp, (r, _) in after.items() if r[0] == VICTIM}
+        assert preferred <= set(elected) <= listing_it_first
         # Client partitions first, the internal topic's last.
         kinds = [topic.startswith("__") for topic, _ in elected]
         assert kinds == sorted(kinds), elected
