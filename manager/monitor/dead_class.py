@@ -54,7 +54,8 @@ def classify(
     early = rules.early_heal
     fenced_for = now_ms - fenced_since_ms
     last_ms, promise_s = _last_word(agent)
-    silent_past = now_ms - last_ms - int(promise_s * 1000)
+    due_ms = last_ms + int(promise_s * 1000)  # its next record was due then
+    silent_past = now_ms - due_ms
     if silent_past >= rules.host_lost_confirm_ms and fenced_for >= rules.host_lost_confirm_ms:
         return Death(
             kind="host_lost",
@@ -64,10 +65,7 @@ def classify(
             heal_now=early,
         )
     # Silent that long and the class is host_lost: the daemon looks again then.
-    recheck = max(
-        last_ms + int(promise_s * 1000) + rules.host_lost_confirm_ms,
-        fenced_since_ms + rules.host_lost_confirm_ms,
-    )
+    recheck = max(due_ms, fenced_since_ms) + rules.host_lost_confirm_ms
     return _by_report(now_ms, dead_since_ms, latest, process, rules, grace_ms).model_copy(
         update={"recheck_at_ms": recheck if rules.early_heal else None}
     )
