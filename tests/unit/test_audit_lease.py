@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import structlog
 from manager_fakes import MemorySink, Rig
-from structlog.testing import capture_logs
+from structlog.testing import LogCapture
 
+import manager.audit.log as audit_log
 from manager.audit.log import AuditLog, AuditRecord
 from manager.daemon.audit_trail import AuditTrail
 from manager.web.metrics import ManagerMetrics
@@ -46,15 +49,19 @@ def test_a_send_waits_no_longer_than_the_lease_has_left(tmp_path: Path) -> None:
 
 
 def test_records_made_once_the_lease_has_run_out_are_spooled_never_sent_then(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Found by the soak: a move started within the lease was told just after it; withheld,
     its start was never audited and its successor's end looked told twice. Spooled, it is
     told later, tagged with its epoch, when the instance may write again."""
     sink, secondary = TimedSink(), TimedSink()
     log = AuditLog(sink, tmp_path, secondary=secondary)
-    with capture_logs() as lines:
-        stored = log.write_all([rec(1), rec(2)], within_s=0.0)
+    # The module's own logger replaced, not structlog's global configuration: a logger another
+    # test in this process used first is cached and would not see a capture configured later.
+    capture = LogCapture()
+    monkeypatch.setattr(audit_log, "log", structlog.wrap_logger(None, processors=[capture]))
+    stored = log.write_all([rec(1), rec(2)], within_s=0.0)
+    lines = capture.entries
     assert [r.sink for r in stored] == ["spool", "spool"]
     assert sink.bounds == [] and secondary.bounds == []  # nothing sent, anywhere
     assert log.spool.pending() == 2
