@@ -29,7 +29,7 @@ class WaitOrHeal(_Frozen):
         default=10_000,
         ge=0,
         description="how long a fenced broker's agent must be silent past the next record it "
-        "promised (its interval_s), and the broker fenced, before its host counts as lost",
+        "promised (its interval_s) before its host counts as lost",
     )
     crash_loop_restarts: int = Field(
         default=3,

@@ -6,8 +6,9 @@ recovering and how far, exited, how often it came back lately) and its silence, 
 only once it has missed the next record it promised (a record says how far apart its records
 come: ``interval_s``). One witness alone never shortens the grace:
 
-- **host_lost** - fenced for the confirmation, and its agent silent that long past its promise:
-  the host went with the broker. Heal now.
+- **host_lost** - fenced, and its agent silent ``host_lost_confirm_ms`` past its promise: the
+  host went with the broker. Heal now. The fencing needs no confirmation of kmedic's: the
+  controller fences a broker whose heartbeats stopped for its session timeout.
 - **crash_looping** - it came back and died again ``crash_loop_restarts`` times within its
   agent's restart window, its agent still speaking. Heal now.
 - **restarting** - its agent sees it starting or recovering its logs, moving forward within
@@ -56,7 +57,9 @@ def classify(
     last_ms, promise_s = _last_word(agent)
     due_ms = last_ms + int(promise_s * 1000)  # its next record was due then
     silent_past = now_ms - due_ms
-    if silent_past >= rules.host_lost_confirm_ms and fenced_for >= rules.host_lost_confirm_ms:
+    # Fenced is the controller's witness (its own session timeout, 9 s at Kafka's default, is
+    # its confirmation); the agent's silence is confirmed here, past the record it promised.
+    if silent_past >= rules.host_lost_confirm_ms:
         return Death(
             kind="host_lost",
             evidence=f"fenced {_s(fenced_for)} ago and its agent silent {_s(silent_past)} past "
@@ -65,7 +68,7 @@ def classify(
             heal_now=early,
         )
     # Silent that long and the class is host_lost: the daemon looks again then.
-    recheck = max(due_ms, fenced_since_ms) + rules.host_lost_confirm_ms
+    recheck = due_ms + rules.host_lost_confirm_ms
     return _by_report(now_ms, dead_since_ms, latest, process, rules, grace_ms).model_copy(
         update={"recheck_at_ms": recheck if rules.early_heal else None}
     )
