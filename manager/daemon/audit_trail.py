@@ -25,6 +25,7 @@ from manager.analyzer.slowness import Change
 from manager.audit.log import AuditLog, AuditRecord
 from manager.executor.move_state import MoveState
 from manager.model.adaptive_throttle import RateFigures, rate_sentence
+from manager.model.death import DeathClass
 from manager.model.decision import Decision
 from manager.model.plan_progress import PlanProgress
 from manager.model.snapshot import Snapshot
@@ -81,6 +82,7 @@ class AuditTrail:
         self._lease = lease
         self._alerts: dict[str, str] = {}
         self._waiting: frozenset[int] = frozenset()  # brokers of the wait last recorded
+        self._wait_classes: dict[int, DeathClass | None] = {}  # and the class each was waited as
         # The newest records as stored, for the status page.
         self.recent: deque[AuditRecord] = deque(maxlen=RECENT_RECORDS)
         self._gathering = threading.local()  # .records: this thread's, while gathered
@@ -225,14 +227,24 @@ class AuditTrail:
 
     def decision(self, decision: Decision, snap: Snapshot | None) -> None:
         """One record per cycle; ``snap`` is None when the cycle could not observe the cluster.
-        A wait is recorded once when it starts (and again if its brokers change) and once
-        when it is over. (The log line is the daemon loop's: one per cycle, with the outcome.)"""
+        A wait is recorded once when it starts (and again if its brokers change, or the class
+        of a broker's death: a restart seen starting waits longer than the timer) and once when
+        it is over. (The log line is the daemon loop's: one per cycle, with the outcome.)"""
         if snap is not None:
             waiting = frozenset(in_grace(snap)) if decision.outcome == "wait" else frozenset()
             if self._waiting - waiting:
                 self._wait_over(sorted(self._waiting - waiting), snap, decision)
-            unchanged = decision.outcome == "wait" and waiting == self._waiting
-            self._waiting = waiting
+            classes = {
+                b.id: b.death.kind if b.death is not None else None
+                for b in snap.brokers
+                if b.id in waiting
+            }
+            unchanged = (
+                decision.outcome == "wait"
+                and waiting == self._waiting
+                and classes == self._wait_classes
+            )
+            self._waiting, self._wait_classes = waiting, classes
             if unchanged:
                 return
         # Why each dead broker counts as dead: both signals, in the record on-call reads.

@@ -122,6 +122,8 @@ class FakeSources:
         self.quorum: Quorum | None = None  # the controller quorum as read (None: not read)
         self.cordoned: set[int] = set()  # brokers whose agent reads every log dir cordoned
         self.out_of_sync: set[int] = set()  # live brokers out of every ISR (a link cut)
+        # What a dead broker's agent (still speaking) reports of its process, by broker.
+        self.dead_process: dict[int, dict[str, Any]] = {}
 
     def start(self) -> FakeSources:
         return self
@@ -168,6 +170,9 @@ class FakeSources:
             for b in live
             for s in [stats(b, ts=reported, log_dirs=_log_dirs(b in self.cordoned))]
         }
+        for b, proc in self.dead_process.items():
+            said = stats(b, ts=now_ms, failed=True, process=proc)
+            agents[b] = AgentView(latest=said, last_healthy_ms=NOW_MS - 3_600_000, healthy=None)
         return Observation(
             taken_at_ms=now_ms,
             cluster="c",

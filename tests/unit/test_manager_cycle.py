@@ -382,6 +382,34 @@ def test_a_broker_inside_its_grace_period_is_a_wait_audited_once_never_paged(
     assert rig.executor.submitted == []
 
 
+def test_a_wait_is_audited_again_when_a_brokers_class_changes(tmp_path: Path) -> None:
+    """Found building bench_oracle: a broker killed, then seen starting by its agent, waits as a
+    restart (up to its cap, past the timer) - and the audit said only the first wait's class."""
+    rig = Rig(tmp_path, dead_grace_ms=2 * 3_600_000)
+    rig.sources.dead = {4}
+    assert rig.manager.cycle().kind == "wait"
+    starting = {
+        "state": "starting",
+        "broker_state": 1,
+        "logs_to_recover": None,
+        "segments_to_recover": None,
+        "down_since_ms": None,
+        "listening": True,
+        "restarts": 1,
+        "restart_window_s": 600.0,
+        "progress_ms": NOW_MS,
+    }
+    rig.sources.dead_process[4] = starting
+    rig.clock.advance(30)
+    assert rig.manager.cycle().kind == "wait"
+    rig.clock.advance(30)
+    assert rig.manager.cycle().kind == "wait"  # the same class: not told again
+    waits = [r for r in rig.sink.records if r.summary.startswith("wait")]
+    told = [[x for x in r.reasons if x.startswith("dead_broker_evidence")] for r in waits]
+    assert len(told) == 2, told
+    assert "; unknown: " in told[0][0] and "; restarting: " in told[1][0], told
+
+
 def test_a_wait_ends_in_a_heal_once_the_grace_period_is_over(tmp_path: Path) -> None:
     rig = Rig(tmp_path, dead_grace_ms=2 * 3_600_000)
     rig.sources.dead = {4}
