@@ -322,12 +322,18 @@ def lease_as_the_brokers_saw(seen: Iterable[Seen], cuts: Iterable[Cut], unread: 
     """No write request of a cut manager received by a broker after its lease could have
     ended (``IN_FLIGHT_MS`` later: a write sent at its last moment still arriving), nor after
     the first write of the manager that took over, until its link is back. ``seen``: every
-    node's requests from kmedic's writers; ``unread``: why they could not be read."""
+    node's requests from kmedic's writers; ``unread``: why they could not be read.
+
+    A Produce of its audit records is the exception: one sent within the lease to a broker
+    that hung is appended when the broker resumes, however late, and nothing on the manager's
+    side reaches it (the soak, seed 5150). Such a record changes nothing and names its epoch;
+    readers put it back in epoch order (manager.audit.epoch_order). ``lease_verdicts`` tells
+    each; every other write after the lease breaks the run."""
     cuts, writes = list(cuts), [s for s in seen if s.writes]
     problems = [unread] if unread else []
     for cut in cuts:
         within = [s for s in writes if cut.start_ms <= s.received_ms <= cut.end_ms]
-        theirs = [s for s in within if s.instance == cut.instance]
+        theirs = [s for s in within if s.instance == cut.instance and not s.audit_record]
         successor = [s.received_ms for s in within if s.instance != cut.instance]
         took_over = min(successor, default=cut.end_ms + 1)
         after = min(cut.lease_end_ms + IN_FLIGHT_MS, took_over)
@@ -356,9 +362,23 @@ def lease_verdicts(seen: Iterable[Seen], cuts: Iterable[Cut]) -> list[str]:
         others = [s.received_ms - cut.start_ms for s in within if s.instance != cut.instance]
         last = f"its last write at +{max(theirs)} ms" if theirs else "no write of its"
         first = f"the successor's first at +{min(others)} ms" if others else "no successor write"
+        late = [
+            s.received_ms - cut.start_ms
+            for s in within
+            if s.instance == cut.instance
+            and s.audit_record
+            and s.received_ms >= cut.lease_end_ms + IN_FLIGHT_MS
+        ]
+        delayed = (
+            f"; its audit records appended after its lease, at +{', +'.join(map(str, late))} ms "
+            "(a request held on its way, by a hung broker or the network: read back in epoch "
+            "order)"
+            if late
+            else ""
+        )
         lines.append(
             f"{cut.instance} cut off ZooKeeper ({cut.kind}, {cut.end_ms - cut.start_ms} ms): "
-            f"lease over by {cut.lease_end_ms - cut.start_ms:+d} ms; {last}; {first}"
+            f"lease over by {cut.lease_end_ms - cut.start_ms:+d} ms; {last}; {first}{delayed}"
         )
     return lines
 

@@ -30,7 +30,8 @@ WRITES = frozenset(
         "UNREGISTER_BROKER",
     }
 )
-_PREFIXES = ("kmedic-executor-", "kmedic-audit-")
+AUDIT_PREFIX = "kmedic-audit-"
+_PREFIXES = ("kmedic-executor-", AUDIT_PREFIX)
 _MARK = "Completed request:"
 
 
@@ -49,6 +50,11 @@ class Seen:
     @property
     def writes(self) -> bool:
         return self.api in WRITES
+
+    @property
+    def audit_record(self) -> bool:
+        """A Produce of the manager's audit records (not a change to the cluster)."""
+        return self.api == "PRODUCE" and self.client_id.startswith(AUDIT_PREFIX)
 
     def sentence(self) -> str:
         return f"{self.api} from {self.client_id} received by {self.node} at {self.received_ms}"

@@ -9,6 +9,7 @@ from typing import Any
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_preflight import check_credentials
+from manager.audit.epoch_order import Lateness, in_epoch_order
 from manager.audit.kafka_reader import read_records
 from manager.audit.kafka_sink import DEFAULT_TOPIC
 from manager.audit.since import parse_since
@@ -58,7 +59,11 @@ def run_tail(args: argparse.Namespace) -> int:
     topic = args.topic or (cfg.topics.actions if cfg else DEFAULT_TOPIC)
     since = None if args.since is None else parse_since(args.since, int(time.time() * 1000))
     check_credentials(cluster, role="actions tail")
-    records = read_records(cluster, topic, since_ms=since, follow=args.follow, notice=_say)
+    read = read_records(cluster, topic, since_ms=since, follow=args.follow, notice=_say)
+    # Read to its end, the listing is put in epoch order; a follower says when a record of an
+    # older epoch arrives after a newer one's (manager.audit.epoch_order).
+    records = read if args.follow else iter(in_epoch_order(read))
+    lateness = Lateness()
     fold = MoveFold(keep=10**18 if args.all else KEEP, compact=not args.verbose)
     repeats = RepeatFold()
     others: set[str] = set()  # clusters the records were about, when none is the one asked
@@ -68,6 +73,12 @@ def run_tail(args: argparse.Namespace) -> int:
             others.add(record.cluster)
             continue
         matched = True
+        newer = lateness.after(record)
+        if newer is not None:
+            _say(
+                f"the next record is epoch {record.epoch}'s, arriving after epoch {newer}'s: it "
+                f"was written before epoch {newer} began (a request delayed on its way)"
+            )
         if args.json:
             lines = [record.model_dump_json()]
         elif args.all:

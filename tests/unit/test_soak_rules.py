@@ -482,12 +482,20 @@ def test_a_cut_managers_writes_are_judged_by_the_brokers_request_logs() -> None:
         seen("m1", "PRODUCE", 26_000, "audit"),  # back, and leading again
     ]
     assert lease_as_the_brokers_saw(fine, [cut]).held
-    late = seen("m1", "PRODUCE", 14_300, "audit")  # the measured case: after its lease
+    late = seen("m1", "INCREMENTAL_ALTER_CONFIGS", 14_300)  # after its lease
     (problem,) = lease_as_the_brokers_saw([*fine, late], [cut]).problems
     assert problem == (
-        "PRODUCE from kmedic-audit-m1 received by broker-1 at 14300, 4300 ms into its cut off "
-        "ZooKeeper (a silent drop): its lease had ended at +3000 ms, its successor wrote from "
-        "+6500 ms"
+        "INCREMENTAL_ALTER_CONFIGS from kmedic-executor-m1 received by broker-1 at 14300, "
+        "4300 ms into its cut off ZooKeeper (a silent drop): its lease had ended at +3000 ms, its "
+        "successor wrote from +6500 ms"
+    )
+    # Its audit record sent within the lease to a broker that hung, appended when it resumed
+    # (the soak, seed 5150): told, and read back in epoch order (manager.audit.epoch_order).
+    held = seen("m1", "PRODUCE", 14_300, "audit")
+    assert lease_as_the_brokers_saw([*fine, held], [cut]).held
+    assert lease_verdicts([*fine, held], [cut])[0].endswith(
+        "; its audit records appended after its lease, at +4300 ms (a request held on its way, "
+        "by a hung broker or the network: read back in epoch order)"
     )
     # Interleaved: a write of the cut manager after its successor's first, lease or not.
     early = Cut("m1", start_ms=10_000, end_ms=25_000, lease_end_ms=30_000)

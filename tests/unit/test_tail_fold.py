@@ -127,3 +127,33 @@ def test_verbose_reasons_are_whole_sentences() -> None:
     )
     assert render_line(r, compact=True).endswith("because too_many_dead_brokers; mode: observe")
     assert "2 of 4 brokers are dead" in render_line(r)
+
+
+def test_the_tail_reads_an_old_leaders_late_record_in_its_place_and_a_follower_is_told(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The soak (seed 5150): a record an old leader sent within its lease to a hung broker
+    reached the topic after the broker resumed; the tail puts it back by its epoch."""
+    import manager.cli.actions as actions
+    from composition.cli import main
+
+    def made(epoch: int, s: int, summary: str) -> AuditRecord:
+        return AuditRecord(
+            cluster="demo", instance=f"m{epoch}", epoch=epoch, kind="decision",
+            summary=summary, time_ms=1_765_000_000_000 + s * 1000,
+        )  # fmt: skip
+
+    topic = [made(5, 0, "noop: old"), made(6, 10, "wait: new"), made(5, 2, "noop: late")]
+
+    def records(*_: object, **__: object) -> Iterator[AuditRecord]:
+        yield from topic
+
+    monkeypatch.setattr(actions, "read_records", records)
+    where = ["actions", "tail", "--bootstrap", "127.0.0.1:1", "--all"]
+    assert main(where) == 0
+    out = capsys.readouterr().out
+    assert out.index("noop: late") < out.index("wait: new"), out
+    assert main([*where, "--follow"]) == 0
+    said = capsys.readouterr()
+    assert said.out.index("wait: new") < said.out.index("noop: late")
+    assert "the next record is epoch 5's, arriving after epoch 6's" in said.err
