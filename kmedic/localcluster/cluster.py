@@ -313,6 +313,16 @@ class LocalCluster:
             path.mkdir()
             self._format(self.broker(broker_id))
 
+    def wipe(self, broker_id: int) -> None:
+        """A stopped broker's host replaced: every log directory emptied and formatted again,
+        so that it starts as a new, empty broker of the same id (its replicas gone)."""
+        if self.is_alive(broker_id):
+            raise KmedicError(f"broker {broker_id} is running: stop it before wiping its disks")
+        for path in self.log_dirs(broker_id):
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir(parents=True)
+        self._format(self.broker(broker_id))
+
     # ---- lifecycle ----------------------------------------------------------------------
 
     def is_alive(self, broker_id: int) -> bool:
@@ -364,9 +374,19 @@ class LocalCluster:
         if self._resume(self._node("zookeeper", 0)):
             log.info("zookeeper_resumed")
 
-    def restart(self, broker_id: int, *, timeout: float = START_TIMEOUT_S) -> None:
-        """Start a stopped broker again on its old port with its old data."""
-        self.restart_many([broker_id], timeout=timeout)
+    def restart(
+        self, broker_id: int, *, timeout: float = START_TIMEOUT_S, wait: bool = True
+    ) -> None:
+        """Start a stopped broker again on its old port with its old data; ``wait``: until it
+        is ready (without, a start the caller holds up - cut off the controllers - returns)."""
+        if wait:
+            self.restart_many([broker_id], timeout=timeout)
+            return
+        node = self.broker(broker_id)
+        if self._running(node):
+            raise KmedicError(f"{node.name} is already running")
+        self._launch(node)
+        log.info("broker_started", broker=broker_id)
 
     def restart_many(self, broker_ids: list[int], *, timeout: float = START_TIMEOUT_S) -> None:
         """Start several stopped brokers at once, then wait for all of them."""

@@ -23,6 +23,9 @@ SECTIONS = {
     "bench_cycle.py": ("## cycle", 300),
     "bench_fleet_manager.py": ("## the real manager at fleet scale", 300),
     "bench_heal.py": ("## heal", 600),
+    # Its smoke run exits non-zero when a run misses its bound: a test of the dead broker's
+    # classes (restarting, crash_looping, host_lost) on real processes.
+    "bench_oracle.py": ("## wait or heal", 600),
     "bench_planner.py": ("## planner", 300),
     "bench_readiness.py": ("## readiness", 120),
     "bench_streaming.py": ("## streaming", 600),
