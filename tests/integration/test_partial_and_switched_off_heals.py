@@ -54,7 +54,7 @@ def test_a_switched_off_heal_pages_by_name_and_a_partial_heal_refuses_only_what_
     port = process.free_ports(1)[0]
     pipeline = Pipeline(cluster, tmp_path, cluster_name=name)
 
-    def start_manager(instance: str, heal: bool) -> None:
+    def start_manager(instance: str, heal: bool, grace_ms: int = 3000) -> None:
         pipeline.start_manager(
             instance,
             instance_id=instance,
@@ -63,7 +63,7 @@ def test_a_switched_off_heal_pages_by_name_and_a_partial_heal_refuses_only_what_
             refusal_alert_after_s=0,
             topics=topics,
             policy={
-                "dead_grace_ms": 3000,
+                "dead_grace_ms": grace_ms,
                 "min_valid_load_fraction": 0.0,  # no Spark job here
                 "even_spread": False,  # the shared cluster is not this test's to even out
                 # Every replica the dead broker held moves, the session's other tests' too.
@@ -111,7 +111,10 @@ def test_a_switched_off_heal_pages_by_name_and_a_partial_heal_refuses_only_what_
         pipeline.stop_role("off")
 
         # Switched on: every partition with a live copy is healed; the lone one is refused.
-        start_manager("on", heal=True)
+        # Its grace counts from its own first read, and its first decision waits until it has
+        # read the agents' topic to its end: 3 s were over by then once (CI, under load), and
+        # the wait this test asks for never happened. 20 s hold that start.
+        start_manager("on", heal=True, grace_ms=20_000)
 
         def healed() -> bool:
             pipeline.check_running()
