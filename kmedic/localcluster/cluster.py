@@ -379,25 +379,21 @@ class LocalCluster:
     ) -> None:
         """Start a stopped broker again on its old port with its old data; ``wait``: until it
         is ready (without, a start the caller holds up - cut off the controllers - returns)."""
-        if wait:
-            self.restart_many([broker_id], timeout=timeout)
-            return
-        node = self.broker(broker_id)
-        if self._running(node):
-            raise KmedicError(f"{node.name} is already running")
-        self._launch(node)
-        log.info("broker_started", broker=broker_id)
+        self.restart_many([broker_id], timeout=timeout, wait=wait)
 
-    def restart_many(self, broker_ids: list[int], *, timeout: float = START_TIMEOUT_S) -> None:
-        """Start several stopped brokers at once, then wait for all of them."""
+    def restart_many(
+        self, broker_ids: list[int], *, timeout: float = START_TIMEOUT_S, wait: bool = True
+    ) -> None:
+        """Start several stopped brokers at once, then (``wait``) wait for all of them."""
         nodes = [self.broker(b) for b in broker_ids]
         for node in nodes:
             if self._running(node):
                 raise KmedicError(f"{node.name} is already running")
         for node in nodes:
             self._launch(node)
-        self._wait_ready(nodes, timeout)
-        log.info("brokers_restarted", brokers=broker_ids)
+        if wait:
+            self._wait_ready(nodes, timeout)
+        log.info("brokers_restarted" if wait else "brokers_started", brokers=broker_ids)
 
     def stop(self) -> None:
         """Stop every node (brokers first, ZooKeeper last); leaves no process behind, and no
