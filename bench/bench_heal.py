@@ -168,6 +168,7 @@ class Race:
         server_jvms: bool = False,
         manager_interval_s: float = as_shipped.MANAGER_INTERVAL_S,
         kafka_defaults: bool = True,
+        admin_config: dict[str, str | int] | None = None,
     ) -> None:
         """With ``nic_mbps`` the cluster is network-bound (docs/local-cluster.md): this
         thread, its clients and the kmedic processes it starts run in the cluster's
@@ -175,7 +176,8 @@ class Race:
         bench's own (its defaults otherwise), in every run; ``agent_interval_s``: the agents'
         sampling interval (their busy interval, while their broker moves data, stays the
         shipped one where it is shorter); ``server_jvms``: the Kafka nodes' JVMs as Kafka's
-        launcher starts them (ClusterSpec.server_jvms), where the clients' latency is measured."""
+        launcher starts them (ClusterSpec.server_jvms), where the clients' latency is measured;
+        ``admin_config``: the bench's own admin client's settings besides its bootstrap."""
         self.workdir = workdir
         self.executor = executor or {}
         self.agent_interval_s = agent_interval_s
@@ -196,7 +198,7 @@ class Race:
         self._network = contextlib.ExitStack()
         self._network.enter_context(self.cluster.network())
         self.bootstrap = self.cluster.bootstrap_servers
-        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap, **(admin_config or {})})
         self.kadmin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
         self.rack = {b: spec.rack_of(b) for b in spec.broker_ids}
         self.stop_traffic = threading.Event()

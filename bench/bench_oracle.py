@@ -22,7 +22,10 @@ times (broker 6 unless said):
   start: the first move within one cycle (30 s) of its last fencing, and 2 s for the move's
   own calls and this bench's next read;
 - **lost_host**: broker and agent SIGKILLed together, its log directories wiped: the first move
-  within 10 s of the fencing, fully replicated within the fencing + 10 s + the copy.
+  within 10 s of the fencing, fully replicated within the fencing + 10 s + the copy;
+- **cut_host**: the host cut off the network, broker and agent still running (no node reaches
+  it, it and its agent reach none: ``LocalCluster.cut_host``): the same bound; once healed the
+  cut is mended and the broker rejoins, holding nothing.
 
 Witnesses kmedic does not control: Kafka's metadata polled every 0.5 s (the fencing; each
 replica a partition gained, times its size, is a byte moved, however briefly it stayed), the
@@ -70,9 +73,9 @@ from manager.audit.kafka_reader import read_records
 from manager.daemon.settling import SETTLE_BOUND_S
 from manager.model.policy import Policy, WaitOrHeal
 
-SCENARIOS = ("restart", "recovery", "rolling", "held_start", "crash_loop", "lost_host")
+SCENARIOS = ("restart", "recovery", "rolling", "held_start", "crash_loop", "lost_host", "cut_host")
 QUICK_SCENARIOS = ("held_start", "crash_loop", "lost_host")
-MOVES = ("crash_loop", "lost_host")  # the scenarios that must heal; the others move nothing
+MOVES = ("crash_loop", "lost_host", "cut_host")  # these must heal; the others move nothing
 VERIFY_TOPIC = "bench.oracle.verify"
 VERIFY_RATE = 100  # messages/s, acks=all
 GRACE_S = Policy.model_fields["dead_grace_ms"].default / 1000
@@ -187,6 +190,7 @@ class Oracle:
         self.victim = self.cluster.broker_ids[-1]
         self.starts: dict[int, list[float]] = {}  # each broker's starts by this bench (Unix s)
         self.recognised_at: float | None = None  # the kill after which a loop is one
+        self.cut: str | None = None  # a host cut off, mended once its heal is judged
 
     # ---- set-up -------------------------------------------------------------------------
 
@@ -228,9 +232,12 @@ class Oracle:
 
     def start_agent(self, broker: int) -> None:
         shipped = AgentConfig.model_fields
+        shaped = self.cluster.nic_mbps is not None
         self.pipeline.start_agent(
             broker,
             interval_s=self.args.agent_interval,
+            # Its own cgroup: a host cut off (cut_host) silences the agent beside the broker.
+            enter=self.cluster.client_group(f"agent-{broker}") if shaped else None,
             request_timeout_s=shipped["request_timeout_s"].default,
             max_backoff_s=shipped["max_backoff_s"].default,
         )
@@ -401,6 +408,9 @@ class Oracle:
             consumer.close()
 
     def put_back(self, moved: bool) -> None:
+        if self.cut is not None:
+            self.cluster.mend(self.cut)
+            self.cut = None
         for broker in self.cluster.broker_ids:
             if not self.cluster.is_alive(broker):
                 self.start_broker(broker)
@@ -408,10 +418,11 @@ class Oracle:
             if role is None or not role.running():
                 self.start_agent(broker)
         self.race.put_back(self.initial)
-        if moved:
+        if moved and not self.args.quick:
             # kmedic expects its completed moves in the metadata for SETTLE_BOUND_S and takes
             # a view that contradicts one - this put-back - for a stale one, waiting (a heal
             # of the next run's death held up to 30 s, measured): the next run starts after.
+            # A smoke run judges no time, and a heal held that long is still whole.
             time.sleep(SETTLE_BOUND_S)
         self.settled()
 
@@ -508,6 +519,14 @@ def lost_host(oracle: Oracle, rng: random.Random) -> tuple[str, bool]:
     return "broker and agent SIGKILLed, its log directories wiped", True
 
 
+def cut_host(oracle: Oracle, rng: random.Random) -> tuple[str, bool]:
+    """The host gone from the network with both its processes running: only the controllers'
+    fencing and the agent's silence tell it from a restart. Mended once the heal is judged."""
+    v = oracle.victim
+    oracle.cut = oracle.cluster.cut_host(v, clients=[f"agent-{v}"])
+    return "broker and agent cut off the network, both running; mended once healed", True
+
+
 SCENARIO: dict[str, Callable[[Oracle, random.Random], tuple[str, bool]]] = {
     "restart": restart,
     "recovery": recovery,
@@ -515,13 +534,20 @@ SCENARIO: dict[str, Callable[[Oracle, random.Random], tuple[str, bool]]] = {
     "held_start": held_start,
     "crash_loop": crash_loop,
     "lost_host": lost_host,
+    "cut_host": cut_host,
 }
 # The class each must tell (the others may tell restarting or unknown, never a class that heals).
-EXPECTED = {"held_start": "restarting", "crash_loop": "crash_looping", "lost_host": "host_lost"}
+EXPECTED = {
+    "held_start": "restarting",
+    "crash_loop": "crash_looping",
+    "lost_host": "host_lost",
+    "cut_host": "host_lost",
+}
 BOUND: dict[str, Callable[[argparse.Namespace], float]] = {
     # One cycle, and 2 s for the move's own calls and the witness's next read.
     "crash_loop": lambda args: args.manager_interval + 2.0,
     "lost_host": lambda args: LOST_HOST_BOUND_S,
+    "cut_host": lambda args: LOST_HOST_BOUND_S,
 }
 
 
@@ -572,7 +598,11 @@ def report(args: argparse.Namespace, results: list[Result], on_disk: int) -> str
         heals = scenario in MOVES
         first = [r.first_move_s for r in mine if r.first_move_s is not None]
         whole = [r.replicated_s for r in mine if r.replicated_s is not None]
-        copy = [r.replicated_s - r.first_move_s for r in mine if r.replicated_s and r.first_move_s]
+        copy = [
+            r.replicated_s - r.first_move_s
+            for r in mine
+            if r.replicated_s is not None and r.first_move_s is not None
+        ]
         timer = (
             f"{GRACE_S:.0f} s; {spread([GRACE_S + c for c in copy])}"
             if heals
@@ -641,6 +671,8 @@ def main() -> None:
     unknown = [s for s in args.scenarios if s not in SCENARIOS]
     if unknown:
         parser.error(f"--scenarios: unknown {unknown} (of {', '.join(SCENARIOS)})")
+    if "cut_host" in args.scenarios and not args.nic_mbps:
+        parser.error("--scenarios: cut_host needs the shaped cluster's namespace (--nic-mbps)")
     args.away_s = (20.0, 60.0)
     if args.quick:
         args.produce_mb, args.seeds, args.no_write = 4, 1, True
@@ -663,6 +695,10 @@ def main() -> None:
             nic_mbps=args.nic_mbps or None,
             kafka_defaults=not args.bench_brokers,
             server_jvms=args.jvm == "server",
+            # A host cut off answers nothing and drops no connection: a metadata request
+            # sent to it times out in 2 s and the client asks another broker (librdkafka's
+            # socket.max.fails is 1), so the witness is not blind for the default 60 s.
+            admin_config={"socket.timeout.ms": 2000},
         )
         oracle = Oracle(race, args, Path(tmp))
         try:

@@ -92,9 +92,19 @@ class Pipeline:
             **overrides,
         }
 
-    def start_agent(self, broker_id: int, interval_s: float = 2.0, **overrides: Any) -> None:
+    def start_agent(
+        self,
+        broker_id: int,
+        interval_s: float = 2.0,
+        enter: Callable[[], None] | None = None,
+        **overrides: Any,
+    ) -> None:
+        """``enter``: a ``preexec_fn`` (a client cgroup a cut may find: ``cut_host``)."""
         self.start_role(
-            f"agent-{broker_id}", "agent", self.agent_config(broker_id, interval_s, **overrides)
+            f"agent-{broker_id}",
+            "agent",
+            self.agent_config(broker_id, interval_s, **overrides),
+            enter=enter,
         )
 
     def stream_config(self, **overrides: Any) -> dict[str, Any]:

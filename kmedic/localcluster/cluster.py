@@ -248,6 +248,19 @@ class LocalCluster:
         log.info("brokers_cut_apart", brokers=[a, b], cut=cut.name)
         return cut.name
 
+    def cut_host(self, broker_id: int, clients: list[str] | None = None) -> str:
+        """Cut ``broker_id``'s host off the network, its processes still running: the broker
+        reaches no other node and no node or client reaches it (the controllers fence it once
+        its session times out); the clients of cgroups ``clients`` (its agent, started with
+        ``client_group``) reach no broker. The cut's name."""
+        wire = self._links()
+        node = self.broker(broker_id)
+        others = [n.host for n in self._nodes if n.host != node.host]
+        cut = links.host_off((broker_id, wire.mark(node.host), node.host), others, clients or [])
+        wire.cut(cut)
+        log.info("host_cut_off", broker=broker_id, clients=clients or [], cut=cut.name)
+        return cut.name
+
     def client_group(self, group: str) -> Callable[[], None]:
         """A ``preexec_fn`` for a client process (a manager) whose connections a cut may find
         later (``cut_client``): it joins cgroup ``group`` of the namespace."""

@@ -1,5 +1,6 @@
 """Network faults on a shaped cluster's links (netns.py): a broker cut off from the
-controllers or from one peer, a broker's link slowed, and everything mended.
+controllers or from one peer, a whole host cut off, a broker's link slowed, and everything
+mended.
 
 A cut drops every packet of the connections between its two ends, both ways, while each end
 keeps every other connection: a broker cut off from the controllers still serves its clients,
@@ -50,10 +51,17 @@ class Cut:
 
     name: str
     openers: tuple[Opener, ...]
+    # Addresses nobody reaches: every packet to or from them dropped, whoever opened it.
+    gone: tuple[str, ...] = ()
 
     def rules(self) -> list[list[str]]:
         """The ``iptables`` rule specifications (after ``-A CHAIN``) that make the cut."""
         rules: list[list[str]] = []
+        for address in self.gone:
+            for way in ("-d", "-s"):
+                rules.append(
+                    [way, f"{address}/32", "-m", "comment", "--comment", self.name, "-j", "DROP"]
+                )
         for opener in self.openers:
             for address in opener.to:
                 for way in ("-d", "-s"):  # the requests to it, the answers from it
@@ -75,6 +83,20 @@ def between(a: tuple[int, int, str], b: tuple[int, int, str]) -> Cut:
     from the other; both still reach everybody else."""
     (id_a, mark_a, host_a), (id_b, mark_b, host_b) = sorted([a, b])
     return Cut(f"brokers-{id_a}-{id_b}", (Opener(mark_a, (host_b,)), Opener(mark_b, (host_a,))))
+
+
+def host_off(
+    broker: tuple[int, int, str], others: Iterable[str], clients: Iterable[str] = ()
+) -> Cut:
+    """A host gone from the network while its processes run: ``broker`` (``(id, mark,
+    address)``) reaches none of ``others`` (every other node), nobody reaches its address,
+    and the clients of cgroups ``clients`` beside it (its agent) reach none of ``others``
+    either - nor their own broker, which on a real host they would (what they see of it
+    locally is theirs, what they say reaches nobody)."""
+    broker_id, mark, address = broker
+    reach = tuple(others)
+    openers = (Opener(mark, reach), *(Opener(client_mark(g), reach) for g in clients))
+    return Cut(f"host-{broker_id}", openers, gone=(address,))
 
 
 def client_mark(group: str) -> int:

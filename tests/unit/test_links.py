@@ -34,6 +34,30 @@ def test_a_cut_between_two_brokers_drops_what_each_opens_to_the_other_and_is_one
     assert not any("--mark 2 -d 127.0.1.1" in r or "--mark 5 -d 127.0.1.4" in r for r in rules)
 
 
+def test_a_host_cut_off_drops_every_connection_to_it_and_what_it_and_its_agent_open() -> None:
+    others = ["127.0.1.1", "127.0.3.1"]
+    cut = links.host_off((2, 3, "127.0.1.2"), others, ["agent-2"])
+    assert cut.name == "host-2"
+    agent = links.client_mark("agent-2")
+    tail = "-m comment --comment host-2 -j DROP"
+    assert _rules(cut) == {
+        # Whoever opened it: nobody reaches the host's address, and its answers go nowhere.
+        f"-d 127.0.1.2/32 {tail}",
+        f"-s 127.0.1.2/32 {tail}",
+        # What the broker (mark 3) and its agent open to every other node, both ways.
+        *(
+            f"-m connmark --mark {mark} {way} {host}/32 {tail}"
+            for mark in (3, agent)
+            for way in ("-d", "-s")
+            for host in others
+        ),
+    }
+    # One name mends it all: every rule carries it.
+    listing = "\n".join(f"-A {links.CHAIN} {rule}" for rule in _rules(cut))
+    assert list(links.listed_cuts(listing)) == ["host-2"]
+    assert len(links.listed_cuts(listing)["host-2"]) == 2 + 2 * 2 * len(others)
+
+
 def test_cuts_are_found_by_name_in_the_chains_listing_and_deleted_rule_by_rule() -> None:
     cut = links.from_controllers(2, 3, ["127.0.3.1"])
     other = links.between((1, 2, "127.0.1.1"), (3, 4, "127.0.1.3"))
