@@ -12,7 +12,10 @@ times (broker 6 unless said):
 
 - **restart**: SIGKILLed, started again 20-60 s later (seeded): 0 bytes moved, no page;
 - **recovery**: SIGKILLed, its recovery checkpoints removed (every segment of every log is
-  recovered at its start: Kafka's path after a lost checkpoint), started again: 0 bytes, no page;
+  recovered at its start: Kafka's path after a lost checkpoint), its files dropped from the page
+  cache and its disk reads held to ``RECOVERY_READ_MBPS`` while it starts (a cgroup v1 ``blkio``
+  throttle), so that recovering its share takes minutes, as several GB would at a disk's
+  speed; started again: 0 bytes, no page;
 - **rolling**: every broker stopped (SIGTERM, a controlled shutdown) and started in turn, each
   once every partition is in sync again, no maintenance window: 0 bytes, no page;
 - **held_start**: SIGKILLed, then started while cut off the controllers, so that it stays
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import random
 import re
 import signal
@@ -52,7 +56,7 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +86,8 @@ GRACE_S = Policy.model_fields["dead_grace_ms"].default / 1000
 CONFIRM_S = WaitOrHeal.model_fields["host_lost_confirm_ms"].default / 1000
 LOST_HOST_BOUND_S = 10.0  # the first move within this of the fencing (issue 75)
 CHECKPOINT = "recovery-point-offset-checkpoint"
+BLKIO = Path("/sys/fs/cgroup/blkio")  # cgroup v1's block I/O controller, where mounted
+RECOVERY_READ_MBPS = 1.0  # the recovering broker's disk reads, MB/s
 LOOP_DEATHS = WaitOrHeal.model_fields["crash_loop_restarts"].default
 CLASSES = re.compile(r"\b(host_lost|crash_looping|restarting|unknown): ")
 
@@ -441,21 +447,76 @@ def restart(oracle: Oracle, rng: random.Random) -> tuple[str, bool]:
     return f"started again after {away:.0f} s", False
 
 
+def uncached(directories: list[Path]) -> int:
+    """Write every file under ``directories`` out and drop it from the page cache (its next
+    read comes from the disk); the bytes of log segments among them (an index file's size is
+    its preallocation)."""
+    segments = 0
+    for directory in directories:
+        for path in directory.rglob("*"):
+            if not path.is_file():
+                continue
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                if path.suffix == ".log":
+                    segments += os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+    return segments
+
+
+@contextlib.contextmanager
+def slow_reads(pid: int, on: Path, mbps: float) -> Iterator[bool]:
+    """Process ``pid`` (every thread of it, and those it starts) reads the disk holding ``on``
+    at ``mbps`` MB/s for the block; False (and nothing held) where this machine has no cgroup
+    v1 block I/O controller."""
+    if not (BLKIO / "cgroup.procs").exists():
+        yield False
+        return
+    group = BLKIO / f"kmedic-bench-oracle-{os.getpid()}"
+    group.mkdir(exist_ok=True)
+    device = os.stat(on).st_dev
+    try:
+        rule = f"{os.major(device)}:{os.minor(device)} {int(mbps * 1e6)}"
+        (group / "blkio.throttle.read_bps_device").write_text(rule)
+        (group / "cgroup.procs").write_text(str(pid))
+        yield True
+    finally:
+        with contextlib.suppress(OSError):  # the process may have ended meanwhile
+            (BLKIO / "cgroup.procs").write_text(str(pid))
+        group.rmdir()
+
+
 def recovery(oracle: Oracle, rng: random.Random) -> tuple[str, bool]:
     v = oracle.victim
     away = rng.uniform(*oracle.args.away_s)
     killed = time.monotonic()
     oracle.cluster.kill(v)
-    for directory in oracle.cluster.log_dirs(v):
+    directories = oracle.cluster.log_dirs(v)
+    for directory in directories:
         (directory / CHECKPOINT).unlink(missing_ok=True)
+    dropped = uncached(directories)
     time.sleep(max(0.0, killed + away - time.monotonic()))
     started = time.monotonic()
-    oracle.start_broker(v, timeout=1800)
+    oracle.start_broker(v, wait=False)
+    pid = oracle.cluster.broker(v).pid
+    assert pid is not None, f"broker {v} started without a process"
+    with slow_reads(pid, directories[0], RECOVERY_READ_MBPS) as slowed:
+        wait(
+            lambda: v in oracle.race.admin.list_topics(timeout=5).brokers,
+            1800,
+            f"broker {v} registered again after its recovery",
+            interval=1,
+        )
     took = time.monotonic() - started
     wait(lambda: oracle.race.in_sync(oracle.rf, None), 900, "every partition in sync again")
-    on_disk = sum(size for size in oracle.race.replica_sizes(v).values())
+    held = f"its disk read at {RECOVERY_READ_MBPS:g} MB/s" if slowed else "its disk not slowed"
     return (
-        f"away {away:.0f} s, then {took:.0f} s to start ({on_disk / 1e6:.0f} MB recovered)",
+        f"away {away:.0f} s, then {took:.0f} s to start, recovering {dropped / 1e6:.0f} MB of "
+        "segments "
+        f"({held})",
         False,
     )
 

@@ -14,6 +14,7 @@ cycle's read (or known to the client), the client's own choice first.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -25,24 +26,29 @@ AVOID_S = 60.0
 
 @dataclass
 class Forwarders:
-    """The brokers a controller request timed out on lately, and the choice of the next one."""
+    """The brokers a controller request timed out on lately, and the choice of the next one.
+    One is shared by a manager's clients, the registration watch's thread among them: a lock
+    keeps a failure told meanwhile from breaking a choice being made."""
 
     avoid_s: float = AVOID_S
     failed_at: dict[int, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def pick(self, registered: Collection[int], preferred: int | None, now: float) -> int | None:
         """The broker for the next controller request: ``preferred`` (the client's least loaded)
         unless it failed lately or is not registered; else the lowest registered broker that has
         not failed lately; else, every registered one having failed, the one that failed first
         (it has had the longest to recover); ``preferred`` when none is registered."""
-        self.failed_at = {b: t for b, t in self.failed_at.items() if now - t < self.avoid_s}
-        fine = sorted(set(registered) - set(self.failed_at))
+        with self._lock:
+            self.failed_at = {b: t for b, t in self.failed_at.items() if now - t < self.avoid_s}
+            failed_at = dict(self.failed_at)
+        fine = sorted(set(registered) - set(failed_at))
         if preferred is not None and preferred in fine:
             return preferred
         if fine:
             return fine[0]
-        failed = [b for b in registered if b in self.failed_at]
-        return min(failed, key=lambda b: (self.failed_at[b], b)) if failed else preferred
+        failed = [b for b in registered if b in failed_at]
+        return min(failed, key=lambda b: (failed_at[b], b)) if failed else preferred
 
     def avoids(self, broker: int, now: float) -> bool:
         """Whether a request of ``broker`` failed within ``avoid_s`` of ``now``."""
@@ -52,4 +58,5 @@ class Forwarders:
     def failed(self, broker: int | None, now: float) -> None:
         """A controller request sent to ``broker`` failed at ``now``."""
         if broker is not None:
-            self.failed_at[broker] = now
+            with self._lock:
+                self.failed_at[broker] = now

@@ -20,6 +20,22 @@ from manager.monitor.traffic import AgentTraffic
 log = get_logger(__name__)
 
 
+def executor_calls(
+    cfg: ManagerConfig, instance: str, sources: ClusterSources, coordinator: Coordinator
+) -> AdminCalls:
+    """The executor's Admin calls, named for this instance in the brokers' request logs, sent
+    (and retried) only while it may act, and steered off the brokers any request of this
+    manager waited on lately (the sources' memory of them, one for all its clients)."""
+    return AdminCalls(
+        cfg.cluster_client,
+        cfg.executor.request_timeout_s,
+        cfg.executor.admin_retry_s,
+        client_id=f"kmedic-executor-{instance}",
+        may_call=coordinator.may_act,
+        avoided=sources.avoided,
+    )
+
+
 def sources_for(cfg: ManagerConfig, *, feed_process: bool | None = None) -> ClusterSources:
     """The sources of ``cfg``; ``feed_process`` over the config's (a command's one-off read
     keeps its feeds in its own process)."""
@@ -67,15 +83,7 @@ def build_manager(cfg: ManagerConfig, *, mode_flag: Mode | None = None) -> Manag
     )
     sources = sources_for(cfg)
     coordinator = Coordinator(cfg.zookeeper, cfg.cluster, instance)
-    # The executor's Admin calls, named for this instance in the brokers' request logs and
-    # sent (and retried) only while it may act.
-    calls = AdminCalls(
-        cfg.cluster_client,
-        cfg.executor.request_timeout_s,
-        cfg.executor.admin_retry_s,
-        client_id=f"kmedic-executor-{instance}",
-        may_call=coordinator.may_act,
-    )
+    calls = executor_calls(cfg, instance, sources, coordinator)
     traffic = AgentTraffic(lambda: sources.feeds.take().agents, cfg.capacity)
     manager = Manager(
         cfg,

@@ -57,7 +57,10 @@ class AdminCalls:
         retry_s: float,
         client_id: str = "kmedic-executor",
         may_call: Callable[[], bool] = lambda: True,
+        avoided: Forwarders | None = None,
     ) -> None:
+        """``avoided``: the brokers a request of this manager waited on and failed lately,
+        shared with its other clients (ClusterSources.avoided)."""
         self._bootstrap = bootstrap
         self._client_id = client_id  # names this instance's writes in the brokers' request logs
         # Asked before each attempt: a leader whose lease has ended sends nothing more (a
@@ -66,7 +69,7 @@ class AdminCalls:
         self._timeout_ms = int(request_timeout_s * 1000)
         self._retry_s = retry_s
         self._client: KafkaAdminClient | None = None
-        self._forwarders = Forwarders()  # brokers a call timed out on lately
+        self._forwarders = avoided if avoided is not None else Forwarders()
         try:  # connected now while the cluster answers (its metadata fresh before any hang)
             self._client = self._connect(reach_ms=REACH_MS)
         except KmedicError as exc:

@@ -82,11 +82,13 @@ class ClusterSources:
         request_timeout_s: float = 4.0,
         feeds: Cluster | None = None,
         feed_process: bool = False,
+        avoided: Forwarders | None = None,
     ) -> None:
         """``bootstrap``: the cluster looked after (its Admin reads); ``feeds``: where the
         stats and loads topics are, when elsewhere (the manager's own_topics_bootstrap);
         ``feed_process``: tail them in a child process (manager.monitor.feed_process), not in
-        threads of this one."""
+        threads of this one; ``avoided``: the brokers a request of this manager waited on and
+        failed lately (kmedic.forwarders), shared with its other clients."""
         self.cluster = cluster
         self._bootstrap = bootstrap
         self._timeout_ms = int(request_timeout_s * 1000)
@@ -114,7 +116,12 @@ class ClusterSources:
         self.topic_configs = topic_configs()
         self.broker_settings = broker_settings()
         self.leader_rebalance = LeaderRebalanceSetting()
-        self._forwarders = Forwarders()  # brokers a request timed out on lately
+        # Brokers a request timed out on lately, whichever of the manager's clients sent it:
+        # the registration watch asks every 0.25 s and is the first to wait on a broker cut
+        # off the network; the executor's next read sent there held a cycle 30 s (its
+        # request timeout) and a lost host's heal with it (bench_oracle, cut_host).
+        self.avoided = avoided if avoided is not None else Forwarders()
+        self._forwarders = self.avoided
         self.quorum = QuorumReader(bootstrap, forwarders=self._forwarders)
         self._reassignments: dict[TopicPartition, Reassignment] = {}  # the last listing
 
@@ -145,6 +152,8 @@ class ClusterSources:
                 timeout_ms=WATCH_TIMEOUT_MS,
                 error=AdminUnavailable,
             )
+            # It avoids a broker another client waited on, and tells them of one it waited on.
+            steer_requests(self._watch_admin, self._forwarders)
         try:
             nodes = parse_nodes(self._watch_admin.describe_cluster())
         except Exception:

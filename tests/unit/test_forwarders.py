@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -148,3 +151,39 @@ def test_steered_requests_leave_a_broker_that_made_one_wait_for_a_connected_one(
     now[0] = 70.0
     manager.send("metadata")
     assert manager.sent[-1] == 3  # avoided no more
+
+
+def test_a_broker_the_registration_watch_waited_on_is_avoided_by_the_executors_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by bench_oracle's host cut off the network: the registration watch's read timed
+    out on the cut broker at once (its 1.5 s), but the executor's client knew nothing of it
+    and sent its next read of the throttle configs there - the cycle held 30 s (the
+    executor's request timeout), the lost host's heal with it. One memory for every client
+    of a manager (the sources' ``avoided``, handed to the executor's calls by the wiring)."""
+    import kmedic.kafka_admin as kafka_admin
+    import manager.executor.admin_calls as admin_calls
+    import manager.monitor.sources as sources_module
+    from manager.config import load_manager_config
+    from manager.daemon import wiring
+
+    monkeypatch.setattr(kafka_admin, "WAITED_S", 0.0)  # any failure made it wait
+    watch, executor = _Client(), _Client()
+
+    def describe_cluster() -> Any:
+        watch._manager.send("describe cluster")  # kafka-python's choice: broker 3
+        watch._manager.last.fail(TimeoutError())
+        raise TimeoutError("timed out after 1499 ms")
+
+    watch.describe_cluster = describe_cluster  # type: ignore[attr-defined]
+    monkeypatch.setattr(sources_module, "connect_admin", lambda *a, **k: watch)
+    monkeypatch.setattr(admin_calls, "connect_admin", lambda *a, **k: executor)
+    config = Path(__file__).parents[2] / "configs" / "manager.example.yaml"
+    cfg = load_manager_config(config).model_copy(update={"feed_process": False})
+    sources = wiring.sources_for(cfg)
+    calls = wiring.executor_calls(cfg, "m1", sources, SimpleNamespace(may_act=lambda: True))
+    with pytest.raises(TimeoutError):
+        sources._read_registered()
+    assert watch._manager.sent == [3]
+    calls.client._manager.send("describe configs")
+    assert executor._manager.sent == [4]  # not 3, which the watch waited on
