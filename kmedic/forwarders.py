@@ -32,6 +32,10 @@ class Forwarders:
 
     avoid_s: float = AVOID_S
     failed_at: dict[int, float] = field(default_factory=dict)
+    # The brokers unfenced at the manager's last read of the registrations (None: not read
+    # yet). A fenced broker is avoided too: one cut off the network still holds the
+    # connections a client opened to it, and the request sent on one waits out its timeout.
+    registered: frozenset[int] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def pick(self, registered: Collection[int], preferred: int | None, now: float) -> int | None:
@@ -42,6 +46,8 @@ class Forwarders:
         with self._lock:
             self.failed_at = {b: t for b, t in self.failed_at.items() if now - t < self.avoid_s}
             failed_at = dict(self.failed_at)
+        if self.registered is not None:
+            registered = set(registered) & self.registered
         fine = sorted(set(registered) - set(failed_at))
         if preferred is not None and preferred in fine:
             return preferred
@@ -51,7 +57,10 @@ class Forwarders:
         return min(failed, key=lambda b: (failed_at[b], b)) if failed else preferred
 
     def avoids(self, broker: int, now: float) -> bool:
-        """Whether a request of ``broker`` failed within ``avoid_s`` of ``now``."""
+        """Whether a request of ``broker`` failed within ``avoid_s`` of ``now``, or the
+        registrations last read had it fenced."""
+        if self.registered is not None and broker not in self.registered:
+            return True
         failed_at = self.failed_at.get(broker)
         return failed_at is not None and now - failed_at < self.avoid_s
 

@@ -108,7 +108,7 @@ class AdminCalls:
                     f"cannot {what}: this instance may no longer act (its lease ended)"
                 )
             try:
-                return call(self.client)
+                return call(self._steered(self.client))
             except (KpKafkaError, KmedicError) as exc:  # KmedicError: could not reconnect
                 if self._client is not None:
                     self._forwarders.failed(self._client._controller_id, time.monotonic())
@@ -130,6 +130,20 @@ class AdminCalls:
                     )
                     continue
                 self._drop()
+
+    def _steered(self, client: KafkaAdminClient) -> KafkaAdminClient:
+        """``client``, its controller requests sent to a broker this manager does not avoid:
+        the broker KRaft named its "controller" (a random one) may have been fenced since, or
+        waited on - a host cut off the network held the first heal's reassignment listing
+        for the whole 30 s request timeout (bench_oracle, cut_host)."""
+        now = time.monotonic()
+        named = client._controller_id
+        if isinstance(named, int) and self._forwarders.avoids(named, now):
+            known = [b.node_id for b in client._manager.cluster.brokers()]
+            client._controller_id = self._forwarders.pick(
+                known, client._manager.least_loaded_node(), now
+            )
+        return client
 
     def once(self, call: Callable[[KafkaAdminClient], Any], what: str) -> Any:
         """An Admin API call only one broker answers (its own configs), tried once:

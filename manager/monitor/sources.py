@@ -168,7 +168,9 @@ class ClusterSources:
                 self._watch_failures = 0
             raise
         self._watch_failures = 0
-        return frozenset(b for b, n in nodes.items() if not n.fenced)
+        registered = frozenset(b for b, n in nodes.items() if not n.fenced)
+        self.avoided.registered = registered  # every client's requests leave a fenced broker
+        return registered
 
     def feed_status(self) -> list[FeedStatus]:
         return self.feeds.status()

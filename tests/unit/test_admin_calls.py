@@ -171,3 +171,25 @@ def test_a_call_is_not_retried_once_the_instance_may_no_longer_act(
     once = AdminCalls("unused:9092", request_timeout_s=1, retry_s=60, may_call=lambda: False)
     with pytest.raises(KmedicError, match=r"cannot ask: this instance may no longer act"):
         once.once(lambda c: c.ask(), "ask")
+
+
+def test_a_controller_request_leaves_a_broker_the_controller_has_fenced(
+    connects: list[Any],
+) -> None:
+    """Found by bench_oracle's host cut off the network, at the shipped 30 s cycle: the
+    executor's client had the cut broker as its "controller" (KRaft names a random one), and
+    the heal's first reassignment listing waited there for the whole 30 s request timeout
+    after the registrations had shown it fenced; the first move came 32-36 s after the
+    fencing against a 10 s bound."""
+    from kmedic.forwarders import Forwarders
+
+    avoided = Forwarders(registered=frozenset({1, 2}))  # broker 3 fenced
+    client = FakeClient("client", works=True)
+    connects.append(client)
+    calls = AdminCalls("unused:9092", request_timeout_s=1, retry_s=60, avoided=avoided)
+    assert calls(lambda c: c.ask(), "ask") == "client"
+    assert client.calls == 1 and client._controller_id == 1
+    avoided.registered = frozenset({1, 2, 3})  # back: a controller request may go there again
+    client._controller_id = 3
+    assert calls(lambda c: c.ask(), "ask") == "client"
+    assert client._controller_id == 3
