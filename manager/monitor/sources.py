@@ -121,8 +121,7 @@ class ClusterSources:
         # off the network; the executor's next read sent there held a cycle 30 s (its
         # request timeout) and a lost host's heal with it (bench_oracle, cut_host).
         self.avoided = avoided if avoided is not None else Forwarders()
-        self._forwarders = self.avoided
-        self.quorum = QuorumReader(bootstrap, forwarders=self._forwarders)
+        self.quorum = QuorumReader(bootstrap, forwarders=self.avoided)
         self._reassignments: dict[TopicPartition, Reassignment] = {}  # the last listing
 
     def start(self) -> ClusterSources:
@@ -153,7 +152,7 @@ class ClusterSources:
                 error=AdminUnavailable,
             )
             # It avoids a broker another client waited on, and tells them of one it waited on.
-            steer_requests(self._watch_admin, self._forwarders)
+            steer_requests(self._watch_admin, self.avoided)
         try:
             nodes = parse_nodes(self._watch_admin.describe_cluster())
         except Exception:
@@ -184,7 +183,7 @@ class ClusterSources:
                 error=AdminUnavailable,
             )
             # A broker a request timed out on is avoided by the requests that name none.
-            steer_requests(self._admin, self._forwarders)
+            steer_requests(self._admin, self.avoided)
         return self._admin
 
     def _close_admin(self) -> None:
@@ -317,14 +316,14 @@ class ClusterSources:
         kafka-python keeps the controller its metadata once named, which for
         seconds after a broker dies may be that dead, unfenced broker, and picks anew at random,
         which may be a broker cut off from the controllers."""
-        node = self._forwarders.pick(live, client._manager.least_loaded_node(), time.monotonic())
+        node = self.avoided.pick(live, client._manager.least_loaded_node(), time.monotonic())
         client._controller_id = node
         try:
             return parse_reassignments(
                 client.list_partition_reassignments(timeout_ms=self._timeout_ms)
             )
         except Exception:
-            self._forwarders.failed(node, time.monotonic())
+            self.avoided.failed(node, time.monotonic())
             raise
 
     def _remember(
