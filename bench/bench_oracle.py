@@ -643,6 +643,14 @@ def missed(result: Result, must_heal: bool) -> list[str]:
         out.append("no move seen after the fencing")
     elif result.first_move_s < 0:
         out.append(f"the first move {-result.first_move_s:.1f} s before the fencing it answers")
+    elif result.scenario in BOUND and result.first_move_s >= GRACE_S / 4:
+        # Not a speed judged (a smoke run judges none; the class heals in seconds, the timer
+        # after GRACE_S): a heal that late was not its class's (found so: the feed's read-to
+        # questions starved, the lost host told 296 s and 590 s after its fencing).
+        out.append(
+            f"first move {result.first_move_s:.0f} s after the fencing: not healed by its "
+            f"class (the {GRACE_S:.0f} s timer's, or late)"
+        )
     elif result.bound is not None and result.first_move_s > result.bound + 0.5:
         out.append(
             f"first move {result.first_move_s:.1f} s after the fencing, over {result.bound:g} s"

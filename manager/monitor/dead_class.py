@@ -28,6 +28,8 @@ from manager.model.policy import WaitOrHeal
 from manager.monitor.observation import AgentView
 
 _STARTING = ("starting", "recovering")
+# A feed blind to the agent's partition asks again every second; the daemon looks again in 5 s.
+_READ_AGAIN_MS = 5_000
 
 
 def _s(ms: float) -> str:
@@ -56,10 +58,14 @@ def classify(
     fenced_for = now_ms - fenced_since_ms
     last_ms, promise_s = _last_word(agent)
     due_ms = last_ms + int(promise_s * 1000)  # its next record was due then
-    silent_past = now_ms - due_ms
+    # Silent only as far as the feed has read its partition: a partition this manager cannot
+    # fetch (its leader cut off from the manager alone) is no silence of the agent's.
+    read_to = agent.read_to_ms
+    heard_to = now_ms if read_to is None else min(now_ms, read_to)
+    silent_past = heard_to - due_ms
     # Fenced is the controller's witness (its own session timeout, 9 s at Kafka's default, is
     # its confirmation); the agent's silence is confirmed here, past the record it promised.
-    if silent_past >= rules.host_lost_confirm_ms:
+    if read_to is not None and silent_past >= rules.host_lost_confirm_ms:
         return Death(
             kind="host_lost",
             evidence=f"fenced {_s(fenced_for)} ago and its agent silent {_s(silent_past)} past "
@@ -69,8 +75,25 @@ def classify(
         )
     # Silent that long and the class is host_lost: the daemon looks again then.
     recheck = due_ms + rules.host_lost_confirm_ms
-    return _by_report(now_ms, dead_since_ms, latest, process, rules, grace_ms).model_copy(
-        update={"recheck_at_ms": recheck if rules.early_heal else None}
+    if recheck <= now_ms:  # silent that long already, but not read that far: soon, again
+        recheck = now_ms + _READ_AGAIN_MS
+    by_report = _by_report(now_ms, dead_since_ms, latest, process, rules, grace_ms)
+    blind = _blind(now_ms, due_ms, read_to, rules)
+    if blind:
+        by_report = by_report.model_copy(update={"evidence": f"{by_report.evidence} ({blind})"})
+    return by_report.model_copy(update={"recheck_at_ms": recheck if rules.early_heal else None})
+
+
+def _blind(now_ms: int, due_ms: int, read_to: int | None, rules: WaitOrHeal) -> str:
+    """What the feed's blindness hides, when the agent looks silent only because the manager
+    has not read its partition: its silence is no evidence then."""
+    if now_ms - due_ms < rules.host_lost_confirm_ms:
+        return ""
+    if read_to is None:
+        return "its agent's partition not yet read to any moment: its silence is no evidence"
+    return (
+        f"its agent's partition read only to {_s(now_ms - read_to)} ago: its silence counts "
+        "only that far"
     )
 
 

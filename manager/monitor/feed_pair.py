@@ -130,6 +130,7 @@ class FeedPair:
             decode_agent,
             lookback_ms=int(spec.stats_lookback_s * 1000),
             merge=merge_agent,
+            read_to=True,
         )
         self.loads = LoadFeed(spec.cluster, spec.loads_topic, decode_load)
 
@@ -144,7 +145,7 @@ class FeedPair:
 
     def take(self) -> FeedCopy:
         agents = {
-            int(k): v
+            int(k): replace(v, read_to_ms=self.agents.read_to_of(k))
             for k, v in self.agents.values().items()
             if k.isdigit() and isinstance(v, AgentView)
         }

@@ -47,7 +47,6 @@ from kmedic.replica_columns import TOPIC_IDS
 from kmedic.thread_names import name_this_thread
 from manager.monitor.feed_pair import FeedCopy, FeedPair, FeedSpec
 from manager.monitor.feeds import FeedStatus
-from manager.monitor.observation import AgentView
 
 log = get_logger(__name__)
 
@@ -252,10 +251,7 @@ def adopted(names: list[str], copy: FeedCopy) -> FeedCopy:
     ids = TOPIC_IDS.of(names)
     if np.array_equal(ids, np.arange(len(ids))):
         return copy  # the same ids in both processes: nothing to translate
-    agents = {
-        b: AgentView(v.latest, v.last_healthy_ms, v.healthy, v.replicas.rekeyed(ids), v.heard)
-        for b, v in copy.agents.items()
-    }
+    agents = {b: replace(v, replicas=v.replicas.rekeyed(ids)) for b, v in copy.agents.items()}
     return FeedCopy(agents, copy.loads.rekeyed(ids))
 
 

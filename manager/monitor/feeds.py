@@ -20,6 +20,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from kmedic.kafka_client import Cluster, confluent_conf, error_text
 from kmedic.logging import get_logger
 from kmedic.thread_names import named_thread
+from manager.monitor.read_to import ReadTo
 
 log = get_logger(__name__)
 
@@ -42,12 +43,26 @@ class FeedStatus:
     last_error: str | None
 
 
+def asking(client_id: str, topic: str) -> dict[str, object]:
+    """The settings of the client that asks the partitions' leaders for the read-to moments:
+    never polled, never committing; it learns a new leader within 3 s."""
+    return {
+        "group.id": f"{client_id}-unused",
+        "enable.auto.commit": False,
+        "client.id": f"{client_id}-read-to",
+        "topic.metadata.refresh.interval.ms": 3000,
+        "logger": logging.getLogger(f"{__name__}.rdkafka.{topic}.read_to"),
+    }
+
+
 class LatestByKey(Generic[V]):
     """Keeps ``decode(value)`` of the newest record of every key of ``topic``.
 
     ``merge(old, new)`` decides what the newest state of a key is (default: the new value);
     a record that fails to decode is counted and skipped, never fatal. A tombstone removes
-    its key.
+    its key. With ``read_to``, the feed also keeps the moment up to which it has read each
+    partition (manager.monitor.read_to) and which partition each key was last written to:
+    ``read_to_of(key)``.
     """
 
     def __init__(
@@ -59,6 +74,7 @@ class LatestByKey(Generic[V]):
         lookback_ms: int | None = None,
         merge: Callable[[V | None, V], V] | None = None,
         client_id: str = "kmedic-manager",
+        read_to: bool = False,
     ) -> None:
         self.topic = topic
         self._decode = decode
@@ -72,7 +88,10 @@ class LatestByKey(Generic[V]):
                     "enable.auto.commit": False,
                     "client.id": client_id,
                     "enable.partition.eof": True,
-                    "topic.metadata.refresh.interval.ms": 10000,
+                    # A feed that vouches for what it read learns a new partition leader
+                    # sooner: a lost host's agent is silent, as read, once its partition has
+                    # another leader (manager.monitor.read_to).
+                    "topic.metadata.refresh.interval.ms": 3000 if read_to else 10000,
                     "queued.max.messages.kbytes": QUEUED_KB,
                     "fetch.max.bytes": FETCH_MAX_BYTES,
                     # librdkafka's own lines go through logging like everything else.
@@ -88,17 +107,36 @@ class LatestByKey(Generic[V]):
         self._partitions: set[int] = set()
         self._missing = False  # the topic does not exist (yet): nothing to catch up on
         self._last_error: str | None = None
+        self._read_to = (
+            ReadTo(Consumer(confluent_conf(bootstrap, asking(client_id, topic))), topic)
+            if read_to
+            else None
+        )
+        self._key_partition: dict[bytes, int] = {}
         self._stop = threading.Event()
         self._thread = named_thread(self._run, f"feed-{topic}")
 
     def start(self) -> LatestByKey[V]:
         self._thread.start()
+        if self._read_to is not None:
+            self._read_to.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
+        if self._read_to is not None:
+            self._read_to.stop()
         self._thread.join(timeout=10)
         self._consumer.close()
+
+    def read_to_of(self, key: bytes) -> int | None:
+        """The moment up to which every record of ``key``'s partition has been read (None:
+        not kept, the key not seen, or its partition not yet vouched for)."""
+        if self._read_to is None:
+            return None
+        with self._lock:
+            partition = self._key_partition.get(key)
+        return None if partition is None else self._read_to.of(partition)
 
     def values(self) -> dict[bytes, V]:
         """A copy of the current picture (the caller's snapshot must not change under it)."""
@@ -162,14 +200,26 @@ class LatestByKey(Generic[V]):
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
+                    partition = msg.partition() or 0
                     with self._lock:
-                        self._eof.add(msg.partition() or 0)
+                        self._eof.add(partition)
+                    self._applied(partition, msg.offset())
                 else:
                     self._note_error(str(err))
                 continue
-            self._apply(msg.key(), msg.value())
+            partition = msg.partition() or 0
+            self._apply(msg.key(), msg.value(), partition)
+            offset = msg.offset()
+            self._applied(partition, None if offset is None else offset + 1)
 
-    def _apply(self, key: bytes | None, raw: bytes | None) -> None:
+    def _applied(self, partition: int, next_offset: int | None) -> None:
+        if self._read_to is not None and next_offset is not None and next_offset >= 0:
+            self._read_to.applied(partition, next_offset)
+
+    def _apply(self, key: bytes | None, raw: bytes | None, partition: int = 0) -> None:
+        if key is not None and self._read_to is not None:
+            with self._lock:
+                self._key_partition[key] = partition
         if key is None:
             with self._lock:
                 self._bad += 1

@@ -30,6 +30,10 @@ class AgentView:
     healthy: BrokerStats | None  # that record (sizes and disk come from it)
     replicas: ReplicaColumns = EMPTY  # the healthy record's replica entries
     heard: Heartbeat | None = None  # the newest heartbeat between samples, if any
+    # The moment up to which the feed has read every record of the stats topic's partition
+    # holding this agent's (manager.monitor.read_to): its silence is evidence only that far.
+    # None: not vouched for (yet) - its silence is no evidence at all.
+    read_to_ms: int | None = None
 
     def __post_init__(self) -> None:
         healthy = self.healthy

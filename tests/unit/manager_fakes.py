@@ -166,13 +166,15 @@ class FakeSources:
         ]
         reported = now_ms - self.stats_age_ms
         agents = {
-            b: AgentView(latest=s, last_healthy_ms=reported, healthy=s)
+            b: AgentView(latest=s, last_healthy_ms=reported, healthy=s, read_to_ms=now_ms)
             for b in live
             for s in [stats(b, ts=reported, log_dirs=_log_dirs(b in self.cordoned))]
         }
         for b, proc in self.dead_process.items():
             said = stats(b, ts=now_ms, failed=True, process=proc)
-            agents[b] = AgentView(latest=said, last_healthy_ms=NOW_MS - 3_600_000, healthy=None)
+            agents[b] = AgentView(
+                latest=said, last_healthy_ms=NOW_MS - 3_600_000, healthy=None, read_to_ms=now_ms
+            )
         return Observation(
             taken_at_ms=now_ms,
             cluster="c",

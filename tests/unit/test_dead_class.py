@@ -43,8 +43,15 @@ def record(ts: int, proc: dict[str, Any] | None, *, failed: bool = True) -> Brok
     return stats(4, ts=ts, failed=failed, process=proc)
 
 
-def agent(ts: int, proc: dict[str, Any] | None) -> AgentView:
-    return AgentView(latest=record(ts, proc), last_healthy_ms=NOW - 3_600_000, healthy=None)
+def agent(ts: int, proc: dict[str, Any] | None, *, read_to: int | None = NOW) -> AgentView:
+    """Its newest record at ``ts``; the manager's feed has read its partition to ``read_to``
+    (by default to the moment judged: every record the agent wrote is in)."""
+    return AgentView(
+        latest=record(ts, proc),
+        last_healthy_ms=NOW - 3_600_000,
+        healthy=None,
+        read_to_ms=read_to,
+    )
 
 
 def judge(view: AgentView | None, *, fenced_for: int = 20_000, rules: WaitOrHeal = RULES) -> Death:
@@ -66,6 +73,53 @@ def test_one_witness_alone_is_no_lost_host() -> None:
     assert judge(agent(NOW - 15_000, process("not_running")), fenced_for=60_000).kind == ("unknown")
     # Its agent silent, but not yet the confirmation past its promise (10 s, then 9 s past).
     assert judge(agent(NOW - 19_000, process("running")), fenced_for=60_000).kind == "unknown"
+
+
+def test_an_agent_the_manager_cannot_read_is_not_silent() -> None:
+    """Found by the audit cut (test_network_faults.py): the manager cut off from the broker
+    leading the stats partition that holds a killed broker's agent's records saw that agent
+    fall silent - its own feed could not fetch the partition - and healed the killed broker as
+    a lost host 37 s into its 300 s grace, on the controller's witness alone. The silence
+    counts only as far as the feed has read the agent's partition."""
+    silent = process("running")
+    # The same record 21 s old, 11 s past its promise; the feed read its partition to 25 s
+    # ago (asked every second, unanswered since): the agent's record then was not yet due.
+    blind = judge(agent(NOW - 21_000, silent, read_to=NOW - 25_000), fenced_for=30_000)
+    assert (blind.kind, blind.heal_now) == ("unknown", False)
+    assert blind.evidence == (
+        "its agent sees it running: the 600 s grace applies (its agent's partition read only "
+        "to 25 s ago: its silence counts only that far)"
+    )
+    assert blind.recheck_at_ms == NOW + 5_000  # looked at again soon, not at the next tick
+    # Read to 9 s past the promise: not yet the 10 s confirmation.
+    assert judge(agent(NOW - 21_000, silent, read_to=NOW - 2_000)).kind == "unknown"
+    # Read to 10 s past it: a lost host, its silence measured to the moment read.
+    lost = judge(agent(NOW - 21_000, silent, read_to=NOW - 1_000), fenced_for=12_000)
+    assert (lost.kind, lost.heal_now) == ("host_lost", True)
+    assert "its agent silent 10 s past the record it promised" in lost.evidence
+    # Never vouched for (a feed just started, or a partition never reached): no silence.
+    never = judge(agent(NOW - 60_000, silent, read_to=None), fenced_for=60_000)
+    assert never.kind == "unknown"
+    assert never.evidence.endswith(
+        "(its agent's partition not yet read to any moment: its silence is no evidence)"
+    )
+
+
+@given(
+    age=st.integers(0, 200_000),
+    read_age=st.none() | st.integers(-5_000, 200_000),
+    fenced_for=st.integers(0, 200_000),
+)
+def test_a_lost_host_needs_the_silence_read_to_its_confirmation(
+    age: int, read_age: int | None, fenced_for: int
+) -> None:
+    read_to = None if read_age is None else NOW - read_age
+    death = judge(agent(NOW - age, process("running"), read_to=read_to), fenced_for=fenced_for)
+    due = NOW - age + 10_000  # every 10 s at most
+    read = read_to is not None and min(NOW, read_to) - due >= RULES.host_lost_confirm_ms
+    assert (death.kind == "host_lost") == read
+    if death.recheck_at_ms is not None:
+        assert death.recheck_at_ms > NOW  # never a look back in time
 
 
 def test_the_fencing_needs_no_confirmation_of_its_own() -> None:
