@@ -28,8 +28,11 @@ from manager.model.policy import WaitOrHeal
 from manager.monitor.observation import AgentView
 
 _STARTING = ("starting", "recovering")
-# A feed blind to the agent's partition asks again every second; the daemon looks again in 5 s.
-_READ_AGAIN_MS = 5_000
+# The feed vouches for a partition about every second (manager.monitor.read_to), so what it
+# has read lags the clock by up to about that: the daemon looks again that much after the
+# silence would be confirmed, and 2 s later while the feed cannot read it at all.
+_READ_LAG_MS = 1_500
+_READ_AGAIN_MS = 2_000
 
 
 def _s(ms: float) -> str:
@@ -74,7 +77,7 @@ def classify(
             heal_now=early,
         )
     # Silent that long and the class is host_lost: the daemon looks again then.
-    recheck = due_ms + rules.host_lost_confirm_ms
+    recheck = due_ms + rules.host_lost_confirm_ms + _READ_LAG_MS
     if recheck <= now_ms:  # silent that long already, but not read that far: soon, again
         recheck = now_ms + _READ_AGAIN_MS
     by_report = _by_report(now_ms, dead_since_ms, latest, process, rules, grace_ms)

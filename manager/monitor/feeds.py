@@ -45,12 +45,12 @@ class FeedStatus:
 
 def asking(client_id: str, topic: str) -> dict[str, object]:
     """The settings of the client that asks the partitions' leaders for the read-to moments:
-    never polled, never committing; it learns a new leader within 3 s."""
+    never polled, never committing; it learns a new leader within a second."""
     return {
         "group.id": f"{client_id}-unused",
         "enable.auto.commit": False,
         "client.id": f"{client_id}-read-to",
-        "topic.metadata.refresh.interval.ms": 3000,
+        "topic.metadata.refresh.interval.ms": 1000,
         "logger": logging.getLogger(f"{__name__}.rdkafka.{topic}.read_to"),
     }
 
@@ -91,7 +91,7 @@ class LatestByKey(Generic[V]):
                     # A feed that vouches for what it read learns a new partition leader
                     # sooner: a lost host's agent is silent, as read, once its partition has
                     # another leader (manager.monitor.read_to).
-                    "topic.metadata.refresh.interval.ms": 3000 if read_to else 10000,
+                    "topic.metadata.refresh.interval.ms": 1000 if read_to else 10000,
                     "queued.max.messages.kbytes": QUEUED_KB,
                     "fetch.max.bytes": FETCH_MAX_BYTES,
                     # librdkafka's own lines go through logging like everything else.

@@ -28,7 +28,7 @@ from kmedic.thread_names import named_thread
 log = get_logger(__name__)
 
 EVERY_S = 1.0
-TIMEOUT_S = 3.0
+TIMEOUT_S = 2.0
 
 
 class Watermarks(Protocol):

@@ -95,7 +95,9 @@ def test_kmedics_own_topics_may_live_on_an_operations_cluster(
     assert isinstance(sources.feeds, ProcessFeeds) and sources.feeds._spec.cluster == "ops:9092"
     assert sources._bootstrap == "kafka:9092"
     sources = sources_for(cfg.model_copy(update={"feed_process": False}))
-    assert servers == ["ops:9092", "ops:9092"]  # the stats feed and the loads feed
+    # The stats feed, the client that asks its partitions' leaders how far it has read, and
+    # the loads feed.
+    assert servers == ["ops:9092", "ops:9092", "ops:9092"]
     assert sources._bootstrap == "kafka:9092"
     bare = tmp_path / "bare.yaml"
     bare.write_text("cluster: c\nbootstrap: kafka:9092\nzookeeper: {zk_connect: z:2181}\n")
