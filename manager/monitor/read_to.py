@@ -4,10 +4,12 @@ A feed that has no new record of a key cannot tell on its own whether none was w
 could not fetch the partition (its leader unreachable from this manager alone): an idle
 partition and a blind one look alike. So every ``every_s`` each partition's leader is asked its
 high watermark (a ListOffsets request, ``get_watermark_offsets(cached=False)``, each with its
-own ``timeout_s``, one partition after another); an answer at or below the offset the feed has
-already applied vouches that every record acknowledged before the question was sent has been
-read. ``of(partition)`` is the moment of the newest question so vouched for (None: none yet).
-An agent's silence is evidence only up to that moment (manager.monitor.dead_class).
+own ``timeout_s``, one partition after another); once the feed has applied up to the answer,
+every record acknowledged before the question was sent has been read, and the moment asked is
+vouched for (at once, or when the feed gets there: a busy partition's feed is always a little
+behind the answer). ``of(partition)`` is the moment of the newest question so vouched for
+(None: none yet). An agent's silence is evidence only up to that moment
+(manager.monitor.dead_class).
 
 The questions go through a client of their own: the client serializes the calls made on one
 handle, and a feed polling its consumer all the time kept them waiting for minutes (found by
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from typing import Protocol
 
 from confluent_kafka import TopicPartition
@@ -29,6 +32,9 @@ log = get_logger(__name__)
 
 EVERY_S = 1.0
 TIMEOUT_S = 2.0
+# Answers kept per partition until the feed has applied that far (a busy partition's feed is
+# always a little behind the answer): the newest this many, about as many seconds.
+PENDING = 16
 
 
 class Watermarks(Protocol):
@@ -64,6 +70,8 @@ class ReadTo:
         self._lock = threading.Lock()
         self._applied: dict[int, int] = {}  # partition: the next offset the feed would apply
         self._read_to: dict[int, int] = {}  # partition: the moment vouched for (ms)
+        # partition: (moment asked, high watermark answered), oldest first, not yet applied
+        self._pending: dict[int, deque[tuple[int, int]]] = {}
         self._stop = threading.Event()
         self._thread = named_thread(self._run, f"read-to-{topic}")
 
@@ -83,6 +91,16 @@ class ReadTo:
         with self._lock:
             if next_offset > self._applied.get(partition, -1):
                 self._applied[partition] = next_offset
+                pending = self._pending.get(partition)
+                if pending:
+                    self._settle(partition, pending, next_offset)
+
+    def _settle(self, partition: int, pending: deque[tuple[int, int]], applied: int) -> None:
+        """Every answer at or below ``applied`` vouches for its moment (under the lock)."""
+        while pending and pending[0][1] <= applied:
+            asked_ms, _ = pending.popleft()
+            if asked_ms > self._read_to.get(partition, -1):
+                self._read_to[partition] = asked_ms
 
     def of(self, partition: int) -> int | None:
         with self._lock:
@@ -105,8 +123,9 @@ class ReadTo:
                 log.debug("read_to_unanswered", topic=self._topic, partition=p, error=str(exc))
                 continue
             with self._lock:
-                if self._applied.get(p, -1) >= high and asked_ms > self._read_to.get(p, -1):
-                    self._read_to[p] = asked_ms
+                pending = self._pending.setdefault(p, deque(maxlen=PENDING))
+                pending.append((asked_ms, high))
+                self._settle(p, pending, self._applied.get(p, -1))
 
     def _run(self) -> None:
         while not self._stop.wait(self._every_s):
