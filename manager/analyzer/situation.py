@@ -65,8 +65,10 @@ def degrade(
     decision: Decision, *, audit_on_failover: bool, coordination_reliable: bool
 ) -> Decision:
     """Degraded mode: while the audit log is on failover, or ZooKeeper is unreliable, heal
-    but do not rebalance (healing restores redundancy; balancing can wait)."""
-    if decision.outcome != "act" or decision.kind != "balance":
+    but do not rebalance (healing restores redundancy; balancing can wait). A slow broker's
+    demotion is not balancing: it moves leadership only, off a broker that slows every client
+    it leads - the audit topic's too, which is often why the audit log is on failover."""
+    if decision.outcome != "act" or decision.kind != "balance" or decision.demotes_slow:
         return decision
     why = []
     if audit_on_failover:

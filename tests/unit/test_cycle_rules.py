@@ -3,6 +3,7 @@ trail's alert bookkeeping."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,15 @@ def test_degraded_mode_pauses_balancing(failover: bool, reliable: bool, expect: 
 def test_degraded_mode_still_heals() -> None:
     heal = act("heal")
     assert degrade(heal, audit_on_failover=True, coordination_reliable=False) is heal
+
+
+def test_degraded_mode_still_demotes_a_slow_broker() -> None:
+    """Found by CI (test_network_faults.py's slow link, the audit topic led by the slow
+    broker): the audit's first write timed out on the slow link, the log went to its spool,
+    and degraded mode refused the demotion that would have taken the audit topic's leadership
+    off that broker - three times, 9 s, until the spool replayed."""
+    demotion = replace(act("balance"), demotes_slow=(4,))
+    assert degrade(demotion, audit_on_failover=True, coordination_reliable=False) is demotion
 
 
 def test_a_new_plan_waits_for_the_running_one() -> None:
