@@ -81,10 +81,10 @@ def classify(
     if recheck <= now_ms:  # silent that long already, but not read that far: soon, again
         recheck = now_ms + _READ_AGAIN_MS
     by_report = _by_report(now_ms, dead_since_ms, latest, process, rules, grace_ms)
-    blind = _blind(now_ms, due_ms, read_to, rules)
-    if blind:
-        by_report = by_report.model_copy(update={"evidence": f"{by_report.evidence} ({blind})"})
-    return by_report.model_copy(update={"recheck_at_ms": recheck if rules.early_heal else None})
+    update: dict[str, object] = {"recheck_at_ms": recheck if rules.early_heal else None}
+    if blind := _blind(now_ms, due_ms, read_to, rules):
+        update["evidence"] = f"{by_report.evidence} ({blind})"
+    return by_report.model_copy(update=update)
 
 
 def _blind(now_ms: int, due_ms: int, read_to: int | None, rules: WaitOrHeal) -> str:

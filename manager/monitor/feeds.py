@@ -43,7 +43,7 @@ class FeedStatus:
     last_error: str | None
 
 
-def asking(client_id: str, topic: str) -> dict[str, object]:
+def _asking(client_id: str, topic: str) -> dict[str, object]:
     """The settings of the client that asks the partitions' leaders for the read-to moments:
     never polled, never committing; it learns a new leader within a second."""
     return {
@@ -108,7 +108,7 @@ class LatestByKey(Generic[V]):
         self._missing = False  # the topic does not exist (yet): nothing to catch up on
         self._last_error: str | None = None
         self._read_to = (
-            ReadTo(Consumer(confluent_conf(bootstrap, asking(client_id, topic))), topic)
+            ReadTo(Consumer(confluent_conf(bootstrap, _asking(client_id, topic))), topic)
             if read_to
             else None
         )
@@ -217,9 +217,6 @@ class LatestByKey(Generic[V]):
             self._read_to.applied(partition, next_offset)
 
     def _apply(self, key: bytes | None, raw: bytes | None, partition: int = 0) -> None:
-        if key is not None and self._read_to is not None:
-            with self._lock:
-                self._key_partition[key] = partition
         if key is None:
             with self._lock:
                 self._bad += 1
@@ -245,6 +242,8 @@ class LatestByKey(Generic[V]):
             if self._merge is not None:
                 value = self._merge(self._values.get(key), value)
             self._put(key, value)
+            if self._read_to is not None:
+                self._key_partition[key] = partition
 
     # The store, under the lock; a feed that keeps its values otherwise overrides these.
 
