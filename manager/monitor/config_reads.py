@@ -1,8 +1,11 @@
 """Settings read from Kafka with DescribeConfigs, by key (a topic, a broker): a key new to
 the reader is read at once, every key again every ``refresh_s`` (an operator's change shows
 within that); a read that fails keeps what was known and is logged: it never blinds a cycle.
-A key Kafka answered for without the setting is asked again at the next refresh, not every
-cycle (at fleet scale every broker asked again each cycle cost 0.2-0.6 s of a cycle's time).
+A key Kafka answered for without the setting (a topic created a moment ago, not yet known to
+the broker asked) is asked again after ``retry_s``, then after twice as long each time it is
+still unanswered, up to ``refresh_s``: a new topic's setting is known a few seconds later, and a
+key that never answers is not asked every cycle (at fleet scale every broker asked again each
+cycle cost 0.2-0.6 s of a cycle's time).
 The topics' ``min.insync.replicas`` (manager.analyzer.topic_safety) and the brokers'
 replication settings (manager.model.replication_settings) are read so."""
 
@@ -27,6 +30,7 @@ class ConfigReads(Generic[K, V]):
         what: str,
         refresh_s: float,
         clock: Callable[[], float] = time.monotonic,
+        retry_s: float = 5.0,
     ) -> None:
         """``describe(client, keys)``: the settings of those keys Kafka answered for;
         ``what``: the log event's stem when a read fails (``{what}_unreadable``)."""
@@ -37,20 +41,42 @@ class ConfigReads(Generic[K, V]):
         self._known: dict[K, V] = {}
         self._asked: set[K] = set()  # since the last refresh, answered or not
         self._read_at: float | None = None
+        self.retry_s = retry_s
+        # An unanswered key: when it is asked again, and the wait before that.
+        self._unanswered: dict[K, tuple[float, float]] = {}
 
     def read(self, client: Any, keys: set[K]) -> dict[K, V]:
         """The setting of each key in ``keys`` that could be read, at some point."""
-        due = self._read_at is None or self._clock() - self._read_at >= self.refresh_s
-        wanted = sorted(keys if due else keys - self._asked)
+        now = self._clock()
+        due = self._read_at is None or now - self._read_at >= self.refresh_s
+        wanted = sorted(keys if due else {k for k in keys if self._ask(k, now)})
         if wanted:
             try:
-                self._known.update(self._describe(client, wanted))
-                if due:
-                    self._read_at = self._clock()
-                    self._asked = set()
-                self._asked.update(wanted)
+                answered = self._describe(client, wanted)
             except Exception as exc:  # kafka-python raises several unrelated types
                 log.warning(f"{self._what}_unreadable", keys=wanted, error=str(exc))
+            else:
+                self._known.update(answered)
+                if due:
+                    self._read_at = now
+                    self._asked = set()
+                self._asked.update(wanted)
+                for key in wanted:
+                    if key in answered:
+                        self._unanswered.pop(key, None)
+                    else:
+                        wait = self._unanswered.get(key, (0.0, self.retry_s / 2))[1] * 2
+                        wait = min(wait, self.refresh_s)
+                        self._unanswered[key] = (now + wait, wait)
         self._known = {k: v for k, v in self._known.items() if k in keys}
         self._asked &= keys
+        self._unanswered = {k: v for k, v in self._unanswered.items() if k in keys}
         return dict(self._known)
+
+    def _ask(self, key: K, now: float) -> bool:
+        """Whether ``key`` is asked between refreshes: new to the reader, or unanswered and its
+        wait over."""
+        if key not in self._asked:
+            return True
+        again = self._unanswered.get(key)
+        return again is not None and now >= again[0]
