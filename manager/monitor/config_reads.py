@@ -1,11 +1,12 @@
 """Settings read from Kafka with DescribeConfigs, by key (a topic, a broker): a key new to
 the reader is read at once, every key again every ``refresh_s`` (an operator's change shows
 within that); a read that fails keeps what was known and is logged: it never blinds a cycle.
-A key Kafka answered for without the setting (a topic created a moment ago, not yet known to
-the broker asked) is asked again after ``retry_s``, then after twice as long each time it is
-still unanswered, up to ``refresh_s``: a new topic's setting is known a few seconds later, and a
-key that never answers is not asked every cycle (at fleet scale every broker asked again each
-cycle cost 0.2-0.6 s of a cycle's time).
+A key Kafka answered for without the setting is asked again after ``retry_s`` (the refresh,
+unless told), then after twice as long each time it is still unanswered, up to ``refresh_s``;
+never every cycle (at fleet scale every broker asked again each cycle cost 0.2-0.6 s of a
+cycle's time). A topic created a moment ago, not yet known to the broker asked, is retried
+after 5 s (manager.monitor.topic_configs); a broker that does not report its settings, at the
+refresh.
 The topics' ``min.insync.replicas`` (manager.analyzer.topic_safety) and the brokers'
 replication settings (manager.model.replication_settings) are read so."""
 
@@ -30,7 +31,7 @@ class ConfigReads(Generic[K, V]):
         what: str,
         refresh_s: float,
         clock: Callable[[], float] = time.monotonic,
-        retry_s: float = 5.0,
+        retry_s: float | None = None,
     ) -> None:
         """``describe(client, keys)``: the settings of those keys Kafka answered for;
         ``what``: the log event's stem when a read fails (``{what}_unreadable``)."""
@@ -41,7 +42,7 @@ class ConfigReads(Generic[K, V]):
         self._known: dict[K, V] = {}
         self._asked: set[K] = set()  # since the last refresh, answered or not
         self._read_at: float | None = None
-        self.retry_s = retry_s
+        self.retry_s = refresh_s if retry_s is None else retry_s
         # An unanswered key: when it is asked again, and the wait before that.
         self._unanswered: dict[K, tuple[float, float]] = {}
 

@@ -1,6 +1,7 @@
 """Each topic's effective ``min.insync.replicas``, for the unsafe-topic check
 (manager.analyzer.topic_safety), read as manager.monitor.config_reads reads: a topic new to
-it at once, every topic every 5 minutes."""
+it at once (again 5 s later, then at doubling waits, while Kafka gives no value: a topic just
+created), every topic every 5 minutes."""
 
 from __future__ import annotations
 
@@ -18,4 +19,5 @@ def topic_configs(
     def describe(client: Any, topics: list[str]) -> dict[str, int]:
         return kafka_admin.describe_min_insync(client, topics)
 
-    return ConfigReads(describe, "topic_configs", refresh_s, clock)
+    # A topic created a moment ago may not be known yet to the broker asked: seconds later.
+    return ConfigReads(describe, "topic_configs", refresh_s, clock, retry_s=5.0)
