@@ -61,6 +61,7 @@ class Agent:
         # When the last record (sample or heartbeat) was taken, and the broker's state then.
         self._spoke_at: float | None = None
         self._state: bs.ProcessState | None = None
+        self._known: bs.ProcessState | None = None  # the last state other than "unknown"
 
     @property
     def interval_s(self) -> float:
@@ -101,10 +102,11 @@ class Agent:
         self.metrics.record_sample(stats, time.monotonic() - started, size)
         # Busy while its broker moves data, and while it is not running: a start, a log
         # recovery and an exit are seen at the busy rate (the manager's wait-or-heal evidence).
-        self._busy = bool(stats.reassigning) or (
-            stats.process is not None and stats.process.state not in ("running", "unknown")
-        )
-        self._state = stats.process.state if stats.process is not None else None
+        state = stats.process.state if stats.process is not None else None
+        self._busy = bool(stats.reassigning) or self._not_running(state)
+        self._state = state
+        if state not in (None, "unknown"):
+            self._known = state
         if stats.failure is None:
             log.info(
                 "sample_published",
@@ -155,6 +157,15 @@ class Agent:
             # As a crashed sample: the agent goes on; its next sample speaks for it.
             log.exception("heartbeat_crashed", broker=self.config.broker_id)
             return True
+
+    def _not_running(self, state: bs.ProcessState | None) -> bool:
+        """Its broker not running, or not known to be: a state not yet on the exporter's page
+        after one that was not running (a JVM seconds old: its start is watched at the busy
+        rate too, or a crash loop's short lives go unseen between two samples a minute apart).
+        An agent that never saw the state (another host, a container) samples as usual."""
+        if state == "unknown":
+            return self._known not in (None, "running")
+        return state is not None and state != "running"
 
     def _moving_only(self, stats: bs.BrokerStats, now: float) -> bool:
         """A busy sample between whole records: a whole one at least every interval_s, and

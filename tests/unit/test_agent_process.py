@@ -61,20 +61,35 @@ def test_a_listener_up_with_no_exporter_is_not_taken_for_a_process_gone() -> Non
     assert ProcessWatch().observe(0, None, None).state == "unknown"
 
 
-@given(st.lists(st.sampled_from(["gone", "starting", "running", "silent"]), max_size=40))
+def test_a_jvm_answering_before_its_state_is_on_the_page_is_a_comeback() -> None:
+    """Gone, then its exporter's page (or its listener) answers with no BrokerState yet: the
+    process is back, and counts once, whatever the page says next (bench_oracle: a crash
+    loop's three returns, each first sampled so, counted as one)."""
+    watch = ProcessWatch(window_s=600)
+    assert watch.observe(0, None, False).state == "not_running"
+    back = watch.observe(5_000, ProcessGauges(), False)
+    assert (back.state, back.restarts, back.down_since_ms) == ("unknown", 1, None)
+    assert watch.observe(10_000, ProcessGauges(broker_state=1), False).restarts == 1
+    assert watch.observe(15_000, None, False).state == "not_running"
+    assert watch.observe(20_000, None, True).restarts == 2  # its listener, the page not yet
+    assert watch.observe(25_000, None, None).restarts == 2  # nothing answered nor failed to
+
+
+@given(st.lists(st.sampled_from(["gone", "page", "starting", "running", "silent"]), max_size=40))
 def test_restarts_count_every_return_from_gone(seen: list[str]) -> None:
     watch = ProcessWatch(window_s=10_000)
     states = {
         "gone": (None, False),
         "starting": (ProcessGauges(broker_state=1), False),
         "running": (ProcessGauges(broker_state=3), True),
+        "page": (ProcessGauges(), False),  # a JVM seconds old: its state not on the page yet
         "silent": (None, None),
     }
     returns, last = 0, None
     for i, what in enumerate(seen):
         gauges, listening = states[what]
         view = watch.observe(i * 1_000, gauges, listening)
-        if what in ("starting", "running") and last == "gone":
+        if what in ("page", "starting", "running") and last == "gone":
             returns += 1
         if what != "silent":
             last = what
