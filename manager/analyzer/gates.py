@@ -11,21 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from manager.analyzer.examples import examples
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.under_replication import under_replication
 from manager.model.decision import Reason
 from manager.model.policy import Policy
 from manager.model.snapshot import Broker, Snapshot
 
-MAX_EXAMPLES = 5
-
 # Gates about whether this instance may act at all; with nothing to do they do not refuse.
-
-
-def _examples(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:MAX_EXAMPLES])
-    more = len(items) - MAX_EXAMPLES
-    return shown + (f" and {more} more" if more > 0 else "")
 
 
 def gate_leadership(snap: Snapshot) -> list[Reason]:
@@ -167,8 +160,8 @@ def gate_under_replication(snap: Snapshot, state: ClusterState) -> list[Reason]:
         Reason(
             "unexplained_under_replication",
             f"{len(unexplained)} partitions are under-replicated or offline with their brokers "
-            f"alive (slow follower, disk or network?): {_examples(unexplained)}"
-            + (f"; out of the ISR: {_examples(behind)}" if behind else ""),
+            f"alive (slow follower, disk or network?): {examples(unexplained)}"
+            + (f"; out of the ISR: {examples(behind)}" if behind else ""),
         )
     ]
 
@@ -214,7 +207,7 @@ def gate_load_data(snap: Snapshot, state: ClusterState) -> list[Reason]:
             Reason(
                 "stale_load_data",
                 f"no stats newer than {policy.max_stats_age_ms / 1000:.0f} s from live brokers "
-                f"{_examples(silent)}",
+                f"{examples(silent)}",
             )
         )
     return out

@@ -91,7 +91,7 @@ class Context:
     def unloaded(self) -> ClusterState:
         """The index without loads: a heal or drain places by size and replica count when
         the loads are stale."""
-        return ClusterState(self.snap, use_loads=False)
+        return ClusterState(self.snap, use_loads=False, memory=self.state.memory)
 
     def heal_state(self) -> ClusterState:
         """Where a heal or a drain plans: without loads when they are stale."""

@@ -20,6 +20,9 @@ not kept (kept, they doubled in memory while the next cycle built its own: 150 M
 replicas). The lists are the same as ``_built`` makes for the new table
 (tests/unit/test_partition_lists.py), so decide() stays a function of its snapshot: this only
 saves the work.
+
+What is kept lives in a ``ListsMemory`` the daemon owns and passes to ``decide()``: nothing in
+this module outlives a call.
 """
 
 from __future__ import annotations
@@ -56,20 +59,64 @@ class PartitionLists:
     replica_row: npt.NDArray[np.intp]  # the row of each replica in the replicas column
 
 
-_KEPT: weakref.WeakKeyDictionary[object, PartitionLists] = weakref.WeakKeyDictionary()  # by table
-_LOCK = threading.Lock()  # a readiness sweep builds them in its thread while a cycle runs
+class ListsMemory:
+    """The lists kept between builds: each table's while the table lives (a derived table's
+    are its base's, with its rows replaced), and the last cycle's structure for the next
+    cycle's. The daemon owns one and hands it to every ``decide()`` it runs, the cycle's and
+    the readiness sweep's (which builds in its own thread while a cycle runs: one lock); a
+    ``ClusterState`` made without one keeps its lists for itself and what it is copied to."""
 
+    def __init__(self) -> None:
+        self._kept: weakref.WeakKeyDictionary[object, PartitionLists] = (
+            weakref.WeakKeyDictionary()
+        )  # by table
+        self._last: _Last | None = None
+        self._lock = threading.Lock()
 
-def partition_lists(topics: Sequence[Topic]) -> PartitionLists:
-    """The lists of ``topics``' table: derived from its base's (kept), or built."""
-    table = topics_table(topics)
-    with _LOCK:
-        kept = _KEPT.get(table)
-    if kept is not None:
+    def lists(self, topics: Sequence[Topic]) -> PartitionLists:
+        """The lists of ``topics``' table: kept, derived from its base's, or built."""
+        table = topics_table(topics)
+        with self._lock:
+            kept = self._kept.get(table)
+        if kept is not None:
+            return kept
+        if isinstance(topics, Topics) and topics.derived is not None:
+            return _with_rows(self._base(Topics(topics.derived.base)), topics, topics.derived.rows)
+        return self._refreshed(topics)  # not kept by table: the next cycle's would double them
+
+    def forget_last(self) -> None:
+        """Build the next cycle's lists from nothing."""
+        with self._lock:
+            self._last = None
+
+    def _refreshed(self, topics: Sequence[Topic]) -> PartitionLists:
+        """A cycle's lists: the last cycle's, refreshed from what changed, or built."""
+        table = topics_table(topics)
+        with self._lock:
+            last, self._last = self._last, None  # dropped first: never two full sets at once
+        same = (
+            last is not None
+            and last.names == table.names
+            and np.array_equal(last.topic, table.topic)
+            and np.array_equal(last.partition, table.partition)
+        )
+        structure = _structure(last, table) if last is not None and same else None
+        del last
+        lists = _built(topics, structure)
+        kept = _Structure(lists.topic, lists.number, lists.replicas, lists.replica_row)
+        with self._lock:
+            self._last = _Last(table.names, table.topic, table.partition, table.replicas, kept)
+        return lists
+
+    def _base(self, base: Topics) -> PartitionLists:
+        """A base table's lists, built once and kept while the table lives."""
+        with self._lock:
+            kept = self._kept.get(base.table)
+        if kept is None:
+            kept = _built(base)  # two threads may both build it: the same lists
+            with self._lock:
+                self._kept[base.table] = kept
         return kept
-    if isinstance(topics, Topics) and topics.derived is not None:
-        return _with_rows(_kept(Topics(topics.derived.base)), topics, topics.derived.rows)
-    return _refreshed(topics)
 
 
 @dataclass(frozen=True)
@@ -81,29 +128,6 @@ class _Last:
     partition: npt.NDArray[np.int32]
     replicas: Ragged
     structure: _Structure
-
-
-_LAST: list[_Last] = []  # at most one
-
-
-def _refreshed(topics: Sequence[Topic]) -> PartitionLists:
-    """A cycle's lists: the last cycle's, refreshed from what changed, or built."""
-    table = topics_table(topics)
-    with _LOCK:
-        last = _LAST.pop() if _LAST else None  # dropped first: never two full sets at once
-    same = (
-        last is not None
-        and last.names == table.names
-        and np.array_equal(last.topic, table.topic)
-        and np.array_equal(last.partition, table.partition)
-    )
-    structure = _structure(last, table) if last is not None and same else None
-    del last
-    lists = _built(topics, structure)
-    kept = _Structure(lists.topic, lists.number, lists.replicas, lists.replica_row)
-    with _LOCK:
-        _LAST[:] = [_Last(table.names, table.topic, table.partition, table.replicas, kept)]
-    return lists
 
 
 def _structure(last: _Last, table: PartitionTable) -> _Structure:
@@ -128,17 +152,6 @@ class _Structure:
     number: list[int]
     replicas: list[tuple[int, ...]]
     replica_row: npt.NDArray[np.intp]
-
-
-def _kept(base: Topics) -> PartitionLists:
-    """A base table's lists, built once and kept while the table lives."""
-    with _LOCK:
-        kept = _KEPT.get(base.table)
-    if kept is None:
-        kept = _built(base)  # two threads may both build it: the same lists
-        with _LOCK:
-            _KEPT[base.table] = kept
-    return kept
 
 
 def _built(topics: Sequence[Topic], structure: _Structure | None = None) -> PartitionLists:

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from manager.analyzer.kept_out import KeptOut
-from manager.analyzer.partition_lists import partition_lists
+from manager.analyzer.partition_lists import ListsMemory
 from manager.model.racks import Location, location_of
 from manager.model.snapshot import Capacity, Snapshot
 from manager.model.topics import topics_table
@@ -26,10 +26,15 @@ from manager.model.topics import topics_table
 class ClusterState:
     """Mutable, index-based view of a snapshot; partitions are numbered 0..n-1."""
 
-    def __init__(self, snap: Snapshot, *, use_loads: bool = True) -> None:
+    def __init__(
+        self, snap: Snapshot, *, use_loads: bool = True, memory: ListsMemory | None = None
+    ) -> None:
         """``use_loads=False``: every partition's traffic counts as zero, and targets are
-        ranked by disk use, then replica count (a heal while the loads are stale)."""
+        ranked by disk use, then replica count (a heal while the loads are stale).
+        ``memory``: where the per-partition lists are kept between builds (the daemon's;
+        None: this state's own, handed on to what is made from it)."""
         policy = snap.policy
+        self.memory = memory or ListsMemory()
         self.use_loads = use_loads
         self.policy = policy
         self.kind = policy.placement
@@ -106,7 +111,7 @@ class ClusterState:
         by ``np.bincount``, which adds in partition order as a loop would (the same floats)."""
         table = self.table = topics_table(snap.topics)  # as observed (the lists below move)
         n = len(table)
-        lists = partition_lists(snap.topics)  # shared with every index of this table
+        lists = self.memory.lists(snap.topics)  # shared with every index of this table
         self.topic, self.number, self.size = lists.topic, lists.number, lists.size
         self.replicas, self.isr = list(lists.replicas), list(lists.isr)
         self.leader = list(lists.leader)

@@ -28,6 +28,7 @@ from manager.analyzer.goals.requests import OPERATOR_REQUESTS
 from manager.analyzer.goals.slow import SLOW_BROKERS
 from manager.analyzer.goals.spread import EVEN_NETWORK, EVEN_SPREAD
 from manager.analyzer.goals.writes import RESTORE_WRITES
+from manager.analyzer.partition_lists import ListsMemory
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.situation import Situation, judged
 from manager.model.decision import Decision, Reason
@@ -48,16 +49,20 @@ GOALS: tuple[Goal, ...] = (
 )
 
 
-def decide(snap: Snapshot, situation: Situation | None = None) -> Decision:
+def decide(
+    snap: Snapshot, situation: Situation | None = None, memory: ListsMemory | None = None
+) -> Decision:
     """The cycle's decision: what the cluster needs (the goals, in order), judged by the
     daemon's own situation (``manager.analyzer.situation``; None: a daemon at rest in act
-    mode, as ``kmedic plan`` and the readiness sweep decide)."""
-    planned = _planned(snap)
+    mode, as ``kmedic plan`` and the readiness sweep decide). ``memory``: the daemon's
+    planner lists, kept between its decisions (``manager.analyzer.partition_lists``); it
+    saves work and changes no decision."""
+    planned = _planned(snap, memory)
     return planned if situation is None else judged(planned, situation)
 
 
-def _planned(snap: Snapshot) -> Decision:
-    state = ClusterState(snap)
+def _planned(snap: Snapshot, memory: ListsMemory | None) -> Decision:
+    state = ClusterState(snap, memory=memory)
     ctx = Context(snap, state, Gates.of(snap, state))
     if any(r.started_by_kmedic for r in snap.reassignments):
         return finish(ctx, _hold_for_own_moves(ctx))
@@ -73,7 +78,7 @@ def _planned(snap: Snapshot) -> Decision:
                 if tidy is None and decision.outcome == "act":
                     tidy = held_back(decision, disabled_why(off), off, tidying=True)
                 if isinstance(proposed, Proposal) and proposed.move_count:
-                    ctx = Context(snap, ClusterState(snap), ctx.failing)
+                    ctx = Context(snap, ClusterState(snap, memory=state.memory), ctx.failing)
                 continue
             if off:  # decided and audited, never carried out; nothing after it runs
                 return held_back(decision, disabled_why(off), off)

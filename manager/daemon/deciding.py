@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kmedic.gc_pause import collector_paused
+from manager.analyzer.partition_lists import ListsMemory
 from manager.analyzer.planner import decide
 from manager.analyzer.situation import Situation
 from manager.executor.move_state import MoveState
@@ -25,8 +26,10 @@ def decide_cycle(
     active: list[MoveState],
     mode: Mode,
     previous: Decision | None = None,
+    memory: ListsMemory | None = None,
 ) -> tuple[Decision, float]:
-    """The decision, and the seconds the planner took (``previous``: the last cycle's)."""
+    """The decision, and the seconds the planner took (``previous``: the last cycle's;
+    ``memory``: the daemon's planner lists, kept between its decisions)."""
     running = sum(1 for m in active if m.status == "in_flight")
     situation = Situation(
         mode=mode,
@@ -38,5 +41,5 @@ def decide_cycle(
     )
     started = monotonic()
     with collector_paused():
-        decision = decide(snap, situation)
+        decision = decide(snap, situation, memory)
     return decision, monotonic() - started

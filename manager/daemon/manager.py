@@ -16,6 +16,7 @@ from typing import Any
 
 from kmedic.logging import get_logger
 from manager.analyzer.health import alerts_for, heal_needed
+from manager.analyzer.partition_lists import ListsMemory
 from manager.analyzer.rejoin import catch_ups
 from manager.api.server import ApiServer
 from manager.audit.log import AuditLog
@@ -89,7 +90,8 @@ class Manager:
         self.metrics.follow_leadership(coordinator)
         self.server: ApiServer | None = None
         self._stop = threading.Event()
-        rehearse = rehearsal(cfg, sources, coordinator, instance, self.clock.time)
+        self.lists = ListsMemory()  # the planner's, kept between decisions (cycle and sweep)
+        rehearse = rehearsal(cfg, sources, coordinator, instance, self.clock.time, self.lists)
         self._warm_up = WarmUp(self.clock.monotonic, rehearse)
         self._last_cycle_ok = self.clock.monotonic()
         self.last_decision: Decision | None = None
@@ -136,6 +138,7 @@ class Manager:
             self.trail,
             self.metrics,
             pace=lambda: pace_of(executor.config, cfg.readiness, self.moves.move_rate),
+            memory=self.lists,
         )
         coordinator.watch(
             on_leadership_acquired=self._on_leadership_acquired,
@@ -279,6 +282,7 @@ class Manager:
             active=self.executor.active(),
             mode=mode,
             previous=self.last_decision,
+            memory=self.lists,
         )
         self.metrics.observe_plan(plan_s)
         self.metrics.observe_decision(decision, heal_needed=heal_needed(snap))

@@ -17,11 +17,14 @@ import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from typing import Protocol
 
 from kmedic.logging import get_logger
 from kmedic.thread_names import named_thread
 from manager.analyzer.heal_time import Pace
+from manager.analyzer.partition_lists import ListsMemory
+from manager.analyzer.planner import decide
 from manager.analyzer.readiness import Scenario, Verdict, scenarios, settled, verdict
 from manager.analyzer.replication_check import replication_settings_off
 from manager.analyzer.scenario_keys import bucket, scenario_keys
@@ -55,8 +58,12 @@ class ReadinessSweep:
         metrics: ManagerMetrics,
         pace: Callable[[], Pace] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        memory: ListsMemory | None = None,
     ) -> None:
+        """``memory``: the daemon's planner lists (the cycle's too): each scenario's table is
+        its base's with a few rows replaced, and the base's lists are built once."""
         self.settings = settings
+        self._plan = partial(decide, memory=memory or ListsMemory())
         self._pace = pace or (lambda: pace_of(ExecutorConfig(), settings, None))
         self._coordinator = coordinator
         self._offered: Snapshot | None = None
@@ -124,7 +131,7 @@ class ReadinessSweep:
                 if not self._between_cycles():
                     return None
                 started = self._clock()
-                verdicts.append(verdict(snap, scenario, pace))
+                verdicts.append(verdict(snap, scenario, pace, self._plan))
                 if self._stop.wait((self._clock() - started) * idle):
                     return None
             known[scenario] = (key, verdicts[-1])

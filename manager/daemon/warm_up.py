@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from kmedic.errors import KmedicError
 from kmedic.gc_pause import collector_paused
 from kmedic.logging import get_logger
+from manager.analyzer.partition_lists import ListsMemory
 from manager.analyzer.planner import decide
 from manager.config import ManagerConfig
 from manager.daemon.observation import observe_cluster, read_state
@@ -66,6 +67,7 @@ def rehearsal(
     coordinator: Coordinator,
     instance: str,
     now_s: Callable[[], float],
+    memory: ListsMemory,
 ) -> Callable[[], None]:
     """The rehearsal of one cycle: observed and decided as this instance stands (a standby's
     gates hold every goal back; the lists are built all the same), nothing kept but the
@@ -82,7 +84,7 @@ def rehearsal(
             )
             snap = observe_cluster(cfg, sources, state, leadership, now_s())
             with collector_paused():
-                decide(snap)
+                decide(snap, memory=memory)
         except KmedicError as exc:  # the cluster unobservable: the first cycle will say so
             log.info("warm_up_rehearsal_skipped", error=str(exc))
 

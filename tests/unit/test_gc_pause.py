@@ -14,6 +14,7 @@ from manager_fakes import Rig
 import manager.daemon.deciding as deciding
 import manager.daemon.observation as observation
 from kmedic.gc_pause import collector_paused, kept_frozen
+from manager.analyzer.partition_lists import ListsMemory
 from manager.analyzer.situation import Situation
 from manager.model import snapshot_file
 from manager.model.decision import Decision
@@ -54,9 +55,11 @@ def test_the_daemon_decides_with_the_collector_paused(
     seen: list[bool] = []
     real = deciding.decide
 
-    def watched(snap: Snapshot, situation: Situation | None = None) -> Decision:
+    def watched(
+        snap: Snapshot, situation: Situation | None = None, memory: ListsMemory | None = None
+    ) -> Decision:
         seen.append(gc.isenabled())
-        return real(snap, situation)
+        return real(snap, situation, memory)
 
     monkeypatch.setattr(deciding, "decide", watched)
     assert rig.manager.cycle().kind == "act"

@@ -74,7 +74,6 @@ def built(monkeypatch: pytest.MonkeyPatch) -> list[object]:
         seen.append(args[1] if len(args) > 1 else kwargs.get("structure"))
         return made(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(partition_lists, "_LAST", [])
     monkeypatch.setattr(partition_lists, "_built", counted)
     return seen
 

@@ -11,8 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from manager.analyzer import partition_lists as lists_module
-from manager.analyzer.partition_lists import PartitionLists, partition_lists
+from manager.analyzer.partition_lists import ListsMemory, PartitionLists
 from manager.model.snapshot import Partition, PartitionLoad, Topic
 from manager.model.topics import Topics
 
@@ -91,24 +90,24 @@ def _equal(a: PartitionLists, b: PartitionLists) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_lists_refreshed_from_the_last_cycle_are_the_lists_built_anew(data: st.DataObject) -> None:
-    lists_module._LAST.clear()
+    memory = ListsMemory()
     cluster = data.draw(clusters())
     for _ in range(3):
-        refreshed = partition_lists(Topics.of(cluster))  # from the last cycle's, if any
-        lists_module._LAST.clear()
-        _equal(refreshed, partition_lists(Topics.of(cluster)))  # from nothing
+        refreshed = memory.lists(Topics.of(cluster))  # from the last cycle's, if any
+        memory.forget_last()
+        _equal(refreshed, memory.lists(Topics.of(cluster)))  # from nothing
         cluster = data.draw(changed(cluster))
 
 
 def test_a_cycle_with_the_same_partitions_reuses_the_last_topics_and_replicas() -> None:
-    lists_module._LAST.clear()
+    memory = ListsMemory()
     parts = tuple(
         Partition(partition=n, replicas=(1, 2), isr=(1, 2), leader=1, size_bytes=n)
         for n in range(3)
     )
-    before = partition_lists(Topics.of([Topic(name="t", partitions=parts)]))
+    before = memory.lists(Topics.of([Topic(name="t", partitions=parts)]))
     moved = (parts[0].model_copy(update={"replicas": (2, 3), "isr": (2, 3), "leader": 2}),)
-    after = partition_lists(Topics.of([Topic(name="t", partitions=moved + parts[1:])]))
+    after = memory.lists(Topics.of([Topic(name="t", partitions=moved + parts[1:])]))
     assert after.topic is before.topic and after.number is before.number
     assert after.replicas is not before.replicas  # one row changed: a new list
     assert after.replicas[1] is before.replicas[1] and after.replicas[0] == (2, 3)

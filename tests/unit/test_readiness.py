@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from planner_fixtures import GB, broker, make, part
 
-from manager.analyzer.partition_lists import partition_lists
+from manager.analyzer.partition_lists import ListsMemory
 from manager.analyzer.planner import decide
 from manager.analyzer.readiness import Scenario, killed, scenarios, settled, sweep, verdict
 from manager.model.snapshot import Partition, Snapshot
@@ -233,7 +233,8 @@ def test_a_killed_snapshot_rewrites_exactly_the_partitions_of_the_dead(data: st.
     assert [list(t.partitions) for t in after.topics] == expected
     # The planner's lists of the loss, derived from the cluster's kept ones by the rewritten
     # rows, are those it would build from the loss's own table.
-    derived, built = partition_lists(after.topics), partition_lists(Topics(after.topics.table))
+    memory = ListsMemory()
+    derived, built = memory.lists(after.topics), memory.lists(Topics(after.topics.table))
     assert derived is not built
     for name in ("topic", "number", "replicas", "isr", "leader", "size", "bin", "bout", "msgs"):
         assert getattr(derived, name) == getattr(built, name), name

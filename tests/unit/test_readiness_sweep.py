@@ -95,9 +95,9 @@ def test_a_sweep_leaves_the_interpreter_to_the_cycle_between_scenarios(
     sweep._stop.wait = decide_slowly  # type: ignore[method-assign]
     real_verdict = module.verdict
 
-    def timed(snap: Snapshot, scenario: Any, pace: Pace) -> Any:
+    def timed(snap: Snapshot, scenario: Any, pace: Pace, plan: Any) -> Any:
         now[0] += 0.2  # each scenario takes 0.2 s
-        return real_verdict(snap, scenario, pace)
+        return real_verdict(snap, scenario, pace, plan)
 
     monkeypatch.setattr(module, "verdict", timed)
     assert sweep.sweep(snapshot()) is not None
@@ -132,9 +132,9 @@ def test_scenarios_nothing_changed_for_are_kept_from_the_last_sweep(
     decided: list[str] = []
     real_verdict = module.verdict
 
-    def counted(snap: Snapshot, scenario: Any, pace: Pace) -> Any:
+    def counted(snap: Snapshot, scenario: Any, pace: Pace, plan: Any) -> Any:
         decided.append(scenario.name)
-        return real_verdict(snap, scenario, pace)
+        return real_verdict(snap, scenario, pace, plan)
 
     monkeypatch.setattr(module, "verdict", counted)
     first = sweep.sweep(snapshot())
@@ -171,9 +171,9 @@ def test_no_scenario_starts_while_a_cycle_runs(rig: Rig, monkeypatch: pytest.Mon
     sweep._no_cycle = cycles  # type: ignore[assignment]
     real_verdict = module.verdict
 
-    def after_the_cycle(snap: Snapshot, scenario: Any, pace: Pace) -> Any:
+    def after_the_cycle(snap: Snapshot, scenario: Any, pace: Pace, plan: Any) -> Any:
         assert cycles.looks > 2, "a scenario started while a cycle ran"
-        return real_verdict(snap, scenario, pace)
+        return real_verdict(snap, scenario, pace, plan)
 
     monkeypatch.setattr(module, "verdict", after_the_cycle)
     assert sweep.sweep(snapshot()) is not None
@@ -189,10 +189,10 @@ def test_a_cycle_never_waits_for_a_sweep_in_the_middle_of_a_scenario(
     entered, release = threading.Event(), threading.Event()
     real_verdict = module.verdict
 
-    def stuck(snap: Snapshot, scenario: Any, pace: Pace) -> Any:
+    def stuck(snap: Snapshot, scenario: Any, pace: Pace, plan: Any) -> Any:
         entered.set()
         release.wait(30)
-        return real_verdict(snap, scenario, pace)
+        return real_verdict(snap, scenario, pace, plan)
 
     monkeypatch.setattr(module, "verdict", stuck)
     sweeping = threading.Thread(target=lambda: sweep.sweep(snapshot()), daemon=True)

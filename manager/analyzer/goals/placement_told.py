@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from manager.analyzer.examples import examples
 from manager.analyzer.placement_check import check_existing
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Reason
-
-MAX_EXAMPLES = 5
 
 
 def placement_reasons(state: ClusterState) -> tuple[tuple[Reason, ...], int]:
@@ -14,9 +13,6 @@ def placement_reasons(state: ClusterState) -> tuple[tuple[Reason, ...], int]:
     problems = check_existing(state)
     if not problems:
         return (), 0
-    shown = "; ".join(problems[:MAX_EXAMPLES])
-    more = f"; and {len(problems) - MAX_EXAMPLES} more" if len(problems) > MAX_EXAMPLES else ""
-    told = Reason(
-        "placement_violation", f"{len(problems)} placement policy violations: {shown}{more}"
-    )
+    shown = examples(problems, sep="; ", more="; and {} more")
+    told = Reason("placement_violation", f"{len(problems)} placement policy violations: {shown}")
     return (told,), len(problems)

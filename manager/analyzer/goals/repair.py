@@ -4,12 +4,11 @@ partitions that break the placement policy get one replica moved to where it wan
 
 from __future__ import annotations
 
+from manager.analyzer.examples import first
 from manager.analyzer.goal import Context, Proposal, Settled
 from manager.analyzer.placement_check import violations
 from manager.analyzer.repair import plan_repair
 from manager.model.decision import Reason
-
-MAX_EXAMPLES = 5
 
 
 class RepairPlacement:
@@ -27,15 +26,15 @@ class RepairPlacement:
         plan = plan_repair(state, ctx.move_budget())
         if not plan.moves:
             return None
-        told = [Reason("placement_repair", v.message) for v in plan.fixed[:MAX_EXAMPLES]]
-        if len(plan.fixed) > MAX_EXAMPLES:
-            more = f"and {len(plan.fixed) - MAX_EXAMPLES} more partitions repaired"
-            told.append(Reason("placement_repair", more))
+        fixed, more = first(plan.fixed)
+        told = [Reason("placement_repair", v.message) for v in fixed]
+        if more:
+            told.append(Reason("placement_repair", f"and {more} more partitions repaired"))
         # What still breaks the policy once the plan is done: partitions left alone, and
         # those a single move improves but does not fix (three replicas in one rack take two).
         remaining = violations(state)
         if remaining:
-            shown = "; ".join(v.message for v in remaining[:MAX_EXAMPLES])
+            shown = "; ".join(v.message for v in first(remaining)[0])
             left = f"{len(remaining)} left for later or unfixable: {shown}"
             told.append(Reason("placement_violation", left))
         if plan.budget_hit:

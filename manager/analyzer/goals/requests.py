@@ -23,6 +23,7 @@ balance, through the same gates, budgets and checks as everything else
 from __future__ import annotations
 
 from manager.analyzer.demote import plan_demote
+from manager.analyzer.examples import examples, first
 from manager.analyzer.goal import (
     Context,
     Proposal,
@@ -35,8 +36,6 @@ from manager.analyzer.replication_factor import below_factor, plan_raise
 from manager.analyzer.spread import below_band, plan_fill
 from manager.model.decision import Reason
 from manager.model.snapshot import OperatorRequest
-
-MAX_EXAMPLES = 5
 
 
 class OperatorRequests:
@@ -114,12 +113,12 @@ def _demote(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         return _done(request, f"the brokers lead no partition another broker holds; {kept}")
     unmet: tuple[Reason, ...] = ()
     if not plan.moves:
-        unmet = (Reason("balance_infeasible", "; ".join(plan.left[:MAX_EXAMPLES])),)
+        unmet = (Reason("balance_infeasible", "; ".join(first(plan.left)[0])),)
     what = _what(request)
     said = f"{what}: {len(plan.moves)} of {leading} leaderships move, no data"
     told = [Reason("operator_request", said)]
     if plan.left:
-        shown = "; ".join(plan.left[:MAX_EXAMPLES])
+        shown = "; ".join(first(plan.left)[0])
         told.append(Reason("limits_unresolved", f"{len(plan.left)} stay for now: {shown}"))
     if plan.kept:
         told.append(Reason("operator_request", kept))
@@ -138,9 +137,7 @@ def _demote(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
 
 def _kept(kept: list[str], brokers: frozenset[int]) -> str:
     """What a demote leaves led by ``brokers`` for good: partitions with no replica elsewhere."""
-    shown = ", ".join(kept[:MAX_EXAMPLES]) + (
-        f" and {len(kept) - MAX_EXAMPLES} more" if len(kept) > MAX_EXAMPLES else ""
-    )
+    shown = examples(kept)
     return (
         f"{len(kept)} have no replica outside {sorted(brokers)} and stay led there: {shown} "
         "(a demote moves no data: drain the brokers, or raise those topics' replication "
@@ -164,7 +161,7 @@ def _fill(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
             else "no replica move within the constraints and limits fills them"
         )
         unmet = (Reason("balance_infeasible", why),)
-    told = [Reason("operator_request", o.sentence()) for o in low[:MAX_EXAMPLES]]
+    told = [Reason("operator_request", o.sentence()) for o in first(low)[0]]
     if plan.budget_hit:
         told.append(Reason("budget_truncated", "the plan stops at the move budget"))
     summary = (
@@ -229,7 +226,7 @@ def _decommission(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         if brokers & {*r.adding_replicas, *r.removing_replicas}
     ]
     if named:
-        shown = ", ".join(named[:MAX_EXAMPLES])
+        shown = ", ".join(first(named)[0])
         why = f"{what}: reassignments in progress name its brokers: {shown}"
         return Proposal(
             kind="balance",

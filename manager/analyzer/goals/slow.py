@@ -14,13 +14,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from manager.analyzer.demote import DemotePlan, plan_demote, plan_return
+from manager.analyzer.examples import first
 from manager.analyzer.goal import Context, Proposal, Settled, drain_proposal, leadership_switch
 from manager.analyzer.heal import plan_heal
 from manager.analyzer.slowness import fair_share, too_many_slow
 from manager.model.decision import Reason
 from manager.model.snapshot import Broker
-
-MAX_EXAMPLES = 5
 
 
 def _in(ctx: Context, state: str) -> list[Broker]:
@@ -93,10 +92,10 @@ def _leader_proposal(
 ) -> Proposal:
     told = [*why, Reason("slow_broker", f"{said}, no data")]
     if plan.left:
-        shown = "; ".join(plan.left[:MAX_EXAMPLES])
+        shown = "; ".join(first(plan.left)[0])
         told.append(Reason("limits_unresolved", f"{len(plan.left)} stay for now: {shown}"))
     if plan.kept:
-        shown = ", ".join(plan.kept[:MAX_EXAMPLES])
+        shown = ", ".join(first(plan.kept)[0])
         told.append(
             Reason("slow_broker", f"{len(plan.kept)} have no replica elsewhere and stay: {shown}")
         )

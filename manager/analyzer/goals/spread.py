@@ -5,12 +5,11 @@ leadership first; one uneven in disk share or replica count by replica moves."""
 from __future__ import annotations
 
 from manager.analyzer.balance import plan_balance
+from manager.analyzer.examples import first
 from manager.analyzer.goal import Context, Proposal, Settled, leadership_switch
 from manager.analyzer.goals.balance import balance_proposal
 from manager.analyzer.spread import plan_spread
 from manager.model.decision import Reason
-
-MAX_EXAMPLES = 5
 
 
 def _even_spread_switch(ctx: Context) -> tuple[str, ...]:
@@ -28,7 +27,7 @@ class EvenNetwork:
         plan = plan_balance(ctx.state, ctx.move_budget())
         if not plan.move_count:
             return None
-        why = tuple(Reason("uneven_spread", o.sentence()) for o in ctx.uneven[:MAX_EXAMPLES])
+        why = tuple(Reason("uneven_spread", o.sentence()) for o in first(ctx.uneven)[0])
         return balance_proposal(ctx, plan, (), {}, why)
 
     def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
@@ -47,9 +46,10 @@ class EvenSpread:
 
     def propose(self, ctx: Context) -> Proposal | Settled:
         uneven = ctx.uneven
-        told = [Reason("uneven_spread", o.sentence()) for o in uneven[:MAX_EXAMPLES]]
-        if len(uneven) > MAX_EXAMPLES:
-            told.append(Reason("uneven_spread", f"and {len(uneven) - MAX_EXAMPLES} more"))
+        shown, more = first(uneven)
+        told = [Reason("uneven_spread", o.sentence()) for o in shown]
+        if more:
+            told.append(Reason("uneven_spread", f"and {more} more"))
         state, policy = ctx.state, ctx.snap.policy
         plan = plan_spread(state, policy.even_spread_threshold, ctx.move_budget())
         if not plan.moves:

@@ -17,13 +17,12 @@ copies than the topic's owner asked for (and, with KIP-966, clear its eligible l
 
 from __future__ import annotations
 
+from manager.analyzer.examples import first
 from manager.analyzer.goal import Context, Proposal, Settled
 from manager.analyzer.goals.heal import partial_heal
 from manager.analyzer.heal import Lost, heal_lost
 from manager.model.decision import Reason
 from manager.model.topics import topics_table
-
-MAX_EXAMPLES = 5
 
 
 def due_replicas(ctx: Context) -> dict[int, frozenset[int]]:
@@ -80,16 +79,16 @@ def _why(ctx: Context, due: dict[int, frozenset[int]]) -> Reason:
     table = topics_table(ctx.snap.topics)
     needed = table.min_insync.tolist() if table.min_insync is not None else []
     topics = dict(zip(table.names, needed, strict=False))
+    named, more = first(sorted(due, key=state.name))
     shown = []
-    for p in sorted(due, key=state.name)[:MAX_EXAMPLES]:
+    for p in named:
         live = sum(state.alive[b] for b in state.isr[p])
         shown.append(f"{state.name(p)} ({live} of {topics[state.topic[p]]} in sync)")
-    more = len(due) - MAX_EXAMPLES
-    examples = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+    told = ", ".join(shown) + (f" and {more} more" if more else "")
     return Reason(
         "writes_unavailable",
         f"{len(due)} partitions have fewer live in-sync replicas than their "
-        f"min.insync.replicas, so acks=all writes to them fail: {examples}; their replicas "
+        f"min.insync.replicas, so acks=all writes to them fail: {told}; their replicas "
         f"on dead brokers move after {policy.write_unavailable_grace_ms / 1000:.0f} s, not "
         f"the broker's {policy.dead_grace_ms / 1000:.0f} s grace period",
     )
