@@ -74,8 +74,6 @@ class ProcessWatch:
         self._down_since_ms: int | None = None
         self._comebacks: deque[int] = deque()  # Unix ms of each return seen
         self._was: bs.ProcessState | None = None
-        # Last seen down, and not seen alive since: its next sign of life is a comeback.
-        self._down = False
         # The start's progress: when it last moved forward, and how much was left to recover.
         self._progress_ms: int | None = None
         self._left: tuple[int, int] | None = None
@@ -89,11 +87,13 @@ class ProcessWatch:
         if state == "not_running":
             if self._down_since_ms is None:
                 self._down_since_ms = now_ms
-            self._down = True
-        elif _alive(state, gauges, listening):
-            if self._down:
+        elif state in ("starting", "recovering", "running"):
+            # Only a state Kafka reports is a return. A start held by its controllers shows
+            # its page without its state, and a page that times out then looks gone: taking
+            # "unknown" for a return counted every such flap as a comeback (bench_oracle's
+            # smoke: a held start told crash_looping, a class that heals early).
+            if self._was == "not_running":
                 self._comebacks.append(now_ms)
-            self._down = False
             self._down_since_ms = None
         self._track_progress(now_ms, state, gauges)
         if state != "unknown":
@@ -137,14 +137,6 @@ class ProcessWatch:
 
 
 _STARTING = ("starting", "recovering")
-
-
-def _alive(state: bs.ProcessState, gauges: ProcessGauges | None, listening: bool | None) -> bool:
-    """Whether the process is there: a state Kafka reports, or - its state not on the page yet
-    (a JVM seconds old) - its exporter's page or its listener answering."""
-    if state != "unknown":
-        return state != "not_running"
-    return gauges is not None or listening is True
 
 
 def _state(gauges: ProcessGauges | None, listening: bool | None) -> bs.ProcessState:

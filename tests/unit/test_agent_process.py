@@ -61,18 +61,18 @@ def test_a_listener_up_with_no_exporter_is_not_taken_for_a_process_gone() -> Non
     assert ProcessWatch().observe(0, None, None).state == "unknown"
 
 
-def test_a_jvm_answering_before_its_state_is_on_the_page_is_a_comeback() -> None:
-    """Gone, then its exporter's page (or its listener) answers with no BrokerState yet: the
-    process is back, and counts once, whatever the page says next (bench_oracle: a crash
-    loop's three returns, each first sampled so, counted as one)."""
+def test_a_start_whose_page_comes_and_goes_without_its_state_is_no_comeback() -> None:
+    """A start held by its controllers: its exporter's page answers without its BrokerState,
+    and times out now and then on a loaded host (then neither page nor listener answers: it
+    looks gone). Those flaps are no comebacks; the state Kafka reports, when it comes, is one
+    (bench_oracle's smoke: counting each flap told a held start crash_looping)."""
     watch = ProcessWatch(window_s=600)
     assert watch.observe(0, None, False).state == "not_running"
-    back = watch.observe(5_000, ProcessGauges(), False)
-    assert (back.state, back.restarts, back.down_since_ms) == ("unknown", 1, None)
-    assert watch.observe(10_000, ProcessGauges(broker_state=1), False).restarts == 1
-    assert watch.observe(15_000, None, False).state == "not_running"
-    assert watch.observe(20_000, None, True).restarts == 2  # its listener, the page not yet
-    assert watch.observe(25_000, None, None).restarts == 2  # nothing answered nor failed to
+    for at in range(5_000, 40_000, 10_000):
+        assert watch.observe(at, ProcessGauges(), False).state == "unknown"
+        assert watch.observe(at + 5_000, None, False).state == "not_running"
+    back = watch.observe(45_000, ProcessGauges(broker_state=1), False)
+    assert (back.state, back.restarts) == ("starting", 1)
 
 
 @given(st.lists(st.sampled_from(["gone", "page", "starting", "running", "silent"]), max_size=40))
@@ -89,9 +89,9 @@ def test_restarts_count_every_return_from_gone(seen: list[str]) -> None:
     for i, what in enumerate(seen):
         gauges, listening = states[what]
         view = watch.observe(i * 1_000, gauges, listening)
-        if what in ("page", "starting", "running") and last == "gone":
+        if what in ("starting", "running") and last == "gone":
             returns += 1
-        if what != "silent":
+        if what not in ("silent", "page"):  # no state seen: nothing known changes
             last = what
         assert view.restarts == returns
         assert (view.down_since_ms is not None) == (view.state == "not_running")
