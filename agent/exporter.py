@@ -46,7 +46,13 @@ _WANTED_PREFIXES = (
 
 
 class ExporterUnreachable(Unreachable):
-    """The exporter endpoint did not answer with a page."""
+    """The exporter endpoint did not answer with a page. ``there``: something took the
+    connection - it answered an HTTP error, or not in time (a JVM alive but slow: a long
+    pause, a starved host) - rather than refusing it (nobody listening: the process gone)."""
+
+    def __init__(self, message: str, *, there: bool = False) -> None:
+        super().__init__(message)
+        self.there = there
 
 
 class ExporterParseError(KmedicError):
@@ -124,10 +130,11 @@ def fetch_page(url: str, timeout_s: float) -> str:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:
             body: bytes = resp.read()
     except urllib.error.HTTPError as exc:
-        raise ExporterUnreachable(f"exporter {url} answered HTTP {exc.code}") from exc
+        raise ExporterUnreachable(f"exporter {url} answered HTTP {exc.code}", there=True) from exc
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise ExporterUnreachable(f"exporter {url} unreachable: {reason}") from exc
+        slow = isinstance(reason, TimeoutError)  # socket.timeout is TimeoutError
+        raise ExporterUnreachable(f"exporter {url} unreachable: {reason}", there=slow) from exc
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -191,8 +191,8 @@ class Sampler:
             self._listening = tcp_reachable(*self._address, timeout)
         try:
             self._gauges = read_gauges(fetch_page(self.config.exporter_url, timeout))
-        except ExporterUnreachable:
-            self._gauges = None
+        except ExporterUnreachable as exc:
+            self._gauges = _slow_page(exc)
 
     def _sample(self) -> bs.BrokerStats:
         now_ms = self._clock_ms()
@@ -218,6 +218,7 @@ class Sampler:
         try:
             page = fetch_page(self.config.exporter_url, timeout)
         except ExporterUnreachable as exc:
+            self._gauges = _slow_page(exc)
             if self._listening is False:
                 host, port = self._address or ("?", 0)
                 reason = f"broker {bid} listener {host}:{port} unreachable"
@@ -308,3 +309,11 @@ class Sampler:
 
     def close(self) -> None:
         self.admin.close()
+
+
+def _slow_page(exc: ExporterUnreachable) -> ProcessGauges | None:
+    """What a page that did not come says of the process: refused, nothing (None: with the
+    listener closed too, it is gone); timed out or an HTTP error, that the JVM is there - an
+    empty page, so that a start held or starved on a loaded host is never taken for gone and
+    back (a false comeback, and three of them a crash loop that heals early)."""
+    return ProcessGauges() if exc.there else None

@@ -317,3 +317,30 @@ def test_each_record_says_what_the_agent_sees_of_the_brokers_process(
     server.page = (DATA / "exporter_broker1_t0.prom").read_bytes()
     back = sampler.sample().process
     assert back is not None and (back.state, back.restarts) == ("running", 1)
+
+
+def test_an_exporter_that_takes_the_connection_and_does_not_answer_is_no_process_gone(
+    server: PageServer, tmp_path: Path
+) -> None:
+    """A JVM alive but slow (a long pause, a start starved on a loaded host): its exporter
+    takes the connection and answers nothing in time. With its listener still closed, that is
+    "unknown", never "not_running" - a gone-and-back the agent would count as a comeback
+    (bench_oracle's smoke: a held start's page timing out told crash_looping). Refused is
+    gone."""
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)  # the kernel takes connections; nobody answers them
+        url = f"http://127.0.0.1:{hung.getsockname()[1]}/metrics"
+        sampler, admin = _sampler(server, tmp_path, exporter_url=url, request_timeout_s=0.3)
+        admin.nodes_answer = {1: BrokerNode("127.0.0.1", _free_port(), "/r1", fenced=True)}
+        slow = sampler.sample()
+        assert slow.process is not None, slow
+        assert (slow.process.state, slow.process.down_since_ms) == ("unknown", None)
+        admin.nodes_answer = {1: BrokerNode("127.0.0.1", _free_port(), "/r1", fenced=False)}
+        unfenced = sampler.sample()
+        assert unfenced.failure is not None and unfenced.process is not None
+        assert unfenced.process.state == "unknown"
+    refused = _sampler(server, tmp_path, exporter_url=f"http://127.0.0.1:{_free_port()}/m")[0]
+    refused.admin.nodes_answer = {1: BrokerNode("127.0.0.1", _free_port(), "/r1", fenced=True)}  # type: ignore[attr-defined]
+    gone = refused.sample().process
+    assert gone is not None and gone.state == "not_running"
