@@ -222,16 +222,20 @@ def pages(
     warranted: list[Warranted] = [],  # noqa: B006 - read only
     since_s: float = 0.0,
     unjudged: list[str] = [],  # noqa: B006 - read only
+    run_wide: dict[str, str] = {},  # noqa: B006 - read only
 ) -> Check:
     """The pages on-call got, matched to the episodes that warranted them: every alert that
     reached *firing* in Prometheus must be one a warranted episode names, within it (the
     rules wait out what else the schedule draws, so any other is a page for nothing), and
-    every warranted alert must have fired. ``unjudged``: why some could not be asked."""
+    every warranted alert must have fired. ``unjudged``: why some could not be asked.
+    ``run_wide``: alerts the run's own set-up warrants from start to end, and why (a run
+    without the Spark job has no load data: KmedicStaleLoadData fires once its `for` has
+    passed), neither required nor a page for nothing."""
     problems = list(unjudged)
     problems += [
         f"{a.sentence(since_s)}: a page for nothing (no episode warranted it)"
         for a in fired
-        if not any(w.covers(a) for w in warranted)
+        if not any(w.covers(a) for w in warranted) and a.name not in run_wide
     ]
     problems += [
         f"{alert} did not fire during {w.episode} (+{w.start_s - since_s:.0f} s to "
@@ -241,8 +245,10 @@ def pages(
         if not any(a.name == alert and w.covers(a) for a in fired)
     ]
     matched = sum(1 for a in fired if any(w.covers(a) for w in warranted))
+    by_setup = sorted({f"{a.name} ({run_wide[a.name]})" for a in fired if a.name in run_wide})
     return Check(
-        f"the pages: {matched} fired as warranted by {len(warranted)} episodes, none other",
+        f"the pages: {matched} fired as warranted by {len(warranted)} episodes, none other"
+        + (f"; warranted by the run itself: {', '.join(by_setup)}" if by_setup else ""),
         tuple(problems),
     )
 

@@ -33,6 +33,7 @@ from composition.soak.invariants import (
     roles_running,
     tail_readable,
 )
+from composition.soak.report import run_wide
 from composition.soak.request_log import Seen
 from composition.soak.run import SoakSettings, cluster_spec
 from composition.soak.schedule import EPISODE_S, NETWORK_KINDS, Overlap, draw, peer_of
@@ -645,3 +646,21 @@ def test_heal_times_are_read_off_the_timeline_from_kill_to_whole() -> None:
     ]
     assert heal_times(timeline) == [61.3, 58.0]
     assert heal_times([]) == []
+
+
+def test_a_run_without_the_spark_job_is_not_paged_for_its_missing_loads() -> None:
+    """Without the Spark job there is no load data: KmedicStaleLoadData fires once its 10
+    minutes pass, which a short run outlasts on a slow day (CI: firing from +531 s, judged a
+    page for nothing). The run's set-up warrants it, named in the check; any other alert is
+    still a page for nothing, and a run with the job is paged for stale loads as before."""
+    stale = FiredAlert("KmedicStaleLoadData", {"cluster": "s", "severity": "warning"}, 1_531.0)
+    other = FiredAlert("KmedicStuckMove", {"cluster": "s", "severity": "page"}, 1_200.0)
+    without = run_wide(SoakSettings(seed=1, length_s=60, workdir=Path("/x"), stream=False))
+    check = pages([stale], since_s=1_000.0, run_wide=without)
+    assert check.held, check
+    assert "warranted by the run itself: KmedicStaleLoadData (no Spark job in this run)" in (
+        check.name
+    )
+    assert len(pages([stale, other], since_s=1_000.0, run_wide=without).problems) == 1
+    with_job = run_wide(SoakSettings(seed=1, length_s=60, workdir=Path("/x")))
+    assert not pages([stale], since_s=1_000.0, run_wide=with_job).held
