@@ -84,11 +84,6 @@ class ListsMemory:
             return _with_rows(self._base(Topics(topics.derived.base)), topics, topics.derived.rows)
         return self._refreshed(topics)  # not kept by table: the next cycle's would double them
 
-    def forget_last(self) -> None:
-        """Build the next cycle's lists from nothing."""
-        with self._lock:
-            self._last = None
-
     def _refreshed(self, topics: Sequence[Topic]) -> PartitionLists:
         """A cycle's lists: the last cycle's, refreshed from what changed, or built."""
         table = topics_table(topics)

@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from manager.analyzer.examples import examples
 from manager.daemon.audit_trail import AuditTrail
 from manager.model.moves import Move, TopicPartition
 from manager.model.snapshot import Reassignment, Snapshot
 from manager.model.topics import topics_table
 
 SETTLE_BOUND_S = 30.0
-MAX_SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,7 @@ class Contradiction:
 
 
 def describe(found: list[Contradiction]) -> str:
-    shown = "; ".join(c.sentence() for c in found[:MAX_SHOWN])
-    more = f"; and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else ""
-    return shown + more
+    return examples([c.sentence() for c in found], sep="; ", more="; and {} more")
 
 
 class SettledMoves:

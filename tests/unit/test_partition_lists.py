@@ -94,8 +94,7 @@ def test_lists_refreshed_from_the_last_cycle_are_the_lists_built_anew(data: st.D
     cluster = data.draw(clusters())
     for _ in range(3):
         refreshed = memory.lists(Topics.of(cluster))  # from the last cycle's, if any
-        memory.forget_last()
-        _equal(refreshed, memory.lists(Topics.of(cluster)))  # from nothing
+        _equal(refreshed, ListsMemory().lists(Topics.of(cluster)))  # from nothing
         cluster = data.draw(changed(cluster))
 
 
