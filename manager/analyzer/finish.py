@@ -27,8 +27,8 @@ from manager.model.decision import (
     ElectPreferredLeader,
     PlanKind,
     Reason,
-    Reassign,
 )
+from manager.model.moves import Move
 from manager.model.reasons import ReasonCode
 
 MAX_BLOCKERS_LISTED = 20
@@ -174,10 +174,10 @@ def actions_of(plan: Proposal) -> tuple[Action, ...]:
     for lm in plan.leader_moves:
         topic, number = state.topic[lm.p], state.number[lm.p]
         if lm.before != lm.after:
-            actions.append(Reassign(topic, number, lm.before, lm.after, state.size[lm.p]))
+            actions.append(Move(topic, number, lm.after, state.size[lm.p], lm.before))
         actions.append(ElectPreferredLeader(topic, number, lm.leader, lm.after))
     actions += [
-        Reassign(state.topic[m.p], state.number[m.p], m.before, m.after, state.size[m.p])
+        Move(state.topic[m.p], state.number[m.p], m.after, state.size[m.p], m.before)
         for m in plan.replica_moves
     ]
     return tuple(actions)

@@ -25,7 +25,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from manager.model.decision import Action, Reassign
+from manager.model.decision import Action
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 from manager.model.topics import topics_table
 
@@ -75,17 +76,17 @@ def copy_seconds(snap: Snapshot, actions: Iterable[Action], pace: Pace) -> float
     received_moves: Counter[int] = Counter()
     sent: Counter[int] = Counter()
     for action in actions:
-        if not isinstance(action, Reassign):
+        if not isinstance(action, Move):
             continue
         row = table.row_of(action.topic, action.partition)
-        added = set(action.replicas_to) - set(action.replicas_from)
+        added = set(action.target) - set(action.before)
         if row is None or not added or table.size is None:
             continue
         size = int(table.size[row])
         moves += 1
         total += size * len(added)
         largest = max(largest, size)
-        for broker in (added | set(action.replicas_from)) - dead:
+        for broker in (added | set(action.before)) - dead:
             involved_bytes[broker] += size * len(added)
             involved_moves[broker] += 1
         for broker in added:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from kmedic.errors import KmedicError
 from manager.coordination.move_budget import FIELD as HISTORY_FIELD
 from manager.coordination.move_budget import Entry, from_field, to_field
-from manager.model.decision import Decision, PlanKind, Reassign
+from manager.model.decision import Decision, PlanKind
 from manager.model.move_progress import FIELD, MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.plan_progress import FIELD as PROGRESS_FIELD
@@ -143,8 +143,8 @@ def moves_for(decision: Decision) -> list[Move]:
     moves: dict[TopicPartition, Move] = {}
     for action in decision.actions:
         tp = (action.topic, action.partition)
-        if isinstance(action, Reassign):
-            moves[tp] = Move(action.topic, action.partition, action.replicas_to, action.size_bytes)
+        if isinstance(action, Move):
+            moves[tp] = action
         elif tp not in moves:
             # A leadership move alone: a reassignment to the same replicas moves no data,
             # and the executor's preferred election follows it.

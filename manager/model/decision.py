@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kmedic.exits import Exit
+from manager.model.moves import Move
 from manager.model.reasons import ReasonCode
 
 Outcome = Literal["act", "noop", "refuse", "wait"]
@@ -28,41 +29,12 @@ class Reason:
 
 
 @dataclass(frozen=True, slots=True)
-class Reassign:
-    """KIP-455 reassignment of one partition to a new replica list (preferred leader first)."""
-
-    topic: str
-    partition: int
-    replicas_from: tuple[int, ...]
-    replicas_to: tuple[int, ...]
-    # The partition's bytes as the snapshot had them, carried from the plan to the executor
-    # (its move's progress and ETA count them). Not printed: the audit's actions stay as they
-    # were, and the decision's bytes_to_move sums what is copied.
-    size_bytes: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": "reassign",
-            "topic": self.topic,
-            "partition": self.partition,
-            "from": list(self.replicas_from),
-            "to": list(self.replicas_to),
-        }
-
-    def describe(self) -> str:
-        return (
-            f"reassign {self.topic}:{self.partition}: "
-            f"{list(self.replicas_from)} -> {list(self.replicas_to)}"
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class ElectPreferredLeader:
     topic: str
     partition: int
     leader: int
     # The replica list it elects in, preferred leader first: the executor's move for an
-    # election alone (a reassignment to the same replicas). Not printed, as Reassign's size.
+    # election alone (a reassignment to the same replicas). Not printed, as a Move's size.
     replicas: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,7 +49,7 @@ class ElectPreferredLeader:
         return f"elect preferred leader of {self.topic}:{self.partition}: broker {self.leader}"
 
 
-Action = Reassign | ElectPreferredLeader
+Action = Move | ElectPreferredLeader
 
 
 @dataclass(frozen=True, slots=True)

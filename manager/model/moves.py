@@ -1,12 +1,14 @@
-"""A move: one partition given a new replica list, as the executor carries it out and the
-in-flight plan stores it; and a catch-up, the copy a broker back from a restart makes into its
-own replicas, which the executor throttles as a move's. Shared by the executor, the in-flight
-plan, the analyzer and the daemon."""
+"""A move: one partition given a new replica list - the one noun from the planner's decision
+to the executor (the in-flight plan stores it as ``PlannedMove``, its serialisation; the
+executor's ``MoveState`` wraps it); and a catch-up, the copy a broker back from a restart
+makes into its own replicas, which the executor throttles as a move's. Shared by the
+executor, the in-flight plan, the analyzer and the daemon."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from kmedic.errors import KmedicError
 
@@ -15,12 +17,17 @@ TopicPartition = tuple[str, int]
 
 @dataclass(frozen=True)
 class Move:
-    """Give ``topic``/``partition`` the replica list ``target`` (first = preferred leader)."""
+    """Give ``topic``/``partition`` the replica list ``target`` (first = preferred leader): a
+    KIP-455 reassignment. ``size_bytes`` is the partition's size as the snapshot had it,
+    carried from the plan to the executor (its progress and ETA count it); ``before`` the
+    replica list the planner moved it from, as the decision audits it (a move read back from
+    the stored plan or the controller has none: it is not part of a move's identity)."""
 
     topic: str
     partition: int
     target: tuple[int, ...]
     size_bytes: int = 0
+    before: tuple[int, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not self.target:
@@ -37,6 +44,20 @@ class Move:
     @property
     def tp(self) -> TopicPartition:
         return (self.topic, self.partition)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The decision's action, as the audit prints it (the size is not printed: the
+        decision's ``bytes_to_move`` sums what is copied)."""
+        return {
+            "type": "reassign",
+            "topic": self.topic,
+            "partition": self.partition,
+            "from": list(self.before),
+            "to": list(self.target),
+        }
+
+    def describe(self) -> str:
+        return f"reassign {self.key}: {list(self.before)} -> {list(self.target)}"
 
     def reorders(self, current: Sequence[int]) -> bool:
         """Whether the move only reorders ``current`` (a leadership move: no byte copied, no

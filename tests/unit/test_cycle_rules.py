@@ -16,12 +16,12 @@ from manager.audit.log import AuditLog, AuditRecord
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.blind import blind
 from manager.executor.move_state import MoveState
-from manager.model.decision import Decision, Reason, Reassign
+from manager.model.decision import Decision, Reason
 from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 from manager.web.metrics import ManagerMetrics
 
-MOVE = Reassign("t", 0, (1, 2), (2, 3))
+MOVE = Move("t", 0, (2, 3), before=(1, 2))
 
 
 def act(kind: str) -> Decision:

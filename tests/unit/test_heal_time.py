@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from planner_fixtures import MB, broker, make, part
 
 from manager.analyzer.heal_time import Pace, copy_seconds, heal_seconds
-from manager.model.decision import ElectPreferredLeader, Reassign
+from manager.model.decision import ElectPreferredLeader
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 
 RATE = 10 * MB  # per move
@@ -31,9 +32,9 @@ def cluster(sizes: list[int], brokers: int = 40) -> Snapshot:
     return make(bs, {"t": parts}, policy={"dead_grace_ms": 60_000})
 
 
-def heal(n: int, to: int) -> Reassign:
+def heal(n: int, to: int) -> Move:
     """Partition n's replica on the dead broker 1 replaced by ``to``."""
-    return Reassign("t", n, (1, 2 * n + 2, 2 * n + 3), (to, 2 * n + 2, 2 * n + 3))
+    return Move("t", n, (to, 2 * n + 2, 2 * n + 3), before=(1, 2 * n + 2, 2 * n + 3))
 
 
 def test_nothing_to_copy_takes_the_grace_period() -> None:
@@ -41,7 +42,7 @@ def test_nothing_to_copy_takes_the_grace_period() -> None:
     assert copy_seconds(snap, [], pace()) == 0.0
     assert heal_seconds(snap, [], pace()) == 60.0
     # A leader election or a reorder copies nothing.
-    actions = [ElectPreferredLeader("t", 0, 2), Reassign("t", 0, (1, 2, 3), (2, 3, 1))]
+    actions = [ElectPreferredLeader("t", 0, 2), Move("t", 0, (2, 3, 1), before=(1, 2, 3))]
     assert copy_seconds(snap, actions, pace()) == 0.0
 
 

@@ -23,7 +23,7 @@ from manager.coordination.plan_document import (
 )
 from manager.coordination.plan_store import parse_stored_plan
 from manager.coordination.znodes import CoordinationError, LeaderRecord, parse_leader
-from manager.model.decision import Decision, ElectPreferredLeader, Reason, Reassign
+from manager.model.decision import Decision, ElectPreferredLeader, Reason
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move
 from manager.model.plan_progress import PlanProgress
@@ -38,14 +38,14 @@ SNAP = make(
 )
 
 
-def decision(*actions: Reassign | ElectPreferredLeader) -> Decision:
+def decision(*actions: Move | ElectPreferredLeader) -> Decision:
     return Decision("act", "balance", "balance plan", (Reason("x", "y"),), actions)
 
 
 def test_reassignments_and_lone_elections_become_moves_with_what_their_actions_carry() -> None:
     moves = moves_for(
         decision(
-            Reassign("t", 0, (1, 2), (3, 2), 3 * GB),
+            Move("t", 0, (3, 2), 3 * GB, before=(1, 2)),
             ElectPreferredLeader("t", 0, 3, (3, 2)),  # follows its reassignment: no second move
             ElectPreferredLeader("t", 1, 1, (2, 1)),  # alone: a same-replicas move, no data
         )

@@ -9,7 +9,7 @@ from typing import Any
 from planner_fixtures import GB, NOW, broker, make, part
 
 from manager.analyzer.planner import decide
-from manager.model.decision import Reassign
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 
 RACKS = {1: "/r1", 2: "/r2", 3: "/r1", 4: "/r2", 5: "/r1", 6: "/r2"}
@@ -28,9 +28,9 @@ def test_a_broker_with_replicas_is_drained_first() -> None:
     decision = decide(cluster(on_four=True))
     assert decision.outcome == "act" and decision.request == "r-1", decision.summary
     assert decision.summary.startswith("request r-1 (decommission brokers 4): 2 partitions")
-    moves = [a for a in decision.actions if isinstance(a, Reassign)]
+    moves = [a for a in decision.actions if isinstance(a, Move)]
     assert {m.partition for m in moves} == {0, 1}
-    assert all(4 not in m.replicas_to for m in moves)
+    assert all(4 not in m.target for m in moves)
     assert decision.unregister == ()
 
 
@@ -66,8 +66,8 @@ def test_a_decommissioned_broker_takes_no_replica_from_a_heal() -> None:
     parts = [part(0, [2, 1], size=GB, alive={1, 3, 4, 5, 6})]
     snap = make(brokers, {"t": parts}, policy={"even_spread": False}, requests=[REQUEST])
     decision = decide(snap)
-    moves = [a for a in decision.actions if isinstance(a, Reassign)]
-    assert moves and all(4 not in m.replicas_to for m in moves), decision.summary
+    moves = [a for a in decision.actions if isinstance(a, Move)]
+    assert moves and all(4 not in m.target for m in moves), decision.summary
 
 
 def test_a_broker_stopped_a_moment_ago_is_unregistered_without_a_grace_period() -> None:

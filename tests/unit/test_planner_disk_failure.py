@@ -13,7 +13,8 @@ from planner_fixtures import broker, make, part, unhealed_partitions
 
 from manager.analyzer.health import health_facts
 from manager.analyzer.planner import decide
-from manager.model.decision import Decision, Reassign
+from manager.model.decision import Decision
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 
 RACKS = {1: "/r1", 2: "/r2", 3: "/r3", 4: "/r1", 5: "/r2", 6: "/r3"}
@@ -31,8 +32,8 @@ def _snap(parts: list[dict[str, Any]], **policy: Any) -> Snapshot:
     return make(brokers, {"t": parts}, policy={"even_spread": False, **policy})
 
 
-def _moves(decision: Decision) -> list[Reassign]:
-    return [a for a in decision.actions if isinstance(a, Reassign)]
+def _moves(decision: Decision) -> list[Move]:
+    return [a for a in decision.actions if isinstance(a, Move)]
 
 
 def test_offline_replicas_of_a_live_broker_move_to_other_brokers_at_once() -> None:
@@ -49,9 +50,9 @@ def test_offline_replicas_of_a_live_broker_move_to_other_brokers_at_once() -> No
     moves = {(m.topic, m.partition): m for m in _moves(decision)}
     assert set(moves) == {("t", 0), ("t", 1)}
     for m in moves.values():
-        (gone,) = set(m.replicas_from) - set(m.replicas_to)
-        (new,) = set(m.replicas_to) - set(m.replicas_from)
-        assert gone == 1 and new not in (1, *m.replicas_from)
+        (gone,) = set(m.before) - set(m.target)
+        (new,) = set(m.target) - set(m.before)
+        assert gone == 1 and new not in (1, *m.before)
         # A new rack for the replica that left rack /r1: broker 4, the other broker there.
         assert new == 4
     assert decision.bytes_to_move == 2 * parts[0]["size_bytes"]
@@ -127,6 +128,6 @@ def test_a_heal_replaces_exactly_the_offline_replicas(snap: Snapshot) -> None:
     assert set(moved) | unhealed == {k for k, v in lost.items() if v}
     assert not set(moved) & unhealed
     for key, m in moved.items():
-        assert set(m.replicas_from) - set(m.replicas_to) == lost[key]
-        assert not (set(m.replicas_to) - set(m.replicas_from)) & lost[key]
-        assert len(set(m.replicas_to)) == len(m.replicas_to) == len(m.replicas_from)
+        assert set(m.before) - set(m.target) == lost[key]
+        assert not (set(m.target) - set(m.before)) & lost[key]
+        assert len(set(m.target)) == len(m.target) == len(m.before)

@@ -13,7 +13,8 @@ from planner_fixtures import GB, MB, NOW, broker, make, part
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.planner import decide
 from manager.analyzer.spread import out_of_band
-from manager.model.decision import Decision, Reassign
+from manager.model.decision import Decision
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 
 QUIET = 10 * 1000  # bytes/s per partition: far below any network band
@@ -33,8 +34,8 @@ def _cluster(
     return make(brokers, {"t": parts}, policy=policy, **kw)
 
 
-def _moves(decision: Decision) -> list[Reassign]:
-    return [a for a in decision.actions if isinstance(a, Reassign)]
+def _moves(decision: Decision) -> list[Move]:
+    return [a for a in decision.actions if isinstance(a, Move)]
 
 
 def test_a_new_empty_broker_is_filled_until_the_cluster_is_even() -> None:
@@ -45,7 +46,7 @@ def test_a_new_empty_broker_is_filled_until_the_cluster_is_even() -> None:
     messages = [r.message for r in decision.reasons if r.code == "uneven_spread"]
     assert any("broker 5 at 0.00x the average" in m for m in messages), messages
     moves = _moves(decision)
-    assert moves and all(5 in m.replicas_to and 5 not in m.replicas_from for m in moves)
+    assert moves and all(5 in m.target and 5 not in m.before for m in moves)
     after = decision.loads_after
     disks = [after[b].disk_bytes for b in (1, 2, 3, 4, 5)]
     average = sum(disks) / 5
@@ -60,8 +61,8 @@ def out_of_band_after(snap: Snapshot, decision: Decision) -> list[Any]:
     index = {(state.topic[p], state.number[p]): p for p in range(state.partition_count)}
     for m in _moves(decision):
         p = index[(m.topic, m.partition)]
-        (old,) = set(m.replicas_from) - set(m.replicas_to)
-        (new,) = set(m.replicas_to) - set(m.replicas_from)
+        (old,) = set(m.before) - set(m.target)
+        (new,) = set(m.target) - set(m.before)
         state.move_replica(p, old, new)
     return [o for o in out_of_band(state, 1.2) if o.dimension != "network"]
 
@@ -70,7 +71,7 @@ def test_the_moves_keep_racks_apart() -> None:
     decision = decide(_cluster())
     racks = {1: "/r2", 2: "/r1", 3: "/r2", 4: "/r1", 5: "/r2"}
     for m in _moves(decision):
-        assert len({racks[b] for b in m.replicas_to}) == 2, m
+        assert len({racks[b] for b in m.target}) == 2, m
 
 
 def test_of_two_brokers_with_empty_disks_the_one_with_fewer_replicas_receives() -> None:
@@ -86,7 +87,7 @@ def test_of_two_brokers_with_empty_disks_the_one_with_fewer_replicas_receives() 
     decision = decide(make(brokers, {"t": parts}, policy={"max_moves_per_cycle": 1}))
     assert decision.summary.startswith("even out an uneven cluster"), decision.summary
     (move,) = _moves(decision)
-    assert set(move.replicas_to) - set(move.replicas_from) == {5}
+    assert set(move.target) - set(move.before) == {5}
 
 
 def test_an_even_cluster_is_left_alone() -> None:
@@ -211,7 +212,7 @@ def test_even_spread_moves_only_narrow_gaps_and_repeat_exactly(snap: Snapshot) -
     moves = _moves(decision)
     assert len(moves) <= snap.policy.max_moves_per_cycle
     for m in moves:
-        assert len(m.replicas_to) == len(m.replicas_from)
+        assert len(m.target) == len(m.before)
     # Every receiver gained and every donor lost; nobody ends fuller than the fullest was.
     fullest = max(load.disk_bytes for load in before.values())
     assert all(load.disk_bytes <= fullest for load in after.values())

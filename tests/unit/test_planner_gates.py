@@ -14,7 +14,7 @@ from manager.analyzer.health import alerts_for, health_facts
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.planner import decide
 from manager.analyzer.under_replication import lag_explained, under_replication
-from manager.model.decision import Reassign
+from manager.model.moves import Move
 
 ALIVE = {1, 2, 3, 4, 5}
 
@@ -275,8 +275,8 @@ def test_a_foreign_reassignment_holds_back_only_what_it_touches() -> None:
     assert decision.outcome == "act"
     moved = {(a.topic, a.partition) for a in decision.actions}
     assert moved == {("t", 1), ("t", 2), ("t", 3)}
-    gained = {b for a in decision.actions if isinstance(a, Reassign) for b in a.replicas_to}
-    gained -= {b for a in decision.actions if isinstance(a, Reassign) for b in a.replicas_from}
+    gained = {b for a in decision.actions if isinstance(a, Move) for b in a.target}
+    gained -= {b for a in decision.actions if isinstance(a, Move) for b in a.before}
     assert gained and 3 not in gained  # broker 3 is the reassignment's: it gains nothing
     [unhealed] = decision.unhealed
     assert unhealed.code == "foreign_reassignment_in_progress"

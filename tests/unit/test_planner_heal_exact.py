@@ -54,9 +54,7 @@ def _tight(*, spare_in_r2: bool) -> Snapshot:
 
 
 def _targets(decision: Any) -> dict[int, tuple[int, ...]]:
-    return {
-        a.partition: a.replicas_to for a in decision.actions if getattr(a, "topic", None) == "heal"
-    }
+    return {a.partition: a.target for a in decision.actions if getattr(a, "topic", None) == "heal"}
 
 
 def test_one_at_a_time_would_refuse_but_a_placement_exists() -> None:

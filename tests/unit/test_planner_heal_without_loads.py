@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from planner_fixtures import GB, MB, NOW, broker, make, part
 
 from manager.analyzer.planner import decide
-from manager.model.decision import Reassign
+from manager.model.moves import Move
 
 ALIVE = {1, 2, 3, 4, 5}
 
@@ -66,7 +66,7 @@ def test_without_loads_the_emptiest_disk_takes_the_replica() -> None:
     decision = decide(make(brokers, {"t": parts}))
     assert decision.outcome == "act"
     first = decision.actions[0]
-    assert isinstance(first, Reassign) and 3 in first.replicas_to
+    assert isinstance(first, Move) and 3 in first.target
 
 
 def test_a_dead_broker_within_grace_waits_even_with_stale_loads() -> None:
@@ -114,8 +114,8 @@ def test_a_heal_without_loads_holds_every_constraint(sizes: list[int], firsts: l
     rack = {b: f"/r{(b - 1) % 3 + 1}" for b in range(1, 7)}
     assert len(decision.actions) == len(parts)
     for action in decision.actions:
-        assert isinstance(action, Reassign)
-        to, frm = action.replicas_to, action.replicas_from
+        assert isinstance(action, Move)
+        to, frm = action.target, action.before
         assert 6 not in to and len(set(to)) == len(to) == len(frm)
         assert set(frm) - {6} <= set(to)
         assert len({rack[b] for b in to}) >= len({rack[b] for b in frm})

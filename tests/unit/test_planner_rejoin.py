@@ -13,7 +13,8 @@ from planner_fixtures import GB, NOW, broker, make, part
 
 from manager.analyzer.planner import decide
 from manager.analyzer.rejoin import catch_ups
-from manager.model.decision import Decision, ElectPreferredLeader, Reassign
+from manager.model.decision import Decision, ElectPreferredLeader
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 
 RACKS = {1: "/r1", 2: "/r2", 3: "/r3", 4: "/r1", 5: "/r2", 6: "/r3"}
@@ -81,7 +82,7 @@ def test_a_broker_back_and_in_sync_gets_its_preferred_leadership_by_elections_on
     elected = _elected(decision)
     assert {(t, p) for t, p, _ in elected} == _preferred(snap, BACK)
     assert {leader for _, _, leader in elected} == {BACK}
-    assert not [a for a in decision.actions if isinstance(a, Reassign)]
+    assert not [a for a in decision.actions if isinstance(a, Move)]
     assert decision.bytes_to_move == 0
     [why] = [r.message for r in decision.reasons if r.code == "broker_rejoined"]
     assert why == "broker 3 came back and has 12 of its 12 replicas in sync (100%), at least 95%"

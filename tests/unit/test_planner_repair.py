@@ -13,7 +13,8 @@ from manager.analyzer.health import alerts_for
 from manager.analyzer.placement_check import violations
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.planner import decide
-from manager.model.decision import Decision, Reassign
+from manager.model.decision import Decision
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 
 QUIET = 10 * 1000
@@ -34,8 +35,8 @@ def _even(n: int) -> list[dict[str, Any]]:
     ]
 
 
-def _moves(decision: Decision) -> list[Reassign]:
-    return [a for a in decision.actions if isinstance(a, Reassign)]
+def _moves(decision: Decision) -> list[Move]:
+    return [a for a in decision.actions if isinstance(a, Move)]
 
 
 def test_two_replicas_in_one_rack_get_a_new_rack() -> None:
@@ -44,8 +45,8 @@ def test_two_replicas_in_one_rack_get_a_new_rack() -> None:
     assert decision.outcome == "act" and decision.kind == "balance", decision.summary
     assert decision.summary.startswith("repair placement: 1 replica moves")
     (move,) = _moves(decision)
-    assert move.partition == 0 and move.replicas_to[0] == 1  # the leader stays
-    assert RACKS[move.replicas_to[1]] != "/r1"
+    assert move.partition == 0 and move.target[0] == 1  # the leader stays
+    assert RACKS[move.target[1]] != "/r1"
     assert [r.code for r in decision.reasons] == ["placement_repair"]
     assert "t:0: replicas [1, 2] share a rack" in decision.reasons[0].message
     assert decision.placement_violations == 0
@@ -77,8 +78,8 @@ def test_a_replica_outside_its_isolation_group_is_brought_home() -> None:
     decision = decide(snap)
     assert decision.outcome == "act", decision.summary
     (move,) = _moves(decision)
-    assert move.topic == "t" and set(move.replicas_to) <= {1, 4, 6}
-    assert len({RACKS[b] for b in move.replicas_to}) == 2
+    assert move.topic == "t" and set(move.target) <= {1, 4, 6}
+    assert len({RACKS[b] for b in move.target}) == 2
 
 
 def test_a_violation_no_move_can_fix_is_left_and_counted() -> None:
@@ -153,11 +154,11 @@ def test_repairs_only_ever_reduce_violations(snap: Snapshot) -> None:
     index = {(state.topic[p], state.number[p]): p for p in range(state.partition_count)}
     for m in _moves(decision):
         p = index[(m.topic, m.partition)]
-        (old,) = set(m.replicas_from) - set(m.replicas_to)
-        (new,) = set(m.replicas_to) - set(m.replicas_from)
+        (old,) = set(m.before) - set(m.target)
+        (new,) = set(m.target) - set(m.before)
         state.move_replica(p, old, new)
         replicas = {(t.name, q.partition): q.replicas for t in snap.topics for q in t.partitions}
-        replicas[(m.topic, m.partition)] = tuple(m.replicas_to)
+        replicas[(m.topic, m.partition)] = tuple(m.target)
         # Every move is a step towards the policy: a partition with three replicas in one rack
         # keeps its violation after one move, but needs one unit fewer.
         assert _shortfall(snap, replicas) < shortfall

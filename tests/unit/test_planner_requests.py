@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from planner_fixtures import GB, NOW, broker, make, part
 
 from manager.analyzer.planner import decide
-from manager.model.decision import Decision, ElectPreferredLeader, Reassign
+from manager.model.decision import Decision, ElectPreferredLeader
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import SnapshotError
 
@@ -38,8 +39,8 @@ def _cluster(
     return make(brokers, {"t": parts}, policy={"even_spread": False, **policy}, requests=requests)
 
 
-def _moves(decision: Decision) -> list[Reassign]:
-    return [a for a in decision.actions if isinstance(a, Reassign)]
+def _moves(decision: Decision) -> list[Move]:
+    return [a for a in decision.actions if isinstance(a, Move)]
 
 
 def test_a_drain_moves_every_replica_off_and_only_those() -> None:
@@ -51,9 +52,9 @@ def test_a_drain_moves_every_replica_off_and_only_those() -> None:
     on_four = {p.partition for t in snap.topics for p in t.partitions if 4 in p.replicas}
     assert {m.partition for m in moves} == on_four
     for m in moves:
-        assert 4 not in m.replicas_to
-        assert set(m.replicas_from) - {4} <= set(m.replicas_to)  # nothing else moves
-        assert len({RACKS[b] for b in m.replicas_to}) == 2  # racks kept apart
+        assert 4 not in m.target
+        assert set(m.before) - {4} <= set(m.target)  # nothing else moves
+        assert len({RACKS[b] for b in m.target}) == 2  # racks kept apart
     sizes = {p.partition: p.size_bytes for t in snap.topics for p in t.partitions}
     assert decision.bytes_to_move == sum(sizes[p] for p in on_four)
 
@@ -64,7 +65,7 @@ def test_a_drained_broker_takes_nothing_from_a_heal() -> None:
     snap = make(brokers, {"t": parts}, requests=[_request("drain", 4)])
     decision = decide(snap)
     assert decision.kind == "heal" and decision.outcome == "act", decision.summary
-    assert all(4 not in set(m.replicas_to) - set(m.replicas_from) for m in _moves(decision))
+    assert all(4 not in set(m.target) - set(m.before) for m in _moves(decision))
 
 
 def test_a_drained_broker_says_done() -> None:
@@ -97,8 +98,8 @@ def test_demote_moves_leadership_and_no_data() -> None:
     }
     assert set(elected) == led and 1 not in elected.values()
     for m in _moves(decision):
-        assert set(m.replicas_to) == set(m.replicas_from)  # a reorder only
-        assert m.replicas_to[-1] == 1  # the demoted broker last
+        assert set(m.target) == set(m.before)  # a reorder only
+        assert m.target[-1] == 1  # the demoted broker last
 
 
 def test_a_demoted_broker_leading_nothing_says_done() -> None:
@@ -164,7 +165,7 @@ def test_fill_moves_onto_the_new_broker_only() -> None:
     parts = [p for p in data["topics"][0]["partitions"] if 6 not in p["replicas"]]
     decision = decide(make(data["brokers"], {"t": parts}, requests=[_request("fill", 6)]))
     assert decision.outcome == "act", decision.summary
-    assert all(6 in m.replicas_to and 6 not in m.replicas_from for m in _moves(decision))
+    assert all(6 in m.target and 6 not in m.before for m in _moves(decision))
 
 
 def test_fill_needs_fresh_loads() -> None:
@@ -236,13 +237,13 @@ def test_every_request_plan_holds_the_constraints_or_refuses(
     if decision.outcome != "act":
         return
     for m in _moves(decision):
-        assert len(set(m.replicas_to)) == len(m.replicas_to) == len(m.replicas_from)
+        assert len(set(m.target)) == len(m.target) == len(m.before)
         if kind == "drain":
-            assert target not in m.replicas_to
+            assert target not in m.target
         if kind == "fill":
-            assert target in m.replicas_to
+            assert target in m.target
         if kind == "demote":
-            assert m.replicas_to[0] != target
+            assert m.target[0] != target
     if cap is not None:
         assert all(
             load.replicas <= max(cap, decision.loads_before[b].replicas)

@@ -13,7 +13,7 @@ from planner_fixtures import GB, NOW, broker, make, part
 from pydantic import ValidationError
 
 from manager.analyzer.planner import decide
-from manager.model.decision import Reassign
+from manager.model.moves import Move
 from manager.model.snapshot import OperatorRequest, Snapshot
 
 RACKS = {1: "/r1", 2: "/r2", 3: "/r3", 4: "/r1", 5: "/r2", 6: "/r3"}
@@ -42,10 +42,10 @@ def cluster(factor: int, rf: int = 1, partitions: int = 6, **extra: Any) -> Snap
     )
 
 
-def moves(snap: Snapshot) -> list[Reassign]:
+def moves(snap: Snapshot) -> list[Move]:
     decision = decide(snap)
     assert decision.outcome == "act", decision.summary
-    return [a for a in decision.actions if isinstance(a, Reassign)]
+    return [a for a in decision.actions if isinstance(a, Move)]
 
 
 def test_each_partition_gains_replicas_on_new_racks_and_nothing_else_moves() -> None:
@@ -53,12 +53,12 @@ def test_each_partition_gains_replicas_on_new_racks_and_nothing_else_moves() -> 
     decision = decide(snap)
     assert decision.summary.startswith("request r-1 (set_rf topic low to 3): 6 partitions")
     assert decision.request == "r-1"
-    found = [a for a in decision.actions if isinstance(a, Reassign)]
+    found = [a for a in decision.actions if isinstance(a, Move)]
     assert {m.topic for m in found} == {"low"} and len(found) == 6
     for m in found:
-        assert m.replicas_to[: len(m.replicas_from)] == m.replicas_from  # kept, leader first
-        assert len(m.replicas_to) == 3
-        assert len({RACKS[b] for b in m.replicas_to}) == 3  # one per rack
+        assert m.target[: len(m.before)] == m.before  # kept, leader first
+        assert len(m.target) == 3
+        assert len({RACKS[b] for b in m.target}) == 3  # one per rack
     sizes = {p.partition: p.size_bytes for p in snap.topics[0].partitions}
     assert decision.bytes_to_move == sum(2 * sizes[n] for n in sizes)
 
@@ -87,7 +87,7 @@ def test_an_isolation_group_keeps_the_new_replicas_on_its_brokers() -> None:
     # Partitions 4 and 5 sit on 5 and 6, outside the group: placement repair's business; the
     # new replicas of every partition land inside it.
     for m in moves(snap):
-        assert set(m.replicas_to) - set(m.replicas_from) <= {1, 2, 3, 4}
+        assert set(m.target) - set(m.before) <= {1, 2, 3, 4}
 
 
 def test_the_move_budget_bounds_each_plan() -> None:
@@ -122,8 +122,8 @@ def test_every_partition_ends_at_the_factor_on_distinct_live_brokers(
     found = {m.partition: m for m in moves(snap)}
     assert set(found) == set(range(partitions))
     for m in found.values():
-        assert len(m.replicas_to) == factor == len(set(m.replicas_to))
-        assert set(m.replicas_from) < set(m.replicas_to)
+        assert len(m.target) == factor == len(set(m.target))
+        assert set(m.before) < set(m.target)
 
 
 def test_the_independent_check_allows_only_the_raise_the_request_names() -> None:

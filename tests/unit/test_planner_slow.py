@@ -10,7 +10,8 @@ from planner_fixtures import GB, HOUR, NOW, broker, make, part
 
 from manager.analyzer.health import health_facts
 from manager.analyzer.planner import decide
-from manager.model.decision import Decision, ElectPreferredLeader, Reassign
+from manager.model.decision import Decision, ElectPreferredLeader
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 
 RACKS = {1: "/r1", 2: "/r2", 3: "/r3", 4: "/r1", 5: "/r2", 6: "/r3"}
@@ -31,8 +32,8 @@ def _cluster(slowness: dict[int, dict[str, Any]], **policy: Any) -> Snapshot:
     return make(brokers, {"t": parts}, policy=policy)
 
 
-def _moves(decision: Decision) -> list[Reassign]:
-    return [a for a in decision.actions if isinstance(a, Reassign)]
+def _moves(decision: Decision) -> list[Move]:
+    return [a for a in decision.actions if isinstance(a, Move)]
 
 
 def _elected(decision: Decision) -> dict[int, int]:
@@ -49,8 +50,8 @@ def test_a_slow_broker_loses_its_leadership_and_no_data_moves() -> None:
     elected = _elected(decision)
     assert set(elected) == led and 3 not in elected.values()
     for m in _moves(decision):
-        assert set(m.replicas_to) == set(m.replicas_from)  # a reorder only
-        assert m.replicas_to[-1] == 3
+        assert set(m.target) == set(m.before)  # a reorder only
+        assert m.target[-1] == 3
     said = [r.message for r in decision.reasons if r.code == "slow_broker"]
     assert said[0] == "broker 3 is slow: probe_p90_ms 250 ms"
 
@@ -79,7 +80,7 @@ def test_a_recovered_broker_gets_its_share_of_leadership_back() -> None:
     assert decision.summary.startswith("broker 3 has recovered: 2 leaderships return")
     assert set(_elected(decision).values()) == {3} and decision.bytes_to_move == 0
     for m in _moves(decision):
-        assert set(m.replicas_to) == set(m.replicas_from) and m.replicas_to[0] == 3
+        assert set(m.target) == set(m.before) and m.target[0] == 3
 
 
 def test_a_broker_that_leads_its_share_gets_nothing_more() -> None:
@@ -108,7 +109,7 @@ def test_a_drain_only_when_switched_on_and_slow_long_enough() -> None:
     drain = {"drain": True, "drain_after_ms": HOUR}
     decision = decide(_cluster({3: _slow("slow", long_ago)}, slow_brokers=drain))
     assert decision.summary.startswith("drain slow brokers [3]"), decision.summary
-    moved_off = {m.partition for m in _moves(decision) if 3 not in m.replicas_to}
+    moved_off = {m.partition for m in _moves(decision) if 3 not in m.target}
     assert len(moved_off) == 6 and decision.bytes_to_move == 6 * GB
     recent = decide(_cluster({3: _slow("slow")}, slow_brokers=drain))
     assert recent.summary.startswith("demote")
@@ -174,7 +175,7 @@ def test_a_slow_broker_is_sent_no_replica_by_a_heal() -> None:
             p["leader"] = p["isr"][0]
     decision = decide(make(data["brokers"], {"t": data["topics"][0]["partitions"]}))
     assert decision.outcome == "act" and decision.kind == "heal", decision.summary
-    assert all(3 not in set(m.replicas_to) - set(m.replicas_from) for m in _moves(decision))
+    assert all(3 not in set(m.target) - set(m.before) for m in _moves(decision))
 
 
 def test_a_slow_broker_is_demoted_at_most_max_demotions_times_in_a_spell() -> None:

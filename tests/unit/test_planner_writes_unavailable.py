@@ -12,7 +12,8 @@ from planner_fixtures import GB, NOW, broker, part, snapshot_dict
 
 from manager.analyzer.health import alerts_for
 from manager.analyzer.planner import decide
-from manager.model.decision import Decision, Reassign
+from manager.model.decision import Decision
+from manager.model.moves import Move
 from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import parse_snapshot
 
@@ -49,7 +50,7 @@ def _snap(
 
 
 def _moved(decision: Decision) -> set[tuple[str, int]]:
-    return {(a.topic, a.partition) for a in decision.actions if isinstance(a, Reassign)}
+    return {(a.topic, a.partition) for a in decision.actions if isinstance(a, Move)}
 
 
 def test_within_the_short_grace_everything_waits_and_the_wait_says_writes_fail() -> None:
@@ -67,7 +68,7 @@ def test_past_the_short_grace_only_the_write_unavailable_partitions_heal() -> No
     assert decision.outcome == "act" and decision.kind == "heal", decision.summary
     assert _moved(decision) == {("strict", 0), ("strict", 1), ("strict", 2)}
     for action in decision.actions:
-        assert isinstance(action, Reassign) and DEAD not in action.replicas_to
+        assert isinstance(action, Move) and DEAD not in action.target
     assert decision.summary.startswith(
         "restore writes: 3 partitions under min.insync.replicas reassigned off dead brokers 6"
     )
@@ -84,7 +85,7 @@ def test_past_the_broker_grace_the_heal_takes_everything_write_unavailable_first
     assert _moved(decision) == {("strict", n) for n in range(3)} | {
         ("relaxed", n) for n in range(3)
     }
-    order = [(a.topic, a.partition) for a in decision.actions if isinstance(a, Reassign)]
+    order = [(a.topic, a.partition) for a in decision.actions if isinstance(a, Move)]
     # The relaxed partitions are 5x larger: largest first alone would start with them.
     assert [t for t, _ in order[:3]] == ["strict"] * 3, order
     assert not any(r.code == "writes_unavailable" for r in decision.reasons)
