@@ -31,6 +31,7 @@ from manager.analyzer.goals.writes import RESTORE_WRITES
 from manager.analyzer.partition_lists import ListsMemory
 from manager.analyzer.placement_state import ClusterState
 from manager.analyzer.situation import Situation, judged
+from manager.analyzer.stale_view import behind, contradictions
 from manager.model.decision import Decision, Reason
 from manager.model.snapshot import Snapshot
 
@@ -56,7 +57,10 @@ def decide(
     daemon's own situation (``manager.analyzer.situation``; None: a daemon at rest in act
     mode, as ``kmedic plan`` and the readiness sweep decide). ``memory``: the daemon's
     planner lists, kept between its decisions (``manager.analyzer.partition_lists``); it
-    saves work and changes no decision."""
+    saves work and changes no decision. A snapshot older than moves the daemon saw complete
+    is decided on no further: a wait (``manager.analyzer.stale_view``)."""
+    if situation is not None and (found := contradictions(snap, situation.completed)):
+        return behind(found)
     planned = _planned(snap, memory)
     return planned if situation is None else judged(planned, situation)
 

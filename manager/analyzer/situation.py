@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from manager.analyzer.finish import held_back
+from manager.analyzer.stale_view import Completed
 from manager.model.decision import Decision, Outcome, Reason
 from manager.model.mode import Mode
 
@@ -28,6 +29,9 @@ class Situation:
     running: int = 0  # moves of kmedic's current plan in flight
     queued: int = 0  # and waiting to start
     previous: Decision | None = None  # the last cycle's decision
+    # Moves the executor saw complete, which the snapshot must show (manager.analyzer.
+    # stale_view): the daemon carries each for its settle bound.
+    completed: tuple[Completed, ...] = ()
 
 
 def judged(decided: Decision, situation: Situation) -> Decision:

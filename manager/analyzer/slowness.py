@@ -28,7 +28,7 @@ import numpy as np
 
 from manager.model.slowness import BrokerLatency, SlowBrokerPolicy, Slowness, SlowState
 from manager.model.snapshot import Broker, Snapshot
-from manager.model.topics import topics_table
+from manager.model.topics import Topics, topics_table
 
 FIGURES = ("probe_p90_ms", "produce_local_ms", "log_flush_ms")
 
@@ -153,14 +153,17 @@ def _sentence(broker: int, state: SlowState, track: Track, policy: SlowBrokerPol
 
 
 def judge(
-    tracks: dict[int, Track], snap: Snapshot, now_ms: int
-) -> tuple[dict[int, Track], Snapshot, list[Change]]:
-    """One cycle: each live broker's new sample scored, its state moved on, and the snapshot
-    with every broker's ``slowness``. A dead broker keeps its track (a restart is no cure)."""
-    policy = snap.policy.slow_brokers
-    live = [b for b in snap.brokers if b.alive]
+    tracks: dict[int, Track],
+    brokers: tuple[Broker, ...],
+    topics: Topics,
+    policy: SlowBrokerPolicy,
+    now_ms: int,
+) -> tuple[dict[int, Track], tuple[Broker, ...], list[Change]]:
+    """One cycle: each live broker's new sample scored, its state moved on, and the brokers
+    each with its ``slowness``. A dead broker keeps its track (a restart is no cure)."""
+    live = [b for b in brokers if b.alive]
     figures = {b.id: _figures(b.latency) for b in live}
-    led = topics_table(snap.topics).leader
+    led = topics_table(topics).leader
     ids, counts = np.unique(led[led >= 0], return_counts=True)
     by_leader = dict(zip(ids.tolist(), counts.tolist(), strict=True))
     leaders = {b.id: by_leader.get(b.id, 0) for b in live}
@@ -181,8 +184,7 @@ def judge(
             track = replace(track, state=state, since_ms=now_ms, demotions=0)
             changes.append(Change(b.id, state, track.score, _sentence(b.id, state, track, policy)))
         out[b.id] = track
-    brokers = tuple(_with_slowness(b, out.get(b.id)) for b in snap.brokers)
-    return out, snap.model_copy(update={"brokers": brokers}), changes
+    return out, tuple(_with_slowness(b, out.get(b.id)) for b in brokers), changes
 
 
 def warming_up(broker: Broker, policy: SlowBrokerPolicy) -> bool:

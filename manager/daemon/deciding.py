@@ -11,6 +11,7 @@ from kmedic.gc_pause import collector_paused
 from manager.analyzer.partition_lists import ListsMemory
 from manager.analyzer.planner import decide
 from manager.analyzer.situation import Situation
+from manager.analyzer.stale_view import Completed
 from manager.executor.move_state import MoveState
 from manager.model.decision import Decision
 from manager.model.mode import Mode
@@ -27,6 +28,7 @@ def decide_cycle(
     mode: Mode,
     previous: Decision | None = None,
     memory: ListsMemory | None = None,
+    completed: tuple[Completed, ...] = (),
 ) -> tuple[Decision, float]:
     """The decision, and the seconds the planner took (``previous``: the last cycle's;
     ``memory``: the daemon's planner lists, kept between its decisions)."""
@@ -38,6 +40,7 @@ def decide_cycle(
         running=running,
         queued=len(active) - running,
         previous=previous,
+        completed=completed,
     )
     started = monotonic()
     with collector_paused():

@@ -42,7 +42,7 @@ from manager.daemon.plan_keeper import PlanKeeper
 from manager.daemon.ports import Clock, Coordinator, Executor, Sources, SystemClock
 from manager.daemon.readiness_sweep import ReadinessSweep, pace_of
 from manager.daemon.requests import RequestFollower
-from manager.daemon.settling import MonotonicView, with_moves_in_flight, with_stalled
+from manager.daemon.settling import MonotonicView
 from manager.daemon.slow_tracker import SlowTracker
 from manager.daemon.startup import start_coordination
 from manager.daemon.stepping import Stepper
@@ -52,6 +52,7 @@ from manager.daemon.zk_outage import ZkOutage
 from manager.model.decision import Decision
 from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
+from manager.monitor.carried import Carried
 from manager.web.load_history import LoadHistory
 from manager.web.metrics import ManagerMetrics, observe_snapshot
 from manager.web.status_page import status_document
@@ -271,9 +272,7 @@ class Manager:
             self.moves.observe()  # before any wait below: a plan that just ended says so
         elif mode == "observe" and self.keeper.observing(state.plan):
             self.moves.forget()  # left, not done: no "plan done" record
-        snap, stale = self.view.settle(snap, lambda: self._snapshot(state), self.clock.monotonic())
-        if stale is not None:
-            return CycleOutcome("wait", f"wait: {stale}")
+        snap = self.view.settle(snap, lambda: self._snapshot(state), self.clock.monotonic())
         decision, plan_s = decide_cycle(
             snap,
             self.clock.monotonic,
@@ -283,7 +282,10 @@ class Manager:
             mode=mode,
             previous=self.last_decision,
             memory=self.lists,
+            completed=self.view.moves.carried(),
         )
+        if self.view.decided(decision):  # the metadata lags moves seen complete: read again
+            return CycleOutcome("wait", f"wait: {decision.summary}")
         self.metrics.observe_plan(plan_s)
         self.metrics.observe_decision(decision, heal_needed=heal_needed(snap))
         self.trail.decision(decision, snap)
@@ -340,11 +342,13 @@ class Manager:
             self.clock.time(),
             running=[s.move.tp for s in self.executor.active()],
             history=self.keeper.moves_started,
+            carried=Carried(
+                in_flight=[m.move for m in self.executor.in_flight()],
+                stalled=self.executor.stalled_destinations(),
+                slowness=self.slow.judge,
+                requests=self.requests.serving(state.requests),
+            ),
         )
-        snap = with_moves_in_flight(snap, [m.move for m in self.executor.in_flight()])
-        snap = self.slow.judge(with_stalled(snap, self.executor.stalled_destinations()))
-        if state.requests:
-            snap = self.requests.served(snap, state.requests)
         self.metrics.observe_observation(self.clock.monotonic() - started, self.sources.stages)
         self.last_snapshot = snap
         if self.cfg.snapshot_path is not None:

@@ -16,6 +16,7 @@ from manager.coordination.switch_store import switched
 from manager.daemon.ports import Coordinator, Sources
 from manager.model.moves import TopicPartition
 from manager.model.snapshot import Leadership, Snapshot
+from manager.monitor.carried import NOTHING, Carried
 from manager.monitor.observe import build_snapshot
 from manager.monitor.sources import AdminUnavailable
 
@@ -41,10 +42,12 @@ def observe_cluster(
     *,
     running: Iterable[TopicPartition] = (),
     history: Iterable[Entry] = (),
+    carried: Carried = NOTHING,
 ) -> Snapshot:
-    """The snapshot; each dead broker in it carries why it counts as dead. Partitions of the stored
-    plan and ``running`` (moves this instance runs) are kmedic's own; the hourly budget counts
-    the stored plan's move history (``history`` when nothing is stored)."""
+    """The snapshot, built once; each dead broker in it carries why it counts as dead.
+    Partitions of the stored plan and ``running`` (moves this instance runs) are kmedic's own;
+    the hourly budget counts the stored plan's move history (``history`` when nothing is
+    stored); ``carried`` is what the daemon brings into the build (manager.monitor.carried)."""
     own = own_partitions(state.plan.plan if state.plan else None) | frozenset(running)
     started = list(state.plan.plan.moves_started) if state.plan else list(history)
     retired = frozenset(
@@ -67,7 +70,7 @@ def observe_cluster(
             )
         except AdminUnavailable as exc:
             raise ClusterUnobservable(str(exc)) from exc
-        return build_snapshot(obs, switched(cfg.policy, state.switches), cfg.capacity)
+        return build_snapshot(obs, switched(cfg.policy, state.switches), cfg.capacity, carried)
 
 
 def standby_sentence(state: CoordinationState, dead_brokers: int) -> str:

@@ -41,7 +41,10 @@ from manager.daemon.cordoning import CordonKeeper
 from manager.daemon.ports import Coordinator, Executor
 from manager.model.cordons import CordonIntent, cordon_intents
 from manager.model.decision import Decision
-from manager.model.snapshot import OperatorRequest, Snapshot
+from manager.model.policy import Policy
+from manager.model.snapshot import Broker, OperatorRequest, Snapshot
+from manager.model.topics import PartitionTable, Topics, topics_table
+from manager.monitor.carried import ServeRequests
 from manager.web.metrics import ManagerMetrics
 
 log = get_logger(__name__)
@@ -82,11 +85,24 @@ class RequestFollower:
         # started exactly those and since when, and whether any plan before made progress.
         self._plans: dict[str, tuple[frozenset[str], int, float, bool]] = {}
 
-    def served(self, snap: Snapshot, requests: Sequence[StoredRequest]) -> Snapshot:
-        """``snap`` with the requests the planner may serve (a done drain upheld first, then
-        the open ones, oldest first), and cordoned where a drain holds a broker: a broker some
-        drain or decommission named is cordoned as the requests say, others as their agents
-        read them."""
+    def serving(self, requests: Sequence[StoredRequest]) -> ServeRequests | None:
+        """What the cycle's snapshot build asks of the requests read (manager.monitor.carried);
+        None: there are none."""
+        if not requests:
+            return None
+        return lambda brokers, topics, policy: self.served(requests, brokers, topics, policy)
+
+    def served(
+        self,
+        requests: Sequence[StoredRequest],
+        brokers: tuple[Broker, ...],
+        topics: Topics,
+        policy: Policy,
+    ) -> tuple[tuple[OperatorRequest, ...], tuple[Broker, ...]]:
+        """The requests the planner may serve (a done drain upheld first, then the open ones,
+        oldest first), and the brokers cordoned where a drain holds one: a broker some drain or
+        decommission named is cordoned as the requests say, others as their agents read them."""
+        table = topics_table(topics)
         intents = cordon_intents(requests)
         held = frozenset(b for b, intent in intents.items() if intent.held)
         upheld = [
@@ -95,21 +111,22 @@ class RequestFollower:
             )
             for r in requests
             if r.kind == "drain" and r.state == "done"
-            for again in [_holding_again(snap, r, intents)]
+            for again in [_holding_again(table, r, intents)]
             if again
         ]
-        opened = self.for_planner(requests, ClusterFacts.of(snap))
+        facts = ClusterFacts.of_table({b.id: b.rack for b in brokers}, table, policy)
+        opened = self.for_planner(requests, facts)
         # kmedic's own word for the brokers a request decides (the agents' lags a sample):
         # held, or released from its own cordon; a cordon it did not write stays as read.
         coord = self.coordinator
         mine = (self.cordons.mine(coord.epoch) if coord.may_act() else self.cordons.owned) or {}
-        brokers = [
+        cordoned = tuple(
             b.model_copy(update={"cordoned": b.id in held or (b.cordoned and b.id not in mine)})
             if b.id in intents
             else b
-            for b in snap.brokers
-        ]
-        return snap.model_copy(update={"requests": (*upheld, *opened), "brokers": brokers})
+            for b in brokers
+        )
+        return (*upheld, *opened), cordoned
 
     def cordon(self, requests: Iterable[StoredRequest], snap: Snapshot) -> None:
         """Kafka's cordons as the requests hold them (the leader, while writing)."""
@@ -247,11 +264,11 @@ class RequestFollower:
 
 
 def _holding_again(
-    snap: Snapshot, drain: StoredRequest, intents: Mapping[int, CordonIntent]
+    table: PartitionTable, drain: StoredRequest, intents: Mapping[int, CordonIntent]
 ) -> tuple[int, ...]:
     """The brokers of a done ``drain`` it still holds cordoned (no later request decides
     them) that hold replicas again."""
-    replicas = snap.topics.table.replicas
+    replicas = table.replicas
     return tuple(
         b
         for b in drain.brokers

@@ -10,8 +10,10 @@ leader audits each change the cycles bring.
 from __future__ import annotations
 
 from manager.analyzer.slowness import Change, Track, demoted, judge, too_many_slow
+from manager.model.policy import Policy
 from manager.model.slowness import SlowBrokerPolicy
-from manager.model.snapshot import Snapshot
+from manager.model.snapshot import Broker
+from manager.model.topics import Topics
 
 
 class SlowTracker:
@@ -20,13 +22,17 @@ class SlowTracker:
         self._changes: list[Change] = []
         self.cluster_slow = False
 
-    def judge(self, snap: Snapshot) -> Snapshot:
-        """``snap`` with every live broker's slowness; changes wait for ``take_changes``."""
-        self._tracks, judged, changes = judge(self._tracks, snap, snap.taken_at)
+    def judge(
+        self, brokers: tuple[Broker, ...], topics: Topics, policy: Policy, now_ms: int
+    ) -> tuple[Broker, ...]:
+        """The brokers, each live one with its slowness (an input of the cycle's snapshot
+        build: manager.monitor.carried); changes wait for ``take_changes``."""
+        slow_policy = policy.slow_brokers
+        self._tracks, judged, changes = judge(self._tracks, brokers, topics, slow_policy, now_ms)
         self._changes += changes
-        live = [b for b in judged.brokers if b.alive]
+        live = [b for b in judged if b.alive]
         slow = [b.id for b in live if b.slowness and b.slowness.state == "slow"]
-        cluster_slow = too_many_slow(len(slow), len(live), snap.policy.slow_brokers)
+        cluster_slow = too_many_slow(len(slow), len(live), slow_policy)
         if cluster_slow != self.cluster_slow:
             self.cluster_slow = cluster_slow
             said = (

@@ -109,6 +109,10 @@ class Decision:
     # The plan only tidies a calm cluster (placement repair, even spread): nothing needs it,
     # so a switch that holds it back is audited and counted, never alerted.
     tidying: bool = False
+    # A wait decided on no plan: the snapshot contradicts moves the daemon saw complete
+    # (manager.analyzer.stale_view). The daemon keeps its alerts and history as they were and
+    # audits the wait once; the next read decides.
+    view_behind: bool = False
 
     @property
     def exit_code(self) -> Exit:

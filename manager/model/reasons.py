@@ -31,6 +31,7 @@ ReasonCode = Literal[
     "degraded_mode",
     "cluster_unobservable",
     "coordination_unreachable",
+    "stale_metadata",
     # explanations on act and noop
     "own_reassignment_in_progress",
     "broker_dead",
@@ -129,6 +130,12 @@ REASON_CODES: dict[ReasonCode, CodeDoc] = {
         "refuse",
         "ZooKeeper was unreachable, so no instance could prove it leads; audited once it is back "
         "by the instance that leads then, with how long nothing was done",
+    ),
+    "stale_metadata": CodeDoc(
+        "wait",
+        "the cluster metadata still shows replica sets older than moves kmedic saw complete "
+        "within the settle bound (a broker's metadata cache lags the controller): decided on "
+        "no further, read again next cycle",
     ),
     "own_reassignment_in_progress": CodeDoc(
         "noop", "a reassignment kmedic started is still running"

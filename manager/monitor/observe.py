@@ -30,10 +30,12 @@ from manager.model.snapshot import (
     CapacitySource,
     FailureDomain,
     IsolationGroup,
+    OperatorRequest,
     RecentActions,
     Snapshot,
 )
 from manager.model.snapshot import Reassignment as SnapReassignment
+from manager.monitor.carried import NOTHING, Carried, in_flight_listed, stalled_marked
 from manager.monitor.dead_class import classify
 from manager.monitor.load_columns import LoadView as LoadView
 from manager.monitor.observation import AgentView as AgentView
@@ -242,26 +244,39 @@ def default_capacity(obs: Observation, capacity: CapacitySettings) -> Capacity:
     )
 
 
-def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings) -> Snapshot:
+def build_snapshot(
+    obs: Observation, policy: Policy, capacity: CapacitySettings, carried: Carried = NOTHING
+) -> Snapshot:
+    """The cycle's one snapshot: the observation, and what the daemon carries into it
+    (manager.monitor.carried); nothing rewrites it afterwards."""
     cfg = obs.placement
     default = default_capacity(obs, capacity)
+    topics = snapshot_topics(obs, policy.max_stats_age_ms)
+    brokers = tuple(_broker(b, obs, capacity, default, policy) for b in known_brokers(obs))
+    brokers = stalled_marked(brokers, carried.stalled)
+    if carried.slowness is not None:
+        brokers = carried.slowness(brokers, topics, policy, obs.taken_at_ms)
+    requests: tuple[OperatorRequest, ...] = ()
+    if carried.requests is not None:
+        requests, brokers = carried.requests(brokers, topics, policy)
+    observed = tuple(
+        SnapReassignment(
+            topic=t,
+            partition=p,
+            adding_replicas=r.adding,
+            removing_replicas=r.removing,
+            started_by_kmedic=(t, p) in obs.own_moves,
+        )
+        for (t, p), r in sorted(obs.reassignments.items())
+    )
     return Snapshot(
         schema_version=1,
         taken_at=obs.taken_at_ms,
         cluster=obs.cluster,
         default_capacity=default,
-        brokers=tuple(_broker(b, obs, capacity, default, policy) for b in known_brokers(obs)),
-        topics=snapshot_topics(obs, policy.max_stats_age_ms),
-        reassignments=tuple(
-            SnapReassignment(
-                topic=t,
-                partition=p,
-                adding_replicas=r.adding,
-                removing_replicas=r.removing,
-                started_by_kmedic=(t, p) in obs.own_moves,
-            )
-            for (t, p), r in sorted(obs.reassignments.items())
-        ),
+        brokers=brokers,
+        topics=topics,
+        reassignments=in_flight_listed(observed, carried.in_flight, topics),
         failure_domains=tuple(
             FailureDomain(name=n, brokers=tuple(d.brokers)) for n, d in sorted(cfg.domains.items())
         ),
@@ -283,4 +298,5 @@ def build_snapshot(obs: Observation, policy: Policy, capacity: CapacitySettings)
         recent_actions=RecentActions(moves_last_hour=obs.moves_last_hour),
         quorum=obs.quorum,
         kafka_auto_leader_rebalance=obs.kafka_auto_leader_rebalance,
+        requests=requests,
     )

@@ -10,11 +10,15 @@ from pathlib import Path
 
 import pytest
 from manager_fakes import Rig
-from planner_fixtures import broker, make, part
+from planner_fixtures import NOW, broker, make, part
 
 from manager.analyzer.planner import decide
-from manager.daemon.settling import SETTLE_BOUND_S, SettledMoves, with_moves_in_flight
+from manager.analyzer.situation import Situation
+from manager.analyzer.stale_view import Completed, contradictions
+from manager.daemon.settling import SETTLE_BOUND_S, SettledMoves
 from manager.model.moves import Move
+from manager.model.snapshot import Snapshot
+from manager.monitor.carried import in_flight_listed
 
 
 @pytest.fixture
@@ -69,14 +73,34 @@ def test_expectations_end_at_the_bound_and_a_deleted_partition_is_no_contradicti
     moves.completed(Move("t", 0, (1, 2), 5), now=0.0)
     moves.completed(Move("gone", 0, (1, 2), 5), now=0.0)
     snap = make([broker(1, "/r1"), broker(2, "/r2")], {"t": [part(0, [2, 1])]})
-    stale, found = moves.check(snap, now=5.0)
+    stale = contradictions(snap, moves.carried())
     assert [c.sentence() for c in stale] == ["t:0 shows replicas [2, 1], completed as [1, 2]"]
-    assert found == []
+    assert moves.past_bound(snap, now=5.0) == []
     agreeing = make([broker(1, "/r1"), broker(2, "/r2")], {"t": [part(0, [1, 2])]})
-    assert moves.check(agreeing, now=6.0) == ([], [])
-    stale, found = moves.check(snap, now=11.0)
-    assert stale == [] and [c.tp for c in found] == [("t", 0)]
-    assert moves.check(snap, now=12.0) == ([], [])  # reported once, then judged as it is
+    assert contradictions(agreeing, moves.carried()) == []
+    found = moves.past_bound(snap, now=11.0)
+    assert [c.tp for c in found] == [("t", 0)]
+    assert moves.carried() == () and moves.past_bound(snap, now=12.0) == []  # reported once
+
+
+def test_the_planner_waits_on_a_view_older_than_a_completed_move_and_plans_on_one_that_is_not() -> (
+    None
+):
+    """The wait is the analyzer's gate: the same snapshot is healed without the completed move
+    carried, and waited on with it (no plan made, nobody paged)."""
+    snap = make(
+        [broker(1, "/r1"), broker(2, "/r2"), broker(3, "/r1"), broker(4, "/r2", alive=False)],
+        {"t": [part(0, [4, 1, 2], isr=[1, 2], leader=1)]},
+        taken_at=NOW,
+    )
+    assert decide(snap, Situation()).outcome != "wait"
+    carried = (Completed(("t", 0), (3, 1, 2)),)
+    decision = decide(snap, Situation(completed=carried))
+    assert decision.outcome == "wait" and decision.view_behind and not decision.actions
+    assert decision.summary.startswith("the cluster metadata is older than 1 moves")
+    assert "t:0 shows replicas [4, 1, 2], completed as [3, 1, 2]" in decision.summary
+    agreeing = (Completed(("t", 0), (4, 1, 2)),)
+    assert decide(snap, Situation(completed=agreeing)) == decide(snap, Situation())
 
 
 def test_the_next_cycle_comes_soon_while_the_view_lags(healed: Rig) -> None:
@@ -84,6 +108,12 @@ def test_the_next_cycle_comes_soon_while_the_view_lags(healed: Rig) -> None:
     started = rig.clock.monotonic()
     assert rig.manager.cycle().kind == "wait"
     assert rig.manager._next_cycle_at(started) < started + rig.cfg.interval_s
+
+
+def _listed(snap: Snapshot, in_flight: list[Move]) -> Snapshot:
+    """The snapshot the build makes with ``in_flight`` carried (manager.monitor.carried)."""
+    listed = in_flight_listed(snap.reassignments, in_flight, snap.topics)
+    return snap.model_copy(update={"reassignments": listed})
 
 
 def test_a_move_in_flight_missing_from_one_read_of_the_list_is_still_kmedics(
@@ -98,10 +128,10 @@ def test_a_move_in_flight_missing_from_one_read_of_the_list_is_still_kmedics(
         {"t": [part(0, [1, 2, 3], isr=[2, 3], leader=2)]},
     )
     assert decide(snap).outcome == "refuse"  # broker 1 lags, nothing explains it
-    seen = with_moves_in_flight(snap, [moving])
+    seen = _listed(snap, [moving])
     [listed] = seen.reassignments
     assert (listed.adding_replicas, listed.removing_replicas) == ((1,), (3,))
     assert listed.started_by_kmedic
     decision = decide(seen)
     assert decision.outcome == "noop" and "own reassignments" in decision.summary
-    assert with_moves_in_flight(seen, [moving]) == seen  # listed already: left as it is
+    assert _listed(seen, [moving]) == seen  # listed already: left as it is

@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from planner_fixtures import GB, NOW, broker, make, part
 
-from manager.analyzer.slowness import Track, fair_share, judge, slow_figure, too_many_slow
+from manager.analyzer.slowness import (
+    Change,
+    Track,
+    fair_share,
+    judge,
+    slow_figure,
+    too_many_slow,
+)
 from manager.daemon.slow_tracker import SlowTracker
 from manager.model.slowness import SlowBrokerPolicy
 from manager.model.snapshot import Snapshot
@@ -39,9 +46,23 @@ def _run(samples: list[dict[int, float | None]], policy: dict[str, Any] | None =
     tracks: dict[int, Track] = {}
     out = []
     for i, probes in enumerate(samples):
-        tracks, snap, changes = judge(tracks, _snap(probes, NOW + i * S, policy), NOW + i * S)
+        tracks, snap, changes = _judged(tracks, _snap(probes, NOW + i * S, policy), NOW + i * S)
         out.append((snap, changes))
     return out
+
+
+def _judged(
+    tracks: dict[int, Track], snap: Snapshot, now_ms: int
+) -> tuple[dict[int, Track], Snapshot, list[Change]]:
+    """One cycle's judgement, and the snapshot the build would have made with it."""
+    policy = snap.policy.slow_brokers
+    tracks, brokers, changes = judge(tracks, snap.brokers, snap.topics, policy, now_ms)
+    return tracks, snap.model_copy(update={"brokers": brokers}), changes
+
+
+def _tracked(tracker: SlowTracker, snap: Snapshot) -> Snapshot:
+    brokers = tracker.judge(snap.brokers, snap.topics, snap.policy, snap.taken_at)
+    return snap.model_copy(update={"brokers": brokers})
 
 
 def _state(snap: Snapshot, b: int) -> tuple[str, float]:
@@ -89,7 +110,7 @@ def test_one_sample_counts_once_however_many_cycles_see_it() -> None:
     tracks: dict[int, Track] = {}
     snap = _snap({1: 2.0, 2: 2.0, 3: 300.0}, NOW)
     for i in range(5):  # the same sample, five cycles
-        tracks, judged, _ = judge(tracks, snap.model_copy(update={"taken_at": NOW + i}), NOW + i)
+        tracks, judged, _ = _judged(tracks, snap.model_copy(update={"taken_at": NOW + i}), NOW + i)
     assert _state(judged, 3) == ("ok", 1.0)
 
 
@@ -97,7 +118,7 @@ def test_a_slow_sample_does_not_enter_the_broker_s_own_history() -> None:
     cycles = _run([{1: 2.0, 2: 2.0}] * 3 + [{1: 2.0, 2: 500.0}] * 4)
     tracks: dict[int, Track] = {}
     for i, (snap, _) in enumerate(cycles):
-        tracks, _, _ = judge(tracks, snap, NOW + i * S)
+        tracks, _, _ = _judged(tracks, snap, NOW + i * S)
     assert tracks[2].history[0] == (2.0, 2.0, 2.0)
 
 
@@ -117,14 +138,14 @@ def test_more_slow_brokers_than_the_fraction_allows_is_the_cluster() -> None:
 def test_the_tracker_says_when_the_cluster_is_slow_and_when_it_is_no_longer() -> None:
     tracker = SlowTracker()
     policy = {**POLICY, "slow_score": 1.0, "decay": 1.0}
-    tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW, policy))
+    _tracked(tracker, _snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW, policy))
     assert not tracker.take_changes()
-    tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 300.0, 4: 300.0}, NOW + S, policy))
+    _tracked(tracker, _snap({1: 2.0, 2: 2.0, 3: 300.0, 4: 300.0}, NOW + S, policy))
     changes = tracker.take_changes()
     assert tracker.cluster_slow
     cluster = [c for c in changes if c.broker is None]
     assert cluster and "the cluster is slow: brokers [3, 4] of 4" in cluster[0].said
-    tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW + 2 * S, policy))
+    _tracked(tracker, _snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW + 2 * S, policy))
     assert not tracker.cluster_slow
     assert any(c.said == "the cluster is no longer slow" for c in tracker.take_changes())
 
@@ -135,8 +156,8 @@ def test_demotions_are_counted_in_a_slow_spell_and_the_bound_is_said_once() -> N
     tracker = SlowTracker()
     policy = {**POLICY, "slow_score": 1.0, "decay": 1.0, "max_demotions": 2}
     bound = SlowBrokerPolicy(**policy)
-    tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW, policy))
-    judged = tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 300.0, 4: 2.0}, NOW + S, policy))
+    _tracked(tracker, _snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW, policy))
+    judged = _tracked(tracker, _snap({1: 2.0, 2: 2.0, 3: 300.0, 4: 2.0}, NOW + S, policy))
     assert _state(judged, 3)[0] == "slow"
     tracker.take_changes()
     tracker.demoted((3,), bound)
@@ -147,12 +168,12 @@ def test_demotions_are_counted_in_a_slow_spell_and_the_bound_is_said_once() -> N
     assert said.said.startswith("broker 3 is still slow after 2 demotions: no more while")
     tracker.demoted((3,), bound)
     assert tracker.take_changes() == []  # said once
-    judged = tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 300.0, 4: 2.0}, NOW + 2 * S, policy))
+    judged = _tracked(tracker, _snap({1: 2.0, 2: 2.0, 3: 300.0, 4: 2.0}, NOW + 2 * S, policy))
     slowness = next(b for b in judged.brokers if b.id == 3).slowness
     assert slowness is not None and slowness.demotions == 3
     # No longer slow: the count starts over.
     for i in range(3, 6):
-        judged = tracker.judge(_snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW + i * S, policy))
+        judged = _tracked(tracker, _snap({1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0}, NOW + i * S, policy))
     slowness = next(b for b in judged.brokers if b.id == 3).slowness
     assert slowness is not None and slowness.state != "slow" and slowness.demotions == 0
 
@@ -195,7 +216,7 @@ def test_a_broker_back_from_a_restart_is_not_scored_while_it_warms_up() -> None:
                 for b in snap.brokers
             )
             snap = snap.model_copy(update={"brokers": brokers})
-        tracks, judged, _ = judge(tracks, snap, at)
+        tracks, judged, _ = _judged(tracks, snap, at)
         states.append(_state(judged, 4))
     warm = [s for i, s in enumerate(states) if i >= 2 and NOW + i * S < back + 20_000]
     assert warm and all(s == ("ok", 0.0) for s in warm)  # ten samples, no score at all
