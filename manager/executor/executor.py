@@ -281,7 +281,7 @@ class Executor:
             max_per_broker=self.config.max_moves_per_broker,
             max_per_cluster=self.config.max_moves_in_flight,
             max_reorders=self.config.max_leader_moves_in_flight,
-            dead=frozenset(b for reps in replicas_now.values() for b in reps) - view.live_brokers,
+            dead=view.down(b for reps in replicas_now.values() for b in reps),
             budget=budget,
             into=into,
         )

@@ -4,7 +4,7 @@ of each move it runs, the one read of the cluster a step judges them by, and its
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -167,11 +167,28 @@ ChangeGuard = Callable[[list[Move], ThrottleRecord], bool]
 
 @dataclass(frozen=True)
 class ClusterView:
+    """The executor's own read, at each step, of its moves' partitions and of the brokers.
+
+    The one place kmedic reads a broker's liveness fresher than the cycle's snapshot, and why:
+    the snapshot's dead brokers are a verdict for planning (fenced or absent, with a grace or
+    a class of death: ``manager.monitor.observe.dead_since``), decided once per cycle and up
+    to a cycle old. The executor steps every few seconds between cycles and asks Kafka's own
+    narrower question: is the broker registered and unfenced *now*? A destination fenced since
+    the snapshot fails its move at the next step (a reassignment to it would hang), a broker's
+    throttle config is written only while it is up, and a broker down sends and receives
+    nothing, so it counts in no batch limit. It never makes a broker dead for healing: that is
+    the snapshot's alone.
+    """
+
     replicas: dict[TopicPartition, tuple[int, ...]]
     leaders: dict[TopicPartition, int]
     live_brokers: frozenset[int]
     ongoing: dict[TopicPartition, dict[str, list[int]]]
     isr: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+
+    def down(self, brokers: Iterable[int]) -> frozenset[int]:
+        """Of ``brokers``, those not registered and unfenced now."""
+        return frozenset(brokers) - self.live_brokers
 
 
 def _seconds(s: float, *, up: bool = False) -> str:
