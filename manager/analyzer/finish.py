@@ -61,16 +61,17 @@ def finish(ctx: Context, outcome: Outcome) -> Decision:
 
 def _finish_proposal(ctx: Context, plan: Proposal) -> Decision:
     state = plan.state
-    if plan.gates and all(g.wait for g in plan.gates):
+    gates = ctx.holding(plan.held_by)
+    if gates and all(g.wait for g in gates):
         # A dead broker still in its grace period may come back, and with it what cannot be
         # placed now: a wait, never a refusal of partitions it may yet bring back.
         after = ctx.before if plan.blocked else loads_after(state, ctx.before)
-        waiting = refusal(plan.kind, list(plan.gates), ctx.before, after)
+        waiting = refusal(plan.kind, list(gates), ctx.before, after)
         return replace(waiting, request=plan.request)
     # A gate that fails refuses the whole goal: nothing to split.
-    split = plan.partial and plan.move_count > 0 and not plan.gates
+    split = plan.partial and plan.move_count > 0 and not gates
     listed = blocked_reasons(plan.blocked, plan.exact)
-    reasons = [*plan.gates, *([] if split else listed)]
+    reasons = [*gates, *([] if split else listed)]
     if not plan.blocked or split:
         changes = [(m.p, m.before, m.after) for m in plan.leader_moves]
         changes += [(m.p, m.before, m.after) for m in plan.replica_moves]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol
+from typing import Literal, Protocol
 
 from manager.analyzer.gates import Gates
 from manager.analyzer.heal import HealPlan
@@ -25,6 +25,13 @@ from manager.analyzer.spread import OutOfBand, out_of_band
 from manager.analyzer.under_replication import recovering
 from manager.model.decision import BrokerLoad, PlanKind, Reason
 from manager.model.snapshot import Snapshot
+
+# Which failing gates hold a goal's proposal back, as the goal declares it; the finish step
+# applies them (manager.analyzer.finish). ``every_gate``: balancing, which needs fresh loads;
+# ``heal_gates``: every gate but stale loads (a heal, drain or demote places by size without
+# them); ``heal_gates_but_grace``: those but the dead brokers' grace, which restoring writes
+# is there to shorten.
+HeldBy = Literal["every_gate", "heal_gates", "heal_gates_but_grace"]
 
 
 def broker_loads(state: ClusterState) -> dict[int, BrokerLoad]:
@@ -73,6 +80,14 @@ class Context:
         """The failing gates that hold back a heal (and a drain or demote)."""
         return tuple(r for r in self.gates if r not in self.failing.loads)
 
+    def holding(self, held_by: HeldBy) -> tuple[Reason, ...]:
+        """The failing gates that hold back a proposal declared ``held_by``."""
+        if held_by == "every_gate":
+            return self.gates
+        if held_by == "heal_gates":
+            return self.heal_gates
+        return tuple(r for r in self.heal_gates if r not in self.grace)
+
     @cached_property
     def health(self) -> tuple[Reason, ...]:
         """The failing gates about the cluster, not about this instance's authority."""
@@ -116,6 +131,8 @@ class Proposal:
     kind: PlanKind
     state: ClusterState
     summary: str  # what an act says it does
+    # The failing gates that hold it back, as its goal declares (applied by the finish step).
+    held_by: HeldBy
     replica_moves: tuple[ReplicaMove, ...] = ()
     leader_moves: tuple[LeaderMove, ...] = ()
     bytes_to_move: int = 0
@@ -125,7 +142,6 @@ class Proposal:
     exact: str | None = None
     partial: bool = False
     told: tuple[Reason, ...] = ()  # what an act says besides its actions
-    gates: tuple[Reason, ...] = ()  # the failing gates that hold this goal back
     unmet: tuple[Reason, ...] = ()  # the goal's own reasons it cannot act (nothing moves)
     placement_violations: int | None = None
     request: str | None = None  # the operator request served
@@ -167,6 +183,9 @@ class Goal(Protocol):
     # Only tidies a calm cluster (placement repair, even spread): switched off, it holds back
     # no goal after it, and nothing needs it, so its would_act raises no alert.
     tidying: bool
+    # What it needs of the cycle before it applies: a calm cluster (``Context.calm``: no gate
+    # fails, nothing dead, moving or out of sync), or nothing.
+    needs_calm: bool
 
     def applies(self, ctx: Context) -> bool:
         """Whether this goal has anything to do with this snapshot."""
@@ -202,7 +221,7 @@ def drain_proposal(
         blocked=tuple(plan.blocked),
         exact=plan.exact,
         told=tuple(told),
-        gates=ctx.heal_gates,
+        held_by="heal_gates",
         request=request,
         refusal_preface=refusal_preface,
     )

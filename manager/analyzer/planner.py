@@ -72,6 +72,8 @@ def _planned(snap: Snapshot, memory: ListsMemory | None) -> Decision:
         return finish(ctx, _hold_for_own_moves(ctx))
     tidy: Decision | None = None  # the first tidying plan its switch held back
     for goal in GOALS:
+        if goal.needs_calm and not ctx.calm:
+            continue
         if goal.applies(ctx) and (proposed := goal.propose(ctx)) is not None:
             decision = finish(ctx, proposed)
             off = goal.disabled_by(ctx, proposed) if _acting(proposed) else ()

@@ -12,13 +12,14 @@ from manager.model.decision import Reason
 class BalanceLimits:
     name = "balance"
     tidying = False
+    needs_calm = False
 
     def applies(self, ctx: Context) -> bool:
         return bool(ctx.over)
 
     def propose(self, ctx: Context) -> Proposal:
         plan = plan_balance(ctx.state, ctx.move_budget())
-        return balance_proposal(ctx, plan, ctx.gates, ctx.over, ())
+        return balance_proposal(ctx, plan, ctx.over, ())
 
     def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         off = () if ctx.snap.policy.goals.balance else ("balance",)
@@ -28,7 +29,6 @@ class BalanceLimits:
 def balance_proposal(
     ctx: Context,
     plan: BalancePlan,
-    gates: tuple[Reason, ...],
     over: dict[int, list[str]],
     why: tuple[Reason, ...],
 ) -> Proposal:
@@ -72,8 +72,8 @@ def balance_proposal(
         replica_moves=tuple(plan.replica_moves),
         leader_moves=tuple(plan.leader_moves),
         bytes_to_move=plan.bytes_to_move,
+        held_by="every_gate",
         told=tuple(told),
-        gates=gates,
         unmet=unmet,
         placement_violations=left,
     )

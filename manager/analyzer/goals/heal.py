@@ -5,7 +5,7 @@ and replica count (every constraint still held) and says so."""
 
 from __future__ import annotations
 
-from manager.analyzer.goal import Context, Proposal, Settled
+from manager.analyzer.goal import Context, HeldBy, Proposal, Settled
 from manager.analyzer.heal import HealPlan, plan_heal
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Reason
@@ -14,6 +14,7 @@ from manager.model.decision import Reason
 class Heal:
     name = "heal"
     tidying = False
+    needs_calm = False
 
     def applies(self, ctx: Context) -> bool:
         return bool(ctx.state.dead or ctx.state.offline)
@@ -56,7 +57,7 @@ class Heal:
                     "are stale: " + "; ".join(r.message for r in ctx.stale),
                 )
             )
-        return partial_heal(state, plan, summary, told, ctx.heal_gates)
+        return partial_heal(state, plan, summary, told, "heal_gates")
 
     def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         switches = ctx.snap.policy.goals
@@ -73,7 +74,7 @@ def partial_heal(
     plan: HealPlan,
     summary: str,
     told: list[Reason],
-    gates: tuple[Reason, ...],
+    held_by: HeldBy,
 ) -> Proposal:
     """A heal's proposal: the partitions it placed act, those it could not are refused by
     name (and the summary says how many)."""
@@ -89,7 +90,7 @@ def partial_heal(
         exact=plan.exact,
         partial=True,
         told=tuple(told),
-        gates=gates,
+        held_by=held_by,
     )
 
 

@@ -16,6 +16,7 @@ from manager.model.decision import Reason
 class RejoinLeadership:
     name = "rejoin_leadership"
     tidying = False
+    needs_calm = False
 
     def applies(self, ctx: Context) -> bool:
         """Only where Kafka is known to leave preferred leadership alone: with its own
@@ -81,7 +82,7 @@ def _proposal(ctx: Context, rejoined: Rejoining, moves: list[LeaderMove]) -> Pro
         summary=said,
         leader_moves=tuple(moves),
         told=(Reason("broker_rejoined", why),),
-        gates=ctx.heal_gates,
+        held_by="heal_gates",
     )
 
 

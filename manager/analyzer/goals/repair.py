@@ -14,12 +14,13 @@ from manager.model.decision import Reason
 class RepairPlacement:
     name = "repair_placement"
     tidying = True
+    needs_calm = True
 
     def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         return () if ctx.snap.policy.goals.repair_placement else ("repair_placement",)
 
     def applies(self, ctx: Context) -> bool:
-        return ctx.calm
+        return True  # every calm cluster: the plan says whether anything breaks the policy
 
     def propose(self, ctx: Context) -> Proposal | None:
         state = ctx.state
@@ -49,6 +50,7 @@ class RepairPlacement:
             summary=summary,
             replica_moves=tuple(plan.moves),
             bytes_to_move=plan.bytes_to_move,
+            held_by="every_gate",
             told=tuple(told),
             placement_violations=len(remaining),
         )

@@ -41,6 +41,7 @@ from manager.model.snapshot import OperatorRequest
 class OperatorRequests:
     name = "operator_requests"
     tidying = False
+    needs_calm = False
 
     def applies(self, ctx: Context) -> bool:
         return bool(ctx.snap.requests)
@@ -128,7 +129,7 @@ def _demote(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         summary=f"{what}: {len(plan.moves)} leaderships move, no data",
         leader_moves=tuple(plan.moves),
         told=tuple(told),
-        gates=ctx.heal_gates,
+        held_by="heal_gates",
         unmet=unmet,
         request=request.id,
         refusal_preface=_preface(request),
@@ -174,7 +175,7 @@ def _fill(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         replica_moves=tuple(plan.moves),
         bytes_to_move=plan.bytes_to_move,
         told=tuple(told),
-        gates=ctx.gates,
+        held_by="every_gate",
         unmet=unmet,
         request=request.id,
         refusal_preface=_preface(request),
@@ -207,7 +208,7 @@ def _set_rf(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         bytes_to_move=plan.bytes_to_move,
         blocked=tuple(plan.blocked),
         told=tuple(told),
-        gates=ctx.heal_gates,
+        held_by="heal_gates",
         unmet=unmet,
         request=request.id,
         refusal_preface=_preface(request),
@@ -232,7 +233,7 @@ def _decommission(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
             kind="balance",
             state=state,
             summary=f"{what}: waiting for reassignments that name its brokers",
-            gates=ctx.heal_gates,
+            held_by="heal_gates",
             unmet=(Reason("foreign_reassignment_in_progress", why),),
             request=request.id,
             refusal_preface=_preface(request),

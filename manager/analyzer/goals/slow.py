@@ -29,6 +29,7 @@ def _in(ctx: Context, state: str) -> list[Broker]:
 class SlowBrokers:
     name = "slow_brokers"
     tidying = False
+    needs_calm = False
 
     def applies(self, ctx: Context) -> bool:
         return bool(_in(ctx, "slow") or _in(ctx, "returning"))
@@ -105,7 +106,7 @@ def _leader_proposal(
         summary=f"{said}, no data",
         leader_moves=tuple(plan.moves),
         told=tuple(told),
-        gates=ctx.heal_gates,
+        held_by="heal_gates",
     )
 
 

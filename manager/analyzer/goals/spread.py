@@ -19,16 +19,17 @@ def _even_spread_switch(ctx: Context) -> tuple[str, ...]:
 class EvenNetwork:
     name = "even_network"
     tidying = True
+    needs_calm = True
 
     def applies(self, ctx: Context) -> bool:
-        return ctx.calm and {o.dimension for o in ctx.uneven} == {"network"}
+        return {o.dimension for o in ctx.uneven} == {"network"}
 
     def propose(self, ctx: Context) -> Proposal | None:
         plan = plan_balance(ctx.state, ctx.move_budget())
         if not plan.move_count:
             return None
         why = tuple(Reason("uneven_spread", o.sentence()) for o in first(ctx.uneven)[0])
-        return balance_proposal(ctx, plan, (), {}, why)
+        return balance_proposal(ctx, plan, {}, why)
 
     def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         return _even_spread_switch(ctx) + leadership_switch(ctx, proposed)
@@ -37,12 +38,13 @@ class EvenNetwork:
 class EvenSpread:
     name = "even_spread"
     tidying = True
+    needs_calm = True
 
     def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         return _even_spread_switch(ctx)
 
     def applies(self, ctx: Context) -> bool:
-        return ctx.calm and bool(ctx.uneven)
+        return bool(ctx.uneven)
 
     def propose(self, ctx: Context) -> Proposal | Settled:
         uneven = ctx.uneven
@@ -71,6 +73,7 @@ class EvenSpread:
             summary=summary,
             replica_moves=tuple(plan.moves),
             bytes_to_move=plan.bytes_to_move,
+            held_by="every_gate",
             told=tuple(told),
         )
 

@@ -45,6 +45,7 @@ def due_replicas(ctx: Context) -> dict[int, frozenset[int]]:
 class RestoreWrites:
     name = "restore_writes"
     tidying = False
+    needs_calm = False
 
     def applies(self, ctx: Context) -> bool:
         # Only while the heal waits for a broker's grace; after it, the heal takes them first.
@@ -67,8 +68,7 @@ class RestoreWrites:
         if plan.exact is not None and not plan.blocked:
             told.append(Reason("heal_exact_placement", plan.exact))
         # The grace is what this goal shortens; every other gate still holds it back.
-        gates = tuple(r for r in ctx.heal_gates if r not in ctx.grace)
-        return partial_heal(state, plan, summary, told, gates)
+        return partial_heal(state, plan, summary, told, "heal_gates_but_grace")
 
     def disabled_by(self, ctx: Context, proposed: Proposal | Settled) -> tuple[str, ...]:
         return () if ctx.snap.policy.goals.heal_dead_brokers else ("heal_dead_brokers",)
