@@ -419,6 +419,7 @@ def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
     decides = sorted(c["decide_s"] for c in cycles if c["decide_s"] is not None)
     observes = sorted(c.get("observe_s", float("nan")) for c in cycles)
     pressure = [p for p in result["pressure"] if p == p]
+    threads: dict[str, float] = result["threads_cpu_per_s"]
     feed_rss = result.get("feed_process_peak_rss_mb", 0.0)
     both = result["peak_rss_mb"] + feed_rss
     lines = [
@@ -467,15 +468,13 @@ def report(result: dict[str, Any], shipped: Shipped) -> list[str]:
         "bench/metadata_build.py): part of the cycle's wall time, as a broker's is.",
         "",
         "The manager's CPU by thread (its feed process's threads named so), seconds per "
-        "second over the measured cycles:",
-        "",
-        "| threads | CPU s/s |",
-        "| --- | ---: |",
-        *(
-            f"| {name} | {cpu:.3f} |"
-            for name, cpu in sorted(result["threads_cpu_per_s"].items(), key=lambda kv: -kv[1])
-        ),
-        f"| **all** | {sum(result['threads_cpu_per_s'].values()):.3f} |",
+        f"second over the measured cycles: {sum(threads.values()):.3f} in all - "
+        + "; ".join(
+            f"{name} {cpu:.3f}"
+            for name, cpu in sorted(threads.items(), key=lambda kv: -kv[1])
+            if round(cpu, 3) > 0
+        )
+        + " (the other threads under 0.001).",
         "",
         "Each cycle, in order (whole / observing / deciding, s): "
         + "; ".join(

@@ -27,3 +27,10 @@ def test_sections_are_replaced_in_place_and_appended_when_new(tmp_path: Path) ->
     docs.write_section("c", "## c\n\nnew c\n", path)
     docs.write_section("b", "## b\n\nnew b\n", path)
     assert path.read_text() == "# Benchmarks\n\n## a\n\nnew a\n\n## b\n\nnew b\n\n## c\n\nnew c\n"
+
+
+def test_the_figures_page_is_one_page() -> None:
+    """docs/bench.md holds today's figures only, each section written by its bench; a reading
+    by hand goes to docs/bench-history.md, and the page stays under 400 lines."""
+    lines = (BENCH.parents[1] / "docs" / "bench.md").read_text().splitlines()
+    assert len(lines) < 400, f"docs/bench.md has {len(lines)} lines: move readings to the history"
