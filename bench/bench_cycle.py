@@ -62,8 +62,9 @@ from manager.model.policy import GoalSwitches, Policy  # noqa: E402
 from manager.model.snapshot import Leadership  # noqa: E402
 from manager.monitor import sources as sources_module  # noqa: E402
 from manager.monitor.feed_pair import AgentValue, FeedPair  # noqa: E402
-from manager.monitor.load_columns import LoadStore  # noqa: E402
-from manager.monitor.observe import AgentView, CapacitySettings, LoadView, build_snapshot  # noqa: E402
+from manager.monitor.load_columns import LoadStore, LoadView  # noqa: E402
+from manager.monitor.observation import AgentView  # noqa: E402
+from manager.monitor.observe import CapacitySettings, build_snapshot  # noqa: E402
 from manager.monitor.sources import ClusterSources  # noqa: E402
 
 SCALES = (0.1, 0.3, 1.0)

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from manager.model.snapshot import Topic
+from manager.model.partition_models import Topic
 from manager.model.topics import PartitionTable, Ragged, Topics, topics_table
 
 

@@ -21,7 +21,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from pydantic import BaseModel, ConfigDict, Field
 
 from manager.coordination.znodes import CoordinationError, parse_document, read_znode
-from manager.model.mode import Mode as Mode
+from manager.model.mode import Mode
 
 
 class ModeRecord(BaseModel):

@@ -27,7 +27,7 @@ from manager.daemon.audit_trail import AuditTrail, replay_bound
 from manager.daemon.blind import blind
 from manager.daemon.deciding import decide_cycle
 from manager.daemon.foreign_watch import ForeignWatch
-from manager.daemon.mode import Mode, ModeTracker
+from manager.daemon.mode import ModeTracker
 from manager.daemon.move_report import MoveReport
 from manager.daemon.observation import (
     ClusterUnobservable,
@@ -50,6 +50,7 @@ from manager.daemon.switches import SwitchTracker
 from manager.daemon.warm_up import WarmUp, rehearsal
 from manager.daemon.zk_outage import ZkOutage
 from manager.model.decision import Decision
+from manager.model.mode import Mode
 from manager.model.reasons import ReasonCode
 from manager.model.snapshot import Leadership, Snapshot
 from manager.monitor.carried import Carried

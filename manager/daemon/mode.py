@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from manager.coordination.mode_store import Mode as Mode
 from manager.coordination.mode_store import ModeRecord
 from manager.daemon.audit_trail import AuditTrail
+from manager.model.mode import Mode
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
 from manager.model.throttles import BrokerKey, ThrottleRecord
 from manager.monitor.feeds import FeedStatus
-from manager.monitor.observe import Observation
+from manager.monitor.observation import Observation
 
 
 class Clock(Protocol):

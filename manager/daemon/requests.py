@@ -34,6 +34,7 @@ from typing import Protocol
 
 from kmedic.errors import KmedicError, LeaseEnded
 from kmedic.logging import get_logger
+from kmedic.partition_table import PartitionTable
 from manager.analyzer.request_check import Asked, ClusterFacts, never_met
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.daemon.audit_trail import AuditTrail
@@ -43,7 +44,7 @@ from manager.model.cordons import CordonIntent, cordon_intents
 from manager.model.decision import Decision
 from manager.model.policy import Policy
 from manager.model.snapshot import Broker, OperatorRequest, Snapshot
-from manager.model.topics import PartitionTable, Topics, topics_table
+from manager.model.topics import Topics, topics_table
 from manager.monitor.carried import ServeRequests
 from manager.web.metrics import ManagerMetrics
 

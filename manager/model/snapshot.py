@@ -18,9 +18,6 @@ from pydantic import Field, model_validator
 from manager.model.death import Death
 from manager.model.frozen import Frozen as _Frozen
 from manager.model.partition_models import INT32_MAX
-from manager.model.partition_models import Partition as Partition
-from manager.model.partition_models import PartitionLoad as PartitionLoad
-from manager.model.partition_models import Topic as Topic
 from manager.model.policy import Policy
 from manager.model.replication_settings import ReplicationSettings
 from manager.model.slowness import BrokerLatency, Slowness

@@ -24,8 +24,9 @@ from pydantic import ValidationError
 from kmedic.errors import KmedicError
 from kmedic.gc_pause import collector_paused
 from kmedic.partition_table import PartitionTable, Ragged
+from manager.model.partition_models import Partition
 from manager.model.racks import location_of, rack_name_problem
-from manager.model.snapshot import Partition, Snapshot
+from manager.model.snapshot import Snapshot
 from manager.model.topics import Topics, topics_table
 from manager.model.topics_file import table_from_json
 

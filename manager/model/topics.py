@@ -18,6 +18,9 @@ from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
 from kmedic.partition_table import Loads
+
+# The analyzer reads the partition columns through the model and never imports the shared
+# core (the import contract): these are the table's addresses for it.
 from kmedic.partition_table import PartitionTable as PartitionTable
 from kmedic.partition_table import Ragged as Ragged
 from manager.model.partition_models import Partition, PartitionLoad, Topic

@@ -37,10 +37,7 @@ from manager.model.snapshot import (
 from manager.model.snapshot import Reassignment as SnapReassignment
 from manager.monitor.carried import NOTHING, Carried, in_flight_listed, stalled_marked
 from manager.monitor.dead_class import classify
-from manager.monitor.load_columns import LoadView as LoadView
-from manager.monitor.observation import AgentView as AgentView
-from manager.monitor.observation import Observation as Observation
-from manager.monitor.observation import TopicPartition as TopicPartition
+from manager.monitor.observation import AgentView, Observation
 from manager.monitor.partition_columns import snapshot_topics
 
 UNKNOWN_DISK_BYTES = 2**62

@@ -37,7 +37,7 @@ from manager.monitor.feed_pair import FeedPair, Feeds, FeedSpec
 from manager.monitor.feed_process import ProcessFeeds
 from manager.monitor.feeds import FeedStatus
 from manager.monitor.leader_rebalance import LeaderRebalanceSetting
-from manager.monitor.observe import AgentView, Observation, TopicPartition
+from manager.monitor.observation import AgentView, Observation, TopicPartition
 from manager.monitor.offline import OfflineOnLive, confirm_offline, unconfirmed
 from manager.monitor.quorum import QuorumReader
 from manager.monitor.registrations import RegistrationWatch

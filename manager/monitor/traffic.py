@@ -13,7 +13,8 @@ import numpy as np
 from kmedic.replica_columns import TOPIC_IDS, AgentRecord, join, keys_of, last_wins
 from manager.model.adaptive_throttle import Link, Traffic, broker_traffic
 from manager.model.moves import TopicPartition
-from manager.monitor.observe import AgentView, CapacitySettings, network_capacity
+from manager.monitor.observation import AgentView
+from manager.monitor.observe import CapacitySettings, network_capacity
 
 
 class AgentTraffic:

@@ -39,7 +39,7 @@ from manager.model.snapshot import Leadership, Quorum
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
 from manager.monitor.feeds import FeedStatus
 from manager.monitor.load_columns import LoadColumns
-from manager.monitor.observe import AgentView, Observation
+from manager.monitor.observation import AgentView, Observation
 from manager.monitor.sources import AdminUnavailable
 
 NOW_S = 1_800_000_000.0

@@ -27,7 +27,8 @@ from manager.model.adaptive_throttle import (
     write_budgets,
 )
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
-from manager.monitor.observe import AgentView, CapacitySettings
+from manager.monitor.observation import AgentView
+from manager.monitor.observe import CapacitySettings
 from manager.monitor.traffic import AgentTraffic
 
 MB = 1_000_000

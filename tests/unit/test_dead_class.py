@@ -19,7 +19,8 @@ from manager.model.policy import Policy, WaitOrHeal
 from manager.model.snapshot import Broker
 from manager.monitor.dead_class import classify
 from manager.monitor.feed_pair import decode_agent, merge_agent
-from manager.monitor.observe import AgentView, CapacitySettings, build_snapshot
+from manager.monitor.observation import AgentView
+from manager.monitor.observe import CapacitySettings, build_snapshot
 
 GRACE = 600_000
 RULES = WaitOrHeal()

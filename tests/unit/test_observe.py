@@ -15,16 +15,9 @@ from manager.model.placement_config import Domain, PlacementConfig
 from manager.model.policy import Policy
 from manager.model.snapshot import Leadership
 from manager.model.snapshot_file import find_problems
-from manager.monitor.load_columns import LoadColumns
-from manager.monitor.observe import (
-    UNKNOWN_DISK_BYTES,
-    AgentView,
-    CapacitySettings,
-    LoadView,
-    Observation,
-    build_snapshot,
-    dead_since,
-)
+from manager.monitor.load_columns import LoadColumns, LoadView
+from manager.monitor.observation import AgentView, Observation
+from manager.monitor.observe import UNKNOWN_DISK_BYTES, CapacitySettings, build_snapshot, dead_since
 from manager.monitor.sources import ClusterSources
 
 NOW = 1_800_000_000_000

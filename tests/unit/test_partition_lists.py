@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from manager.analyzer.partition_lists import ListsMemory, PartitionLists
-from manager.model.snapshot import Partition, PartitionLoad, Topic
+from manager.model.partition_models import Partition, PartitionLoad, Topic
 from manager.model.topics import Topics
 
 brokers = st.integers(1, 6)

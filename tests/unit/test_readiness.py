@@ -18,7 +18,8 @@ from planner_fixtures import GB, broker, make, part
 from manager.analyzer.partition_lists import ListsMemory
 from manager.analyzer.planner import decide
 from manager.analyzer.readiness import Scenario, killed, scenarios, settled, sweep, verdict
-from manager.model.snapshot import Partition, Snapshot
+from manager.model.partition_models import Partition
+from manager.model.snapshot import Snapshot
 from manager.model.topics import Topics
 
 RACKS = {1: "/r1", 2: "/r1", 3: "/r2", 4: "/r2", 5: "/r3", 6: "/r3"}

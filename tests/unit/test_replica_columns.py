@@ -17,7 +17,7 @@ from kmedic.replica_columns import TOPIC_IDS, ReplicaColumns, TopicIds, partitio
 from manager.monitor.feed_pair import FeedCopy, merge_agent
 from manager.monitor.feed_process import adopted
 from manager.monitor.load_columns import LoadColumns
-from manager.monitor.observe import AgentView
+from manager.monitor.observation import AgentView
 from manager.monitor.partition_columns import partition_sizes
 
 TOPICS = ("a", "b", "c.d")
