@@ -15,7 +15,7 @@ from kmedic.kafka_client import Cluster, KafkaClientSettings, one_cluster
 from kmedic.own_topics import DEFAULT_DLQ, OwnTopics
 from manager.analyzer.readiness import ASSUMED_MOVE_BYTES_PER_S
 from manager.coordination.connection import CoordinationConfig
-from manager.executor.move_state import ExecutorConfig
+from manager.executor.config import ExecutorConfig
 from manager.model.mode import Mode
 from manager.model.policy import Policy
 from manager.monitor.observe import CapacitySettings

@@ -20,7 +20,7 @@ from manager.analyzer.readiness import Verdict, sweep
 from manager.analyzer.replication_check import replication_settings_off
 from manager.config import ReadinessSettings
 from manager.daemon.readiness_sweep import pace_of
-from manager.executor.move_state import ExecutorConfig
+from manager.executor.config import ExecutorConfig
 from manager.model.snapshot import Snapshot
 from manager.model.snapshot_file import load_snapshot
 

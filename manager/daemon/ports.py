@@ -12,14 +12,9 @@ from manager.coordination.plan_document import PlanDocument
 from manager.coordination.plan_store import StoredPlan
 from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
+from manager.executor.config import ExecutorConfig
 from manager.executor.cordons import Cordon
-from manager.executor.move_state import (
-    ChangeGuard,
-    EventCallback,
-    ExecutorConfig,
-    MoveState,
-    RateCallback,
-)
+from manager.executor.move_state import ChangeGuard, EventCallback, MoveState, RateCallback
 from manager.executor.replica_sizes import Sample
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import CatchUp, Move, TopicPartition

@@ -30,7 +30,7 @@ from manager.analyzer.replication_check import replication_settings_off
 from manager.analyzer.scenario_keys import bucket, scenario_keys
 from manager.config import ReadinessSettings
 from manager.daemon.audit_trail import AuditTrail
-from manager.executor.move_state import ExecutorConfig
+from manager.executor.config import ExecutorConfig
 from manager.model.snapshot import Snapshot
 from manager.web.metrics import ManagerMetrics
 

@@ -31,6 +31,7 @@ from kmedic.kafka_client import Cluster
 from kmedic.logging import get_logger
 from manager.executor.admin_calls import AdminCalls, read_view
 from manager.executor.batches import select_batch
+from manager.executor.config import ExecutorConfig
 from manager.executor.cordons import BrokerCordons
 from manager.executor.elections import settle_leadership
 from manager.executor.in_flight import track
@@ -39,7 +40,6 @@ from manager.executor.move_state import (
     ChangeGuard,
     ClusterView,
     EventCallback,
-    ExecutorConfig,
     MoveState,
     RateCallback,
     Status,

@@ -29,7 +29,7 @@ from kmedic.kafka_admin import (
 )
 from kmedic.logging import get_logger
 from manager.executor.batches import WriteBudget
-from manager.executor.move_state import ExecutorConfig
+from manager.executor.config import ExecutorConfig
 from manager.executor.throttles import AdminCall
 from manager.model.adaptive_throttle import (
     Link,

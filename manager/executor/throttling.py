@@ -19,7 +19,7 @@ from manager.executor.batches import (
     still_copying,
     throttle_targets,
 )
-from manager.executor.move_state import ExecutorConfig
+from manager.executor.config import ExecutorConfig
 from manager.executor.throttle_rates import ThrottleRates
 from manager.executor.throttles import AdminCall, ThrottleChange, Throttles
 from manager.model.adaptive_throttle import RateFigures

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from manager.executor.move_state import ExecutorConfig, MoveState
+from manager.executor.config import ExecutorConfig
+from manager.executor.move_state import MoveState
 from manager.executor.replica_sizes import Sample
 from manager.model.move_progress import Verdict, observe, stalled_brokers, unseen, verdict
 from manager.model.moves import TopicPartition

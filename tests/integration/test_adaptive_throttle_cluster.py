@@ -16,8 +16,8 @@ from kafka.admin import AlterConfigOp, ConfigResourceType, KafkaAdminClient
 from kafka.admin import ConfigResource as KpConfigResource
 from test_executor import dynamic_configs, make_topic, run_moves, throttle_keys
 
+from manager.executor.config import ExecutorConfig
 from manager.executor.executor import Executor
-from manager.executor.move_state import ExecutorConfig
 from manager.model.adaptive_throttle import Link, RateFigures, Traffic, rate_sentence
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE

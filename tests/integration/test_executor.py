@@ -22,8 +22,9 @@ from kafka.admin import AlterConfigOp, ConfigResourceType, KafkaAdminClient
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import NewTopic as KpNewTopic
 
+from manager.executor.config import ExecutorConfig
 from manager.executor.executor import Executor
-from manager.executor.move_state import ExecutorConfig, MoveState
+from manager.executor.move_state import MoveState
 from manager.model.moves import Move, TopicPartition
 from manager.model.throttles import (
     FOLLOWER_RATE,

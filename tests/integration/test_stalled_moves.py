@@ -25,8 +25,9 @@ from kmedic.errors import KmedicError
 from kmedic.kafka_admin import connect_admin
 from kmedic.localcluster import ClusterSpec, LocalCluster
 from manager.daemon.foreign_watch import ForeignWatch
+from manager.executor.config import ExecutorConfig
 from manager.executor.executor import Executor
-from manager.executor.move_state import ExecutorConfig, MoveState
+from manager.executor.move_state import MoveState
 from manager.executor.replica_sizes import ReplicaSizes
 from manager.model.moves import Move
 from manager.model.snapshot import Reassignment

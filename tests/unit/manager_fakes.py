@@ -22,15 +22,10 @@ from manager.coordination.request_store import RequestState, StoredRequest
 from manager.coordination.state import CoordinationState
 from manager.coordination.znodes import LeaderRecord
 from manager.daemon.manager import Manager
+from manager.executor.config import ExecutorConfig
 from manager.executor.cordons import Cordon
 from manager.executor.move_book import ACTIVE
-from manager.executor.move_state import (
-    ChangeGuard,
-    EventCallback,
-    ExecutorConfig,
-    MoveState,
-    RateCallback,
-)
+from manager.executor.move_state import ChangeGuard, EventCallback, MoveState, RateCallback
 from manager.executor.replica_sizes import Sample
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import CatchUp, Move, TopicPartition

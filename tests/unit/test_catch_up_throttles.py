@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from manager.executor.move_state import ExecutorConfig
+from manager.executor.config import ExecutorConfig
 from manager.executor.throttling import Throttling
 from manager.model.moves import CatchUp, Move
 from manager.model.throttles import (

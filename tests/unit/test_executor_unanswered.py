@@ -17,8 +17,9 @@ from executor_fakes import TOPIC, FakeCalls, FakeKafka
 from kmedic.errors import KmedicError
 from manager.executor import admin_calls as admin_calls_module
 from manager.executor import executor as executor_module
+from manager.executor.config import ExecutorConfig
 from manager.executor.executor import Executor
-from manager.executor.move_state import ExecutorConfig, MoveState
+from manager.executor.move_state import MoveState
 from manager.executor.watchdog import Watchdog
 from manager.model.moves import Move, TopicPartition
 

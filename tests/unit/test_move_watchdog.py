@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from kmedic.errors import KmedicError
-from manager.executor.move_state import ExecutorConfig, MoveState
+from manager.executor.config import ExecutorConfig
+from manager.executor.move_state import MoveState
 from manager.executor.replica_sizes import sizes_on
 from manager.executor.watchdog import Watchdog
 from manager.model.move_progress import (

@@ -17,7 +17,7 @@ import manager.daemon.readiness_sweep as module
 from manager.analyzer.heal_time import Pace
 from manager.config import ReadinessSettings
 from manager.daemon.readiness_sweep import ReadinessSweep
-from manager.executor.move_state import ExecutorConfig
+from manager.executor.config import ExecutorConfig
 from manager.model.snapshot import Snapshot
 
 RACKS = {1: "/r1", 2: "/r1", 3: "/r2", 4: "/r2", 5: "/r3", 6: "/r3"}

@@ -16,7 +16,7 @@ from manager_fakes import Rig
 
 from kmedic.errors import KmedicError
 from manager.executor.batches import IntoLimit
-from manager.executor.move_state import ExecutorConfig
+from manager.executor.config import ExecutorConfig
 from manager.executor.throttle_rates import ThrottleRates
 from manager.executor.throttling import Throttling
 from manager.model.adaptive_throttle import Link, RateFigures, Traffic, rate_sentence
