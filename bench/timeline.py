@@ -17,7 +17,7 @@ from typing import Any
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from kmedic.localcluster import LocalCluster
-from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
+from manager.throttling.ownership import FOLLOWER_RATE, LEADER_RATE
 
 MB = 1e6
 

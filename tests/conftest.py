@@ -126,7 +126,7 @@ def _throttle_rates_once(cluster: Any) -> dict[int, dict[str, str]]:
     from helpers import kafka_conf
 
     from manager.executor.cordons import CORDONED_LOG_DIRS
-    from manager.model.throttles import RATE_KEYS
+    from manager.throttling.ownership import RATE_KEYS
 
     admin = AdminClient(kafka_conf(cluster.bootstrap_servers))
     keys = (*RATE_KEYS, CORDONED_LOG_DIRS)
@@ -187,7 +187,7 @@ def _remove_throttle_rates_once(cluster: Any) -> None:
     from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
     from manager.executor.cordons import CORDONED_LOG_DIRS
-    from manager.model.throttles import RATE_KEYS
+    from manager.throttling.ownership import RATE_KEYS
 
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
     try:

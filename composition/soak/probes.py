@@ -19,7 +19,7 @@ from kafka.errors import KafkaError
 from prometheus_client.parser import text_string_to_metric_families
 
 from kmedic.errors import KmedicError
-from manager.model.throttles import FOLLOWER_REPLICAS, LEADER_REPLICAS, RATE_KEYS
+from manager.throttling.ownership import FOLLOWER_REPLICAS, LEADER_REPLICAS, RATE_KEYS
 
 T = TypeVar("T")
 

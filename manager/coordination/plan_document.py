@@ -5,7 +5,7 @@ manager.coordination.plan_store's.
 The JSON document: ``{"decision", "kind", "epoch", "moves": [{"topic", "partition", "target",
 "size_bytes", "progress"}], "moves_started": [...], "throttles": {...}}``. ``moves_started`` is
 the hourly move budget's history (manager.coordination.move_budget), ``throttles`` the replication
-throttles kmedic set and owns (manager.model.throttles). Read back, it is validated: a move
+throttles kmedic set and owns (manager.throttling.ownership). Read back, it is validated: a move
 that does not name its partition and target is a corrupt plan, an error that names the field.
 The history and the throttle record are read leniently, as their modules say why. A move's
 ``progress`` is the progress watchdog's record (manager.model.move_progress), so that a new
@@ -30,8 +30,8 @@ from manager.model.move_progress import FIELD, MoveProgress
 from manager.model.moves import Move, TopicPartition
 from manager.model.plan_progress import FIELD as PROGRESS_FIELD
 from manager.model.plan_progress import PlanProgress
-from manager.model.throttles import FIELD as THROTTLES_FIELD
-from manager.model.throttles import ThrottleRecord
+from manager.throttling.ownership import FIELD as THROTTLES_FIELD
+from manager.throttling.ownership import ThrottleRecord
 
 
 class PlannedMove(BaseModel):

@@ -24,11 +24,11 @@ from manager.analyzer.health import in_grace, is_refusal_alert, refusal_alert
 from manager.analyzer.slowness import Change
 from manager.audit.log import AuditLog, AuditRecord
 from manager.executor.move_state import MoveState
-from manager.model.adaptive_throttle import RateFigures, rate_sentence
 from manager.model.death import DeathClass
 from manager.model.decision import Decision
 from manager.model.plan_progress import PlanProgress
 from manager.model.snapshot import Snapshot
+from manager.throttling.adaptive import RateFigures, rate_sentence
 from manager.web.metrics import ManagerMetrics
 
 RECENT_RECORDS = 50

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from manager.coordination.plan_store import StoredPlan
 from manager.daemon.audit_trail import AuditTrail
-from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
+from manager.throttling.ownership import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
 from manager.web.metrics import ManagerMetrics
 
 

@@ -49,7 +49,7 @@ from manager.daemon.ports import Clock, Coordinator, Executor
 from manager.model.decision import Decision
 from manager.model.moves import Move
 from manager.model.plan_progress import PlanProgress
-from manager.model.throttles import ThrottleRecord
+from manager.throttling.ownership import ThrottleRecord
 from manager.web.metrics import ManagerMetrics
 
 log = get_logger(__name__)

@@ -20,9 +20,9 @@ from manager.model.move_progress import MoveProgress
 from manager.model.moves import CatchUp, Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership
-from manager.model.throttles import BrokerKey, ThrottleRecord
 from manager.monitor.feeds import FeedStatus
 from manager.monitor.observation import Observation
+from manager.throttling.ownership import BrokerKey, ThrottleRecord
 
 
 class Clock(Protocol):

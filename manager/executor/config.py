@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from manager.model.adaptive_throttle import Headroom
+from manager.throttling.adaptive import Headroom
 
 FETCH_BYTES = 1 << 20  # replica.fetch.max.bytes, Kafka's default
 

@@ -46,12 +46,12 @@ from manager.executor.move_state import (
 )
 from manager.executor.pending import judge, may_start, note_settling
 from manager.executor.replica_sizes import ReplicaSizes
-from manager.executor.throttle_rates import TrafficFeed
-from manager.executor.throttling import Throttling
+from manager.executor.throttle_step import Throttling
 from manager.executor.watchdog import Watchdog
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import CatchUp, Move, TopicPartition
-from manager.model.throttles import BrokerKey, ThrottleRecord
+from manager.throttling.ownership import BrokerKey, ThrottleRecord
+from manager.throttling.rates import TrafficFeed
 
 log = get_logger(__name__)
 

@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from manager.model.adaptive_throttle import RateFigures
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move, TopicPartition
-from manager.model.throttles import ThrottleRecord
+from manager.throttling.adaptive import RateFigures
+from manager.throttling.ownership import ThrottleRecord
 
 Status = Literal["pending", "in_flight", "completed", "failed", "cancelled"]
 

@@ -1,4 +1,4 @@
-"""The adaptive throttle's feed (manager.executor.throttle_rates.TrafficFeed): each broker's
+"""The adaptive throttle's feed (manager.throttling.rates.TrafficFeed): each broker's
 traffic from its agent's newest record, and its network capacity by the snapshot's rule
 (``observe.network_source``): the ``capacity:`` section when it sets one, else the link speed
 the broker's agent reports, else the default."""
@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 
 from kmedic.replica_columns import TOPIC_IDS, AgentRecord, join, keys_of, last_wins
-from manager.model.adaptive_throttle import Link, Traffic, broker_traffic
 from manager.model.moves import TopicPartition
 from manager.monitor.observation import AgentView
 from manager.monitor.observe import CapacitySettings, network_capacity
+from manager.throttling.adaptive import Link, Traffic, broker_traffic
 
 
 class AgentTraffic:

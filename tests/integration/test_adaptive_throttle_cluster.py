@@ -18,9 +18,9 @@ from test_executor import dynamic_configs, make_topic, run_moves, throttle_keys
 
 from manager.executor.config import ExecutorConfig
 from manager.executor.executor import Executor
-from manager.model.adaptive_throttle import Link, RateFigures, Traffic, rate_sentence
 from manager.model.moves import Move, TopicPartition
-from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
+from manager.throttling.adaptive import Link, RateFigures, Traffic, rate_sentence
+from manager.throttling.ownership import FOLLOWER_RATE, LEADER_RATE
 
 pytestmark = pytest.mark.integration
 

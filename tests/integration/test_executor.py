@@ -26,7 +26,7 @@ from manager.executor.config import ExecutorConfig
 from manager.executor.executor import Executor
 from manager.executor.move_state import MoveState
 from manager.model.moves import Move, TopicPartition
-from manager.model.throttles import (
+from manager.throttling.ownership import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,

@@ -36,7 +36,7 @@ from test_executor import throttle_keys
 from composition.pipeline import Pipeline
 from kmedic.localcluster import ClusterSpec, LocalCluster, process
 from manager.audit.log import AuditRecord
-from manager.model.throttles import LEADER_REPLICAS
+from manager.throttling.ownership import LEADER_REPLICAS
 
 pytestmark = pytest.mark.integration
 

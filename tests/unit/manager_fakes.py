@@ -31,11 +31,11 @@ from manager.model.move_progress import MoveProgress
 from manager.model.moves import CatchUp, Move, TopicPartition
 from manager.model.placement_config import PlacementConfig
 from manager.model.snapshot import Leadership, Quorum
-from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
 from manager.monitor.feeds import FeedStatus
 from manager.monitor.load_columns import LoadColumns
 from manager.monitor.observation import AgentView, Observation
 from manager.monitor.sources import AdminUnavailable
+from manager.throttling.ownership import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
 
 NOW_S = 1_800_000_000.0
 NOW_MS = int(NOW_S * 1000)

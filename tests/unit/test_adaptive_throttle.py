@@ -13,7 +13,10 @@ from manager_fakes import stats
 
 from kmedic.brokerstats import Nic
 from kmedic.replica_columns import AgentRecord
-from manager.model.adaptive_throttle import (
+from manager.monitor.observation import AgentView
+from manager.monitor.observe import CapacitySettings
+from manager.monitor.traffic import AgentTraffic
+from manager.throttling.adaptive import (
     Headroom,
     Link,
     RateFigures,
@@ -26,10 +29,7 @@ from manager.model.adaptive_throttle import (
     worth_changing,
     write_budgets,
 )
-from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
-from manager.monitor.observation import AgentView
-from manager.monitor.observe import CapacitySettings
-from manager.monitor.traffic import AgentTraffic
+from manager.throttling.ownership import FOLLOWER_RATE, LEADER_RATE
 
 MB = 1_000_000
 NOW = 1_000_000

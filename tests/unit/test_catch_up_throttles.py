@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from manager.executor.config import ExecutorConfig
-from manager.executor.throttling import Throttling
+from manager.executor.throttle_step import Throttling
 from manager.model.moves import CatchUp, Move
-from manager.model.throttles import (
+from manager.throttling.ownership import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,

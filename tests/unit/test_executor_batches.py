@@ -10,16 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kmedic.errors import KmedicError
-from manager.executor.batches import (
-    IntoLimit,
-    WriteBudget,
-    least_written_first,
-    select_batch,
-    still_copying,
-    throttle_targets,
-)
+from manager.executor.batches import IntoLimit, least_written_first, select_batch
 from manager.model.moves import Move
-from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
+from manager.throttling.ownership import FOLLOWER_RATE, LEADER_RATE
+from manager.throttling.targets import WriteBudget, still_copying, throttle_targets
 
 BROKERS = st.integers(1, 6)
 

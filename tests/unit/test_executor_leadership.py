@@ -17,12 +17,13 @@ from kafka.errors import PreferredLeaderNotAvailableError
 
 from manager.executor import admin_calls as admin_calls_module
 from manager.executor import executor as executor_module
-from manager.executor.batches import IntoLimit, WriteBudget
+from manager.executor.batches import IntoLimit
 from manager.executor.config import ExecutorConfig
 from manager.executor.executor import Executor
 from manager.executor.replica_sizes import ReplicaSizes
 from manager.model.moves import Move
-from manager.model.throttles import FOLLOWER_RATE
+from manager.throttling.ownership import FOLLOWER_RATE
+from manager.throttling.targets import WriteBudget
 
 
 @pytest.fixture(autouse=True)

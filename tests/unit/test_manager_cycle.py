@@ -14,7 +14,7 @@ from manager.coordination.plan_store import PlanConflictError, StoredPlan
 from manager.coordination.znodes import CoordinationError
 from manager.model.move_progress import MoveProgress
 from manager.model.snapshot import Quorum
-from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
+from manager.throttling.ownership import FOLLOWER_RATE, LEADER_RATE, ThrottleRecord
 
 DEAD_BROKERS_PARTITIONS = [("t", 1), ("t", 2)]
 

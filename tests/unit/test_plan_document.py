@@ -27,7 +27,7 @@ from manager.model.decision import Decision, ElectPreferredLeader, Reason
 from manager.model.move_progress import MoveProgress
 from manager.model.moves import Move
 from manager.model.plan_progress import PlanProgress
-from manager.model.throttles import LEADER_RATE, LEADER_REPLICAS, ThrottleRecord
+from manager.throttling.ownership import LEADER_RATE, LEADER_REPLICAS, ThrottleRecord
 
 NONE = ThrottleRecord()
 OWNED = ThrottleRecord({("t", LEADER_REPLICAS): frozenset({"0:1"})}, {(1, LEADER_RATE): "9"})

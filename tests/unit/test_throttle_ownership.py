@@ -1,4 +1,5 @@
-"""Throttle ownership (manager.model.throttles): kmedic changes and removes only what it set."""
+"""Throttle ownership (manager.throttling.ownership): kmedic changes and removes only what
+it set."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from hypothesis import strategies as st
 from kafka.admin import AlterConfigOp, ConfigResourceType
 
 from kmedic.errors import KmedicError
-from manager.executor.batches import ThrottleTargets
-from manager.executor.throttles import Throttles, _resource
-from manager.model.throttles import (
+from manager.throttling.configs import Throttles, _resource
+from manager.throttling.ownership import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,
@@ -22,6 +22,7 @@ from manager.model.throttles import (
     change_rate,
     parse_entries,
 )
+from manager.throttling.targets import ThrottleTargets
 
 entries = st.frozensets(
     st.builds(lambda p, b: f"{p}:{b}", st.integers(0, 5), st.integers(1, 6)), max_size=8

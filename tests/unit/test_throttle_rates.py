@@ -17,11 +17,11 @@ from manager_fakes import Rig
 from kmedic.errors import KmedicError
 from manager.executor.batches import IntoLimit
 from manager.executor.config import ExecutorConfig
-from manager.executor.throttle_rates import ThrottleRates
-from manager.executor.throttling import Throttling
-from manager.model.adaptive_throttle import Link, RateFigures, Traffic, rate_sentence
+from manager.executor.throttle_step import Throttling
 from manager.model.moves import Move, TopicPartition
-from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE
+from manager.throttling.adaptive import Link, RateFigures, Traffic, rate_sentence
+from manager.throttling.ownership import FOLLOWER_RATE, LEADER_RATE
+from manager.throttling.rates import ThrottleRates
 
 MB = 1_000_000
 LINK = Link(125 * MB, 125 * MB, "the capacity config")

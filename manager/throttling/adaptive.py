@@ -40,7 +40,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from kmedic.replica_columns import TOPIC_IDS, AgentRecord, join, keys_of, last_wins
-from manager.model.throttles import FOLLOWER_RATE, LEADER_RATE, BrokerKey
+from manager.throttling.ownership import FOLLOWER_RATE, LEADER_RATE, BrokerKey
 
 Direction = Literal["in", "out"]
 STALE_INTERVALS = 3

@@ -1,6 +1,6 @@
-"""The executor's throttles as one step sees them: the throttled replicas the moves need
-(manager.executor.batches), the rate of each broker taking part (manager.executor.
-throttle_rates), and the configs that makes (manager.executor.throttles): prepared, then
+"""The executor's throttles as one step sees them, from the throttling package
+(manager.throttling): the throttled replicas the moves need (``targets``), the rate of each
+broker taking part (``rates``), and the configs that makes (``configs``): prepared, then
 sent; the rates that changed come back with the figures behind them, for the audit log.
 
 A catch-up (``manager.model.moves.CatchUp``) is throttled as the move it would be, while the
@@ -12,19 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from manager.executor.batches import (
-    IntoLimit,
-    WriteBudget,
-    least_written_first,
-    still_copying,
-    throttle_targets,
-)
+from manager.executor.batches import IntoLimit, least_written_first
 from manager.executor.config import ExecutorConfig
-from manager.executor.throttle_rates import ThrottleRates
-from manager.executor.throttles import AdminCall, ThrottleChange, Throttles
-from manager.model.adaptive_throttle import RateFigures
 from manager.model.moves import CatchUp, Move, TopicPartition
-from manager.model.throttles import ThrottleRecord
+from manager.throttling.adaptive import RateFigures
+from manager.throttling.configs import AdminCall, ThrottleChange, Throttles
+from manager.throttling.ownership import ThrottleRecord
+from manager.throttling.rates import ThrottleRates
+from manager.throttling.targets import WriteBudget, still_copying, throttle_targets
 
 
 @dataclass(frozen=True)

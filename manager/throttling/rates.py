@@ -1,6 +1,6 @@
 """The replication throttle rate each broker taking part in moves should have: none, one fixed
 rate, or adaptive - each broker's headroom, from its traffic and capacity
-(manager.model.adaptive_throttle has the rule).
+(manager.throttling.adaptive has the rule).
 
 The adaptive rates come from a ``TrafficFeed`` the daemon provides (the agents' newest records,
 each broker's link speed as its agent reports it, or as configured). The traffic is read at most
@@ -19,7 +19,7 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from kmedic.errors import KmedicError
 from kmedic.kafka_admin import (
@@ -28,10 +28,9 @@ from kmedic.kafka_admin import (
     describe_replication_timings,
 )
 from kmedic.logging import get_logger
-from manager.executor.batches import WriteBudget
-from manager.executor.config import ExecutorConfig
-from manager.executor.throttles import AdminCall
-from manager.model.adaptive_throttle import (
+from manager.model.moves import Move, TopicPartition
+from manager.throttling.adaptive import (
+    Headroom,
     Link,
     RateFigures,
     Traffic,
@@ -39,8 +38,9 @@ from manager.model.adaptive_throttle import (
     plan_rates,
     write_budgets,
 )
-from manager.model.moves import Move, TopicPartition
-from manager.model.throttles import RATE_KEYS, BrokerKey
+from manager.throttling.configs import AdminCall
+from manager.throttling.ownership import RATE_KEYS, BrokerKey
+from manager.throttling.targets import WriteBudget
 
 log = get_logger(__name__)
 
@@ -62,10 +62,20 @@ class TrafficFeed(Protocol):
         ...
 
 
+class ThrottleSettings(Protocol):
+    """What the rates read of the executor's config (manager.executor.config)."""
+
+    @property
+    def throttle_bytes_per_s(self) -> int | Literal["adaptive"] | None: ...
+
+    @property
+    def adaptive(self) -> Headroom: ...
+
+
 class ThrottleRates:
     def __init__(
         self,
-        config: ExecutorConfig,
+        config: ThrottleSettings,
         admin_call: AdminCall,
         broker_call: AdminCall | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -156,7 +166,7 @@ class ThrottleRates:
     ) -> WriteBudget | None:
         """What each broker taking part in ``moves`` (pending and in flight, by their
         partitions' ``replicas`` before they move) may copy at once, by the traffic and writes
-        the rates read (``adaptive_throttle.write_budgets``); None when not asked for
+        the rates read (``adaptive.write_budgets``); None when not asked for
         (``moves_within_headroom``) or nothing is known to bound it."""
         if not (self.adaptive and self.rule.moves_within_headroom) or self.feed is None:
             return None

@@ -1,5 +1,5 @@
 """Replication throttles of the executor's moves, set and removed through incremental config
-changes, touching only what kmedic owns (the rules: manager.model.throttles).
+changes, touching only what kmedic owns (the rules: manager.throttling.ownership).
 
 A change is made in two steps so that its ownership can be stored first: ``prepare`` reads the
 configs it would touch and computes their new values and what kmedic owns afterwards;
@@ -18,8 +18,7 @@ from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, Kafka
 
 from kmedic.errors import KmedicError
 from kmedic.logging import get_logger
-from manager.executor.batches import ThrottleTargets
-from manager.model.throttles import (
+from manager.throttling.ownership import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,
@@ -31,6 +30,7 @@ from manager.model.throttles import (
     change_list,
     change_rate,
 )
+from manager.throttling.targets import ThrottleTargets
 
 log = get_logger(__name__)
 
