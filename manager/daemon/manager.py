@@ -123,8 +123,15 @@ class Manager:
         self.requests = RequestFollower(
             coordinator, self.trail, self.metrics, self.clock.monotonic, executor, self.moves
         )
+        # Every callback between the daemon's parts, here and nowhere else: the executor tells
+        # its moves' events and its rate changes, and asks before each change that makes
+        # kmedic own more (the keeper's fenced plan write); the write that unlists moves tells
+        # their ends (the move report). The executor and the keeper each need the other, so
+        # these are handed over once both exist.
         executor.on_event = self.moves.event
         executor.on_rates = self.trail.throttle_rates
+        executor.before_change = self.keeper.before_change
+        self.keeper.after_write.append(self.moves.audit_ends)
         self.stepper = Stepper(
             executor=executor,
             coordinator=coordinator,
@@ -153,7 +160,7 @@ class Manager:
     def start(self) -> Manager:
         self.server = serve_api(self)
         self.metrics.observe_observable(False)  # until a cycle has read the cluster
-        self.sources.start()
+        self.sources.start(on_registrations=self.wake)  # a broker fenced or back: a cycle now
         if not start_coordination(self.coordinator, self._stop):
             return self  # stopped while waiting for ZooKeeper
         self._warm_up.rehearse_once()  # before the first cycle, whatever the feeds have read

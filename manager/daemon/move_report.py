@@ -57,7 +57,6 @@ class MoveReport:
         self._rate_at = float("-inf")
         self._last_failure: dict[str, str] = {}  # "topic:partition" -> why its move failed
         self._ended: list[tuple[str, MoveState, dict[str, Any]]] = []  # held until unlisted
-        keeper.after_write.append(self._audit_ends)  # the write that unlists them tells them
 
     @property
     def progress(self) -> PlanProgress | None:
@@ -72,7 +71,7 @@ class MoveReport:
             log.exception("move_report_failed", error=str(exc) or type(exc).__name__)
 
     def _observe(self) -> None:
-        self._audit_ends()
+        self.audit_ends()
         active = self.executor.active()
         self.shown = tuple(active)
         now = self.clock.monotonic()
@@ -120,7 +119,7 @@ class MoveReport:
         whose last move did (kept across plans: a replan replaces the executor's record)."""
         return {p: why for p in partitions if (why := self._last_failure.get(p)) is not None}
 
-    def _audit_ends(self) -> None:
+    def audit_ends(self) -> None:
         """The held ends of moves the stored plan no longer lists, in the order they ended;
         none once this instance is told to drop its moves (a fenced write: the successor
         adopts them, and reports their ends)."""
@@ -140,7 +139,7 @@ class MoveReport:
     def forget(self) -> None:
         """The moves are dropped (leadership lost: the successor reports the moves it adopts,
         and their ends) or left to Kafka (observe mode): ends already unlisted are told."""
-        self._audit_ends()
+        self.audit_ends()
         self._ended.clear()
         self.settled.forget()
         self.plan.forget()

@@ -84,7 +84,6 @@ class PlanKeeper:
         # observe - a crash in between (the next batch's throttles and starts took 0.4 s in
         # the soak, and a SIGKILL landed there) would lose them.
         self.after_write: list[Callable[[], None]] = []
-        executor.before_change = self.before_change
 
     def lead(self, stored: StoredPlan | None, catch_ups: CatchUps = NO_CATCH_UPS) -> None:
         """A leader's cycle: take the plan as ZooKeeper holds it now, adopt it after a

@@ -94,5 +94,4 @@ def build_manager(cfg: ManagerConfig, *, mode_flag: Mode | None = None) -> Manag
         audit=audit,
         mode_flag=mode_flag,
     )
-    sources.registrations.on_change = manager.wake  # a broker fenced or back: a cycle now
     return manager

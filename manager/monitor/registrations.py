@@ -67,9 +67,12 @@ class RegistrationWatch:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.on_change: Callable[[], None] = lambda: None
+        self._on_change: Callable[[], None] = lambda: None
 
-    def start(self) -> RegistrationWatch:
+    def start(self, on_change: Callable[[], None] = lambda: None) -> RegistrationWatch:
+        """Watch from now; ``on_change`` is called (on the watch's thread) when a broker leaves
+        the registrations or comes back."""
+        self._on_change = on_change
         self._thread = named_thread(self._run, "registrations")
         self._thread.start()
         return self
@@ -98,5 +101,5 @@ class RegistrationWatch:
                 with self._lock:
                     changed = self._returns.saw(registered, int(time.time() * 1000))
                 if changed:
-                    self.on_change()
+                    self._on_change()
             self._stop.wait(self._interval_s)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -124,9 +125,11 @@ class ClusterSources:
         self.quorum = QuorumReader(bootstrap, forwarders=self.avoided)
         self._reassignments: dict[TopicPartition, Reassignment] = {}  # the last listing
 
-    def start(self) -> ClusterSources:
+    def start(self, on_registrations: Callable[[], None] = lambda: None) -> ClusterSources:
+        """The feeds and the registration watch; ``on_registrations``: a broker fenced or back
+        between two cycles."""
         self.feeds.start()
-        self.registrations.start()
+        self.registrations.start(on_registrations)
         return self
 
     def stop(self) -> None:

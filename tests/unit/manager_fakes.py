@@ -120,7 +120,7 @@ class FakeSources:
         # What a dead broker's agent (still speaking) reports of its process, by broker.
         self.dead_process: dict[int, dict[str, Any]] = {}
 
-    def start(self) -> FakeSources:
+    def start(self, on_registrations: Callable[[], None] = lambda: None) -> FakeSources:
         return self
 
     def stop(self) -> None:
