@@ -22,6 +22,7 @@ from manager.api.server import ApiServer
 from manager.audit.log import AuditLog
 from manager.config import ManagerConfig
 from manager.coordination.state import CoordinationState
+from manager.daemon.alert_timing import AlertTiming
 from manager.daemon.api_view import serve_api
 from manager.daemon.audit_trail import AuditTrail, replay_bound
 from manager.daemon.blind import blind
@@ -110,6 +111,11 @@ class Manager:
             instance=instance,
             epoch=lambda: coordinator.epoch,
             lease=coordinator.lease_left_s,
+        )
+        self.timing = AlertTiming(
+            self.metrics,
+            epoch=lambda: coordinator.epoch,
+            on_failover=lambda: audit.on_failover,
             failover_alert_after_s=cfg.audit.failover_alert_after_s,
             blind_alert_after_s=cfg.blind_alert_after_s,
             lag_alert_after_s=cfg.lag_alert_after_s,
@@ -262,7 +268,7 @@ class Manager:
         except ClusterUnobservable as exc:
             return self._refuse_blind(str(exc))
         self.metrics.observe_observable(True)
-        self.trail.seen_clearly()
+        self.timing.seen_clearly()
         facts = observe_snapshot(self.metrics, snap, self.cfg.policy, self.slow.cluster_slow)
         slow_changes = self.slow.take_changes()
         if not coord.may_act():
@@ -297,11 +303,11 @@ class Manager:
         self.metrics.observe_plan(plan_s)
         self.metrics.observe_decision(decision, heal_needed=heal_needed(snap))
         self.trail.decision(decision, snap)
-        long_failover = self.trail.failover_alerting(now := self.clock.monotonic())
+        long_failover = self.timing.failover_alerting(now := self.clock.monotonic())
         stuck = self.foreign.look(snap.reassignments, int(self.clock.time() * 1000))
         self.metrics.moves.observe_foreign_stuck(len(stuck))
         active = alerts_for(decision, audit_on_failover=long_failover)
-        self.trail.alerts({**self.trail.past_holds(active, now), **stuck})
+        self.trail.alerts({**self.timing.past_holds(active, now), **stuck})
         outcome = CycleOutcome.of(decision)
         if decision.outcome == "act":
             outcome = self.keeper.execute(decision)
@@ -325,8 +331,8 @@ class Manager:
         decision = blind(why)
         self.metrics.record_decision(decision.outcome, ["cluster_unobservable"], heal_needed=None)
         self.trail.decision(decision, None)
-        failover = self.trail.failover_alerting(now := self.clock.monotonic())
-        if self.trail.blind_alerting(now):
+        failover = self.timing.failover_alerting(now := self.clock.monotonic())
+        if self.timing.blind_alerting(now):
             active = alerts_for(decision, audit_on_failover=failover)
             self.trail.alerts({**self.trail.active_alerts, **active})
         self.last_decision = decision

@@ -13,6 +13,7 @@ from planner_fixtures import broker, make, part
 from manager.analyzer.health import alerts_for, heal_needed
 from manager.analyzer.situation import degrade, wait_for_plan
 from manager.audit.log import AuditLog, AuditRecord
+from manager.daemon.alert_timing import AlertTiming
 from manager.daemon.audit_trail import AuditTrail
 from manager.daemon.blind import blind
 from manager.executor.move_state import MoveState
@@ -180,20 +181,21 @@ def test_a_short_audit_failover_is_counted_not_alerted(tmp_path: Path) -> None:
     sink = _SwitchableSink()
     metrics = ManagerMetrics("c")
     log = AuditLog(sink, tmp_path, retry_interval_s=0.0)
-    trail = AuditTrail(
-        log, metrics, cluster="c", instance="i", epoch=lambda: 1, failover_alert_after_s=60
+    trail = AuditTrail(log, metrics, cluster="c", instance="i", epoch=lambda: 1)
+    timing = AlertTiming(
+        metrics, epoch=lambda: 1, on_failover=lambda: log.on_failover, failover_alert_after_s=60
     )
-    assert not trail.failover_alerting(now=0.0)
+    assert not timing.failover_alerting(now=0.0)
     sink.up = False
     trail.record("decision", "while the audit topic has no leader")
     assert log.on_failover
-    assert not trail.failover_alerting(now=10.0)
-    assert not trail.failover_alerting(now=69.0)
-    assert trail.failover_alerting(now=70.0)  # 60 s on the failover sink: now it is news
+    assert not timing.failover_alerting(now=10.0)
+    assert not timing.failover_alerting(now=69.0)
+    assert timing.failover_alerting(now=70.0)  # 60 s on the failover sink: now it is news
     assert metrics.registry.get_sample_value("kmedic_audit_failovers_total", {"cluster": "c"}) == 1
     sink.up = True
     log.replay(force=True)
-    assert not log.on_failover and not trail.failover_alerting(now=71.0)
+    assert not log.on_failover and not timing.failover_alerting(now=71.0)
     assert [r.summary for r in sink.records] == ["while the audit topic has no leader"]
 
 
@@ -204,13 +206,16 @@ def test_an_instance_leading_again_counts_the_failover_from_its_new_epoch(tmp_pa
     log = AuditLog(sink, tmp_path, retry_interval_s=0.0)
     epoch = [1]
     trail = AuditTrail(log, ManagerMetrics("c"), cluster="c", instance="i", epoch=lambda: epoch[0])
+    timing = AlertTiming(
+        ManagerMetrics("c"), epoch=lambda: epoch[0], on_failover=lambda: log.on_failover
+    )
     sink.up = False
     trail.record("decision", "spooled as the first epoch ends")
-    assert not trail.failover_alerting(now=0.0)
+    assert not timing.failover_alerting(now=0.0)
     epoch[0] = 3  # minutes later, leading again; the audit topic's brokers are down meanwhile
-    assert not trail.failover_alerting(now=300.0)
-    assert not trail.failover_alerting(now=359.0)
-    assert trail.failover_alerting(now=360.0)
+    assert not timing.failover_alerting(now=300.0)
+    assert not timing.failover_alerting(now=359.0)
+    assert timing.failover_alerting(now=360.0)
 
 
 def test_what_a_partial_heal_left_stays_paged_while_its_healed_part_moves(
