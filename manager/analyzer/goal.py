@@ -11,9 +11,10 @@ cycle to the next goal. ``decide()`` runs the goals in the order of ``planner.GO
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypedDict, Unpack
 
 from manager.analyzer.gates import Gates
 from manager.analyzer.heal import HealPlan
@@ -198,6 +199,52 @@ class Goal(Protocol):
         noop that still asks the daemon to act: a decommission's unregister)."""
 
 
+class ReplicaPlan(Protocol):
+    """What every plan of replica moves has (heal, drain, repair, spread, fill, raise)."""
+
+    @property
+    def moves(self) -> Sequence[ReplicaMove]: ...
+
+    @property
+    def bytes_to_move(self) -> int: ...
+
+
+class ProposalSays(TypedDict, total=False):
+    """The rest of a proposal, as each goal fills it (``Proposal`` says what each is)."""
+
+    blocked: tuple[Blocked, ...]
+    exact: str | None
+    partial: bool
+    unmet: tuple[Reason, ...]
+    placement_violations: int | None
+    request: str | None
+    refusal_preface: Reason | None
+
+
+def replica_proposal(
+    state: ClusterState,
+    summary: str,
+    plan: ReplicaPlan,
+    held_by: HeldBy,
+    told: Iterable[Reason] = (),
+    *,
+    kind: PlanKind = "balance",
+    **says: Unpack[ProposalSays],
+) -> Proposal:
+    """The one builder of a proposal of replica moves: ``plan``'s moves and bytes on
+    ``state``, held back by the gates ``held_by`` names (a balance: every gate)."""
+    return Proposal(
+        kind=kind,
+        state=state,
+        summary=summary,
+        held_by=held_by,
+        replica_moves=tuple(plan.moves),
+        bytes_to_move=plan.bytes_to_move,
+        told=tuple(told),
+        **says,
+    )
+
+
 def drain_proposal(
     ctx: Context,
     state: ClusterState,
@@ -212,16 +259,14 @@ def drain_proposal(
     off the brokers as a heal would, held back by the heal's gates only."""
     if plan.exact is not None:
         told = [*told, Reason("heal_exact_placement", plan.exact)]
-    return Proposal(
-        kind="balance",
-        state=state,
-        summary=summary,
-        replica_moves=tuple(plan.moves),
-        bytes_to_move=plan.bytes_to_move,
+    return replica_proposal(
+        state,
+        summary,
+        plan,
+        "heal_gates",
+        told,
         blocked=tuple(plan.blocked),
         exact=plan.exact,
-        told=tuple(told),
-        held_by="heal_gates",
         request=request,
         refusal_preface=refusal_preface,
     )

@@ -5,7 +5,7 @@ and replica count (every constraint still held) and says so."""
 
 from __future__ import annotations
 
-from manager.analyzer.goal import Context, HeldBy, Proposal, Settled
+from manager.analyzer.goal import Context, HeldBy, Proposal, Settled, replica_proposal
 from manager.analyzer.heal import HealPlan, plan_heal
 from manager.analyzer.placement_state import ClusterState
 from manager.model.decision import Reason
@@ -80,17 +80,16 @@ def partial_heal(
     name (and the summary says how many)."""
     if plan.blocked and plan.moves:
         summary += f"; {len(plan.blocked)} partitions cannot be healed (refused, paged)"
-    return Proposal(
+    return replica_proposal(
+        state,
+        summary,
+        plan,
+        held_by,
+        told,
         kind="heal",
-        state=state,
-        summary=summary,
-        replica_moves=tuple(plan.moves),
-        bytes_to_move=plan.bytes_to_move,
         blocked=tuple(plan.blocked),
         exact=plan.exact,
         partial=True,
-        told=tuple(told),
-        held_by=held_by,
     )
 
 

@@ -5,7 +5,7 @@ partitions that break the placement policy get one replica moved to where it wan
 from __future__ import annotations
 
 from manager.analyzer.examples import first
-from manager.analyzer.goal import Context, Proposal, Settled
+from manager.analyzer.goal import Context, Proposal, Settled, replica_proposal
 from manager.analyzer.placement_check import violations
 from manager.analyzer.repair import plan_repair
 from manager.model.decision import Reason
@@ -44,15 +44,8 @@ class RepairPlacement:
             f"repair placement: {len(plan.moves)} replica moves, {plan.bytes_to_move} bytes to "
             f"copy ({len(plan.fixed)} partitions break the placement policy)"
         )
-        return Proposal(
-            kind="balance",
-            state=state,
-            summary=summary,
-            replica_moves=tuple(plan.moves),
-            bytes_to_move=plan.bytes_to_move,
-            held_by="every_gate",
-            told=tuple(told),
-            placement_violations=len(remaining),
+        return replica_proposal(
+            state, summary, plan, "every_gate", told, placement_violations=len(remaining)
         )
 
 

@@ -30,6 +30,7 @@ from manager.analyzer.goal import (
     Settled,
     drain_proposal,
     leadership_switch,
+    replica_proposal,
 )
 from manager.analyzer.heal import plan_heal
 from manager.analyzer.replication_factor import below_factor, plan_raise
@@ -168,14 +169,12 @@ def _fill(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
     summary = (
         f"{_what(request)}: {len(plan.moves)} replica moves, {plan.bytes_to_move} bytes to copy"
     )
-    return Proposal(
-        kind="balance",
-        state=state,
-        summary=summary,
-        replica_moves=tuple(plan.moves),
-        bytes_to_move=plan.bytes_to_move,
-        told=tuple(told),
-        held_by="every_gate",
+    return replica_proposal(
+        state,
+        summary,
+        plan,
+        "every_gate",
+        told,
         unmet=unmet,
         request=request.id,
         refusal_preface=_preface(request),
@@ -200,15 +199,13 @@ def _set_rf(ctx: Context, request: OperatorRequest) -> Proposal | Settled:
         )
     ]
     summary = f"{what}: {len(plan.moves)} partitions reassigned, {plan.bytes_to_move} bytes to copy"
-    return Proposal(
-        kind="balance",
-        state=state,
-        summary=summary,
-        replica_moves=tuple(plan.moves),
-        bytes_to_move=plan.bytes_to_move,
+    return replica_proposal(
+        state,
+        summary,
+        plan,
+        "heal_gates",
+        told,
         blocked=tuple(plan.blocked),
-        told=tuple(told),
-        held_by="heal_gates",
         unmet=unmet,
         request=request.id,
         refusal_preface=_preface(request),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from manager.analyzer.balance import plan_balance
 from manager.analyzer.examples import first
-from manager.analyzer.goal import Context, Proposal, Settled, leadership_switch
+from manager.analyzer.goal import Context, Proposal, Settled, leadership_switch, replica_proposal
 from manager.analyzer.goals.balance import balance_proposal
 from manager.analyzer.spread import plan_spread
 from manager.model.decision import Reason
@@ -67,15 +67,7 @@ class EvenSpread:
             f"even out an uneven cluster: {len(plan.moves)} replica moves, "
             f"{plan.bytes_to_move} bytes to copy ({uneven[0].sentence()})"
         )
-        return Proposal(
-            kind="balance",
-            state=state,
-            summary=summary,
-            replica_moves=tuple(plan.moves),
-            bytes_to_move=plan.bytes_to_move,
-            held_by="every_gate",
-            told=tuple(told),
-        )
+        return replica_proposal(state, summary, plan, "every_gate", told)
 
 
 EVEN_NETWORK = EvenNetwork()
