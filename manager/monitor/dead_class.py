@@ -80,6 +80,11 @@ def classify(
     recheck = due_ms + rules.host_lost_confirm_ms + _READ_LAG_MS
     if recheck <= now_ms:  # silent that long already, but not read that far: soon, again
         recheck = now_ms + _READ_AGAIN_MS
+    # One death short of a crash loop: the agent's next word (it samples a broker that is not
+    # running at its busy rate) may complete it, and the loop is healed then, not a cycle
+    # later (the bench's seed 7502: 35 s after the last fencing, at the shipped 30 s cycle).
+    if _deaths_after_comeback(latest) + 1 >= rules.crash_loop_restarts:
+        recheck = min(recheck, max(due_ms + _READ_LAG_MS, now_ms + _READ_AGAIN_MS))
     by_report = _by_report(now_ms, dead_since_ms, latest, process, rules, grace_ms)
     update: dict[str, object] = {"recheck_at_ms": recheck if rules.early_heal else None}
     if blind := _blind(now_ms, due_ms, read_to, rules):

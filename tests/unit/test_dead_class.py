@@ -302,3 +302,23 @@ def test_the_daemon_looks_again_when_an_agents_silence_would_confirm_a_lost_host
     # Switched off: the next end is the timer's (the write-unavailable grace's, the shorter).
     off = Policy(wait_or_heal=WaitOrHeal(early_heal=False))
     assert next_grace_end_ms(build_snapshot(obs, off, CapacitySettings())) == NOW + 57_000
+
+
+def test_a_loop_one_death_short_is_looked_at_again_with_its_agents_next_word() -> None:
+    """The bench's crash loop (seed 7502, shipped intervals): the cycle woken by the last
+    fencing saw two deaths after a comeback, one short of the loop; the agent's next record
+    (5 s later) completed it, and the heal waited for the next 30 s tick. A broker one death
+    short is looked at again when its agent's next word is read; one that came back no more
+    than once keeps the usual cadence."""
+    down = NOW - 2_000
+    short = process("not_running", down_since_ms=down, restarts=2, listening=False)
+    death = judge(agent(NOW - 1_000, short), fenced_for=1_000)
+    assert death.kind == "unknown" and death.recheck_at_ms is not None
+    # Its next record was due 10 s after its last (the fixture's interval), read 1.5 s later.
+    assert death.recheck_at_ms == NOW - 1_000 + 10_000 + 1_500
+    once = process("not_running", down_since_ms=down, restarts=1, listening=False)
+    usual = judge(agent(NOW - 1_000, once), fenced_for=1_000)
+    assert usual.recheck_at_ms == NOW - 1_000 + 10_000 + RULES.host_lost_confirm_ms + 1_500
+    # Its next word completes the loop: healed now.
+    looped = {**short, "restarts": 3}
+    assert judge(agent(NOW, looped), fenced_for=6_000).kind == "crash_looping"
