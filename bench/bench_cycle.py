@@ -54,13 +54,14 @@ from kmedic.gc_pause import collector_paused  # noqa: E402
 from kmedic.heap import keep_freed_memory  # noqa: E402
 from kmedic.localcluster import process  # noqa: E402
 from manager.analyzer.planner import decide  # noqa: E402
-from manager.analyzer.slowness import judge  # noqa: E402
 from manager.audit.log import AuditRecord  # noqa: E402
+from manager.daemon.slow_tracker import SlowTracker  # noqa: E402
 from manager.model.decision import Decision  # noqa: E402
 from manager.model.placement_config import PlacementConfig  # noqa: E402
 from manager.model.policy import GoalSwitches, Policy  # noqa: E402
 from manager.model.snapshot import Leadership  # noqa: E402
 from manager.monitor import sources as sources_module  # noqa: E402
+from manager.monitor.carried import Carried  # noqa: E402
 from manager.monitor.feed_pair import AgentValue, FeedPair  # noqa: E402
 from manager.monitor.load_columns import LoadStore, LoadView  # noqa: E402
 from manager.monitor.observation import AgentView  # noqa: E402
@@ -336,7 +337,7 @@ def run_cycles(
     trips.watch(sources._client(), ADMIN_CALLS)
     trips.watch(sources_module, ("describe_partitions",))  # every topic, one Metadata request
     trips.watch(sources.quorum._client(), ("describe_metadata_quorum",))
-    tracks: dict[int, Any] = {}
+    slow = SlowTracker()  # the slowness judged inside the build, as the daemon has it
     walls: list[dict[str, float]] = []
     cpus: list[dict[str, float]] = []
     for cycle in range(1, CYCLES + 1):
@@ -358,8 +359,10 @@ def run_cycles(
             inner = ("admin", "configs")
             clock.wall["observe"] = time.perf_counter() - wall - sum(clock.wall[s] for s in inner)
             clock.cpu["observe"] = time.process_time() - cpu - sum(clock.cpu[s] for s in inner)
-            snap = clock.timed("snapshot", watch("snapshot", build_snapshot))(obs, policy, capacity)
-        tracks, snap, _ = clock.timed("snapshot", judge)(tracks, snap, now_ms)
+            carried = Carried(slowness=slow.judge)
+            snap = clock.timed("snapshot", watch("snapshot", build_snapshot))(
+                obs, policy, capacity, carried
+            )
         with collector_paused():  # as the daemon decides (kmedic.gc_pause)
             decision = clock.timed("decide", watch("decide", decide))(snap)
         audit_bytes = clock.timed("audit", audit_record_size)(decision)
