@@ -339,8 +339,11 @@ def _start_roles(rig: Rig) -> None:
         def both(producer: Path = producer, consumer: Path = consumer) -> bool:
             return acked_count(producer) > 0 and consumed_count(consumer) > 0
 
+        # Four JVMs start at once beside the cluster; on a loaded machine the consumer's group
+        # took past 90 s to join and read (the clean-clone run of a2e0a8c: its first records
+        # consumed seconds after that wait gave up).
         probes.wait(
-            both, 90, f"{topic}'s verifiable producer and consumer to write and read ({tools})"
+            both, 180, f"{topic}'s verifiable producer and consumer to write and read ({tools})"
         )
 
 
