@@ -35,6 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "manager.cli.actions",
     "manager.cli.topics",
     "manager.cli.readiness",
+    "manager.cli.recover",
     "agent.cli",
     "manager.cli.plan",
     "streaming.cli",

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -77,12 +77,22 @@ def _int(values: list[int]) -> npt.NDArray[np.int64]:
 
 @dataclass(frozen=True, eq=False)
 class ReplicaColumns:
+    """The entries as columns: the leaders' first (``LEADER_COLUMNS``), then the followers'.
+    Log offsets are kept for the last resort's arithmetic (manager.analyzer.recovery): what a
+    replica holds, and how far its leader had written, as the agent last sampled them."""
+
     leader_key: Keys
     leader_size: npt.NDArray[np.int64]
     leader_bytes_in: npt.NDArray[np.float64]
+    leader_log_start: npt.NDArray[np.int64]
+    leader_log_end: npt.NDArray[np.int64]
+    leader_messages_in: npt.NDArray[np.float64]
     follower_key: Keys
     follower_size: npt.NDArray[np.int64]
     follower_leader: npt.NDArray[np.int64]  # -1: none
+    follower_log_end: npt.NDArray[np.int64]
+
+    LEADER_COLUMNS: ClassVar[int] = 6
 
     @classmethod
     def of(cls, stats: BrokerStats) -> ReplicaColumns:
@@ -93,9 +103,13 @@ class ReplicaColumns:
             _int([ids[r.topic] << 32 | r.partition for r in leaders]),
             _int([r.log_size_bytes for r in leaders]),
             np.array([r.bytes_in_per_s for r in leaders], dtype=np.float64),
+            _int([r.log_start_offset for r in leaders]),
+            _int([r.log_end_offset for r in leaders]),
+            np.array([r.messages_in_per_s for r in leaders], dtype=np.float64),
             _int([ids[r.topic] << 32 | r.partition for r in followers]),
             _int([r.log_size_bytes for r in followers]),
             _int([r.leader_id for r in followers]),
+            _int([r.log_end_offset for r in followers]),
         )
 
     def joined(self, other: ReplicaColumns) -> ReplicaColumns:
@@ -110,38 +124,24 @@ class ReplicaColumns:
     def updated(self, newer: ReplicaColumns) -> ReplicaColumns:
         """These entries with ``newer``'s in place of any of the same partition, and
         ``newer``'s others added (a record of scope moving over the last whole one)."""
-        leaders = [
-            np.concatenate([a, b])
-            for a, b in zip(self._columns()[:3], newer._columns()[:3], strict=True)
+        both = [
+            np.concatenate([a, b]) for a, b in zip(self._columns(), newer._columns(), strict=True)
         ]
-        followers = [
-            np.concatenate([a, b])
-            for a, b in zip(self._columns()[3:], newer._columns()[3:], strict=True)
-        ]
+        leaders, followers = both[: self.LEADER_COLUMNS], both[self.LEADER_COLUMNS :]
         lead, follow = _last_rows(leaders[0]), _last_rows(followers[0])
         return ReplicaColumns(*(c[lead] for c in leaders), *(c[follow] for c in followers))
 
     def rekeyed(self, ids: npt.NDArray[np.int64]) -> ReplicaColumns:
         """These entries with their keys in other topic ids (module ``rekeyed``); the rows keep
         their order."""
-        return ReplicaColumns(
-            rekeyed(self.leader_key, ids),
-            self.leader_size,
-            self.leader_bytes_in,
-            rekeyed(self.follower_key, ids),
-            self.follower_size,
-            self.follower_leader,
+        return replace(
+            self,
+            leader_key=rekeyed(self.leader_key, ids),
+            follower_key=rekeyed(self.follower_key, ids),
         )
 
     def _columns(self) -> tuple[npt.NDArray[np.generic], ...]:
-        return (
-            self.leader_key,
-            self.leader_size,
-            self.leader_bytes_in,
-            self.follower_key,
-            self.follower_size,
-            self.follower_leader,
-        )
+        return tuple(getattr(self, f.name) for f in fields(self))
 
     @property
     def nbytes(self) -> int:
@@ -149,8 +149,9 @@ class ReplicaColumns:
 
     @classmethod
     def empty(cls) -> ReplicaColumns:
-        none = np.empty(0, dtype=np.int64)
-        return cls(none, none, np.empty(0, dtype=np.float64), none, none, none)
+        whole, real = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        leader = (whole, whole, real, whole, whole, real)
+        return cls(*leader, whole, whole, whole, whole)
 
 
 EMPTY = ReplicaColumns.empty()

@@ -52,22 +52,37 @@ class ToolProcess:
             process.kill(self.pid, self.marker, signal.SIGTERM)
 
 
-def start_producer(bootstrap: str, topic: str, workdir: Path, *, throughput: int) -> ToolProcess:
-    config = workdir / f"{topic}.producer.properties"
+def start_producer(
+    bootstrap: str,
+    topic: str,
+    workdir: Path,
+    *,
+    throughput: int,
+    acks: str = "all",
+    value_prefix: int | None = None,
+) -> ToolProcess:
+    """``acks``: all (with idempotence), or 1 (the leader's own append acknowledges: what an
+    unclean election can lose without any replica having it); ``value_prefix``: values written
+    as ``PREFIX.N``, so that two producers on one topic are told apart."""
+    name = topic if value_prefix is None else f"{topic}.{value_prefix}"
+    config = workdir / f"{name}.producer.properties"
     config.parent.mkdir(parents=True, exist_ok=True)
+    every = "acks=all\nenable.idempotence=true\n" if acks == "all" else f"acks={acks}\n"
     config.write_text(
         # The tool sets retries=0 unless told: idempotence needs them.
-        "enable.idempotence=true\nacks=all\nretries=2147483647\n"
+        f"{every}retries=2147483647\n"
         "max.in.flight.requests.per.connection=5\ndelivery.timeout.ms=120000\n"
         "request.timeout.ms=15000\n"
     )
-    out = workdir / f"{topic}.producer.jsonl"
+    out = workdir / f"{name}.producer.jsonl"
+    prefix = [] if value_prefix is None else ["--value-prefix", str(value_prefix)]
     cmd = [
         _java(), HEAP, "-cp", _classpath(), PRODUCER,
-        "--bootstrap-server", bootstrap, "--topic", topic, "--acks", "-1",
-        "--throughput", str(throughput), "--producer.config", str(config),
+        "--bootstrap-server", bootstrap, "--topic", topic,
+        "--acks", "-1" if acks == "all" else acks,
+        "--throughput", str(throughput), "--producer.config", str(config), *prefix,
     ]  # fmt: skip
-    tool = ToolProcess(f"producer {topic}", out, str(config))
+    tool = ToolProcess(f"producer {name}", out, str(config))
     tool.pid = process.spawn(cmd, log_path=out, tie_to_parent=True)
     return tool
 

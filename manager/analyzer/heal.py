@@ -142,9 +142,13 @@ def _heal_partition(
                 f"{name} has no live leader to copy from yet: Kafka elects its eligible "
                 f"leader replica {elected[0]} (no unclean election); it heals once one leads",
             )
+        best = state.last_resort.get(p)
         return Blocked(
             "no_live_replica",
-            f"{name} has no live leader to copy from; healing it needs an unclean election",
+            f"{name} has no live leader to copy from; healing it needs an unclean election "
+            "or its recreation, which kmedic never takes on its own: `kmedic recover` says "
+            "what each way out would lose"
+            + ("" if best is None else f" (the best now: {best.split(': ', 1)[1]})"),
         )
     if leader in state.kept_out.frozen:
         return Blocked("maintenance", f"{name} is led by a broker in maintenance")

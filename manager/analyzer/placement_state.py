@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from manager.analyzer.kept_out import KeptOut
 from manager.analyzer.partition_lists import ListsMemory
+from manager.analyzer.recovery import partition_ways
 from manager.model.racks import Location, location_of
 from manager.model.snapshot import Capacity, Snapshot
 from manager.model.topics import topics_table
@@ -188,6 +189,14 @@ class ClusterState:
             if eligible is not None
             else {}
         )
+        # Partition -> the best way out of it, for those offline with no replica Kafka would
+        # elect (manager.analyzer.recovery): a person's choice, named in the refusal.
+        self.last_resort: dict[int, str] = {}
+        for off in snap.offline_partitions:
+            found = table.row_of(off.topic, off.partition)
+            ways = partition_ways(snap, off, snap.taken_at)
+            if found is not None and ways:
+                self.last_resort[found] = ways[0].sentence(f"{off.topic}:{off.partition}")
 
     # -- queries -------------------------------------------------------------------------------
 

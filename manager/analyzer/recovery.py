@@ -28,6 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from manager.model.last_logs import OfflinePartition
+from manager.model.snapshot import Snapshot
+
 WayKind = Literal["wait", "elect", "recreate"]
 
 
@@ -64,6 +67,22 @@ class Way:
     loses_at_most: int | None
     seconds_of_writes: float | None  # the loss in the leader's writes, at its last rate
     evidence_age_ms: int | None  # how old the oldest sample behind the bound is
+    eligible: bool = False  # wait: Kafka last counted it in sync or eligible
+
+    @property
+    def name(self) -> str:
+        """The way as a person types it back (``kmedic recover --way``)."""
+        return self.kind if self.broker is None else f"{self.kind}:{self.broker}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "way": self.name,
+            "kind": self.kind,
+            "broker": self.broker,
+            "loses_at_most": self.loses_at_most,
+            "seconds_of_writes": self.seconds_of_writes,
+            "evidence_age_ms": self.evidence_age_ms,
+        }
 
     def sentence(self, key: str) -> str:
         aged = (
@@ -72,7 +91,12 @@ class Way:
             else f" (evidence {self.evidence_age_ms / 1000:.0f} s old)"
         )
         if self.kind == "wait":
-            return f"{key}: wait for broker {self.broker}, which holds every record: no loss"
+            held = (
+                "which Kafka last counted in sync or eligible: every committed record kept"
+                if self.eligible
+                else "whose log reached every record its leader can have written: no loss"
+            )
+            return f"{key}: wait for broker {self.broker}, {held}"
         if self.kind == "elect":
             if self.loses_at_most is None:
                 return (
@@ -110,7 +134,8 @@ def ways_out(
         holds_all = newest is not None and r.log_end is not None and r.log_end >= newest
         if not r.alive:
             if r.eligible or holds_all:
-                waits.append((0 if r.eligible else 1, Way("wait", r.broker, 0, 0.0, None)))
+                way = Way("wait", r.broker, 0, 0.0, None, eligible=r.eligible)
+                waits.append((0 if r.eligible else 1, way))
             continue
         if r.log_end is None or newest is None or leader is None:
             elections.append((1, 0, Way("elect", r.broker, None, None, None)))
@@ -130,3 +155,70 @@ def ways_out(
     ranked = [w for _, w in sorted(waits, key=lambda x: (x[0], x[1].broker or 0))]
     ranked += [w for *_, w in sorted(elections, key=lambda x: (x[0], x[1], x[2].broker or 0))]
     return [*ranked, recreate]
+
+
+def partition_ways(snap: Snapshot, offline: OfflinePartition, now_ms: int) -> list[Way]:
+    """The ways out of one of the snapshot's offline partitions, ranked (``ways_out``)."""
+    table = snap.topics.table
+    row = table.row_of(offline.topic, offline.partition)
+    if row is None:  # gone from the metadata since: nothing is left to choose
+        return []
+    alive = {b.id: b.alive for b in snap.brokers}
+    vouched = set(table.isr.row(row))
+    if table.eligible is not None:
+        vouched.update(table.eligible.row(row))
+    logs = {log.broker: log for log in offline.logs}
+    survivors = []
+    for b in table.replicas.row(row):
+        log = logs.get(b)
+        survivors.append(
+            Survivor(
+                broker=b,
+                alive=alive.get(b, False),
+                eligible=b in vouched,
+                log_end=None if log is None else log.log_end,
+                sampled_at_ms=None if log is None else log.sampled_at_ms,
+            )
+        )
+    sample = offline.leader
+    leader = (
+        None
+        if sample is None
+        else LeaderLog(
+            sample.broker,
+            sample.log_start,
+            sample.log_end,
+            sample.sampled_at_ms,
+            sample.messages_per_s,
+        )
+    )
+    died = offline.died_at_ms if offline.died_at_ms is not None else now_ms
+    return ways_out(leader, survivors, died, now_ms)
+
+
+def chosen_way(ways: Sequence[Way], key: str, name: str, accepted: int | None) -> Way | str:
+    """The way a person typed back (``name``, as ``Way.name`` spells it) if it may be taken
+    with the loss they accepted (``accepted``; None: "all", every record), else why not - in
+    numbers: a bound grown since they read it is refused, never rounded."""
+    found = next((w for w in ways if w.name == name), None)
+    if found is None:
+        offered = ", ".join(w.name for w in ways) or "none"
+        return f"{key}: no way out named {name!r} (the ways now: {offered})"
+    if found.kind == "wait":
+        return (
+            f"{key}: waiting for broker {found.broker} is done by starting it, not by kmedic: "
+            "nothing to act on"
+        )
+    if accepted is None:
+        return found
+    if found.loses_at_most is None:
+        return (
+            f"{key}: {name} loses an unknown number of records (no sample to bound it): "
+            "accept it with --accept-loss all"
+        )
+    if found.loses_at_most > accepted:
+        return (
+            f"{key}: {name} now loses at most {found.loses_at_most} records, more than the "
+            f"{accepted} accepted: read the ways again (the bound grew since)"
+        )
+    return found

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import Depends, FastAPI
 
 from kmedic.web_config import WebConfig
-from manager.api import audit_feed, pages, placement, problems, reads, writes
+from manager.api import audit_feed, pages, placement, problems, reads, recoveries, writes
 from manager.api.access import Access, caller
 from manager.api.view import ManagerView
 
@@ -39,6 +39,7 @@ def build_app(
     app.include_router(reads.router(view))
     app.include_router(writes.router(view))
     app.include_router(placement.router(view))
+    app.include_router(recoveries.router(view))
     app.include_router(audit_feed.router(view, stopping, max_followers))
 
     @app.get(OPENAPI_PATH, include_in_schema=False, dependencies=[Depends(caller)])

@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 
 from manager.model.death import Death
 from manager.model.frozen import Frozen as _Frozen
+from manager.model.last_logs import OfflinePartition
 from manager.model.partition_models import INT32_MAX
 from manager.model.policy import Policy
 from manager.model.replication_settings import ReplicationSettings
@@ -318,4 +319,10 @@ class Snapshot(_Frozen):
         default=None,
         description="Kafka's own auto.leader.rebalance.enable, as a live broker has it: on, "
         "Kafka hands a returning broker's leadership back itself (None: not read)",
+    )
+    offline_partitions: tuple[OfflinePartition, ...] = Field(
+        default=(),
+        description="partitions with no leader and no in-sync or eligible replica alive, each "
+        "with its logs as the agents last sampled them (manager.model.last_logs): what "
+        "`kmedic recover` weighs",
     )

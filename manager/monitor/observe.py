@@ -37,6 +37,7 @@ from manager.model.snapshot import (
 from manager.model.snapshot import Reassignment as SnapReassignment
 from manager.monitor.carried import NOTHING, Carried, in_flight_listed, stalled_marked
 from manager.monitor.dead_class import classify
+from manager.monitor.last_logs import offline_partitions
 from manager.monitor.observation import AgentView, Observation
 from manager.monitor.partition_columns import snapshot_topics
 
@@ -296,4 +297,5 @@ def build_snapshot(
         quorum=obs.quorum,
         kafka_auto_leader_rebalance=obs.kafka_auto_leader_rebalance,
         requests=requests,
+        offline_partitions=offline_partitions(obs, lambda b: dead_since(obs, b)),
     )

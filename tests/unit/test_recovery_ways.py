@@ -8,7 +8,14 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from manager.analyzer.recovery import LeaderLog, Survivor, Way, newest_offset, ways_out
+from manager.analyzer.recovery import (
+    LeaderLog,
+    Survivor,
+    Way,
+    chosen_way,
+    newest_offset,
+    ways_out,
+)
 
 T0 = 1_700_000_000_000
 LEADER = LeaderLog(broker=1, log_start=100, log_end=1_000, sampled_at_ms=T0, messages_per_s=10.0)
@@ -29,7 +36,10 @@ def test_an_eligible_replica_that_may_come_back_is_waited_for_before_any_electio
         ("elect", 2, 40),  # 1,000 + 3 s at 10/s = 1,030 at most; it holds 990
         ("recreate", None, 930),
     ]
-    assert ways[0].sentence("t:0") == "t:0: wait for broker 3, which holds every record: no loss"
+    assert ways[0].sentence("t:0") == (
+        "t:0: wait for broker 3, which Kafka last counted in sync or eligible: every committed "
+        "record kept"
+    )
     assert ways[1].sentence("t:0") == (
         "t:0: elect broker 2 uncleanly: loses at most 40 records, about 4 s of writes "
         "(evidence 60 s old)"
@@ -120,3 +130,28 @@ def test_no_way_that_loses_is_ranked_before_one_that_does_not(
     waits = {w.broker for w in ways if w.kind == "wait"}
     assert {s.broker for s in survivors if not s.alive and s.eligible} <= waits
     assert not any(isinstance(w, Way) and w.broker in waits and w.kind == "elect" for w in ways)
+
+
+def test_a_way_is_taken_only_with_a_loss_accepted_at_or_above_its_bound_now() -> None:
+    ways = ways_out(
+        LEADER,
+        [
+            Survivor(2, alive=True, eligible=False, log_end=990, sampled_at_ms=T0),
+            Survivor(3, alive=True, eligible=False),
+            Survivor(4, alive=False, eligible=True),
+        ],
+        died_at_ms=T0 + 3_000,
+        now_ms=T0 + 5_000,
+    )
+    assert chosen_way(ways, "t:0", "elect:2", 40) == ways[1]
+    assert chosen_way(ways, "t:0", "elect:2", None) == ways[1]
+    assert chosen_way(ways, "t:0", "elect:2", 39) == (
+        "t:0: elect:2 now loses at most 40 records, more than the 39 accepted: read the ways "
+        "again (the bound grew since)"
+    )
+    assert "accept it with --accept-loss all" in str(chosen_way(ways, "t:0", "elect:3", 10**9))
+    assert chosen_way(ways, "t:0", "elect:3", None) == ways[2]
+    assert "nothing to act on" in str(chosen_way(ways, "t:0", "wait:4", 0))
+    assert chosen_way(ways, "t:0", "elect:9", 0) == (
+        "t:0: no way out named 'elect:9' (the ways now: wait:4, elect:2, elect:3, recreate)"
+    )

@@ -4,6 +4,7 @@ as models gave: each partition's size (the last leader's, else the largest follo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -182,7 +183,12 @@ def test_a_copy_from_the_feed_process_joins_by_this_processs_topic_ids(
 
 
 def replace_leaders(view: AgentView, keys: Any, rates: Any) -> ReplicaColumns:
-    empty = view.replicas
-    return ReplicaColumns(
-        keys, keys * 0, rates, empty.follower_key, empty.follower_size, empty.follower_leader
+    return replace(
+        view.replicas,
+        leader_key=keys,
+        leader_size=keys * 0,
+        leader_bytes_in=rates,
+        leader_log_start=keys * 0,
+        leader_log_end=keys * 0,
+        leader_messages_in=rates * 0,
     )
