@@ -114,7 +114,7 @@ class Run:
 def wait(probe: Callable[[], T | None], timeout_s: float, what: str) -> T:
     deadline = time.monotonic() + timeout_s
     while True:
-        with contextlib.suppress(KafkaError, OSError):
+        with contextlib.suppress(KafkaError, OSError, KeyError, IndexError):
             found = probe()
             if found is not None and found is not False:
                 return found
@@ -160,7 +160,7 @@ class Bench:
     def partition(self, topic: str) -> tuple[int, list[int]]:
         [described] = self.admin.describe_topics([topic])
         p = described["partitions"][0]
-        return int(p["leader"]), list(p["isr_nodes"])
+        return int(p["leader_id"]), list(p["isr_nodes"])
 
     def prepare(self, seed: int) -> Prepared:
         """The run's topic and its two producers, started early: the leader's agent needs two

@@ -111,6 +111,7 @@ class AuditLog:
         self.retry_interval_s = retry_interval_s
         self.replay_batch = replay_batch
         self._next_retry = 0.0
+        self.failover_spells = 0  # begun so far (``failover_spell``)
         self.counts: dict[str, int] = {
             "primary": 0,
             "secondary": 0,
@@ -125,6 +126,14 @@ class AuditLog:
     def on_failover(self) -> bool:
         """True while records wait in the spool for the primary to come back."""
         return self.spool.pending() > 0
+
+    @property
+    def failover_spell(self) -> int | None:
+        """Which spell of failover the records waiting in the spool belong to (None: none
+        waits). A spell begins when a record goes to an empty spool and ends with the replay
+        that empties it: a spell replayed and another begun between two looks are two, however
+        short the gap (a reader sampling ``on_failover`` once a cycle took them for one)."""
+        return self.failover_spells if self.on_failover else None
 
     def write(self, record: AuditRecord) -> AuditRecord:
         """Write one record; returns it as stored (its ``sink`` says where it went)."""
@@ -221,6 +230,8 @@ class AuditLog:
                 stored = candidate
                 self.counts["secondary"] += 1
         # Always spooled: the spool is what gets replayed to the primary, in order.
+        if self.spool.pending() == 0:
+            self.failover_spells += 1
         self.spool.append(stored.to_json())
         self.counts["spool"] += 1
         log.warning("audit_failover", record=stored.id, sink=stored.sink)

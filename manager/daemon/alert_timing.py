@@ -23,16 +23,17 @@ class AlertTiming:
         metrics: ManagerMetrics,
         *,
         epoch: Callable[[], int],
-        on_failover: Callable[[], bool],
+        failover_spell: Callable[[], int | None],
         failover_alert_after_s: float = 60.0,
         blind_alert_after_s: float = 60.0,
         lag_alert_after_s: float = 300.0,
         refusal_alert_after_s: float = 120.0,
     ) -> None:
-        """``on_failover``: whether the audit log writes to its failover sink now."""
+        """``failover_spell``: the audit log's spell of failover now (None: it writes to its
+        primary; ``AuditLog.failover_spell``)."""
         self._metrics = metrics
         self._epoch = epoch
-        self._on_failover = on_failover
+        self._failover_spell = failover_spell
         self._failover_bound_s = failover_alert_after_s
         self._blind_bound_s = blind_alert_after_s
         self._blind_since: float | None = None
@@ -43,6 +44,7 @@ class AlertTiming:
         self._held_since: dict[str, float] = {}  # monotonic: when each spell began
         self._failover_since: float | None = None  # monotonic: when the audit log went over
         self._failover_epoch = -1  # the epoch that saw it go over
+        self._failover_seen: int | None = None  # the spell that clock counts
 
     def blind_alerting(self, now: float) -> bool:
         """Whether this blind cycle's refusal is worth an alert: blind for longer than the
@@ -88,14 +90,20 @@ class AlertTiming:
         """Whether the audit log's failover is worth an alert: on its failover sink for
         longer than the bound. A shorter one (a broker death moving the audit topic's
         leadership) is counted, and its records arrive in order when it is over."""
-        if not self._on_failover():
+        spell = self._failover_spell()
+        if spell is None:
             self._failover_since = None
             return False
-        # Counted from this epoch's first look: only a leader's cycles look, and a clock left
-        # running by an earlier epoch of this instance paged 4 s into its next one (found by
-        # the 60-minute soak of seed 4242).
+        # Counted from this epoch's first look at this spell: only a leader's cycles look, and
+        # a clock left running by an earlier epoch of this instance paged 4 s into its next
+        # one (found by the 60-minute soak of seed 4242); a spell replayed and the next begun
+        # between two cycles (two audit-topic outages, then its leader killed) paged as one
+        # spell of 60 s (the 60-minute soak of seed 7401, 2026-12-07).
         epoch = self._epoch()
-        if self._failover_since is None or self._failover_epoch != epoch:
+        fresh = spell != self._failover_seen
+        if self._failover_since is None or self._failover_epoch != epoch or fresh:
             self._failover_since, self._failover_epoch = now, epoch
-            self._metrics.count_audit_failover()
+            if fresh:
+                self._metrics.count_audit_failover()
+            self._failover_seen = spell
         return now - self._failover_since >= self._failover_bound_s

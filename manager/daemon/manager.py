@@ -115,7 +115,7 @@ class Manager:
         self.timing = AlertTiming(
             self.metrics,
             epoch=lambda: coordinator.epoch,
-            on_failover=lambda: audit.on_failover,
+            failover_spell=lambda: audit.failover_spell,
             failover_alert_after_s=cfg.audit.failover_alert_after_s,
             blind_alert_after_s=cfg.blind_alert_after_s,
             lag_alert_after_s=cfg.lag_alert_after_s,

@@ -146,7 +146,7 @@ def _leader(admin: KafkaAdminClient, topic: str) -> int | None:
         [described] = admin.describe_topics([topic])
     except KafkaError:
         return None
-    return int(described["partitions"][0]["leader"])
+    return int(described["partitions"][0]["leader_id"])
 
 
 def _sampled_end(bootstrap: str, stats_topic: str, topic: str, broker: int) -> int | None:

@@ -183,7 +183,10 @@ def test_a_short_audit_failover_is_counted_not_alerted(tmp_path: Path) -> None:
     log = AuditLog(sink, tmp_path, retry_interval_s=0.0)
     trail = AuditTrail(log, metrics, cluster="c", instance="i", epoch=lambda: 1)
     timing = AlertTiming(
-        metrics, epoch=lambda: 1, on_failover=lambda: log.on_failover, failover_alert_after_s=60
+        metrics,
+        epoch=lambda: 1,
+        failover_spell=lambda: log.failover_spell,
+        failover_alert_after_s=60,
     )
     assert not timing.failover_alerting(now=0.0)
     sink.up = False
@@ -199,6 +202,31 @@ def test_a_short_audit_failover_is_counted_not_alerted(tmp_path: Path) -> None:
     assert [r.summary for r in sink.records] == ["while the audit topic has no leader"]
 
 
+def test_a_spell_replayed_and_the_next_begun_between_two_cycles_count_apart(
+    tmp_path: Path,
+) -> None:
+    """Two audit-topic outages back to back, then its leader killed: the spool was replayed
+    empty 1 s before the next failover began, no cycle looking in between, and the alert came
+    60 s after the first spell's start, 3 s into the third (the 60-minute soak of seed 7401)."""
+    sink = _SwitchableSink()
+    metrics = ManagerMetrics("c")
+    log = AuditLog(sink, tmp_path, retry_interval_s=0.0)
+    trail = AuditTrail(log, metrics, cluster="c", instance="i", epoch=lambda: 1)
+    timing = AlertTiming(metrics, epoch=lambda: 1, failover_spell=lambda: log.failover_spell)
+    sink.up = False
+    trail.record("decision", "the audit topic's brokers killed")
+    assert not timing.failover_alerting(now=0.0)
+    assert not timing.failover_alerting(now=56.0)
+    sink.up = True
+    assert log.replay(force=True) == 1  # back, replayed: the spell is over
+    sink.up = False
+    trail.record("decision", "its new leader killed a second later")
+    assert not timing.failover_alerting(now=61.0)  # a new spell, seen now
+    assert not timing.failover_alerting(now=120.0)
+    assert timing.failover_alerting(now=121.0)
+    assert metrics.registry.get_sample_value("kmedic_audit_failovers_total", {"cluster": "c"}) == 2
+
+
 def test_an_instance_leading_again_counts_the_failover_from_its_new_epoch(tmp_path: Path) -> None:
     """An instance that led, lost its lease with records spooled, and led again minutes later
     raised audit_on_failover 4 s into its new epoch: its clock had run on from its last one."""
@@ -207,7 +235,7 @@ def test_an_instance_leading_again_counts_the_failover_from_its_new_epoch(tmp_pa
     epoch = [1]
     trail = AuditTrail(log, ManagerMetrics("c"), cluster="c", instance="i", epoch=lambda: epoch[0])
     timing = AlertTiming(
-        ManagerMetrics("c"), epoch=lambda: epoch[0], on_failover=lambda: log.on_failover
+        ManagerMetrics("c"), epoch=lambda: epoch[0], failover_spell=lambda: log.failover_spell
     )
     sink.up = False
     trail.record("decision", "spooled as the first epoch ends")
