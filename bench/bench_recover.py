@@ -45,7 +45,7 @@ import yaml
 from bench_docs import write_section
 from bench_fleet_manager import machine_line
 from bench_heal import end_on_sigterm
-from confluent_kafka import Consumer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
@@ -114,7 +114,7 @@ class Run:
 def wait(probe: Callable[[], T | None], timeout_s: float, what: str) -> T:
     deadline = time.monotonic() + timeout_s
     while True:
-        with contextlib.suppress(KafkaError, OSError, KeyError, IndexError):
+        with contextlib.suppress(KafkaError, KafkaException, OSError, KeyError, IndexError):
             found = probe()
             if found is not None and found is not False:
                 return found
@@ -151,6 +151,15 @@ class Bench:
         self.config.write_text(yaml.safe_dump(self.pipeline.manager_config(topics=self.topics)))
         self.admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
 
+    def renew_admin(self) -> None:
+        """A fresh Admin client: one that watched brokers die and come back kept a dead one's
+        connection as the controller's (UnknownBrokerIdError on the next create)."""
+        with contextlib.suppress(Exception):
+            self.admin.close()
+        self.admin = wait(
+            lambda: KafkaAdminClient(bootstrap_servers=self.bootstrap), 60, "an Admin client"
+        )
+
     def stop(self) -> None:
         with contextlib.suppress(Exception):
             self.admin.close()
@@ -168,6 +177,7 @@ class Bench:
         and the run before spends that long reading its own topic back."""
         rng = random.Random(seed)
         topic = f"recover-{seed}"
+        self.renew_admin()
         self.admin.create_topics(
             [
                 NewTopic(
@@ -215,6 +225,7 @@ class Bench:
                 if tool.pid is not None:
                     process.kill(tool.pid, tool.marker, signal.SIGKILL)
         self.cluster.restart(STALE)
+        self.renew_admin()
         key = f"{topic}:0"
         dry = self.kmedic("recover", "--config", str(self.config), "--json")
         ways = json.loads(dry).get(key)
@@ -237,6 +248,7 @@ class Bench:
             )
         )
         self.cluster.restart_many([LEADER, ELIGIBLE])
+        self.renew_admin()
         wait(lambda: len(self.partition(topic)[1]) == 3, 120, f"{topic} whole again")
         after()
         consumer = verifiable.start_consumer(self.bootstrap, topic, out)
@@ -288,19 +300,29 @@ class Bench:
         return set(verifiable.consumed_values(verifiable.events(out / f"{topic}.consumer.jsonl")))
 
     def stats_records(self, since_ms: int) -> list[dict[str, Any]]:
+        """The stats topic's records sampled since ``since_ms``, read to its end as it was when
+        asked (the agents write on meanwhile)."""
+        topic = self.topics["brokerstats"]
         consumer = Consumer(
-            {"bootstrap.servers": self.bootstrap, "group.id": f"b-{time.monotonic_ns()}"}
-            | {"auto.offset.reset": "earliest", "enable.auto.commit": False}
+            {"bootstrap.servers": self.bootstrap, "group.id": "bench-recover"}
+            | {"enable.auto.commit": False}
         )
         records: list[dict[str, Any]] = []
         try:
-            consumer.subscribe([self.topics["brokerstats"]])
-            idle = 0
-            while idle < 3:
+            parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+            ends = {
+                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in parts
+            }
+            consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+            left = {p for p, end in ends.items() if end > 0}
+            deadline = time.monotonic() + 30
+            while left and time.monotonic() < deadline:
                 msg = consumer.poll(1.0)
                 if msg is None or msg.error() is not None:
-                    idle += 1
                     continue
+                if int(msg.offset() or 0) + 1 >= ends[int(msg.partition() or 0)]:
+                    left.discard(int(msg.partition() or 0))
                 record = json.loads(msg.value() or b"{}")
                 if record.get("timestamp_ms", 0) >= since_ms:
                     records.append(record)

@@ -10,13 +10,14 @@ two that are alive at the end, so that they outlive the staging (the fixture rev
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from helpers import create_placed_topic, kafka_conf, kmedic_process, read_audit, wait_for
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
@@ -54,23 +55,27 @@ def test_an_offline_partition_is_recovered_by_the_replica_typed_back(
             pipeline.start_agent(broker, interval_s=1, topic=topics["brokerstats"])
         _produce(bootstrap, topic, ACKED_ALL, acks="all")
         cluster.kill(STALE)
-        wait_for(lambda: _isr(admin, topic) == [LEADER, ELIGIBLE], 60, what="STALE out of sync")
+        wait_for(
+            lambda: _isr(admin, topic) == [LEADER, ELIGIBLE], timeout=60, what="STALE out of sync"
+        )
         cluster.kill(ELIGIBLE)
-        wait_for(lambda: _isr(admin, topic) == [LEADER], 60, what="the leader alone in sync")
+        wait_for(
+            lambda: _isr(admin, topic) == [LEADER], timeout=60, what="the leader alone in sync"
+        )
         _produce(bootstrap, topic, BEHIND, acks="1")
         written = ACKED_ALL + BEHIND
         wait_for(
             lambda: _sampled_end(bootstrap, topics["brokerstats"], topic, LEADER) == written,
-            60,
+            timeout=60,
             what=f"the leader's agent sampling its log end at {written}",
         )
         cluster.kill(LEADER)
-        wait_for(lambda: _leader(admin, topic) == -1, 60, what=f"{topic} offline")
+        wait_for(lambda: _leader(admin, topic) == -1, timeout=60, what=f"{topic} offline")
         cluster.restart(STALE)
-        wait_for(lambda: _leader(admin, topic) == -1, 60, what=f"{topic} still offline")
+        wait_for(lambda: _leader(admin, topic) == -1, timeout=60, what=f"{topic} still offline")
         wait_for(
             lambda: _sampled_end(bootstrap, topics["brokerstats"], topic, STALE) == ACKED_ALL,
-            60,
+            timeout=60,
             what=f"broker {STALE}'s agent sampling its log end at {ACKED_ALL}",
         )
 
@@ -150,24 +155,34 @@ def _leader(admin: KafkaAdminClient, topic: str) -> int | None:
 
 
 def _sampled_end(bootstrap: str, stats_topic: str, topic: str, broker: int) -> int | None:
-    """The newest log end ``broker``'s agent reported for ``topic``:0 (as leader or follower)."""
-    conf = {"group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"}
+    """The newest log end ``broker``'s agent reported for ``topic``:0 (as leader or follower),
+    read to the stats topic's end as it was when asked (its agents write on meanwhile)."""
+    conf = {"group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}
     consumer = Consumer(kafka_conf(bootstrap, conf))
     newest: int | None = None
     try:
-        consumer.subscribe([stats_topic])
-        idle = 0
-        while idle < 3:
+        parts = consumer.list_topics(stats_topic, timeout=10).topics[stats_topic].partitions
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(stats_topic, p), timeout=10)[1]
+            for p in parts
+        }
+        consumer.assign([TopicPartition(stats_topic, p, OFFSET_BEGINNING) for p in parts])
+        left = {p for p, end in ends.items() if end > 0}
+        deadline = time.monotonic() + 30
+        while left and time.monotonic() < deadline:
             msg = consumer.poll(1.0)
             if msg is None or msg.error() is not None:
-                idle += 1
                 continue
+            if int(msg.offset() or 0) + 1 >= ends[int(msg.partition() or 0)]:
+                left.discard(int(msg.partition() or 0))
             record = json.loads(msg.value() or b"{}")
             if record.get("broker_id") != broker:
                 continue
             for entry in [*(record.get("leaders") or []), *(record.get("followers") or [])]:
                 if entry["topic"] == topic and entry["partition"] == 0:
                     newest = int(entry["log_end_offset"])
+    except KafkaException:
+        return None
     finally:
         consumer.close()
     return newest
