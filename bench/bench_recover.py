@@ -151,6 +151,14 @@ class Bench:
         self.config.write_text(yaml.safe_dump(self.pipeline.manager_config(topics=self.topics)))
         self.admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
 
+    def high_watermark(self, topic: str) -> int | None:
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "bench-recover"})
+        try:
+            found = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5.0)
+        finally:
+            consumer.close()
+        return None if found is None or found[1] < 0 else int(found[1])
+
     def renew_admin(self) -> None:
         """A fresh Admin client: one that watched brokers die and come back kept a dead one's
         connection as the controller's (UnknownBrokerIdError on the next create)."""
@@ -250,6 +258,10 @@ class Bench:
         self.cluster.restart_many([LEADER, ELIGIBLE])
         self.renew_admin()
         wait(lambda: len(self.partition(topic)[1]) == 3, 120, f"{topic} whole again")
+        # The new leader's log end, from Kafka (its high watermark, now that the ISR is whole
+        # again: under min.insync.replicas Kafka holds it back, KIP-966's strict rule)
+        new_end = wait(lambda: self.high_watermark(topic), 60, f"{topic}'s end offset")
+        done = {**done, "log_end": new_end}
         after()
         consumer = verifiable.start_consumer(self.bootstrap, topic, out)
         acked = self.acked(out, topic)

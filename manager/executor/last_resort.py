@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
 from kafka import TopicPartition as KpTopicPartition
 from kafka.errors import KafkaError as KpKafkaError
@@ -23,6 +23,7 @@ from kafka.errors import KafkaError as KpKafkaError
 from kmedic.errors import KmedicError, Refused
 from kmedic.kafka_admin import connect_admin, describe_partitions
 from kmedic.kafka_client import Cluster, confluent_conf
+from kmedic.logging import get_logger
 from manager.analyzer.recovery import Way, chosen_way, partition_ways
 from manager.model.last_logs import OfflinePartition
 from manager.model.snapshot import Snapshot
@@ -32,6 +33,7 @@ from manager.model.snapshot import Snapshot
 Audit = Callable[[str, dict[str, Any]], None]
 
 UNCLEAN = 1  # ElectLeaders' election type
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -117,16 +119,29 @@ class LastResort:
 
     def _log_end(self, topic: str, partition: int) -> int | None:
         """The partition's end offset as its new leader answers it (its high watermark: with
-        the leader alone in sync, its log end)."""
+        the leader alone in sync, its log end); asked again until the timeout while the new
+        leader is not known to the client yet. None: not read (the election is done; its
+        measure is a bonus)."""
         conf = confluent_conf(self._cluster, {"group.id": self._client_id, "log_level": 0})
         consumer = Consumer(conf)
+        deadline = self._clock() + self._timeout_s
         try:
-            _, high = consumer.get_watermark_offsets(
-                CkTopicPartition(topic, partition), timeout=self._timeout_s
-            )
-            return int(high)
-        except Exception:  # the election is done; its measure is a bonus
-            return None
+            while True:
+                try:
+                    # None when the client's wait ran out (its metadata still names no leader)
+                    found = consumer.get_watermark_offsets(
+                        CkTopicPartition(topic, partition), timeout=5.0
+                    )
+                except KafkaException as exc:
+                    found, said = None, str(exc)
+                else:
+                    said = f"answered {found}"
+                if found is not None and int(found[1]) >= 0:
+                    return int(found[1])
+                log.info("log_end_not_read", partition=f"{topic}:{partition}", said=said)
+                if self._clock() >= deadline:
+                    return None
+                time.sleep(0.5)
         finally:
             consumer.close()
 
