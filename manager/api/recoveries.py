@@ -77,7 +77,11 @@ def router(view: ManagerView) -> APIRouter:
                 body.partition,
                 body.way,
                 accepted,
-                LastResort(view.kafka, client_id=f"kmedic-recover-{view.instance}"),
+                LastResort(
+                    view.kafka,
+                    client_id=f"kmedic-recover-{view.instance}",
+                    stats_topic=view.stats_topic,
+                ),
                 audit,
                 who.by,
                 int(time.time() * 1000),

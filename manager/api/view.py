@@ -35,6 +35,8 @@ class ManagerView:
     zookeeper: Callable[[], AbstractContextManager[KazooClient]]
     kafka: Cluster
     audit_topic: str
+    # The agents' topic (the last resort reads the new leader's log end from it).
+    stats_topic: str = "kmedic.brokerstats"
     # This instance's mode now and where it came from (flag, run_time, config).
     mode: Callable[[], tuple[str, str]] = lambda: ("unknown", "unknown")
     # Every cordoned broker this instance knows of and who set its cordon.

@@ -136,7 +136,7 @@ def _act(
         str(args.partition),
         str(args.way),
         accepted,
-        LastResort(cfg.cluster_client),
+        LastResort(cfg.cluster_client, stats_topic=cfg.topics.brokerstats),
         lambda summary, details: audit.write(summary, str(args.partition), details),
         by,
         now_ms,

@@ -64,6 +64,7 @@ def api_view(manager: RunningManager) -> ManagerView:
         zookeeper=partial(zk_session, zk.zk_connect, auth=zk.auth),
         kafka=cfg.own_topics_client,
         audit_topic=cfg.topics.actions,
+        stats_topic=cfg.topics.brokerstats,
         mode=lambda: (manager.mode.current, manager.mode.source),
         cordons=lambda: cordon_rows(manager.last_snapshot, manager.requests.cordons.by_whom),
         own_topics=cfg.topics.own(),

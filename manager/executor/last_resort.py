@@ -10,6 +10,7 @@ copies nothing and completes at once.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ class Elected:
 
     leader: int
     log_end: int | None
+    measured_by: str = "not read"  # what answered log_end
 
 
 class LastResort:
@@ -51,8 +53,16 @@ class LastResort:
         *,
         client_id: str = "kmedic-recover",
         timeout_s: float = 30.0,
+        stats_topic: str | None = None,
+        outcome_wait_s: float = 90.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``stats_topic``: the agents' topic, where the new leader's log end is read when
+        Kafka will not answer it (its high watermark held back while the ISR is under
+        min.insync.replicas, KIP-966's strict rule: the usual case here), for up to
+        ``outcome_wait_s`` (the agent's shipped 60 s interval and a margin)."""
+        self._stats_topic = stats_topic
+        self._outcome_wait_s = outcome_wait_s
         self._cluster = cluster
         self._client_id = client_id
         self._timeout_s = timeout_s
@@ -89,7 +99,15 @@ class LastResort:
             )
         finally:
             client.close()
-        return Elected(broker, self._log_end(topic, partition))
+        elected_ms = int(time.time() * 1000)
+        end = self._log_end(topic, partition, within_s=5.0)
+        if end is not None:
+            return Elected(broker, end, "Kafka (its high watermark)")
+        if self._stats_topic is not None:
+            end = self._agent_sampled_end(topic, partition, broker, elected_ms)
+            if end is not None:
+                return Elected(broker, end, f"broker {broker}'s agent, sampled after the election")
+        return Elected(broker, None)
 
     def _replicas(self, client: Any, topic: str, partition: int) -> tuple[int, ...]:
         table = describe_partitions(client, [topic])
@@ -117,14 +135,44 @@ class LastResort:
             time.sleep(0.5)
         raise KmedicError(f"not seen within {self._timeout_s:.0f} s: {what}")
 
-    def _log_end(self, topic: str, partition: int) -> int | None:
+    def _agent_sampled_end(
+        self, topic: str, partition: int, broker: int, after_ms: int
+    ) -> int | None:
+        """``broker``'s log end of the partition in its agent's first record sampled after
+        ``after_ms`` (None: none within ``outcome_wait_s``)."""
+        assert self._stats_topic is not None
+        stats = self._stats_topic
+        conf = {"group.id": self._client_id, "enable.auto.commit": False, "log_level": 0}
+        consumer = Consumer(confluent_conf(self._cluster, conf))
+        deadline = self._clock() + self._outcome_wait_s
+        try:
+            parts = consumer.list_topics(stats, timeout=10).topics[stats].partitions
+            asked = [CkTopicPartition(stats, p, after_ms) for p in parts]
+            consumer.assign(consumer.offsets_for_times(asked, timeout=10))
+            while self._clock() < deadline:
+                msg = consumer.poll(1.0)
+                if msg is None or msg.error() is not None:
+                    continue
+                record = json.loads(msg.value() or b"{}")
+                if record.get("broker_id") != broker or record.get("timestamp_ms", 0) < after_ms:
+                    continue
+                for entry in [*(record.get("leaders") or []), *(record.get("followers") or [])]:
+                    if entry.get("topic") == topic and entry.get("partition") == partition:
+                        return int(entry["log_end_offset"])
+        except (KafkaException, ValueError, KeyError) as exc:
+            log.info("agent_sample_not_read", partition=f"{topic}:{partition}", said=str(exc))
+        finally:
+            consumer.close()
+        return None
+
+    def _log_end(self, topic: str, partition: int, within_s: float) -> int | None:
         """The partition's end offset as its new leader answers it (its high watermark: with
         the leader alone in sync, its log end); asked again until the timeout while the new
         leader is not known to the client yet. None: not read (the election is done; its
         measure is a bonus)."""
         conf = confluent_conf(self._cluster, {"group.id": self._client_id, "log_level": 0})
         consumer = Consumer(conf)
-        deadline = self._clock() + self._timeout_s
+        deadline = self._clock() + within_s
         try:
             while True:
                 try:
@@ -153,12 +201,14 @@ class Taken:
     leader: int
     log_end: int | None
     outcome: str
+    measured_by: str = "not read"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "partition": self.partition,
             "leader": self.leader,
             "log_end": self.log_end,
+            "measured_by": self.measured_by,
             "estimate": self.way.to_dict(),
             "outcome": self.outcome,
         }
@@ -202,18 +252,19 @@ def take_last_resort(
     except KmedicError as exc:
         audit(f"the last resort on {key} failed: {exc}", {"estimate": estimate})
         raise
-    outcome = outcome_sentence(key, way, off, elected.log_end)
-    audit(outcome, {"estimate": estimate, "log_end": elected.log_end})
-    return Taken(key, way, elected.leader, elected.log_end, outcome)
+    outcome = outcome_sentence(key, way, off, elected)
+    audit(outcome, {"estimate": estimate, "log_end": elected.log_end, "by": elected.measured_by})
+    return Taken(key, way, elected.leader, elected.log_end, outcome, elected.measured_by)
 
 
 def _said(way: Way, key: str) -> str:
     return way.sentence(key).split(": ", 1)[1]
 
 
-def outcome_sentence(key: str, way: Way, off: OfflinePartition, log_end: int | None) -> str:
+def outcome_sentence(key: str, way: Way, off: OfflinePartition, elected: Elected) -> str:
     """What the election measurably left, beside what was estimated."""
     said = f"{key} is led by broker {way.broker} after an unclean election"
+    log_end = elected.log_end
     if log_end is None:
         return f"{said}; its log end was not read (estimated loss: at most {way.loses_at_most})"
     if way.loses_at_most is None:
@@ -221,7 +272,8 @@ def outcome_sentence(key: str, way: Way, off: OfflinePartition, log_end: int | N
     sampled = next((log.log_end for log in off.logs if log.broker == way.broker), 0)
     newest = way.loses_at_most + sampled
     return (
-        f"{said}; its log ends at offset {log_end}, where the newest record its last leader "
+        f"{said}; its log ends at offset {log_end} (as {elected.measured_by} said), where the "
+        "newest record its last leader "
         f"can have written was at most {newest - 1}: at most {max(0, newest - log_end)} records "
         f"lost (estimated {way.loses_at_most})"
     )

@@ -103,7 +103,9 @@ def test_an_offline_partition_is_recovered_by_the_replica_typed_back(
         done = kmedic_process(*act, "--accept-loss", str(bound + 1_000))
         assert done.returncode == 0, done.stderr
         assert f"is led by broker {STALE} after an unclean election" in done.stdout
-        assert f"its log ends at offset {ACKED_ALL}" in done.stdout, done.stdout
+        # measured by broker 3's agent: Kafka holds the high watermark back while the ISR (the
+        # new leader alone) is under min.insync.replicas
+        assert f"its log ends at offset {ACKED_ALL} (as broker {STALE}'s agent" in done.stdout
         assert _leader(admin, topic) == STALE
         said = [
             r
