@@ -19,16 +19,15 @@ import json
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kmedic.errors import KmedicError, UsageError
-from manager.analyzer.recovery import Way, partition_ways
-from manager.audit.kafka_sink import KafkaAuditSink
-from manager.audit.log import AuditRecord
-from manager.config import ManagerConfig
-from manager.executor.last_resort import LastResort, take_last_resort
-from manager.model.last_logs import OfflinePartition
-from manager.model.snapshot import Snapshot
+
+if TYPE_CHECKING:  # imported when run: building the command parser loads no Kafka client
+    from manager.analyzer.recovery import Way
+    from manager.config import ManagerConfig
+    from manager.model.last_logs import OfflinePartition
+    from manager.model.snapshot import Snapshot
 
 
 def register(subparsers: Any) -> None:
@@ -70,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if all(acting) and args.snapshot:
         raise UsageError("kmedic recover: a saved snapshot is for a dry run; act with --config")
+    from manager.analyzer.recovery import partition_ways
+
     accepted = _accepted(args.accept_loss) if args.accept_loss else None
     snap, cfg = _read(args)
     now_ms = int(time.time() * 1000)
@@ -129,6 +130,8 @@ def _act(
     accepted: int | None,
     now_ms: int,
 ) -> int:
+    from manager.executor.last_resort import LastResort, take_last_resort
+
     by = f"{getpass.getuser()}@{socket.gethostname()}"
     audit = _Audit(cfg, snap, by)
     taken = take_last_resort(
@@ -153,6 +156,9 @@ class _Audit:
         self._cfg, self._epoch, self._by = cfg, snap.leadership.current_epoch, by
 
     def write(self, summary: str, key: str, details: dict[str, Any]) -> None:
+        from manager.audit.kafka_sink import KafkaAuditSink
+        from manager.audit.log import AuditRecord
+
         cfg = self._cfg
         sink = KafkaAuditSink(
             "primary", cfg.own_topics_client, cfg.topics.actions, client_id="kmedic-recover"
