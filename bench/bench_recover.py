@@ -90,15 +90,26 @@ class Run:
         return None if self.new_end is None else max(0, self.old_end - self.new_end)
 
     @property
-    def holds(self) -> bool:
+    def bounded(self) -> bool:
+        """The estimate at or above the loss, the eligible replicas ranked first."""
         lost = self.records_lost
         return (
             self.estimate is not None
             and lost is not None
             and self.estimate >= lost
             and self.estimate >= self.lost
-            and self.estimate - lost <= self.interval_writes
             and self.ways[:2] == [f"wait:{LEADER}", f"wait:{ELIGIBLE}"]
+        )
+
+    @property
+    def holds(self) -> bool:
+        """Bounded, and within one sample interval's writes of the loss."""
+        lost = self.records_lost
+        return (
+            self.bounded
+            and lost is not None
+            and self.estimate is not None
+            and (self.estimate - lost <= self.interval_writes)
         )
 
     def line(self) -> str:
@@ -124,8 +135,9 @@ def wait(probe: Callable[[], T | None], timeout_s: float, what: str) -> T:
 
 
 class Bench:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, agent_interval_s: float = AGENT_INTERVAL_S) -> None:
         self.workdir = workdir
+        self.agent_interval_s = agent_interval_s
         self.cluster = LocalCluster.start(
             ClusterSpec(brokers=4, kafka_defaults=True), workdir / "cluster"
         )
@@ -145,7 +157,7 @@ class Bench:
         self.pipeline = Pipeline(self.cluster, workdir / "roles", cluster_name="recover")
         for broker in (LEADER, ELIGIBLE, STALE):
             self.pipeline.start_agent(
-                broker, interval_s=AGENT_INTERVAL_S, topic=self.topics["brokerstats"]
+                broker, interval_s=agent_interval_s, topic=self.topics["brokerstats"]
             )
         self.config = workdir / "manager.yaml"
         self.config.write_text(yaml.safe_dump(self.pipeline.manager_config(topics=self.topics)))
@@ -289,7 +301,7 @@ class Bench:
             acked=len(acked),
             lost=len(lost),
             lost_all=sum(1 for v in lost if v.startswith("1.")),
-            interval_writes=rate * AGENT_INTERVAL_S,
+            interval_writes=rate * self.agent_interval_s,
         )
 
     @staticmethod
@@ -376,7 +388,7 @@ HEADER = (
 )
 
 
-def report(runs: list[Run], seeds: str) -> str:
+def report(runs: list[Run], seeds: str, interval_s: float = AGENT_INTERVAL_S) -> str:
     held = sum(r.holds for r in runs)
     slack = [
         r.estimate - r.records_lost
@@ -394,7 +406,7 @@ def report(runs: list[Run], seeds: str) -> str:
     return f"""## the last resort
 
 `bench/bench_recover.py` (seeds {seeds}; {machine_line()}): 4 brokers at Kafka's broker
-defaults, the agents as shipped (every 60 s, every 5 s while their broker is not running); a
+defaults, the agents every {interval_s:.0f} s (shipped: 60 s; every 5 s while their broker is not running); a
 topic at RF 3 and min.insync.replicas 2 on brokers 1-3, Kafka's verifiable producers at
 acks=all and acks=1; broker 3 killed, then 2, then the leader 1, then 3 started again (seeded
 pauses): offline, one out-of-sync replica standing. The estimate is `kmedic recover`'s bound
@@ -417,11 +429,19 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--first-seed", type=int, default=7701)
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: one seed, agents every 2 s, judged by the bound alone; docs untouched",
+    )
     args = parser.parse_args()
+    interval_s = AGENT_INTERVAL_S
+    if args.quick:
+        args.seeds, args.no_write, interval_s = 1, True, 2.0
     seeds = [args.first_seed + n for n in range(args.seeds)]
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="bench-recover-") as tmp:
-        bench = Bench(Path(tmp))
+        bench = Bench(Path(tmp), interval_s)
         try:
             ready = [bench.prepare(seeds[0])]
 
@@ -435,11 +455,12 @@ def main() -> None:
                 print(runs[-1].line(), flush=True)
         finally:
             bench.stop()
-    text = report(runs, ", ".join(map(str, seeds)))
+    text = report(runs, ", ".join(map(str, seeds)), interval_s)
     print(text)
     if not args.no_write:
         write_section("the last resort", text, RELIABILITY_MD)
-    if not all(r.holds for r in runs):
+    # A smoke run judges what happened, not how tight: no timed figure in a test.
+    if not all(r.bounded if args.quick else r.holds for r in runs):
         raise SystemExit("bench_recover: an estimate missed its goal (rows above)")
 
 
