@@ -406,14 +406,14 @@ def report(runs: list[Run], seeds: str, interval_s: float = AGENT_INTERVAL_S) ->
     return f"""## the last resort
 
 `bench/bench_recover.py` (seeds {seeds}; {machine_line()}): 4 brokers at Kafka's broker
-defaults, the agents every {interval_s:.0f} s (shipped: 60 s; every 5 s while their broker is not running); a
-topic at RF 3 and min.insync.replicas 2 on brokers 1-3, Kafka's verifiable producers at
-acks=all and acks=1; broker 3 killed, then 2, then the leader 1, then 3 started again (seeded
-pauses): offline, one out-of-sync replica standing. The estimate is `kmedic recover`'s bound
-for electing broker 3, taken then; the loss is counted after the election by Kafka's
-verifiable consumer (acknowledged, never read) and by offsets (the old leader's newest
-acknowledged offset + 1 minus the new leader's log end). The goal: the estimate at or above
-the loss, and within one sample interval's writes (60 s at the leader's sampled rate) of it.
+defaults, the agents every {interval_s:.0f} s (shipped: 60 s; every 5 s while their broker is
+not running); a topic at RF 3 and min.insync.replicas 2 on brokers 1-3, Kafka's verifiable
+producers at acks=all and acks=1; broker 3 killed, then 2, then the leader 1, then 3 started
+again (seeded pauses): offline, one out-of-sync replica standing. The estimate is `kmedic
+recover`'s bound for electing broker 3, taken then; the loss is counted after the election by
+Kafka's verifiable consumer (acknowledged, never read) and by offsets (the old leader's newest
+acknowledged offset + 1 minus the new leader's log end). The goal: the estimate at or above the
+loss, and within one sample interval's writes (at the leader's sampled rate) of it.
 
 {HEADER}
 | --- | --- | --- | ---: | ---: | ---: | --- | ---: | --- |
